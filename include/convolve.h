@@ -1,0 +1,445 @@
+/*
+ * convolve.h - the whole public API of libconvolve.
+ *
+ * libconvolve convolves and correlates 1-D signals, 2-D images and 3-D volumes
+ * on CPUs and NVIDIA GPUs with scipy.ndimage's semantics (boundary modes, cval,
+ * origin, even filter sizes, convolve versus correlate).
+ *
+ * Objects:
+ *   convolve_context  error messages and device state; create one per thread.
+ *   convolve_filter   weights (dense, or one 1-D filter per axis).
+ *   convolve_plan     a convolution bound to layouts, filter and options:
+ *                     create once, execute many times.
+ *   convolve_array    an owned host array, as loaded from or saved to a file.
+ * Every create has a free; every free accepts NULL. Functions that can fail
+ * return a convolve_status; on failure the context named in the call (or the
+ * one the object was made from) holds a message, see convolve_last_error().
+ * The library never prints and never exits.
+ *
+ * A context, and the objects made from it, must be used by one thread at a
+ * time. Distinct contexts are independent.
+ */
+#ifndef CONVOLVE_H
+#define CONVOLVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(CONVOLVE_STATIC_DEFINE)
+#define CONVOLVE_API
+#elif defined(_WIN32)
+#if defined(CONVOLVE_BUILDING)
+#define CONVOLVE_API __declspec(dllexport)
+#else
+#define CONVOLVE_API __declspec(dllimport)
+#endif
+#else
+#define CONVOLVE_API __attribute__((visibility("default")))
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Version                                                                  */
+/* ------------------------------------------------------------------------ */
+
+#define CONVOLVE_VERSION_MAJOR 0
+#define CONVOLVE_VERSION_MINOR 1
+#define CONVOLVE_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH */
+#define CONVOLVE_VERSION_NUMBER \
+    (CONVOLVE_VERSION_MAJOR * 10000 + CONVOLVE_VERSION_MINOR * 100 + CONVOLVE_VERSION_PATCH)
+#define CONVOLVE_VERSION_STRING "0.1.0"
+
+/* The version of the library actually linked (compare with the macros). */
+CONVOLVE_API unsigned convolve_version_number(void);
+CONVOLVE_API const char *convolve_version_string(void);
+
+/* ------------------------------------------------------------------------ */
+/* Status codes: the numbers never change; new codes are only appended.     */
+/* ------------------------------------------------------------------------ */
+
+typedef enum convolve_status {
+    CONVOLVE_OK = 0,
+    CONVOLVE_ERROR_INVALID_ARGUMENT = 1,    /* NULL pointer, unknown enum, bad option value */
+    CONVOLVE_ERROR_BAD_LAYOUT = 2,          /* dimensions, shape, channels, strides, alignment */
+    CONVOLVE_ERROR_BAD_FILTER = 3,          /* empty, non-finite, wrong dimensionality */
+    CONVOLVE_ERROR_BAD_ORIGIN = 4,          /* origin outside the filter */
+    CONVOLVE_ERROR_SIZE_OVERFLOW = 5,       /* a byte count does not fit in size_t */
+    CONVOLVE_ERROR_OUT_OF_MEMORY = 6,       /* host allocation failed */
+    CONVOLVE_ERROR_UNSUPPORTED = 7,         /* the chosen strategy cannot serve this case */
+    CONVOLVE_ERROR_BACKEND_UNAVAILABLE = 8, /* backend not built in, or no usable device */
+    CONVOLVE_ERROR_DEVICE = 9,              /* a CUDA call failed */
+    CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY = 10,
+    CONVOLVE_ERROR_IO = 11,                 /* opening, reading or writing a file failed */
+    CONVOLVE_ERROR_FORMAT = 12,             /* file content malformed or of an unsupported kind */
+    CONVOLVE_ERROR_INTERNAL = 13            /* a bug in libconvolve: please report it */
+} convolve_status;
+
+/* The enumerator's name, e.g. "CONVOLVE_ERROR_BAD_LAYOUT";
+ * "CONVOLVE_STATUS_UNKNOWN" for a number that is not a status. */
+CONVOLVE_API const char *convolve_status_name(convolve_status status);
+/* A short English description of the status. */
+CONVOLVE_API const char *convolve_status_description(convolve_status status);
+
+/* ------------------------------------------------------------------------ */
+/* Element types and array layouts                                          */
+/* ------------------------------------------------------------------------ */
+
+typedef enum convolve_dtype {
+    CONVOLVE_FLOAT32 = 0,
+    CONVOLVE_FLOAT64 = 1,
+    CONVOLVE_UINT8 = 2,
+    CONVOLVE_UINT16 = 3
+} convolve_dtype;
+
+/* Bytes per element (0 for an unknown type). */
+CONVOLVE_API size_t convolve_dtype_size(convolve_dtype dtype);
+/* "float32", "float64", "uint8", "uint16"; NULL for an unknown type. */
+CONVOLVE_API const char *convolve_dtype_name(convolve_dtype dtype);
+/* Parses those names; CONVOLVE_ERROR_INVALID_ARGUMENT for any other. */
+CONVOLVE_API convolve_status convolve_dtype_parse(const char *name, convolve_dtype *dtype);
+
+#define CONVOLVE_MAX_DIMS 3
+
+/*
+ * Where the elements of an array lie in memory. Axes are listed slowest first
+ * (C order, as numpy): a 2-D image has shape {height, width}. Each element holds
+ * `channels` interleaved values (1 gray, 3 RGB, 4 RGBA, any count); the filter
+ * applies to each channel alone. Strides are in bytes and may be padded
+ * (pitched rows) or describe a sub-region of a larger array; they must be
+ * multiples of the element size. Input strides may be zero or negative;
+ * an output's elements must not overlap one another.
+ */
+typedef struct convolve_layout {
+    convolve_dtype dtype;
+    int ndim;                               /* 1 to 3 spatial dimensions */
+    size_t shape[CONVOLVE_MAX_DIMS];        /* extents, slowest first; entries past ndim ignored */
+    size_t channels;                        /* >= 1 */
+    ptrdiff_t strides[CONVOLVE_MAX_DIMS];   /* bytes between neighbours along each axis */
+    ptrdiff_t channel_stride;               /* bytes between the channels of one element */
+} convolve_layout;
+
+/*
+ * Fills *layout for a contiguous C-order array with interleaved channels.
+ * Errors: INVALID_ARGUMENT (NULL, unknown dtype), BAD_LAYOUT (ndim outside
+ * 1..3, a zero extent, zero channels), SIZE_OVERFLOW (byte count too large).
+ */
+CONVOLVE_API convolve_status convolve_layout_init(convolve_layout *layout, convolve_dtype dtype,
+                                                  int ndim, const size_t *shape, size_t channels);
+
+/* Number of elements (product of the shape) times channels; 0 if it overflows. */
+CONVOLVE_API size_t convolve_layout_count(const convolve_layout *layout);
+
+/* ------------------------------------------------------------------------ */
+/* Context                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct convolve_context convolve_context;
+
+/* Creates a context. Errors: INVALID_ARGUMENT (NULL), OUT_OF_MEMORY. */
+CONVOLVE_API convolve_status convolve_context_create(convolve_context **ctx);
+/* Frees a context; NULL is accepted. Objects made from it must be freed first. */
+CONVOLVE_API void convolve_context_free(convolve_context *ctx);
+/* The message of the last failed call made with this context ("" if none).
+ * The string lives until the next call that uses the context. */
+CONVOLVE_API const char *convolve_last_error(const convolve_context *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* Backends, strategies and the device                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef enum convolve_backend {
+    CONVOLVE_BACKEND_AUTO = 0, /* CUDA when built in, a device is usable and the work pays; else CPU */
+    CONVOLVE_BACKEND_CPU = 1,
+    CONVOLVE_BACKEND_CUDA = 2
+} convolve_backend;
+
+/* "auto", "cpu", "cuda"; NULL for an unknown value. */
+CONVOLVE_API const char *convolve_backend_name(convolve_backend backend);
+CONVOLVE_API convolve_status convolve_backend_parse(const char *name, convolve_backend *backend);
+/* 1 if the backend was compiled into this library, else 0 (AUTO: 1). */
+CONVOLVE_API int convolve_backend_built(convolve_backend backend);
+
+/* A named way of computing the convolution on one backend. */
+typedef struct convolve_strategy_info {
+    const char *name;          /* e.g. "tiled-in"; unique per backend */
+    convolve_backend backend;  /* CPU or CUDA */
+    unsigned dims;             /* bit d-1 set when it serves d-dimensional arrays */
+    const char *summary;       /* one line */
+} convolve_strategy_info;
+
+/* Number of strategies built into this library. */
+CONVOLVE_API size_t convolve_strategy_count(void);
+/* Describes strategy i (0 <= i < count). Errors: INVALID_ARGUMENT. */
+CONVOLVE_API convolve_status convolve_strategy_get(size_t index, convolve_strategy_info *info);
+
+typedef struct convolve_device_info {
+    int available;              /* 1 if a CUDA device can be used */
+    int device_count;
+    char name[256];             /* of the current device */
+    size_t total_memory;        /* bytes */
+    int compute_major, compute_minor;
+    int multiprocessors;
+    char reason[256];           /* why not available, when available == 0 */
+} convolve_device_info;
+
+/* Describes the CUDA device the context uses. Succeeds with available = 0
+ * (and a reason) when CUDA is not built in or no device is usable.
+ * Errors: INVALID_ARGUMENT. */
+CONVOLVE_API convolve_status convolve_device_query(convolve_context *ctx, convolve_device_info *info);
+
+/* ------------------------------------------------------------------------ */
+/* Filters                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct convolve_filter convolve_filter;
+
+/*
+ * A dense filter of ndim dimensions (1..3), extents shape[0..ndim-1] (any
+ * size >= 1, odd or even, not necessarily square), weights in C order.
+ * The weights are copied. Errors: INVALID_ARGUMENT (NULL), BAD_FILTER (ndim,
+ * a zero extent, a NaN or infinite weight), SIZE_OVERFLOW, OUT_OF_MEMORY.
+ */
+CONVOLVE_API convolve_status convolve_filter_create(convolve_context *ctx, convolve_filter **filter,
+                                                    int ndim, const size_t *shape,
+                                                    const double *weights);
+
+/*
+ * A separable filter: one 1-D filter per axis (taps[a] has lengths[a] weights).
+ * It means exactly the dense filter that is their outer product, for every
+ * mode (see docs/semantics.md). Errors as convolve_filter_create.
+ */
+CONVOLVE_API convolve_status convolve_filter_create_separable(convolve_context *ctx,
+                                                              convolve_filter **filter, int ndim,
+                                                              const size_t *lengths,
+                                                              const double *const *taps);
+
+/*
+ * A named filter of ndim dimensions, from a spec "NAME[:ARGS]":
+ *   box:R          (2R+1)^ndim, all weights equal, summing to 1 (separable)
+ *   gaussian:S     sampled Gaussian of sigma S > 0, radius int(4*S + 0.5), normalised (separable)
+ *   identity       a single 1
+ *   sobel-x, sobel-y   3x3 Sobel derivative along x (axis 1) or y (axis 0); 2-D only
+ *   laplacian      3x3 (2-D) 4-neighbour Laplacian; 1-D: [1 -2 1]; 3-D: 6-neighbour
+ *   sharpen        3x3 unsharp kernel (2-D only)
+ *   emboss         3x3 emboss kernel (2-D only)
+ * Errors: INVALID_ARGUMENT (NULL), BAD_FILTER (unknown name, bad argument,
+ * wrong ndim for that name), OUT_OF_MEMORY.
+ */
+CONVOLVE_API convolve_status convolve_filter_create_named(convolve_context *ctx,
+                                                          convolve_filter **filter,
+                                                          const char *spec, int ndim);
+
+/* Frees a filter; NULL is accepted. */
+CONVOLVE_API void convolve_filter_free(convolve_filter *filter);
+/* Number of dimensions (0 for NULL). */
+CONVOLVE_API int convolve_filter_ndim(const convolve_filter *filter);
+/* Extent along axis (0 if axis is out of range or filter is NULL). */
+CONVOLVE_API size_t convolve_filter_extent(const convolve_filter *filter, int axis);
+/* 1 if made separable (or found to be rank one when the plan looks), else 0. */
+CONVOLVE_API int convolve_filter_is_separable(const convolve_filter *filter);
+/* Copies the dense weights (the outer product for a separable filter) into
+ * out[0..count-1], C order. Errors: INVALID_ARGUMENT (NULL, count too small). */
+CONVOLVE_API convolve_status convolve_filter_weights(const convolve_filter *filter, double *out,
+                                                     size_t count);
+
+/* ------------------------------------------------------------------------ */
+/* Options and plans                                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef enum convolve_operation {
+    CONVOLVE_OP_CONVOLVE = 0,   /* true convolution: weights flipped, scipy.ndimage.convolve */
+    CONVOLVE_OP_CORRELATE = 1   /* scipy.ndimage.correlate */
+} convolve_operation;
+
+/* How the input is extended past its edges (the chapter's ghost cells).
+ * For input a b c d:
+ *   REFLECT   d c b a | a b c d | d c b a   (scipy's default)
+ *   CONSTANT  k k k k | a b c d | k k k k   (k = cval)
+ *   NEAREST   a a a a | a b c d | d d d d
+ *   MIRROR      d c b | a b c d | c b a
+ *   WRAP      a b c d | a b c d | a b c d
+ * Filters longer than the input keep extending by the same rule. */
+typedef enum convolve_mode {
+    CONVOLVE_MODE_REFLECT = 0,
+    CONVOLVE_MODE_CONSTANT = 1,
+    CONVOLVE_MODE_NEAREST = 2,
+    CONVOLVE_MODE_MIRROR = 3,
+    CONVOLVE_MODE_WRAP = 4
+} convolve_mode;
+
+/* "reflect", "constant", "nearest", "mirror", "wrap"; NULL for unknown. */
+CONVOLVE_API const char *convolve_mode_name(convolve_mode mode);
+CONVOLVE_API convolve_status convolve_mode_parse(const char *name, convolve_mode *mode);
+
+typedef struct convolve_options {
+    convolve_operation operation;       /* default CONVOLVE_OP_CONVOLVE */
+    convolve_mode mode;                 /* default CONVOLVE_MODE_REFLECT */
+    double cval;                        /* value past the edges in CONSTANT mode; default 0 */
+    ptrdiff_t origin[CONVOLVE_MAX_DIMS]; /* per axis, as scipy: -(K/2) <= origin <= (K-1)/2; default 0 */
+    convolve_backend backend;           /* default AUTO */
+    const char *strategy;               /* NULL or "auto" (default), or a strategy name */
+    int threads;                        /* CPU threads; 0 = all available */
+} convolve_options;
+
+/* Fills *options with the defaults above. */
+CONVOLVE_API void convolve_options_init(convolve_options *options);
+
+typedef struct convolve_plan convolve_plan;
+
+/*
+ * Plans out = filter (*) in. `in` and `out` must have the same ndim, shape
+ * and channels; their dtypes may differ (integer outputs are rounded to
+ * nearest, ties to even, and saturated). The filter must have in->ndim
+ * dimensions. Everything is validated here, once; the layouts, filter and
+ * options are copied, so they may be freed after this call.
+ * Errors: INVALID_ARGUMENT, BAD_LAYOUT, BAD_FILTER, BAD_ORIGIN, SIZE_OVERFLOW,
+ * OUT_OF_MEMORY, UNSUPPORTED (the named strategy cannot serve this case; the
+ * message says why), BACKEND_UNAVAILABLE (CUDA asked for but not usable).
+ */
+CONVOLVE_API convolve_status convolve_plan_create(convolve_context *ctx, convolve_plan **plan,
+                                                  const convolve_layout *in,
+                                                  const convolve_layout *out,
+                                                  const convolve_filter *filter,
+                                                  const convolve_options *options);
+
+/* Frees a plan and its device buffers; NULL is accepted. */
+CONVOLVE_API void convolve_plan_free(convolve_plan *plan);
+
+/* The backend and strategy the plan runs (after "auto" was resolved). */
+CONVOLVE_API convolve_backend convolve_plan_backend(const convolve_plan *plan);
+CONVOLVE_API const char *convolve_plan_strategy(const convolve_plan *plan);
+
+/*
+ * Runs the plan on host memory: `in` and `out` point at element 0 of arrays
+ * laid out as planned. Returns when `out` is written. `out` must not overlap
+ * `in`. Errors: INVALID_ARGUMENT (NULL, misaligned, overlapping), OUT_OF_MEMORY,
+ * DEVICE, DEVICE_OUT_OF_MEMORY.
+ */
+CONVOLVE_API convolve_status convolve_execute(convolve_plan *plan, const void *in, void *out);
+
+/*
+ * Runs a CUDA plan on device memory, asynchronously on `stream` (a
+ * cudaStream_t; NULL for the default stream): no copies and no
+ * synchronisation. Errors: as convolve_execute, and UNSUPPORTED for a CPU plan.
+ */
+CONVOLVE_API convolve_status convolve_execute_device(convolve_plan *plan, const void *in, void *out,
+                                                     void *stream);
+
+/* One call: plan, execute on host memory, free. Errors: as the three. */
+CONVOLVE_API convolve_status convolve_run(convolve_context *ctx, const convolve_layout *in_layout,
+                                          const void *in, const convolve_layout *out_layout,
+                                          void *out, const convolve_filter *filter,
+                                          const convolve_options *options);
+
+/* ------------------------------------------------------------------------ */
+/* Measurement                                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef struct convolve_timing {
+    double median_ms;   /* median time of one execution */
+    double min_ms;
+    double max_ms;
+    int runs;           /* timed runs, after warm-up */
+} convolve_timing;
+
+/*
+ * Times the plan on data resident where its backend computes (device memory
+ * for CUDA, timed with CUDA events; host memory for CPU), filled with random
+ * values, after `warmup` untimed runs. Errors: INVALID_ARGUMENT (runs < 1),
+ * OUT_OF_MEMORY, DEVICE, DEVICE_OUT_OF_MEMORY.
+ */
+CONVOLVE_API convolve_status convolve_plan_benchmark(convolve_plan *plan, int warmup, int runs,
+                                                     convolve_timing *timing);
+
+/*
+ * Measures device-to-device copy bandwidth with a copy of `bytes` bytes
+ * (GB/s, counting bytes read plus bytes written). Errors: BACKEND_UNAVAILABLE,
+ * DEVICE, DEVICE_OUT_OF_MEMORY, INVALID_ARGUMENT.
+ */
+CONVOLVE_API convolve_status convolve_device_copy_bandwidth(convolve_context *ctx, size_t bytes,
+                                                            int runs, double *gb_per_s);
+
+/* ------------------------------------------------------------------------ */
+/* Host arrays and files                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct convolve_array convolve_array;
+
+/* A contiguous host array (interleaved channels), zero-filled.
+ * Errors: INVALID_ARGUMENT, BAD_LAYOUT, SIZE_OVERFLOW, OUT_OF_MEMORY. */
+CONVOLVE_API convolve_status convolve_array_create(convolve_context *ctx, convolve_array **array,
+                                                   convolve_dtype dtype, int ndim,
+                                                   const size_t *shape, size_t channels);
+/* Frees an array; NULL is accepted. */
+CONVOLVE_API void convolve_array_free(convolve_array *array);
+/* Its layout (contiguous, C order, interleaved channels). */
+CONVOLVE_API const convolve_layout *convolve_array_layout(const convolve_array *array);
+/* Its elements. */
+CONVOLVE_API void *convolve_array_data(convolve_array *array);
+CONVOLVE_API const void *convolve_array_const_data(const convolve_array *array);
+/* Its size in bytes. */
+CONVOLVE_API size_t convolve_array_bytes(const convolve_array *array);
+
+typedef enum convolve_format {
+    CONVOLVE_FORMAT_AUTO = 0, /* by the file name's extension (and, on load, its magic bytes) */
+    CONVOLVE_FORMAT_NPY = 1,  /* numpy .npy: float32/64, uint8/16, C order, 1 to 3 dims (+1 on save for channels) */
+    CONVOLVE_FORMAT_PNG = 2,  /* 8/16-bit gray, gray+alpha, RGB, RGBA */
+    CONVOLVE_FORMAT_JPEG = 3, /* 8-bit gray or RGB */
+    CONVOLVE_FORMAT_PNM = 4,  /* PGM/PPM (P2, P3, P5, P6), 8 or 16 bits */
+    CONVOLVE_FORMAT_TEXT = 5  /* whitespace-separated numbers; a line a row, a blank line ends a plane */
+} convolve_format;
+
+/* "auto", "npy", "png", "jpeg", "pnm", "text"; NULL for unknown. */
+CONVOLVE_API const char *convolve_format_name(convolve_format format);
+/* The format a path's extension names (.npy .png .jpg .jpeg .pgm .ppm .pnm .txt);
+ * CONVOLVE_FORMAT_AUTO when none does. */
+CONVOLVE_API convolve_format convolve_format_from_path(const char *path);
+
+/*
+ * Reads a file into a new array. Images load as 2-D arrays with channels
+ * (uint8, or uint16 for 16-bit PNG/PNM); .npy arrays load with 1 channel and
+ * their own dimensions; text loads as float64 with 1, 2 or 3 dimensions
+ * (planes, rows, columns; leading dimensions of size one dropped).
+ * Errors: INVALID_ARGUMENT, IO, FORMAT (malformed, truncated, unsupported),
+ * SIZE_OVERFLOW, OUT_OF_MEMORY.
+ */
+CONVOLVE_API convolve_status convolve_array_load(convolve_context *ctx, convolve_array **array,
+                                                 const char *path, convolve_format format);
+
+/* The same, from bytes in memory (format must not be AUTO unless the bytes
+ * carry a magic number: .npy, PNG, JPEG, PNM). */
+CONVOLVE_API convolve_status convolve_array_load_memory(convolve_context *ctx,
+                                                        convolve_array **array, const void *data,
+                                                        size_t size, convolve_format format);
+
+/*
+ * Writes an array to a file, atomically: the data goes to a temporary file
+ * beside it that is renamed over `path` only when complete, so a failure
+ * leaves any old file untouched. Images need uint8 (or uint16 for PNG/PNM)
+ * 2-D arrays with 1 to 4 channels (JPEG and PNM: 1 or 3); .npy takes any
+ * array (channels > 1 become a last axis); TEXT takes float arrays of 1 or 2
+ * dimensions and 1 channel. jpeg_quality is 1..100, or 0 for 95.
+ * Errors: INVALID_ARGUMENT, UNSUPPORTED (dtype or channels the format cannot
+ * hold), IO, OUT_OF_MEMORY.
+ */
+CONVOLVE_API convolve_status convolve_array_save(convolve_context *ctx, const convolve_array *array,
+                                                 const char *path, convolve_format format,
+                                                 int jpeg_quality);
+
+/*
+ * Converts an array to another element type: float to integer rounds to
+ * nearest (ties to even) and saturates; NaN becomes 0. Errors: INVALID_ARGUMENT,
+ * OUT_OF_MEMORY.
+ */
+CONVOLVE_API convolve_status convolve_array_convert(convolve_context *ctx, const convolve_array *src,
+                                                    convolve_dtype dtype, convolve_array **dst);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CONVOLVE_H */

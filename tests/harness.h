@@ -1,0 +1,170 @@
+/*
+ * harness.h - the small test harness shared by the C tests: checks that
+ * count failures, a seeded random generator (the seed is printed, and
+ * CONVOLVE_TEST_SEED replays one), random arrays that are never all zero,
+ * poisoning, and the comparison of a result with a reference
+ * (|out - ref| <= tol + |ref| * eps per element, and relative L2).
+ */
+#ifndef CONVOLVE_TEST_HARNESS_H
+#define CONVOLVE_TEST_HARNESS_H
+
+#include "convolve.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int h_failures = 0;
+static int h_checks = 0;
+
+#define CHECK(cond, ...)                                                          \
+    do {                                                                          \
+        h_checks++;                                                               \
+        if (!(cond)) {                                                            \
+            h_failures++;                                                         \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);       \
+            fprintf(stderr, __VA_ARGS__);                                         \
+            fputc('\n', stderr);                                                  \
+        }                                                                         \
+    } while (0)
+
+/* Checks a status; prints the context's message on failure. */
+#define CHECK_OK(ctx, expr)                                                       \
+    do {                                                                          \
+        convolve_status h_st_ = (expr);                                           \
+        CHECK(h_st_ == CONVOLVE_OK, "%s: %s", convolve_status_name(h_st_),        \
+              convolve_last_error(ctx));                                          \
+    } while (0)
+
+/* Checks that expr fails with the given status and leaves a message. */
+#define CHECK_STATUS(ctx, expr, want)                                             \
+    do {                                                                          \
+        convolve_status h_st_ = (expr);                                           \
+        CHECK(h_st_ == (want), "got %s, want %s (%s)", convolve_status_name(h_st_),\
+              convolve_status_name(want), convolve_last_error(ctx));              \
+        if (h_st_ == (want) && (want) != CONVOLVE_OK && (ctx))                    \
+            CHECK(convolve_last_error(ctx)[0] != '\0', "no error message");       \
+    } while (0)
+
+static uint64_t h_rng_state = 0;
+
+static inline uint64_t h_rand_u64(void)
+{
+    uint64_t x = h_rng_state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return h_rng_state = x;
+}
+
+/* Uniform in [lo, hi). */
+static inline double h_uniform(double lo, double hi)
+{
+    return lo + (hi - lo) * ((double)(h_rand_u64() >> 11) * 0x1.0p-53);
+}
+
+/* Integer in [lo, hi]. */
+static inline long h_randint(long lo, long hi)
+{
+    return lo + (long)(h_rand_u64() % (uint64_t)(hi - lo + 1));
+}
+
+/* Seeds from CONVOLVE_TEST_SEED or the clock, and says which. */
+static inline void h_seed(const char *test)
+{
+    const char *env = getenv("CONVOLVE_TEST_SEED");
+    uint64_t seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ (uint64_t)clock();
+    if (seed == 0)
+        seed = 1;
+    h_rng_state = seed * 0x9E3779B97F4A7C15ull | 1;
+    printf("%s: seed %llu (replay with CONVOLVE_TEST_SEED=%llu)\n", test,
+           (unsigned long long)seed, (unsigned long long)seed);
+}
+
+/* Fills n doubles with random values in [-1, 1), never all zero. */
+static inline void h_fill(double *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        v[i] = h_uniform(-1.0, 1.0);
+    if (n && v[0] == 0.0)
+        v[0] = 0.5;
+}
+
+/* Fills a typed buffer of n elements with random values: floats in [-1, 1)
+ * scaled by `scale`, integers over their whole range. */
+static inline void h_fill_typed(convolve_dtype t, void *data, size_t n, double scale)
+{
+    for (size_t i = 0; i < n; i++) {
+        switch (t) {
+        case CONVOLVE_FLOAT32: ((float *)data)[i] = (float)(scale * h_uniform(-1, 1)); break;
+        case CONVOLVE_FLOAT64: ((double *)data)[i] = scale * h_uniform(-1, 1); break;
+        case CONVOLVE_UINT8: ((uint8_t *)data)[i] = (uint8_t)h_randint(0, 255); break;
+        case CONVOLVE_UINT16: ((uint16_t *)data)[i] = (uint16_t)h_randint(0, 65535); break;
+        }
+    }
+}
+
+/* Writes a poison pattern (NaN for floats, 0xAB.. for integers). */
+static inline void h_poison(convolve_dtype t, void *data, size_t n)
+{
+    if (t == CONVOLVE_FLOAT32)
+        for (size_t i = 0; i < n; i++)
+            ((float *)data)[i] = NAN;
+    else if (t == CONVOLVE_FLOAT64)
+        for (size_t i = 0; i < n; i++)
+            ((double *)data)[i] = NAN;
+    else
+        memset(data, 0xAB, n * convolve_dtype_size(t));
+}
+
+static inline double h_get(convolve_dtype t, const void *data, size_t i)
+{
+    switch (t) {
+    case CONVOLVE_FLOAT32: return ((const float *)data)[i];
+    case CONVOLVE_FLOAT64: return ((const double *)data)[i];
+    case CONVOLVE_UINT8: return ((const uint8_t *)data)[i];
+    default: return ((const uint16_t *)data)[i];
+    }
+}
+
+typedef struct {
+    size_t bad;         /* elements outside tol + |ref| * eps (NaN counts) */
+    size_t first_bad;
+    double max_abs;     /* largest |out - ref| */
+    double rel_l2;      /* ||out - ref|| / ||ref|| */
+} h_diff;
+
+/* Compares n elements of out (type to) with ref (type tr). */
+static inline h_diff h_compare(convolve_dtype to, const void *out, convolve_dtype tr, const void *ref,
+                        size_t n, double tol, double eps)
+{
+    h_diff d = {0, 0, 0.0, 0.0};
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double o = h_get(to, out, i), r = h_get(tr, ref, i);
+        double e = fabs(o - r);
+        if (!(e <= tol + fabs(r) * eps)) {
+            if (!d.bad)
+                d.first_bad = i;
+            d.bad++;
+        }
+        if (e > d.max_abs || e != e)
+            d.max_abs = e;
+        num += (o - r) * (o - r);
+        den += r * r;
+    }
+    d.rel_l2 = den > 0 ? sqrt(num / den) : sqrt(num);
+    return d;
+}
+
+/* Ends a test: prints the tally, returns the exit code. */
+static inline int h_finish(const char *test)
+{
+    printf("%s: %d checks, %d failures\n", test, h_checks, h_failures);
+    return h_failures ? 1 : 0;
+}
+
+#endif
