@@ -169,6 +169,7 @@ typedef struct convolve_strategy_info {
     convolve_backend backend;  /* CPU or CUDA */
     unsigned dims;             /* bit d-1 set when it serves d-dimensional arrays */
     const char *summary;       /* one line */
+    unsigned tile[3];          /* the thread block's tile extents (x, y, z) it uses, 0 if none */
 } convolve_strategy_info;
 
 /* Number of strategies built into this library. */

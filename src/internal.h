@@ -110,6 +110,7 @@ struct cvi_strategy {
     int id;                     /* the backend's own number for it */
     const char *summary;
     cvi_check_fn check;         /* NULL: serves every problem of its dims */
+    unsigned tile[3];           /* tile extents (x, y, z) of its thread block, 0 if none */
 };
 
 /* The registry (src/strategy.c). */

@@ -52,5 +52,7 @@ convolve_status convolve_strategy_get(size_t index, convolve_strategy_info *info
     info->backend = s->backend;
     info->dims = s->dims;
     info->summary = s->summary;
+    for (int a = 0; a < 3; a++)
+        info->tile[a] = s->tile[a];
     return CONVOLVE_OK;
 }
