@@ -12,7 +12,8 @@ enum { CPU_REFERENCE = 0 };
 
 static const cvi_strategy k_cpu_strategies[] = {
     {"reference", CONVOLVE_BACKEND_CPU, 7u, CPU_REFERENCE,
-     "exact loops accumulating in double: the oracle every strategy is tested against", NULL},
+     "exact loops accumulating in double: the oracle every strategy is tested against", NULL,
+     {0, 0, 0}},
 };
 
 const cvi_strategy *cvi_cpu_strategies(size_t *count)
