@@ -1,0 +1,50 @@
+/*
+ * fast_direct2d.h - the register-streaming 2-D kernels (fast_direct2d.cu) for
+ * square odd filters, dense or separable, on rows of interleaved channels,
+ * reached from C through this launcher.
+ */
+#ifndef CONVOLVE_FAST_DIRECT2D_H
+#define CONVOLVE_FAST_DIRECT2D_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest filter extents the kernels are compiled for (odd sizes 3..these):
+ * dense float32 gray; separable float32 gray. uint8 gray and RGB: dense 3, 5;
+ * separable 3..9. */
+#define CVI_FD2D_MAX_K 17
+#define CVI_FD2D_MAX_SEP_K 33
+
+typedef struct cvi_fd2d_args {
+    const void *in;          /* element (0, 0, channel 0) */
+    void *out;
+    ptrdiff_t in_row;        /* bytes between rows */
+    ptrdiff_t out_row;
+    long long height, width; /* pixels */
+    int channels;            /* interleaved; neighbours along x are `channels` elements apart */
+    int ksize;               /* K, odd; the filter is K x K */
+    int koffy, koffx;        /* correlation offsets, 0 <= koff < K */
+    int mode;                /* CVI_MODE_* */
+    float cval;
+    int in_type, out_type;   /* convolve_dtype */
+    int separable;           /* 1: taps_y and taps_x; 0: weights */
+    const double *weights;   /* K*K, correlation form, C order */
+    const double *taps_y, *taps_x; /* K each, correlation form */
+    int multiprocessors;     /* of the device, to size the grid */
+} cvi_fd2d_args;
+
+/* 1 if a kernel serves this element type, channel count, extent and kind. */
+int cvi_fd2d_supports(int in_type, int channels, int ksize, int separable);
+
+/* Launches on `stream`; returns the launch's error (cudaSuccess when queued). */
+cudaError_t cvi_fd2d_launch(const cvi_fd2d_args *args, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
