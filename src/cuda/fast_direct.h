@@ -1,7 +1,7 @@
 /*
- * fast_direct2d.h - the register-streaming 2-D kernels (fast_direct2d.cu) for
- * square odd filters, dense or separable, on rows of interleaved channels,
- * reached from C through this launcher.
+ * fast_direct.h - the register-streaming kernels (fast_direct.cu): 2-D square
+ * odd filters, dense or separable, on rows of interleaved channels, and 1-D
+ * filters; reached from C through these launchers.
  */
 #ifndef CONVOLVE_FAST_DIRECT2D_H
 #define CONVOLVE_FAST_DIRECT2D_H
@@ -26,7 +26,8 @@ typedef struct cvi_fd2d_args {
     ptrdiff_t out_row;
     long long height, width; /* pixels */
     int channels;            /* interleaved; neighbours along x are `channels` elements apart */
-    int ksize;               /* K, odd; the filter is K x K */
+    int ksize;               /* K, odd: the filter's extent along x */
+    int height_taps;         /* its extent along y: K (2-D), 1 (1-D) */
     int koffy, koffx;        /* correlation offsets, 0 <= koff < K */
     int mode;                /* CVI_MODE_* */
     float cval;
@@ -37,11 +38,16 @@ typedef struct cvi_fd2d_args {
     int multiprocessors;     /* of the device, to size the grid */
 } cvi_fd2d_args;
 
-/* 1 if a kernel serves this element type, channel count, extent and kind. */
+/* 1 if a 2-D kernel serves this element type, channel count, extent and kind. */
 int cvi_fd2d_supports(int in_type, int channels, int ksize, int separable);
+/* 1 if the 1-D kernel serves this element type, channel count and extent
+ * (float32, one channel, K odd 3..33). */
+int cvi_fd1d_supports(int in_type, int channels, int ksize);
 
-/* Launches on `stream`; returns the launch's error (cudaSuccess when queued). */
+/* Launch on `stream`; return the launch's error (cudaSuccess when queued).
+ * 2-D: a K x K filter over height x width; 1-D: height 1, height_taps 1. */
 cudaError_t cvi_fd2d_launch(const cvi_fd2d_args *args, cudaStream_t stream);
+cudaError_t cvi_fd1d_launch(const cvi_fd2d_args *args, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

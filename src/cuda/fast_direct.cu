@@ -1,7 +1,8 @@
 /*
- * fast_direct2d.cu - register-streaming 2-D convolution for square odd
- * filters on float32 or uint8 rows of interleaved channels: dense filters
- * (K = 3..17) and separable ones fused in one pass (K = 3..33).
+ * fast_direct.cu - register-streaming direct convolution: 2-D square odd
+ * filters on float32 or uint8 rows of interleaved channels, dense (K = 3..17)
+ * or separable fused in one pass (K = 3..33), and 1-D float32 filters
+ * (K = 3..33, each warp walking along the signal).
  *
  * Each warp owns a segment of 32*V consecutive row elements (V per lane, one
  * 16- or 8-byte load each) and walks down a strip of rows. For every input
@@ -24,7 +25,7 @@
  * and the fast kernel carries no border code. A non-zero horizontal origin
  * shifts where outputs are stored, not what is loaded, so loads stay aligned.
  */
-#include "fast_direct2d.h"
+#include "fast_direct.h"
 
 #include "../kernel_math.h"
 
@@ -42,9 +43,10 @@ typedef struct fd_params {
     char *out;
     long long in_row, out_row;
     long long H;         /* rows */
-    int W, WC;           /* pixels and elements per row */
-    int first;           /* centred element of the first fast warp's lane 0 */
-    int nwarps;          /* fast warps along a row */
+    long long W, WC;     /* pixels and elements per row */
+    long long N;         /* 1-D: samples (= WC) */
+    long long first;     /* centred element of the first fast segment's lane 0 */
+    long long nwarps;    /* fast segments along a row */
     int koffy, shift;    /* vertical offset; output element = centred element + shift */
     int mode, out_type;
     int strip;           /* rows per block */
@@ -66,6 +68,13 @@ __device__ __forceinline__ void fd_load_vec(const float *p, float (&v)[4])
 {
     float4 q = __ldg((const float4 *)p);
     v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+}
+
+__device__ __forceinline__ void fd_load_vec(const float *p, float (&v)[8])
+{
+    float4 q = __ldg((const float4 *)p), r = __ldg((const float4 *)p + 1);
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+    v[4] = r.x, v[5] = r.y, v[6] = r.z, v[7] = r.w;
 }
 
 __device__ __forceinline__ void fd_load_vec(const unsigned char *p, float (&v)[8])
@@ -113,46 +122,34 @@ __device__ __forceinline__ void fd_store_vec(int type, char *row, long long e, c
     }
 }
 
-/* The source row for input row y, or -1 when the row is all cval. */
-__device__ __forceinline__ long long fd_row(const fd_params &p, long long y)
+/* Loads a lane's part of a warp segment of a row (lane 0's first element at
+ * we0, V elements a lane): its own V elements, and in r[V] one element of
+ * the segment's halo (lanes 0..HALO-1 the left halo, lanes 32-HALO..31 the
+ * right). The segment and its halo lie inside the row. */
+template <int V, int HALO, typename T>
+__device__ __forceinline__ void fd_load_seg(const T *row, long long we0, int lane,
+                                            float (&r)[V + 1])
 {
-    return cvi_boundary_index(y, p.H, p.mode);
-}
-
-/* Loads input row y as a lane holds it before the window is built: its own
- * V elements, and in v[V] one element of the warp's halo (lanes 0..HALO-1
- * the left halo, lanes 32-HALO..31 the right). The warp's window lies inside
- * the row (interior warps only). */
-template <int K, int C, typename T>
-__device__ __forceinline__ void fd_load_row(const fd_params &p, long long y, int we0, int lane,
-                                            float (&r)[fd_lane_width<T>::V + 1])
-{
-    enum { V = fd_lane_width<T>::V, HALO = (K / 2) * C, SEG = 32 * V };
-    const long long m = cvi_boundary_index(y, p.H, p.mode);
-    if (m < 0) {
-#pragma unroll
-        for (int i = 0; i <= V; i++)
-            r[i] = p.cval;
-        return;
-    }
-    const T *row = (const T *)(p.in + m * p.in_row);
+    enum { SEG = 32 * V };
     float own[V];
-    fd_load_vec(row + we0 + lane * V, own);
+    fd_load_vec(row + we0 + (long long)lane * V, own);
 #pragma unroll
     for (int i = 0; i < V; i++)
         r[i] = own[i];
-    const int ex = lane < HALO ? we0 - HALO + lane
-                   : lane >= 32 - HALO ? we0 + SEG + (lane - (32 - HALO))
-                                       : -1;
+    const long long ex = lane < HALO ? we0 - HALO + lane
+                         : lane >= 32 - HALO ? we0 + SEG + (lane - (32 - HALO))
+                                             : -1;
     r[V] = ex >= 0 ? fd_to_float(row[ex]) : 0.0f;
 }
 
-/* Builds the lane's window: V + 2*HALO elements centred on its own V. */
-template <int K, int C, typename T>
-__device__ __forceinline__ void fd_window(const float (&r)[fd_lane_width<T>::V + 1], int lane,
-                                          float (&win)[fd_lane_width<T>::V + 2 * (K / 2) * C])
+/* Builds the lane's window, V + 2*HALO elements centred on its own V, from
+ * what fd_load_seg gave the warp: neighbours' elements by shuffles, the
+ * segment's halo from the edge lanes. */
+template <int V, int HALO>
+__device__ __forceinline__ void fd_window(const float (&r)[V + 1], int lane,
+                                          float (&win)[V + 2 * HALO])
 {
-    enum { V = fd_lane_width<T>::V, HALO = (K / 2) * C, SEG = 32 * V, WIN = V + 2 * HALO };
+    enum { SEG = 32 * V, WIN = V + 2 * HALO };
 #pragma unroll
     for (int j = 0; j < WIN; j++) {
         const int d = j - HALO; /* offset from the lane's first element */
@@ -170,6 +167,21 @@ __device__ __forceinline__ void fd_window(const float (&r)[fd_lane_width<T>::V +
     }
 }
 
+/* Input row y of a 2-D strip (all cval when the mode puts it outside). */
+template <int V, int HALO, typename T>
+__device__ __forceinline__ void fd_load_row(const fd_params &p, long long y, int we0, int lane,
+                                            float (&r)[V + 1])
+{
+    const long long m = cvi_boundary_index(y, p.H, p.mode);
+    if (m < 0) {
+#pragma unroll
+        for (int i = 0; i <= V; i++)
+            r[i] = p.cval;
+        return;
+    }
+    fd_load_seg<V, HALO, T>((const T *)(p.in + m * p.in_row), we0, lane, r);
+}
+
 template <int K, int C, typename T, bool SEP>
 __global__ void __launch_bounds__(FD_WARPS * 32) fd_kernel(const __grid_constant__ fd_params p)
 {
@@ -178,7 +190,7 @@ __global__ void __launch_bounds__(FD_WARPS * 32) fd_kernel(const __grid_constant
     const int warp = blockIdx.x * FD_WARPS + (threadIdx.x >> 5);
     if (warp >= p.nwarps)
         return; /* whole warps only: no block barrier is used */
-    const int we0 = p.first + warp * SEG; /* centred element of lane 0 */
+    const int we0 = (int)p.first + warp * SEG; /* centred element of lane 0 */
     const long long y0 = (long long)blockIdx.y * p.strip;
     const int rows = (int)(p.H - y0 < p.strip ? p.H - y0 : p.strip);
 
@@ -193,15 +205,15 @@ __global__ void __launch_bounds__(FD_WARPS * 32) fd_kernel(const __grid_constant
     const long long ybase = y0 - p.koffy;
     const int total = rows + K - 1;
     float cur[V + 1], nx1[V + 1], nx2[V + 1];
-    fd_load_row<K, C, T>(p, ybase, we0, lane, cur);
-    fd_load_row<K, C, T>(p, ybase + 1, we0, lane, nx1);
+    fd_load_row<V, HALO, T>(p, ybase, we0, lane, cur);
+    fd_load_row<V, HALO, T>(p, ybase + 1, we0, lane, nx1);
 
 #pragma unroll 1
     for (int t = 0; t < total; t++) {
         if (t + 2 < total) /* two rows in flight while this one is used */
-            fd_load_row<K, C, T>(p, ybase + t + 2, we0, lane, nx2);
+            fd_load_row<V, HALO, T>(p, ybase + t + 2, we0, lane, nx2);
         float win[WIN];
-        fd_window<K, C, T>(cur, lane, win);
+        fd_window<V, HALO>(cur, lane, win);
         /* input row t adds to outputs t-ky (weight row ky) in acc[K-1-ky];
          * only outputs 0..rows-1 of the strip are worth the FMAs */
         if (SEP) {
@@ -242,12 +254,12 @@ __global__ void __launch_bounds__(FD_WARPS * 32) fd_kernel(const __grid_constant
         if (o >= 0) {
             char *orow = p.out + (y0 + o) * p.out_row;
             const int e = el + p.shift;
-            if (p.vec_store && e >= 0 && e + V <= p.WC) {
+            if (p.vec_store && e >= 0 && e + V <= (int)p.WC) {
                 fd_store_vec<V>(p.out_type, orow, e, acc[0]);
             } else {
 #pragma unroll
                 for (int i = 0; i < V; i++)
-                    if (e + i >= 0 && e + i < p.WC)
+                    if (e + i >= 0 && e + i < (int)p.WC)
                         fd_store_one(p.out_type, orow, e + i, acc[0][i]);
             }
         }
@@ -267,30 +279,29 @@ __global__ void __launch_bounds__(FD_WARPS * 32) fd_kernel(const __grid_constant
     }
 }
 
-/* The columns the fast kernel leaves: one thread per output element of
- * rows [0, H) and elements [0, lo) and [hi, WC) (centred coordinates shifted
- * by `shift` already undone: these are output elements), every tap through
- * cvi_boundary_index. Runtime K, weights from the parameter bank; a
- * separable filter is applied as its outer product, exactly its meaning. */
-__global__ void fd_edge_kernel(const __grid_constant__ fd_params p, int K, int C, int in_u8,
-                               int sep, int lo, int hi)
+/* The columns the fast kernels leave: one thread per output element of rows
+ * [0, H) and elements [0, lo) and [hi, WC) (output coordinates), every tap
+ * of the KY x KX box through cvi_boundary_index. Runtime sizes, weights from
+ * the parameter bank; a separable filter (wy then wx in p.w) is applied as
+ * its outer product, exactly its meaning. Serves 1-D as one row, KY = 1. */
+__global__ void fd_edge_kernel(const __grid_constant__ fd_params p, int KY, int KX, int C,
+                               int in_u8, int sep, long long lo, long long hi)
 {
-    const long long n = (long long)lo + (p.WC - hi);
+    const long long n = lo + (p.WC - hi);
     const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= n)
-        return;
     const long long y = blockIdx.y + (long long)blockIdx.z * 65535;
-    if (y >= p.H)
+    if (idx >= n || y >= p.H)
         return;
-    const int e = idx < lo ? (int)idx : hi + (int)(idx - lo);
-    const int pix = e / C, c = e - pix * C;
-    const int cx = pix - (p.shift / C) - K / 2; /* first tap's pixel, centred window */
+    const long long e = idx < lo ? idx : hi + (idx - lo);
+    const long long pix = e / C;
+    const int c = (int)(e - pix * C);
+    const long long x0 = pix - p.shift / C - KX / 2; /* first tap's pixel, centred window */
     float acc = 0.0f;
-    for (int ky = 0; ky < K; ky++) {
+    for (int ky = 0; ky < KY; ky++) {
         const long long m = cvi_boundary_index(y - p.koffy + ky, p.H, p.mode);
         const char *row = p.in + (m < 0 ? 0 : m) * p.in_row;
-        for (int kx = 0; kx < K; kx++) {
-            const long long mp = cvi_boundary_index(cx + kx, p.W, p.mode);
+        for (int kx = 0; kx < KX; kx++) {
+            const long long mp = cvi_boundary_index(x0 + kx, p.W, p.mode);
             float v;
             if (m < 0 || mp < 0)
                 v = p.cval;
@@ -298,10 +309,70 @@ __global__ void fd_edge_kernel(const __grid_constant__ fd_params p, int K, int C
                 v = (float)((const unsigned char *)row)[mp * C + c];
             else
                 v = ((const float *)row)[mp * C + c];
-            acc = fmaf(sep ? p.w[ky] * p.w[K + kx] : p.w[ky * K + kx], v, acc);
+            acc = fmaf(sep ? p.w[ky] * p.w[KY + kx] : p.w[ky * KX + kx], v, acc);
         }
     }
     fd_store_one(p.out_type, p.out + y * p.out_row, e, acc);
+}
+
+/* Launches fd_edge_kernel over the output elements outside [lo, hi). */
+static cudaError_t fd_launch_edges(const fd_params &p, int KY, int KX, int C, int in_u8, int sep,
+                                   long long lo, long long hi, cudaStream_t stream)
+{
+    const long long n = lo + (p.WC - hi);
+    if (n <= 0)
+        return cudaSuccess;
+    const long long gz = (p.H + 65534) / 65535;
+    if (gz > 65535 || (n + 127) / 128 > 0x7fffffffLL)
+        return cudaErrorInvalidConfiguration;
+    dim3 grid((unsigned)((n + 127) / 128), (unsigned)(p.H < 65535 ? p.H : 65535), (unsigned)gz);
+    fd_edge_kernel<<<grid, 128, 0, stream>>>(p, KY, KX, C, in_u8, sep, lo, hi);
+    return cudaGetLastError();
+}
+
+/* 1-D: each warp takes segments of 32*V samples in turn (grid-stride), the
+ * next segment's loads issued before the current one is computed; a lane
+ * computes V outputs from its window. float32, one channel. */
+template <int K, int V>
+__global__ void __launch_bounds__(256) fd1_kernel(const __grid_constant__ fd_params p)
+{
+    enum { HALO = K / 2, SEG = 32 * V, WIN = V + 2 * HALO };
+    const int lane = threadIdx.x & 31;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    long long s = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (s >= p.nwarps)
+        return;
+    const float *row = (const float *)p.in;
+    float cur[V + 1], nxt[V + 1];
+    fd_load_seg<V, HALO, float>(row, p.first + s * SEG, lane, cur);
+    for (; s < p.nwarps; s += warps) {
+        const long long we0 = p.first + s * SEG;
+        if (s + warps < p.nwarps)
+            fd_load_seg<V, HALO, float>(row, we0 + warps * SEG, lane, nxt);
+        float win[WIN];
+        fd_window<V, HALO>(cur, lane, win);
+        float out[V];
+#pragma unroll
+        for (int i = 0; i < V; i++) {
+            float a = 0.0f;
+#pragma unroll
+            for (int k = 0; k < K; k++)
+                a = fmaf(p.w[k], win[i + k], a);
+            out[i] = a;
+        }
+        const long long e = we0 + (long long)lane * V + p.shift;
+        if (p.vec_store && e >= 0 && e + V <= p.N) {
+            fd_store_vec<V>(p.out_type, p.out, e, out);
+        } else {
+#pragma unroll
+            for (int i = 0; i < V; i++)
+                if (e + i >= 0 && e + i < p.N)
+                    fd_store_one(p.out_type, p.out, e + i, out[i]);
+        }
+#pragma unroll
+        for (int i = 0; i <= V; i++)
+            cur[i] = nxt[i];
+    }
 }
 
 typedef void (*fd_kernel_fn)(fd_params);
@@ -359,64 +430,100 @@ static fd_kernel_fn fd_pick(int in_type, int channels, int K, int separable)
     return 0;
 }
 
+typedef void (*fd1_kernel_fn)(fd_params);
+
+static fd1_kernel_fn fd1_pick(int in_type, int channels, int K)
+{
+    if (in_type != FD_F32 || channels != 1)
+        return 0;
+#define FD1_CASE(K) \
+    case K: return fd1_kernel<K, 8>;
+    switch (K) {
+        FD1_CASE(3) FD1_CASE(5) FD1_CASE(7) FD1_CASE(9) FD1_CASE(11) FD1_CASE(13) FD1_CASE(15)
+        FD1_CASE(17) FD1_CASE(19) FD1_CASE(21) FD1_CASE(23) FD1_CASE(25) FD1_CASE(27)
+        FD1_CASE(29) FD1_CASE(31) FD1_CASE(33)
+    default: return 0;
+    }
+#undef FD1_CASE
+}
+
 extern "C" int cvi_fd2d_supports(int in_type, int channels, int ksize, int separable)
 {
     return fd_pick(in_type, channels, ksize, separable) != 0;
 }
 
-extern "C" cudaError_t cvi_fd2d_launch(const cvi_fd2d_args *a, cudaStream_t stream)
+extern "C" int cvi_fd1d_supports(int in_type, int channels, int ksize)
 {
-    fd_kernel_fn fn = fd_pick(a->in_type, a->channels, a->ksize, a->separable);
-    if (!fn || a->width * a->channels > 0x3fffffffLL)
-        return cudaErrorInvalidValue;
-    const int K = a->ksize, C = a->channels, HALO = (K / 2) * C;
-    const int V = a->in_type == FD_U8 ? 8 : 4, SEG = 32 * V;
+    return fd1_pick(in_type, channels, ksize) != 0;
+}
+
+/* Fills the parameters common to the 1-D and 2-D launches; V elements a
+ * lane. Returns 0 if the input cannot take vector loads (then every output
+ * goes to the edge kernel). */
+static int fd_setup(const cvi_fd2d_args *a, int V, fd_params &p)
+{
+    const int K = a->ksize, C = a->channels;
     const size_t in_size = a->in_type == FD_U8 ? 1 : 4;
     static const size_t out_sizes[4] = {4, 8, 1, 2};
     const size_t out_size = out_sizes[a->out_type];
-
-    fd_params p;
     p.in = (const char *)a->in;
     p.out = (char *)a->out;
     p.in_row = a->in_row;
     p.out_row = a->out_row;
     p.H = a->height;
-    p.W = (int)a->width;
-    p.WC = (int)(a->width * C);
+    p.W = a->width;
+    p.WC = a->width * C;
+    p.N = p.WC;
     p.koffy = a->koffy;
     p.shift = (a->koffx - K / 2) * C;
     p.mode = a->mode;
     p.out_type = a->out_type;
     p.cval = a->cval;
+    p.strip = 1;
     if (a->separable) {
         for (int i = 0; i < K; i++) {
             p.w[i] = (float)a->taps_y[i];
             p.w[K + i] = (float)a->taps_x[i];
         }
     } else {
-        for (int i = 0; i < K * K; i++)
+        const int count = a->height_taps * K;
+        for (int i = 0; i < count; i++)
             p.w[i] = (float)a->weights[i];
     }
     p.vec_store = (p.shift % V == 0) && ((uintptr_t)a->out % (V * out_size) == 0) &&
                   (a->out_row % (long long)(V * out_size) == 0);
-    const int aligned = ((uintptr_t)a->in % (V * in_size) == 0) &&
-                        (a->in_row % (long long)(V * in_size) == 0);
+    return ((uintptr_t)a->in % (V * in_size) == 0) && (a->in_row % (long long)(V * in_size) == 0);
+}
 
-    /* Fast warps: segments at multiples of SEG (centred coordinates) whose
-     * window [we0 - HALO, we0 + SEG + HALO) lies in the row. */
-    const int wf = (HALO + SEG - 1) / SEG;           /* first: we0 >= HALO */
-    const int wl = (p.WC - HALO) / SEG - 1;          /* last: we0 + SEG + HALO <= WC */
+/* The fast segments: multiples of SEG (centred coordinates) whose window
+ * [we0 - HALO, we0 + SEG + HALO) lies in the row; [lo, hi) receives the
+ * output elements they cover (empty when there are none). */
+static void fd_segments(fd_params &p, int HALO, int SEG, int aligned, long long *lo, long long *hi)
+{
+    const long long wf = (HALO + SEG - 1) / SEG;  /* first: we0 >= HALO */
+    const long long wl = (p.WC - HALO) / SEG - 1; /* last: we0 + SEG + HALO <= WC */
     p.first = wf * SEG;
     p.nwarps = aligned && wl >= wf ? wl - wf + 1 : 0;
-    /* output elements they cover: [lo, hi); the edge kernel does the rest */
-    int lo = p.WC, hi = p.WC;
+    *lo = *hi = p.WC;
     if (p.nwarps > 0) {
-        lo = p.first + p.shift;
-        hi = p.first + p.nwarps * SEG + p.shift;
-        lo = lo < 0 ? 0 : lo;
-        hi = hi > p.WC ? p.WC : hi;
+        *lo = p.first + p.shift;
+        *hi = p.first + p.nwarps * SEG + p.shift;
+        *lo = *lo < 0 ? 0 : *lo;
+        *hi = *hi > p.WC ? p.WC : *hi;
     }
+}
 
+extern "C" cudaError_t cvi_fd2d_launch(const cvi_fd2d_args *a, cudaStream_t stream)
+{
+    fd_kernel_fn fn = fd_pick(a->in_type, a->channels, a->ksize, a->separable);
+    if (!fn || a->width * a->channels > 0x3fffffffLL || a->height_taps != a->ksize)
+        return cudaErrorInvalidValue;
+    const int K = a->ksize, C = a->channels, HALO = (K / 2) * C;
+    const int V = a->in_type == FD_U8 ? 8 : 4, SEG = 32 * V;
+    fd_params p;
+    const int aligned = fd_setup(a, V, p);
+    long long lo, hi;
+    fd_segments(p, HALO, SEG, aligned, &lo, &hi);
     if (p.nwarps > 0) {
         /* Strip height: about one full wave of 4-warp blocks at full
          * occupancy (16 per SM), at least 2(K-1) rows so halo rows stay a
@@ -437,16 +544,29 @@ extern "C" cudaError_t cvi_fd2d_launch(const cvi_fd2d_args *a, cudaStream_t stre
         if (err != cudaSuccess)
             return err;
     }
-    const long long n_edge = (long long)lo + (p.WC - hi);
-    if (n_edge > 0) {
-        const long long gz = (p.H + 65534) / 65535;
-        if (gz > 65535)
-            return cudaErrorInvalidConfiguration;
-        dim3 grid((unsigned)((n_edge + 127) / 128), (unsigned)(p.H < 65535 ? p.H : 65535),
-                  (unsigned)gz);
-        fd_edge_kernel<<<grid, 128, 0, stream>>>(p, K, C, a->in_type == FD_U8, a->separable, lo,
-                                                 hi);
-        return cudaGetLastError();
+    return fd_launch_edges(p, K, K, C, a->in_type == FD_U8, a->separable, lo, hi, stream);
+}
+
+extern "C" cudaError_t cvi_fd1d_launch(const cvi_fd2d_args *a, cudaStream_t stream)
+{
+    fd1_kernel_fn fn = fd1_pick(a->in_type, a->channels, a->ksize);
+    if (!fn || a->height != 1 || a->height_taps != 1 || a->separable)
+        return cudaErrorInvalidValue;
+    const int K = a->ksize, HALO = K / 2, V = 8, SEG = 32 * V;
+    fd_params p;
+    const int aligned = fd_setup(a, V, p);
+    p.koffy = 0;
+    long long lo, hi;
+    fd_segments(p, HALO, SEG, aligned, &lo, &hi);
+    if (p.nwarps > 0) {
+        /* enough 8-warp blocks for a few waves; each warp loops over segments */
+        const long long want = (long long)(a->multiprocessors > 0 ? a->multiprocessors : 132) * 8 * 4;
+        long long blocks = (p.nwarps + 7) / 8;
+        blocks = blocks < want ? blocks : want;
+        fn<<<(unsigned)blocks, 256, 0, stream>>>(p);
+        cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess)
+            return err;
     }
-    return cudaSuccess;
+    return fd_launch_edges(p, 1, K, 1, 0, 0, lo, hi, stream);
 }
