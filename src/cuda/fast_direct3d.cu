@@ -1,0 +1,256 @@
+/*
+ * fast_direct3d.cu - 2.5-D streaming direct convolution for 3-D float32
+ * volumes (one channel) and cubic odd filters, K = 3, 5, 7, 9.
+ *
+ * A block of 8 warps owns an output tile of 8 rows x 128 columns (a warp a
+ * row, 4 columns a lane) and walks along z through a run of planes. Each
+ * input plane's tile, with its y and x halo, is copied to shared memory with
+ * cp.async, double-buffered: the next plane's copy is in flight while this
+ * plane's FMAs run. K rolling accumulators (one per output plane the input
+ * plane touches) stay in registers; the oldest is complete after each plane
+ * and is stored. Weights are constant-bank operands at compile-time offsets.
+ * Tiles at the volume's faces, or when the data is not 16-byte aligned, load
+ * element by element through cvi_boundary_index, so every mode is exact. A
+ * horizontal origin shifts where outputs are stored (loads stay aligned).
+ */
+#include "fast_direct3d.h"
+
+#include "../kernel_math.h"
+
+#include <stdint.h>
+
+#define F3_TY 8     /* output rows per block (one warp each) */
+#define F3_TX 128   /* output columns per block (4 per lane) */
+#define F3_XP 4     /* x halo held in shared memory on each side (r <= 4) */
+#define F3_SW (F3_TX + 2 * F3_XP)
+#define F3_THREADS (F3_TY * 32)
+
+enum { F3_F32 = 0, F3_F64 = 1, F3_U8 = 2, F3_U16 = 3 }; /* convolve_dtype */
+
+typedef struct f3_params {
+    const char *in;
+    char *out;
+    long long in_str[2], out_str[2]; /* bytes between planes, rows */
+    long long D, H, W;
+    long long x_base;                /* centred column of block x 0's first output */
+    int koffz, koffy, shift;         /* output column = centred column + shift */
+    int mode, out_type, zrun;        /* planes a block walks */
+    int aligned, vec_store;
+    float cval;
+    float w[CVI_F3_MAX_K * CVI_F3_MAX_K * CVI_F3_MAX_K];
+} f3_params;
+
+__device__ __forceinline__ void f3_cp16(float *smem, const float *gmem)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+
+__device__ __forceinline__ void f3_cp4(float *smem, const float *gmem)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem));
+}
+
+__device__ __forceinline__ void f3_commit_and_wait()
+{
+    asm volatile("cp.async.commit_group;\n" ::);
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+
+/* Stores v as element x of an output row of the given type. */
+__device__ __forceinline__ void f3_store_one(int type, char *row, long long x, float v)
+{
+    switch (type) {
+    case F3_F32: ((float *)row)[x] = v; break;
+    case F3_F64: ((double *)row)[x] = (double)v; break;
+    case F3_U8: ((unsigned char *)row)[x] = cvi_saturate_u8f(v); break;
+    default: ((unsigned short *)row)[x] = cvi_saturate_u16f(v); break;
+    }
+}
+
+/* Starts copying input plane z (tile rows y0 - koffy .. + rows, columns
+ * x0 - XP .. + SW) into buf: asynchronous copies, cval written directly. */
+__device__ __forceinline__ void f3_load_plane(const f3_params &p, float *buf, long long z,
+                                              long long y0, long long x0, int rows, bool fast)
+{
+    const long long mz = cvi_boundary_index(z, p.D, p.mode);
+    if (fast) {
+        const int per_row = F3_SW / 4;
+        for (int i = threadIdx.x; i < rows * per_row; i += F3_THREADS) {
+            const int ty = i / per_row, q = i - ty * per_row;
+            const long long my = cvi_boundary_index(y0 - p.koffy + ty, p.H, p.mode);
+            float *dst = buf + ty * F3_SW + 4 * q;
+            if (mz < 0 || my < 0) {
+                *(float4 *)dst = make_float4(p.cval, p.cval, p.cval, p.cval);
+            } else {
+                const float *src = (const float *)(p.in + mz * p.in_str[0] + my * p.in_str[1]) +
+                                   (x0 - F3_XP + 4 * q);
+                f3_cp16(dst, src);
+            }
+        }
+    } else {
+        for (int i = threadIdx.x; i < rows * F3_SW; i += F3_THREADS) {
+            const int ty = i / F3_SW, s = i - ty * F3_SW;
+            const long long my = cvi_boundary_index(y0 - p.koffy + ty, p.H, p.mode);
+            const long long mx = cvi_boundary_index(x0 - F3_XP + s, p.W, p.mode);
+            float *dst = buf + ty * F3_SW + s;
+            if (mz < 0 || my < 0 || mx < 0)
+                *dst = p.cval;
+            else
+                f3_cp4(dst, (const float *)(p.in + mz * p.in_str[0] + my * p.in_str[1]) + mx);
+        }
+    }
+}
+
+template <int K>
+__global__ void __launch_bounds__(F3_THREADS) f3_kernel(const __grid_constant__ f3_params p)
+{
+    enum { R = K / 2, ROWS = F3_TY + K - 1 };
+    __shared__ __align__(16) float tile[2][ROWS * F3_SW];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const long long x0 = p.x_base + (long long)blockIdx.x * F3_TX; /* centred columns */
+    const long long y0 = (long long)blockIdx.y * F3_TY;
+    const long long z0 = (long long)blockIdx.z * p.zrun;
+    const int planes = (int)(p.D - z0 < p.zrun ? p.D - z0 : p.zrun);
+    const bool fast = p.aligned && x0 - F3_XP >= 0 && x0 + F3_TX + F3_XP <= p.W;
+    const long long y = y0 + warp;
+
+    float acc[K][4];
+#pragma unroll
+    for (int a = 0; a < K; a++)
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            acc[a][i] = 0.0f;
+
+    const int total = planes + K - 1;
+    const long long zbase = z0 - p.koffz;
+    f3_load_plane(p, tile[0], zbase, y0, x0, ROWS, fast);
+    f3_commit_and_wait();
+    __syncthreads();
+
+#pragma unroll 1
+    for (int t = 0; t < total; t++) {
+        if (t + 1 < total) /* in flight while this plane is used */
+            f3_load_plane(p, tile[(t + 1) & 1], zbase + t + 1, y0, x0, ROWS, fast);
+        const float *buf = tile[t & 1];
+        /* plane t adds to outputs t-kz (weight slice kz) in acc[K-1-kz] */
+#pragma unroll
+        for (int ky = 0; ky < K; ky++) {
+            /* the lane's columns need tile columns XP-R+4*lane .. +4+2R: read
+             * the aligned 12 around them */
+            const float *src = buf + (warp + ky) * F3_SW + 4 * lane;
+            float sup[4 + 2 * F3_XP];
+#pragma unroll
+            for (int q = 0; q < (4 + 2 * F3_XP) / 4; q++) {
+                float4 v = *(const float4 *)(src + 4 * q);
+                sup[4 * q] = v.x, sup[4 * q + 1] = v.y, sup[4 * q + 2] = v.z, sup[4 * q + 3] = v.w;
+            }
+#pragma unroll
+            for (int kz = 0; kz < K; kz++) {
+                if (kz > t || kz <= t - planes)
+                    continue;
+#pragma unroll
+                for (int kx = 0; kx < K; kx++) {
+                    const float w = p.w[(kz * K + ky) * K + kx];
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        acc[K - 1 - kz][i] = fmaf(w, sup[F3_XP - R + i + kx], acc[K - 1 - kz][i]);
+                }
+            }
+        }
+        const int o = t - (K - 1); /* acc[0] is complete */
+        if (o >= 0 && y < p.H) {
+            char *row = p.out + (z0 + o) * p.out_str[0] + y * p.out_str[1];
+            const long long x = x0 + 4 * lane + p.shift;
+            if (p.vec_store && p.out_type == F3_F32 && x >= 0 && x + 4 <= p.W) {
+                *(float4 *)((float *)row + x) =
+                    make_float4(acc[0][0], acc[0][1], acc[0][2], acc[0][3]);
+            } else {
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    if (x + i >= 0 && x + i < p.W)
+                        f3_store_one(p.out_type, row, x + i, acc[0][i]);
+            }
+        }
+#pragma unroll
+        for (int a = 0; a < K - 1; a++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                acc[a][i] = acc[a + 1][i];
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            acc[K - 1][i] = 0.0f;
+        f3_commit_and_wait();
+        __syncthreads(); /* next plane landed; this one's readers are done */
+    }
+}
+
+typedef void (*f3_kernel_fn)(f3_params);
+
+static f3_kernel_fn f3_pick(int in_type, int channels, int K)
+{
+    if (in_type != F3_F32 || channels != 1)
+        return 0;
+    switch (K) {
+    case 3: return f3_kernel<3>;
+    case 5: return f3_kernel<5>;
+    case 7: return f3_kernel<7>;
+    case 9: return f3_kernel<9>;
+    default: return 0;
+    }
+}
+
+extern "C" int cvi_f3_supports(int in_type, int channels, int ksize)
+{
+    return f3_pick(in_type, channels, ksize) != 0;
+}
+
+extern "C" cudaError_t cvi_f3_launch(const cvi_f3_args *a, cudaStream_t stream)
+{
+    f3_kernel_fn fn = f3_pick(a->in_type, a->channels, a->ksize);
+    if (!fn)
+        return cudaErrorInvalidValue;
+    const int K = a->ksize, R = K / 2;
+    f3_params p;
+    p.in = (const char *)a->in;
+    p.out = (char *)a->out;
+    for (int i = 0; i < 2; i++) {
+        p.in_str[i] = a->in_strides[i];
+        p.out_str[i] = a->out_strides[i];
+    }
+    p.D = a->depth;
+    p.H = a->height;
+    p.W = a->width;
+    p.koffz = a->koffz;
+    p.koffy = a->koffy;
+    p.shift = a->koffx - R;
+    p.mode = a->mode;
+    p.out_type = a->out_type;
+    p.cval = a->cval;
+    for (int i = 0; i < K * K * K; i++)
+        p.w[i] = (float)a->weights[i];
+    p.aligned = (uintptr_t)a->in % 16 == 0 && a->in_strides[0] % 16 == 0 &&
+                a->in_strides[1] % 16 == 0;
+    p.vec_store = p.shift % 4 == 0 && (uintptr_t)a->out % 16 == 0 &&
+                  a->out_strides[0] % 16 == 0 && a->out_strides[1] % 16 == 0;
+    /* centred columns x' = x - shift must cover [0, W) */
+    const long long lo = -(long long)p.shift, hi = p.W - p.shift;
+    p.x_base = lo >= 0 ? 0 : -F3_TX;
+    const long long bx = (hi - p.x_base + F3_TX - 1) / F3_TX;
+    const long long by = (p.H + F3_TY - 1) / F3_TY;
+    /* planes a block walks: enough blocks for about four waves of 3 a SM,
+     * at least 4(K-1) planes so the z halo stays a small share */
+    const long long want = (long long)(a->multiprocessors > 0 ? a->multiprocessors : 132) * 12;
+    long long zrun = (p.D * bx * by + want - 1) / want;
+    const long long min_run = 4 * (K - 1);
+    zrun = zrun < min_run ? min_run : zrun;
+    if (zrun > p.D)
+        zrun = p.D;
+    p.zrun = (int)zrun;
+    const long long bz = (p.D + zrun - 1) / zrun;
+    if (bx > 0x7fffffffLL || by > 65535 || bz > 65535)
+        return cudaErrorInvalidConfiguration;
+    fn<<<dim3((unsigned)bx, (unsigned)by, (unsigned)bz), F3_THREADS, 0, stream>>>(p);
+    return cudaGetLastError();
+}
