@@ -951,6 +951,18 @@ static void save_errors(void)
     CHECK_OK(ctx, convolve_array_load(ctx, &back, target, CONVOLVE_FORMAT_AUTO));
     expect_identical(u8, back, "replaced file");
     convolve_array_free(back);
+    /* a symbolic link is followed: the file it names is replaced, the link stays */
+    write_bytes(tpath("real.png"), old, sizeof old);
+    CHECK(symlink("real.png", tpath("link.png")) == 0, "symlink: %s", strerror(errno));
+    CHECK_OK(ctx, convolve_array_save(ctx, u8, tpath("link.png"), CONVOLVE_FORMAT_AUTO, 0));
+    CHECK(lstat(tpath("link.png"), &sb) == 0 && S_ISLNK(sb.st_mode), "the link was replaced");
+    CHECK_OK(ctx, convolve_array_load(ctx, &back, tpath("real.png"), CONVOLVE_FORMAT_AUTO));
+    expect_identical(u8, back, "saved through a link");
+    convolve_array_free(back);
+    /* what is not a regular file is not replaced */
+    CHECK_STATUS(ctx, convolve_array_save(ctx, u8, "/dev/null", CONVOLVE_FORMAT_PNG, 0),
+                 CONVOLVE_ERROR_IO);
+    EXPECT_MSG("not a regular file");
     /* a relative path (no directory part) works too */
     char cwd[1024];
     if (getcwd(cwd, sizeof cwd) && chdir(tmpdir) == 0) {

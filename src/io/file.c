@@ -3,8 +3,11 @@
  * convolve_array_load / _load_memory (read the whole file within a size
  * limit, then parse it in memory) and convolve_array_save (encode into
  * memory, then write a temporary file beside the target, fsync it and rename
- * it over the target, so that a failure leaves any old file untouched).
+ * it over the target, so that a failure leaves any old file untouched;
+ * symbolic links are followed, targets that are not regular files refused).
  */
+#define _XOPEN_SOURCE 700 /* realpath */
+
 #include "io.h"
 
 #include <errno.h>
@@ -334,6 +337,27 @@ static convolve_status write_atomic(convolve_context *ctx, const char *path,
     return CONVOLVE_OK;
 }
 
+/* Writes the bytes to path atomically. A symbolic link is followed, so the
+ * file it names is replaced, not the link; an existing target that is not a
+ * regular file (a directory, device, FIFO) is refused. */
+static convolve_status save_bytes(convolve_context *ctx, const char *path,
+                                  const unsigned char *data, size_t size)
+{
+    struct stat sb;
+    char *real = NULL;
+    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode))
+        real = realpath(path, NULL); /* NULL when dangling: the link itself is replaced */
+    const char *target = real ? real : path;
+    convolve_status st;
+    if (stat(target, &sb) == 0 && !S_ISREG(sb.st_mode))
+        st = cvi_error(ctx, CONVOLVE_ERROR_IO, "cannot save '%s': it exists and is not a regular "
+                       "file", path);
+    else
+        st = write_atomic(ctx, target, data, size);
+    free(real);
+    return st;
+}
+
 convolve_status convolve_array_save(convolve_context *ctx, const convolve_array *array,
                                     const char *path, convolve_format format, int jpeg_quality)
 {
@@ -365,7 +389,7 @@ convolve_status convolve_array_save(convolve_context *ctx, const convolve_array 
     default: st = cvi_write_text(ctx, array, &buf); break;
     }
     if (st == CONVOLVE_OK)
-        st = write_atomic(ctx, path, buf.data, buf.size);
+        st = save_bytes(ctx, path, buf.data, buf.size);
     else
         st = prefix_path(ctx, st, path);
     cvi_buf_free(&buf);

@@ -33,12 +33,16 @@ def scipy_ref(x, w, mode, cval, origin, correlate):
 class Acceptance(CliCase):
     """scipy.ndimage, case by case, through files."""
 
-    def one(self, rng, ndim, dtype, mode, correlate, long_weights=False):
+    def one(self, rng, ndim, dtype, mode, correlate, long_weights=False, parity=None):
+        """One random case; parity 1 or 0 makes every filter extent odd or even."""
         shape = tuple(int(rng.integers(1, {1: 40, 2: 13, 3: 7}[ndim])) for _ in range(ndim))
         if long_weights:
             kshape = tuple(int(s + rng.integers(1, 6)) for s in shape)
-        else:
+        elif parity is None:
             kshape = tuple(int(rng.integers(1, 8)) for _ in range(ndim))
+        else:
+            kshape = tuple(int(2 * rng.integers(0 if parity else 1, 4) + parity)
+                           for _ in range(ndim))
         x = (rng.standard_normal(shape) * 10).astype(dtype)
         w = rng.standard_normal(kshape)
         origin = [int(rng.integers(-(k // 2), (k - 1) // 2 + 1)) for k in kshape]
@@ -63,13 +67,14 @@ class Acceptance(CliCase):
         err = np.abs(out.astype(np.float64) - ref.astype(np.float64)).max()
         self.assertLessEqual(err, eps * scale, what)
 
-    def test_every_mode_dims_and_dtype(self):
+    def test_every_mode_dims_dtype_and_parity(self):
         rng = np.random.default_rng(SEED)
         for mode in MODES:
             for ndim in (1, 2, 3):
                 for dtype in (np.float64, np.float32):
                     for correlate in (False, True):
-                        self.one(rng, ndim, dtype, mode, correlate)
+                        for parity in (1, 0):
+                            self.one(rng, ndim, dtype, mode, correlate, parity=parity)
 
     def test_weights_longer_than_the_input(self):
         rng = np.random.default_rng(SEED + 1)
