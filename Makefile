@@ -13,7 +13,7 @@ build:
 	cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
-	./$(BUILD)/convolve demo
+	./$(BUILD)/convolve demo $(BUILD)/grace_hopper_blurred.png
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

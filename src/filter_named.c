@@ -62,6 +62,13 @@ convolve_status convolve_filter_create_named(convolve_context *ctx, convolve_fil
     name[nlen] = '\0';
     const char *arg = colon ? colon + 1 : NULL;
     int wants_arg = !strcmp(name, "box") || !strcmp(name, "gaussian");
+    int known = wants_arg || !strcmp(name, "identity") || !strcmp(name, "laplacian") ||
+                !strcmp(name, "sobel-x") || !strcmp(name, "sobel-y") ||
+                !strcmp(name, "sharpen") || !strcmp(name, "emboss");
+    if (!known)
+        return cvi_error(ctx, CONVOLVE_ERROR_BAD_FILTER,
+                         "unknown filter '%s' (known: box:R, gaussian:SIGMA, identity, laplacian, "
+                         "sobel-x, sobel-y, sharpen, emboss)", spec);
     if (wants_arg && (!arg || !*arg))
         return cvi_error(ctx, CONVOLVE_ERROR_BAD_FILTER,
                          "filter '%s' needs an argument: %s", spec,

@@ -1,0 +1,84 @@
+/*
+ * io.h - inside the file readers and writers (src/io/): the host array
+ * struct, a growable byte buffer, and the per-format parsers and encoders.
+ * Readers parse bytes in memory (so a fuzz harness can call them directly);
+ * writers encode into a buffer that file.c writes out atomically.
+ */
+#ifndef CONVOLVE_IO_H
+#define CONVOLVE_IO_H
+
+#include "../internal.h"
+
+#include <stddef.h>
+
+struct convolve_array {
+    convolve_layout layout;     /* contiguous, C order, interleaved channels */
+    void *data;                 /* bytes bytes, owned */
+    size_t bytes;
+};
+
+/* Largest file convolve_array_load reads (bytes). */
+#define CVI_IO_MAX_FILE_BYTES ((size_t)1 << 36)
+/* Largest image (width * height) the image readers accept. */
+#define CVI_IO_MAX_PIXELS ((size_t)1 << 31)
+
+/* Makes a zero-filled array. Messages name `what` (e.g. "PNG image"). */
+convolve_status cvi_array_new(convolve_context *ctx, convolve_array **array, convolve_dtype dtype,
+                              int ndim, const size_t *shape, size_t channels, const char *what);
+
+/* Checks width * height against CVI_IO_MAX_PIXELS and that the byte count
+ * width * height * channels * esize fits; FORMAT/SIZE_OVERFLOW naming `what`. */
+convolve_status cvi_check_image_size(convolve_context *ctx, const char *what, size_t width,
+                                     size_t height, size_t channels, size_t esize);
+
+/* ---- growable output buffer ---------------------------------------------- */
+
+typedef struct cvi_buf {
+    unsigned char *data;
+    size_t size, cap;
+} cvi_buf;
+
+/* Appends n bytes; returns 0 when out of memory (the buffer stays valid). */
+int cvi_buf_append(cvi_buf *b, const void *p, size_t n);
+/* Appends formatted text; returns 0 when out of memory. */
+int cvi_buf_printf(cvi_buf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void cvi_buf_free(cvi_buf *b);
+
+/* 1 on a little-endian host. */
+static inline int cvi_little_endian(void)
+{
+    const unsigned one = 1;
+    return *(const unsigned char *)&one == 1;
+}
+
+/* ---- readers: bytes in memory to a new array ----------------------------- */
+/* Each returns OK and sets *array, or FORMAT (malformed, truncated or an
+ * unsupported variant; the message says which), SIZE_OVERFLOW or OUT_OF_MEMORY. */
+
+convolve_status cvi_read_npy(convolve_context *ctx, const unsigned char *data, size_t size,
+                             convolve_array **array);
+convolve_status cvi_read_png(convolve_context *ctx, const unsigned char *data, size_t size,
+                             convolve_array **array);
+convolve_status cvi_read_jpeg(convolve_context *ctx, const unsigned char *data, size_t size,
+                              convolve_array **array);
+convolve_status cvi_read_pnm(convolve_context *ctx, const unsigned char *data, size_t size,
+                             convolve_array **array);
+convolve_status cvi_read_text(convolve_context *ctx, const unsigned char *data, size_t size,
+                              convolve_array **array);
+
+/* ---- writers: an array to bytes appended to *out -------------------------- */
+/* Each returns OK, UNSUPPORTED (dtype, dimensions or channels the format
+ * cannot hold), INVALID_ARGUMENT or OUT_OF_MEMORY. */
+
+convolve_status cvi_write_npy(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
+convolve_status cvi_write_png(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
+convolve_status cvi_write_jpeg(convolve_context *ctx, const convolve_array *array, int quality,
+                               cvi_buf *out);
+convolve_status cvi_write_pnm(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
+convolve_status cvi_write_text(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
+
+#endif

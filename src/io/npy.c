@@ -1,0 +1,329 @@
+/*
+ * npy.c - numpy .npy files, versions 1.0, 2.0 and 3.0.
+ *
+ * Read: the header dict is parsed strictly (exactly the keys 'descr',
+ * 'fortran_order' and 'shape'); dtypes float32, float64, uint8 and uint16 in
+ * either byte order (big-endian data is byte-swapped on load); C order only;
+ * 1 to 3 dimensions, none of them zero; the data must be exactly
+ * shape * itemsize bytes. Arrays load with 1 channel.
+ * Write: version 1.0 (2.0 if the header needed it), little-endian; channels
+ * > 1 become a last axis, so a 2-D RGB image saves as (H, W, 3).
+ */
+#include "io.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define NPY_MAX_PARSED_DIMS 32
+
+typedef struct {
+    const char *s;  /* the header text */
+    size_t n, i;    /* its length, the read position */
+} hdr;
+
+static void skip_ws(hdr *h)
+{
+    while (h->i < h->n && (h->s[h->i] == ' ' || h->s[h->i] == '\t' || h->s[h->i] == '\n' ||
+                           h->s[h->i] == '\r'))
+        h->i++;
+}
+
+static int accept(hdr *h, char c)
+{
+    skip_ws(h);
+    if (h->i < h->n && h->s[h->i] == c) {
+        h->i++;
+        return 1;
+    }
+    return 0;
+}
+
+/* A quoted string without escapes; copies it into out. */
+static int parse_string(hdr *h, char *out, size_t cap)
+{
+    skip_ws(h);
+    if (h->i >= h->n || (h->s[h->i] != '\'' && h->s[h->i] != '"'))
+        return 0;
+    char q = h->s[h->i++];
+    size_t k = 0;
+    while (h->i < h->n && h->s[h->i] != q) {
+        char c = h->s[h->i++];
+        if (c == '\\' || c == '\n' || k + 1 >= cap)
+            return 0;
+        out[k++] = c;
+    }
+    if (h->i >= h->n)
+        return 0;
+    h->i++;
+    out[k] = '\0';
+    return 1;
+}
+
+static int parse_word(hdr *h, const char *w)
+{
+    skip_ws(h);
+    size_t len = strlen(w);
+    if (h->n - h->i >= len && memcmp(h->s + h->i, w, len) == 0) {
+        char next = h->i + len < h->n ? h->s[h->i + len] : ' ';
+        if ((next >= 'a' && next <= 'z') || (next >= 'A' && next <= 'Z') ||
+            (next >= '0' && next <= '9') || next == '_')
+            return 0;
+        h->i += len;
+        return 1;
+    }
+    return 0;
+}
+
+/* (d0, d1, ...): returns the count, or -1 if malformed, -2 on overflow. */
+static int parse_shape(hdr *h, size_t *dims)
+{
+    if (!accept(h, '('))
+        return -1;
+    int nd = 0;
+    if (accept(h, ')'))
+        return 0;
+    for (;;) {
+        skip_ws(h);
+        if (h->i >= h->n || h->s[h->i] < '0' || h->s[h->i] > '9')
+            return -1;
+        size_t v = 0;
+        while (h->i < h->n && h->s[h->i] >= '0' && h->s[h->i] <= '9') {
+            if (!cvi_mul_size(v, 10, &v) || !cvi_add_size(v, (size_t)(h->s[h->i] - '0'), &v))
+                return -2;
+            h->i++;
+        }
+        if (h->i < h->n && h->s[h->i] == 'L') /* Python 2 long */
+            h->i++;
+        if (nd >= NPY_MAX_PARSED_DIMS)
+            return -1;
+        dims[nd++] = v;
+        if (accept(h, ')'))
+            return nd == 1 ? -1 : nd; /* "(3)" is not a tuple */
+        if (!accept(h, ','))
+            return -1;
+        if (accept(h, ')'))
+            return nd;
+    }
+}
+
+typedef struct {
+    convolve_dtype dtype;
+    int swap;   /* data is in the other byte order */
+} npy_type;
+
+static convolve_status parse_descr(convolve_context *ctx, const char *d, npy_type *t)
+{
+    const int le = cvi_little_endian();
+    char order = d[0];
+    const char *code = d + 1;
+    if (order != '<' && order != '>' && order != '=' && order != '|')
+        order = '?';
+    int big = order == '>' || (order == '=' && !le);
+    struct {
+        const char *code;
+        convolve_dtype dtype;
+    } known[] = {{"f4", CONVOLVE_FLOAT32}, {"f8", CONVOLVE_FLOAT64},
+                 {"u1", CONVOLVE_UINT8}, {"u2", CONVOLVE_UINT16}};
+    for (size_t k = 0; order != '?' && k < 4; k++) {
+        if (strcmp(code, known[k].code) != 0)
+            continue;
+        size_t size = convolve_dtype_size(known[k].dtype);
+        if (order == '|' && size != 1)
+            break;
+        t->dtype = known[k].dtype;
+        t->swap = size > 1 && big == le;
+        return CONVOLVE_OK;
+    }
+    return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                     ".npy dtype '%s' is not supported; use float32 '<f4', float64 '<f8', uint8 "
+                     "'|u1' or uint16 '<u2' (numpy: a.astype(...))", d);
+}
+
+static void swap_bytes(unsigned char *p, size_t count, size_t size)
+{
+    for (size_t i = 0; i < count; i++, p += size)
+        for (size_t a = 0, b = size - 1; a < b; a++, b--) {
+            unsigned char c = p[a];
+            p[a] = p[b];
+            p[b] = c;
+        }
+}
+
+convolve_status cvi_read_npy(convolve_context *ctx, const unsigned char *data, size_t size,
+                             convolve_array **array)
+{
+    *array = NULL;
+    if (size < 10 || memcmp(data, "\x93NUMPY", 6) != 0)
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                         size < 10 ? "not a .npy file: %zu bytes is too short for its header"
+                                   : "not a .npy file: bad magic (%zu bytes)", size);
+    unsigned major = data[6], minor = data[7];
+    if (major < 1 || major > 3 || minor != 0)
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                         ".npy version %u.%u is not supported (1.0, 2.0 and 3.0 are)", major,
+                         minor);
+    size_t pre = major == 1 ? 10 : 12, hlen;
+    if (size < pre)
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy file truncated in its preamble");
+    if (major == 1)
+        hlen = (size_t)data[8] | (size_t)data[9] << 8;
+    else
+        hlen = (size_t)data[8] | (size_t)data[9] << 8 | (size_t)data[10] << 16 |
+               (size_t)data[11] << 24;
+    if (hlen > size - pre)
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                         ".npy header length %zu runs past the end of the file (%zu bytes)", hlen,
+                         size);
+    hdr h = {(const char *)data + pre, hlen, 0};
+    for (size_t i = 0; i < hlen; i++)
+        if ((unsigned char)h.s[i] < 0x20 && h.s[i] != '\n' && h.s[i] != '\t' && h.s[i] != '\r')
+            return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                             ".npy header has a control character at offset %zu", pre + i);
+
+    char descr[64] = "";
+    int fortran = -1, nd = -1;
+    size_t dims[NPY_MAX_PARSED_DIMS];
+    int seen_descr = 0;
+    if (!accept(&h, '{'))
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy header is not a dict: it must start "
+                         "with '{'");
+    while (!accept(&h, '}')) {
+        char key[32];
+        if (!parse_string(&h, key, sizeof key) || !accept(&h, ':'))
+            return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                             ".npy header is malformed near offset %zu (a quoted key and ':' "
+                             "expected)", pre + h.i);
+        if (!strcmp(key, "descr")) {
+            skip_ws(&h);
+            if (h.i < h.n && h.s[h.i] == '[')
+                return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                                 ".npy structured dtypes are not supported");
+            if (seen_descr || !parse_string(&h, descr, sizeof descr))
+                return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy header: %s 'descr'",
+                                 seen_descr ? "duplicate key" : "malformed value of");
+            seen_descr = 1;
+        } else if (!strcmp(key, "fortran_order")) {
+            if (fortran >= 0)
+                return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                                 ".npy header: duplicate key 'fortran_order'");
+            if (parse_word(&h, "True"))
+                fortran = 1;
+            else if (parse_word(&h, "False"))
+                fortran = 0;
+            else
+                return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                                 ".npy header: 'fortran_order' must be True or False");
+        } else if (!strcmp(key, "shape")) {
+            if (nd >= 0)
+                return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy header: duplicate key 'shape'");
+            nd = parse_shape(&h, dims);
+            if (nd == -2)
+                return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy header: a shape extent "
+                                 "overflows");
+            if (nd < 0)
+                return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                                 ".npy header: 'shape' must be a tuple of integers");
+        } else {
+            return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy header: unexpected key '%s'", key);
+        }
+        if (!accept(&h, ',')) {
+            if (!accept(&h, '}'))
+                return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                                 ".npy header is malformed near offset %zu (',' or '}' expected)",
+                                 pre + h.i);
+            break;
+        }
+    }
+    skip_ws(&h);
+    if (h.i != h.n)
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                         ".npy header has text after its closing '}' (offset %zu)", pre + h.i);
+    if (!seen_descr || fortran < 0 || nd < 0)
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy header lacks the key '%s'",
+                         !seen_descr ? "descr" : fortran < 0 ? "fortran_order" : "shape");
+
+    npy_type t = {CONVOLVE_FLOAT64, 0};
+    convolve_status st = parse_descr(ctx, descr, &t);
+    if (st != CONVOLVE_OK)
+        return st;
+    if (fortran)
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                         ".npy array is in Fortran order (fortran_order: True); save a C-order "
+                         "array (numpy: np.ascontiguousarray)");
+    if (nd == 0)
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                         ".npy array is 0-dimensional (a scalar); 1 to 3 dimensions are supported");
+    if (nd > CONVOLVE_MAX_DIMS)
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                         ".npy array has %d dimensions; 1 to 3 are supported", nd);
+    size_t count = 1, bytes;
+    for (int a = 0; a < nd; a++) {
+        if (dims[a] == 0)
+            return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                             ".npy array is empty (extent 0 on axis %d)", a);
+        if (!cvi_mul_size(count, dims[a], &count))
+            return cvi_error(ctx, CONVOLVE_ERROR_SIZE_OVERFLOW, ".npy array shape overflows");
+    }
+    size_t esize = convolve_dtype_size(t.dtype);
+    if (!cvi_mul_size(count, esize, &bytes))
+        return cvi_error(ctx, CONVOLVE_ERROR_SIZE_OVERFLOW, ".npy array byte count overflows");
+    size_t have = size - pre - hlen;
+    if (have < bytes)
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                         ".npy data truncated: %zu bytes where its shape and dtype need %zu", have,
+                         bytes);
+    if (have > bytes)
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                         ".npy file has %zu bytes after the array's %zu bytes of data",
+                         have - bytes, bytes);
+    convolve_array *a;
+    st = cvi_array_new(ctx, &a, t.dtype, nd, dims, 1, ".npy array");
+    if (st != CONVOLVE_OK)
+        return st;
+    memcpy(a->data, data + pre + hlen, bytes);
+    if (t.swap)
+        swap_bytes(a->data, count, esize);
+    *array = a;
+    return CONVOLVE_OK;
+}
+
+convolve_status cvi_write_npy(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
+{
+    const convolve_layout *L = &array->layout;
+    const char *code;
+    switch (L->dtype) {
+    case CONVOLVE_FLOAT32: code = "f4"; break;
+    case CONVOLVE_FLOAT64: code = "f8"; break;
+    case CONVOLVE_UINT8: code = "u1"; break;
+    case CONVOLVE_UINT16: code = "u2"; break;
+    default:
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, ".npy: unknown element type %d",
+                         (int)L->dtype);
+    }
+    char order = L->dtype == CONVOLVE_UINT8 ? '|' : cvi_little_endian() ? '<' : '>';
+    cvi_buf h = {NULL, 0, 0};
+    int ok = cvi_buf_printf(&h, "{'descr': '%c%s', 'fortran_order': False, 'shape': (", order,
+                            code);
+    for (int a = 0; a < L->ndim; a++)
+        ok = ok && cvi_buf_printf(&h, a ? ", %zu" : "%zu", L->shape[a]);
+    if (L->channels > 1)
+        ok = ok && cvi_buf_printf(&h, ", %zu", L->channels);
+    ok = ok && cvi_buf_printf(&h, "%s), }", L->ndim == 1 && L->channels == 1 ? "," : "");
+    /* pad with spaces and end with '\n' so the data starts on a 64-byte boundary */
+    size_t pre = 10;
+    if (ok && h.size + 1 + pre > 65535 + pre)
+        pre = 12;
+    while (ok && (pre + h.size + 1) % 64 != 0)
+        ok = cvi_buf_append(&h, " ", 1);
+    ok = ok && cvi_buf_append(&h, "\n", 1);
+    unsigned char preamble[12] = {0x93, 'N', 'U', 'M', 'P', 'Y', pre == 10 ? 1 : 2, 0};
+    for (size_t k = 0; k < pre - 8; k++)
+        preamble[8 + k] = (unsigned char)(h.size >> (8 * k));
+    ok = ok && cvi_buf_append(out, preamble, pre) && cvi_buf_append(out, h.data, h.size) &&
+         cvi_buf_append(out, array->data, array->bytes);
+    cvi_buf_free(&h);
+    if (!ok)
+        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, ".npy: out of memory encoding");
+    return CONVOLVE_OK;
+}

@@ -1,0 +1,212 @@
+/*
+ * png.c - PNG through libpng, from and to memory.
+ *
+ * Read: 8- and 16-bit gray, gray+alpha, RGB and RGBA; palette images and bit
+ * depths below 8 are expanded to 8 bits (a tRNS chunk becomes an alpha
+ * channel); 16-bit images load as uint16 in host byte order. Interlaced
+ * images are de-interlaced. The whole file must be there: a truncated or
+ * corrupt image stream is a FORMAT error, never a partly filled picture.
+ * Write: uint8 or uint16 2-D arrays of 1 to 4 channels.
+ *
+ * libpng reports errors by longjmp: everything a decode or encode changes
+ * lives in a struct owned by the caller, which frees it after the jump.
+ */
+#include "io.h"
+
+#include <png.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    png_structp png;
+    png_infop info;
+    const unsigned char *data;  /* read: the file */
+    size_t size, pos;
+    cvi_buf *out;               /* write: where the bytes go */
+    unsigned char **rows;
+    convolve_array *array;
+    char msg[256];              /* libpng's error message */
+    int bad_data;               /* a warning said the image data is damaged */
+} png_state;
+
+static void on_error(png_structp png, png_const_charp msg)
+{
+    png_state *s = png_get_error_ptr(png);
+    snprintf(s->msg, sizeof s->msg, "%s", msg);
+    png_longjmp(png, 1);
+}
+
+/* Warnings about the image stream mean pixels are missing or wrong; those
+ * about ancillary chunks (colour profiles, text) do not. */
+static void on_warning(png_structp png, png_const_charp msg)
+{
+    png_state *s = png_get_error_ptr(png);
+    if (strstr(msg, "IDAT") || strstr(msg, "image data") || strstr(msg, "Read Error") ||
+        strstr(msg, "runcat")) {
+        if (!s->bad_data)
+            snprintf(s->msg, sizeof s->msg, "%s", msg);
+        s->bad_data = 1;
+    }
+}
+
+static void read_fn(png_structp png, png_bytep dst, png_size_t n)
+{
+    png_state *s = png_get_io_ptr(png);
+    if (n > s->size - s->pos)
+        png_error(png, "file truncated");
+    memcpy(dst, s->data + s->pos, n);
+    s->pos += n;
+}
+
+/* The part of the decode that libpng may leave by longjmp: 0 on success,
+ * else -1 with s->msg set, or a convolve_status > 0 with ctx's message set. */
+static int decode(convolve_context *ctx, png_state *s)
+{
+    if (setjmp(png_jmpbuf(s->png)))
+        return -1;
+    png_set_read_fn(s->png, s, read_fn);
+    png_read_info(s->png, s->info);
+    png_uint_32 w, h;
+    int depth, color, interlace;
+    png_get_IHDR(s->png, s->info, &w, &h, &depth, &color, &interlace, NULL, NULL);
+    png_set_expand(s->png); /* palette -> RGB, gray < 8 bits -> 8, tRNS -> alpha */
+    if (depth == 16 && cvi_little_endian())
+        png_set_swap(s->png);
+    png_set_interlace_handling(s->png);
+    png_read_update_info(s->png, s->info);
+    size_t channels = png_get_channels(s->png, s->info);
+    int out_depth = png_get_bit_depth(s->png, s->info);
+    if (channels < 1 || channels > 4 || (out_depth != 8 && out_depth != 16)) {
+        snprintf(s->msg, sizeof s->msg, "unexpected %zu channels of %d bits after expansion",
+                 channels, out_depth);
+        return -1;
+    }
+    size_t esize = out_depth == 16 ? 2 : 1;
+    convolve_status st = cvi_check_image_size(ctx, "PNG image", w, h, channels, esize);
+    if (st != CONVOLVE_OK)
+        return (int)st;
+    size_t rowbytes = (size_t)w * channels * esize;
+    if (png_get_rowbytes(s->png, s->info) != rowbytes) {
+        snprintf(s->msg, sizeof s->msg, "row size %zu, expected %zu",
+                 (size_t)png_get_rowbytes(s->png, s->info), rowbytes);
+        return -1;
+    }
+    size_t shape[2] = {h, w};
+    st = cvi_array_new(ctx, &s->array, esize == 2 ? CONVOLVE_UINT16 : CONVOLVE_UINT8, 2, shape,
+                       channels, "PNG image");
+    if (st != CONVOLVE_OK)
+        return (int)st;
+    s->rows = malloc((size_t)h * sizeof *s->rows);
+    if (!s->rows)
+        return (int)cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "PNG image: out of memory");
+    for (size_t y = 0; y < h; y++)
+        s->rows[y] = (unsigned char *)s->array->data + y * rowbytes;
+    png_read_image(s->png, s->rows);
+    png_read_end(s->png, NULL); /* reads up to IEND: a file cut short fails here */
+    return 0;
+}
+
+convolve_status cvi_read_png(convolve_context *ctx, const unsigned char *data, size_t size,
+                             convolve_array **array)
+{
+    *array = NULL;
+    if (size < 8 || png_sig_cmp(data, 0, 8) != 0)
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "not a PNG file (bad signature)");
+    png_state s;
+    memset(&s, 0, sizeof s);
+    s.data = data;
+    s.size = size;
+    s.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &s, on_error, on_warning);
+    if (s.png)
+        s.info = png_create_info_struct(s.png);
+    if (!s.png || !s.info) {
+        png_destroy_read_struct(s.png ? &s.png : NULL, NULL, NULL);
+        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "PNG: out of memory");
+    }
+    int r = decode(ctx, &s);
+    png_destroy_read_struct(&s.png, &s.info, NULL);
+    free(s.rows);
+    if (r == 0 && s.bad_data)
+        r = -1;
+    if (r != 0) {
+        convolve_array_free(s.array);
+        if (r > 0)
+            return (convolve_status)r;
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "malformed PNG: %s", s.msg);
+    }
+    *array = s.array;
+    return CONVOLVE_OK;
+}
+
+static void write_fn(png_structp png, png_bytep src, png_size_t n)
+{
+    png_state *s = png_get_io_ptr(png);
+    if (!cvi_buf_append(s->out, src, n))
+        png_error(png, "out of memory");
+}
+
+static void flush_fn(png_structp png)
+{
+    (void)png;
+}
+
+static int encode(png_state *s, const convolve_array *a)
+{
+    if (setjmp(png_jmpbuf(s->png)))
+        return -1;
+    const convolve_layout *L = &a->layout;
+    static const int k_color[5] = {0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA,
+                                   PNG_COLOR_TYPE_RGB, PNG_COLOR_TYPE_RGB_ALPHA};
+    int depth = L->dtype == CONVOLVE_UINT16 ? 16 : 8;
+    png_set_write_fn(s->png, s, write_fn, flush_fn);
+    png_set_IHDR(s->png, s->info, (png_uint_32)L->shape[1], (png_uint_32)L->shape[0], depth,
+                 k_color[L->channels], PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(s->png, s->info);
+    if (depth == 16 && cvi_little_endian())
+        png_set_swap(s->png);
+    size_t rowbytes = (size_t)L->strides[0];
+    for (size_t y = 0; y < L->shape[0]; y++)
+        png_write_row(s->png, (png_const_bytep)a->data + y * rowbytes);
+    png_write_end(s->png, NULL);
+    return 0;
+}
+
+convolve_status cvi_write_png(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
+{
+    const convolve_layout *L = &array->layout;
+    if (L->dtype != CONVOLVE_UINT8 && L->dtype != CONVOLVE_UINT16)
+        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
+                         "PNG holds uint8 or uint16 data, not %s (convert the array first)",
+                         convolve_dtype_name(L->dtype));
+    if (L->ndim != 2)
+        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
+                         "PNG holds 2-D images, not %d-D arrays", L->ndim);
+    if (L->channels < 1 || L->channels > 4)
+        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
+                         "PNG holds 1 to 4 channels (gray, gray+alpha, RGB, RGBA), not %zu",
+                         L->channels);
+    if (L->shape[0] > PNG_UINT_31_MAX || L->shape[1] > PNG_UINT_31_MAX ||
+        L->shape[0] > 1000000 || L->shape[1] > 1000000)
+        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
+                         "PNG: %zux%zu is larger than libpng's limit of 1000000 per side",
+                         L->shape[1], L->shape[0]);
+    png_state s;
+    memset(&s, 0, sizeof s);
+    s.out = out;
+    s.png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &s, on_error, on_warning);
+    if (s.png)
+        s.info = png_create_info_struct(s.png);
+    if (!s.png || !s.info) {
+        png_destroy_write_struct(s.png ? &s.png : NULL, NULL);
+        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "PNG: out of memory");
+    }
+    int r = encode(&s, array);
+    png_destroy_write_struct(&s.png, &s.info);
+    if (r != 0)
+        return cvi_error(ctx, strstr(s.msg, "memory") ? CONVOLVE_ERROR_OUT_OF_MEMORY
+                                                      : CONVOLVE_ERROR_INTERNAL,
+                         "PNG encoding failed: %s", s.msg);
+    return CONVOLVE_OK;
+}

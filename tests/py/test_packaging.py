@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""test_packaging.py - what the README promises about building against convolve.
+
+1. The C program in README.md compiles against include/ and the built shared
+   library, and runs.
+2. `cmake --install` into a temporary prefix, then examples/ builds with
+   find_package(convolve) (shared and static) and with pkg-config, and the
+   example blurs the bundled photo.
+Environment: CONVOLVE_BUILD_DIR (the build tree), CONVOLVE_DATA_DIR.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.abspath(os.environ.get("CONVOLVE_BUILD_DIR", os.path.join(SRC, "build")))
+DATA = os.environ.get("CONVOLVE_DATA_DIR", os.path.join(SRC, "data"))
+failures = []
+
+
+def sh(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} -> {r.returncode}\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+    return r.stdout
+
+
+def step(name, fn):
+    try:
+        fn()
+        print(f"  ok   {name}")
+    except Exception as e:  # noqa: BLE001 - report every failure
+        failures.append(name)
+        print(f"  FAIL {name}: {e}")
+
+
+def main():
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        print("test_packaging: SKIPPED: no C compiler")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="convolve-pkg-")
+    try:
+        def readme_program():
+            text = open(os.path.join(SRC, "README.md")).read()
+            code = re.search(r"```c\n(.*?)```", text, re.S).group(1)
+            src = os.path.join(tmp, "readme.c")
+            open(src, "w").write(code)
+            exe = os.path.join(tmp, "readme")
+            sh([cc, "-std=c11", "-Wall", "-Werror", "-I", os.path.join(SRC, "include"), src,
+                "-L", BUILD, "-lconvolve", f"-Wl,-rpath,{BUILD}", "-o", exe])
+            out = sh([exe])
+            assert "ran '" in out, out
+
+        prefix = os.path.join(tmp, "prefix")
+
+        def install():
+            sh(["cmake", "--install", BUILD, "--prefix", prefix])
+            assert os.path.exists(os.path.join(prefix, "include", "convolve.h"))
+
+        def find_package(static):
+            def run():
+                b = os.path.join(tmp, "ex-static" if static else "ex-shared")
+                sh(["cmake", "-S", os.path.join(SRC, "examples"), "-B", b,
+                    f"-DCMAKE_PREFIX_PATH={prefix}", f"-DEXAMPLE_STATIC={'ON' if static else 'OFF'}"])
+                sh(["cmake", "--build", b])
+                out_png = os.path.join(tmp, f"blur-{static}.png")
+                sh([os.path.join(b, "blur"), os.path.join(DATA, "grace_hopper.jpg"), out_png, "1.5"])
+                assert os.path.getsize(out_png) > 1000
+            return run
+
+        def pkg_config():
+            pc = shutil.which("pkg-config")
+            if not pc:
+                raise RuntimeError("pkg-config not found")
+            env = dict(os.environ)
+            libdir = [d for d in ("lib", "lib64", "lib/x86_64-linux-gnu")
+                      if os.path.exists(os.path.join(prefix, d, "pkgconfig", "convolve.pc"))][0]
+            env["PKG_CONFIG_PATH"] = os.path.join(prefix, libdir, "pkgconfig")
+            flags = sh([pc, "--cflags", "--libs", "convolve"], env=env).split()
+            exe = os.path.join(tmp, "blur-pc")
+            sh([cc, os.path.join(SRC, "examples", "blur.c"), *flags,
+                f"-Wl,-rpath,{os.path.join(prefix, libdir)}", "-o", exe])
+            out_png = os.path.join(tmp, "blur-pc.png")
+            sh([exe, os.path.join(DATA, "grace_hopper.jpg"), out_png])
+            assert os.path.getsize(out_png) > 1000
+
+        step("README's C program compiles and runs", readme_program)
+        step("cmake --install", install)
+        step("find_package(convolve), shared library", find_package(False))
+        step("find_package(convolve), static library", find_package(True))
+        step("pkg-config --cflags --libs convolve", pkg_config)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"test_packaging: {'FAILED: ' + ', '.join(failures) if failures else 'passed'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

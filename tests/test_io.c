@@ -1,0 +1,1075 @@
+/*
+ * test_io.c - host arrays and files: round trips through every format, dtype
+ * and channel count; hand-made malformed inputs for each reader (bad magic,
+ * truncation, bad headers, unsupported variants, huge dimensions), each of
+ * which must fail with the right status and a message; element conversion;
+ * and atomic saves (a failed save leaves the old file and no temporary file).
+ * Fixtures are made here, in a temporary directory, not committed.
+ */
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <jpeglib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+static convolve_context *ctx;
+static char tmpdir[256];
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static const char *tpath(const char *name)
+{
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
+    return buf[k];
+}
+
+static void write_bytes(const char *path, const void *d, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL, "cannot create %s", path);
+    if (!f)
+        return;
+    CHECK(fwrite(d, 1, n, f) == n, "short write %s", path);
+    fclose(f);
+}
+
+/* Reads a file into a malloc'd buffer; NULL if missing. */
+static unsigned char *read_bytes(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, len = 0;
+    unsigned char *b = malloc(cap);
+    size_t r;
+    while ((r = fread(b + len, 1, cap - len, f)) > 0) {
+        len += r;
+        if (len == cap)
+            b = realloc(b, cap *= 2);
+    }
+    fclose(f);
+    *n = len;
+    return b;
+}
+
+static int contains(const unsigned char *d, size_t n, const char *s)
+{
+    size_t m = strlen(s);
+    for (size_t i = 0; i + m <= n; i++)
+        if (memcmp(d + i, s, m) == 0)
+            return 1;
+    return 0;
+}
+
+static int file_equals(const char *path, const void *d, size_t n)
+{
+    size_t m;
+    unsigned char *b = read_bytes(path, &m);
+    int eq = b && m == n && memcmp(b, d, n) == 0;
+    free(b);
+    return eq;
+}
+
+/* Number of entries in tmpdir whose names start with '.' (temporary files). */
+static int hidden_files(void)
+{
+    DIR *d = opendir(tmpdir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] == '.' && strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            n++;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static convolve_array *make_array(convolve_dtype t, int ndim, const size_t *shape, size_t ch)
+{
+    convolve_array *a = NULL;
+    CHECK_OK(ctx, convolve_array_create(ctx, &a, t, ndim, shape, ch));
+    if (a)
+        h_fill_typed(t, convolve_array_data(a), convolve_layout_count(convolve_array_layout(a)),
+                     100.0);
+    return a;
+}
+
+static int same_layout(const convolve_layout *a, const convolve_layout *b)
+{
+    if (a->dtype != b->dtype || a->ndim != b->ndim || a->channels != b->channels)
+        return 0;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i])
+            return 0;
+    return 1;
+}
+
+/* Loads bytes from memory (format f) and expects status want. */
+static convolve_status load_mem(const void *d, size_t n, convolve_format f, convolve_array **out)
+{
+    convolve_array *a = NULL;
+    convolve_status st = convolve_array_load_memory(ctx, &a, d, n, f);
+    if (out)
+        *out = a;
+    else
+        convolve_array_free(a);
+    return st;
+}
+
+#define EXPECT_MEM(data, size, fmt, want, what)                                          \
+    do {                                                                                  \
+        convolve_status st_ = load_mem(data, size, fmt, NULL);                            \
+        CHECK(st_ == (want), "%s: got %s (%s), want %s", what, convolve_status_name(st_), \
+              convolve_last_error(ctx), convolve_status_name(want));                     \
+        if (st_ != CONVOLVE_OK)                                                           \
+            CHECK(convolve_last_error(ctx)[0] != '\0', "%s: no message", what);            \
+    } while (0)
+
+/* The message of the last failure contains s. */
+#define EXPECT_MSG(s)                                                                     \
+    CHECK(strstr(convolve_last_error(ctx), s) != NULL, "message '%s' lacks '%s'",         \
+          convolve_last_error(ctx), s)
+
+/* ---- arrays ------------------------------------------------------------------ */
+
+static void arrays(void)
+{
+    size_t shape[3] = {2, 3, 4};
+    convolve_array *a = NULL;
+    CHECK_OK(ctx, convolve_array_create(ctx, &a, CONVOLVE_UINT16, 3, shape, 2));
+    const convolve_layout *L = convolve_array_layout(a);
+    CHECK(L->ndim == 3 && L->channels == 2 && L->strides[2] == 4 && L->strides[0] == 48,
+          "layout");
+    CHECK(convolve_array_bytes(a) == 96, "bytes %zu", convolve_array_bytes(a));
+    const unsigned char *p = convolve_array_const_data(a);
+    int zero = 1;
+    for (size_t i = 0; i < 96; i++)
+        zero &= p[i] == 0;
+    CHECK(zero, "not zero-filled");
+    convolve_array_free(a);
+    convolve_array_free(NULL);
+    CHECK(convolve_array_layout(NULL) == NULL && convolve_array_bytes(NULL) == 0, "NULL array");
+
+    CHECK_STATUS(ctx, convolve_array_create(ctx, NULL, CONVOLVE_UINT8, 1, shape, 1),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_array_create(ctx, &a, (convolve_dtype)9, 1, shape, 1),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_array_create(ctx, &a, CONVOLVE_UINT8, 4, shape, 1),
+                 CONVOLVE_ERROR_BAD_LAYOUT);
+    CHECK_STATUS(ctx, convolve_array_create(ctx, &a, CONVOLVE_UINT8, 2, shape, 0),
+                 CONVOLVE_ERROR_BAD_LAYOUT);
+    size_t zero_shape[2] = {3, 0}, huge[3] = {SIZE_MAX / 2, 4, 4};
+    CHECK_STATUS(ctx, convolve_array_create(ctx, &a, CONVOLVE_UINT8, 2, zero_shape, 1),
+                 CONVOLVE_ERROR_BAD_LAYOUT);
+    CHECK_STATUS(ctx, convolve_array_create(ctx, &a, CONVOLVE_FLOAT64, 3, huge, 1),
+                 CONVOLVE_ERROR_SIZE_OVERFLOW);
+    CHECK(a == NULL, "array set on failure");
+
+    CHECK(convolve_format_from_path("a/b.NPY") == CONVOLVE_FORMAT_NPY, "npy ext");
+    CHECK(convolve_format_from_path("x.jpeg") == CONVOLVE_FORMAT_JPEG, "jpeg ext");
+    CHECK(convolve_format_from_path("x.JPG") == CONVOLVE_FORMAT_JPEG, "jpg ext");
+    CHECK(convolve_format_from_path("x.pgm") == CONVOLVE_FORMAT_PNM, "pgm ext");
+    CHECK(convolve_format_from_path("x.ppm") == CONVOLVE_FORMAT_PNM, "ppm ext");
+    CHECK(convolve_format_from_path("x.pnm") == CONVOLVE_FORMAT_PNM, "pnm ext");
+    CHECK(convolve_format_from_path("x.txt") == CONVOLVE_FORMAT_TEXT, "txt ext");
+    CHECK(convolve_format_from_path("x.png") == CONVOLVE_FORMAT_PNG, "png ext");
+    CHECK(convolve_format_from_path("x.tif") == CONVOLVE_FORMAT_AUTO, "tif ext");
+    CHECK(convolve_format_from_path("dir.png/x") == CONVOLVE_FORMAT_AUTO, "dir ext");
+    CHECK(convolve_format_from_path(".png") == CONVOLVE_FORMAT_AUTO, "hidden file");
+    CHECK(convolve_format_from_path(NULL) == CONVOLVE_FORMAT_AUTO, "NULL path");
+}
+
+static void conversion(void)
+{
+    size_t n = 12;
+    convolve_array *a = NULL, *b = NULL;
+    CHECK_OK(ctx, convolve_array_create(ctx, &a, CONVOLVE_FLOAT64, 1, &n, 1));
+    const double v[12] = {0.5, 1.5, 2.5, -0.5, -3, 254.5, 255.5, 1e300, NAN, -INFINITY, 3.49999,
+                          65535.5};
+    const uint8_t want8[12] = {0, 2, 2, 0, 0, 254, 255, 255, 0, 0, 3, 255};
+    const uint16_t want16[12] = {0, 2, 2, 0, 0, 254, 256, 65535, 0, 0, 3, 65535};
+    memcpy(convolve_array_data(a), v, sizeof v);
+    CHECK_OK(ctx, convolve_array_convert(ctx, a, CONVOLVE_UINT8, &b));
+    for (size_t i = 0; b && i < n; i++)
+        CHECK(((uint8_t *)convolve_array_data(b))[i] == want8[i], "u8[%zu] = %d, want %d", i,
+              ((uint8_t *)convolve_array_data(b))[i], want8[i]);
+    convolve_array_free(b);
+    CHECK_OK(ctx, convolve_array_convert(ctx, a, CONVOLVE_UINT16, &b));
+    for (size_t i = 0; b && i < n; i++)
+        CHECK(((uint16_t *)convolve_array_data(b))[i] == want16[i], "u16[%zu] = %d, want %d", i,
+              ((uint16_t *)convolve_array_data(b))[i], want16[i]);
+    /* back to float32 exactly */
+    convolve_array *c = NULL;
+    CHECK_OK(ctx, convolve_array_convert(ctx, b, CONVOLVE_FLOAT32, &c));
+    for (size_t i = 0; c && i < n; i++)
+        CHECK(((float *)convolve_array_data(c))[i] == (float)want16[i], "f32[%zu]", i);
+    convolve_array_free(c);
+    /* same type: a copy */
+    CHECK_OK(ctx, convolve_array_convert(ctx, b, CONVOLVE_UINT16, &c));
+    CHECK(c && c != b && memcmp(convolve_array_data(c), convolve_array_data(b), 24) == 0, "copy");
+    convolve_array_free(c);
+    convolve_array_free(b);
+    CHECK_STATUS(ctx, convolve_array_convert(ctx, NULL, CONVOLVE_UINT8, &b),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_array_convert(ctx, a, (convolve_dtype)7, &b),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    convolve_array_free(a);
+}
+
+/* ---- round trips ------------------------------------------------------------- */
+
+/* Saves a, loads it back (format f for both), and returns the loaded array. */
+static convolve_array *round_trip(const convolve_array *a, const char *name, convolve_format f,
+                                  int quality)
+{
+    const char *path = tpath(name);
+    convolve_status st = convolve_array_save(ctx, a, path, f, quality);
+    CHECK(st == CONVOLVE_OK, "save %s: %s", name, convolve_last_error(ctx));
+    if (st != CONVOLVE_OK)
+        return NULL;
+    convolve_array *b = NULL;
+    st = convolve_array_load(ctx, &b, path, f);
+    CHECK(st == CONVOLVE_OK, "load %s: %s", name, convolve_last_error(ctx));
+    return b;
+}
+
+static void expect_identical(const convolve_array *a, const convolve_array *b, const char *what)
+{
+    CHECK(b && same_layout(convolve_array_layout(a), convolve_array_layout(b)),
+          "%s: layout differs", what);
+    if (b && same_layout(convolve_array_layout(a), convolve_array_layout(b)))
+        CHECK(memcmp(convolve_array_const_data(a), convolve_array_const_data(b),
+                     convolve_array_bytes(a)) == 0, "%s: data differs", what);
+}
+
+static void round_trips(void)
+{
+    const convolve_dtype types[4] = {CONVOLVE_FLOAT32, CONVOLVE_FLOAT64, CONVOLVE_UINT8,
+                                     CONVOLVE_UINT16};
+    const size_t shapes[3][3] = {{7}, {5, 6}, {3, 4, 5}};
+    char name[64];
+
+    /* .npy: every dtype, dims 1-3 */
+    for (int t = 0; t < 4; t++)
+        for (int nd = 1; nd <= 3; nd++) {
+            convolve_array *a = make_array(types[t], nd, shapes[nd - 1], 1);
+            snprintf(name, sizeof name, "rt_%s_%d.npy", convolve_dtype_name(types[t]), nd);
+            convolve_array *b = round_trip(a, name, CONVOLVE_FORMAT_AUTO, 0);
+            expect_identical(a, b, name);
+            convolve_array_free(b);
+            /* the file is what numpy writes: a 64-byte aligned header */
+            size_t n;
+            unsigned char *bytes = read_bytes(tpath(name), &n);
+            CHECK(bytes && n == 128 + convolve_array_bytes(a) && bytes[6] == 1 &&
+                      bytes[127] == '\n', "%s: header layout", name);
+            /* and it loads from memory with the format sniffed */
+            if (bytes) {
+                CHECK_OK(ctx, load_mem(bytes, n, CONVOLVE_FORMAT_AUTO, &b));
+                expect_identical(a, b, "npy from memory");
+                convolve_array_free(b);
+            }
+            free(bytes);
+            convolve_array_free(a);
+        }
+    /* .npy with channels: a trailing axis */
+    {
+        convolve_array *a = make_array(CONVOLVE_UINT8, 2, (size_t[]){4, 5}, 3);
+        convolve_array *b = round_trip(a, "rgb.npy", CONVOLVE_FORMAT_NPY, 0);
+        const convolve_layout *L = b ? convolve_array_layout(b) : NULL;
+        CHECK(L && L->ndim == 3 && L->shape[0] == 4 && L->shape[1] == 5 && L->shape[2] == 3 &&
+                  L->channels == 1, "rgb.npy shape");
+        if (L)
+            CHECK(memcmp(convolve_array_data(b), convolve_array_data(a), 60) == 0, "rgb.npy data");
+        convolve_array_free(b);
+        size_t n;
+        unsigned char *bytes = read_bytes(tpath("rgb.npy"), &n);
+        CHECK(bytes && contains(bytes, n, "'shape': (4, 5, 3)"), "rgb.npy header");
+        free(bytes);
+        convolve_array_free(a);
+        /* a 3-D array with channels saves as 4-D, which does not load */
+        a = make_array(CONVOLVE_FLOAT32, 3, (size_t[]){2, 3, 4}, 2);
+        CHECK_OK(ctx, convolve_array_save(ctx, a, tpath("v4.npy"), CONVOLVE_FORMAT_AUTO, 0));
+        CHECK_STATUS(ctx, convolve_array_load(ctx, &b, tpath("v4.npy"), CONVOLVE_FORMAT_AUTO),
+                     CONVOLVE_ERROR_FORMAT);
+        EXPECT_MSG("4 dimensions");
+        EXPECT_MSG("v4.npy");
+        convolve_array_free(a);
+    }
+
+    /* PNG: uint8 and uint16, 1-4 channels, odd sizes */
+    for (int t = 2; t < 4; t++)
+        for (size_t ch = 1; ch <= 4; ch++) {
+            convolve_array *a = make_array(types[t], 2, (size_t[]){9, 13}, ch);
+            snprintf(name, sizeof name, "rt_%s_%zu.png", convolve_dtype_name(types[t]), ch);
+            convolve_array *b = round_trip(a, name, CONVOLVE_FORMAT_AUTO, 0);
+            expect_identical(a, b, name);
+            convolve_array_free(b);
+            convolve_array_free(a);
+        }
+    /* PNM: uint8 and uint16, 1 and 3 channels */
+    for (int t = 2; t < 4; t++)
+        for (size_t ch = 1; ch <= 3; ch += 2) {
+            convolve_array *a = make_array(types[t], 2, (size_t[]){6, 11}, ch);
+            snprintf(name, sizeof name, "rt_%s_%zu.%s", convolve_dtype_name(types[t]), ch,
+                     ch == 1 ? "pgm" : "ppm");
+            convolve_array *b = round_trip(a, name, CONVOLVE_FORMAT_AUTO, 0);
+            expect_identical(a, b, name);
+            convolve_array_free(b);
+            convolve_array_free(a);
+        }
+    /* JPEG: lossy; a smooth picture comes back close */
+    for (size_t ch = 1; ch <= 3; ch += 2) {
+        size_t h = 24, w = 40;
+        convolve_array *a = make_array(CONVOLVE_UINT8, 2, (size_t[]){h, w}, ch);
+        uint8_t *p = convolve_array_data(a);
+        for (size_t y = 0; y < h; y++)
+            for (size_t x = 0; x < w; x++)
+                for (size_t c = 0; c < ch; c++)
+                    p[(y * w + x) * ch + c] = (uint8_t)(40 + 3 * x + 2 * y + 20 * c);
+        snprintf(name, sizeof name, "rt_%zu.jpg", ch);
+        convolve_array *b = round_trip(a, name, CONVOLVE_FORMAT_AUTO, 100);
+        CHECK(b && same_layout(convolve_array_layout(a), convolve_array_layout(b)),
+              "%s layout", name);
+        if (b) {
+            const uint8_t *q = convolve_array_data(b);
+            int maxd = 0;
+            for (size_t i = 0; i < h * w * ch; i++)
+                maxd = abs(p[i] - q[i]) > maxd ? abs(p[i] - q[i]) : maxd;
+            CHECK(maxd <= 4, "%s: max difference %d at quality 100", name, maxd);
+        }
+        convolve_array_free(b);
+        /* the default quality (0 -> 95) also works, and is smaller than 100 */
+        CHECK_OK(ctx, convolve_array_save(ctx, a, tpath("q95.jpg"), CONVOLVE_FORMAT_JPEG, 0));
+        convolve_array_free(a);
+    }
+    /* TEXT: float64 and float32, 1-D and 2-D, exact */
+    for (int t = 0; t < 2; t++)
+        for (int nd = 1; nd <= 2; nd++) {
+            convolve_array *a = make_array(types[t], nd, shapes[nd - 1], 1);
+            if (nd == 2) /* extreme values too */
+                ((double *)convolve_array_data(a))[0] = t ? 1e-300 : 0.0;
+            snprintf(name, sizeof name, "rt_%s_%d.txt", convolve_dtype_name(types[t]), nd);
+            convolve_array *b = round_trip(a, name, CONVOLVE_FORMAT_AUTO, 0);
+            convolve_array *a64 = NULL;
+            CHECK_OK(ctx, convolve_array_convert(ctx, a, CONVOLVE_FLOAT64, &a64));
+            expect_identical(a64, b, name);
+            convolve_array_free(a64);
+            convolve_array_free(b);
+            convolve_array_free(a);
+        }
+}
+
+/* ---- hand-made files --------------------------------------------------------- */
+
+/* A .npy file from a header dict (padded to 64 bytes) and raw data. */
+static size_t make_npy(unsigned char *out, int major, const char *dict, const void *data,
+                       size_t n)
+{
+    size_t pre = major == 1 ? 10 : 12, hl = strlen(dict);
+    size_t total = pre + hl + 1;
+    size_t pad = (64 - total % 64) % 64;
+    memcpy(out, "\x93NUMPY", 6);
+    out[6] = (unsigned char)major;
+    out[7] = 0;
+    size_t hlen = hl + pad + 1;
+    for (size_t k = 0; k < pre - 8; k++)
+        out[8 + k] = (unsigned char)(hlen >> (8 * k));
+    memcpy(out + pre, dict, hl);
+    memset(out + pre + hl, ' ', pad);
+    out[pre + hl + pad] = '\n';
+    memcpy(out + pre + hlen, data, n);
+    return pre + hlen + n;
+}
+
+static void npy_inputs(void)
+{
+    unsigned char buf[4096];
+    const double d6[6] = {1, 2, 3, 4, 5, 6};
+    size_t n;
+    convolve_array *a;
+
+    /* good: versions 2.0 and 3.0, '=' and '<' orders, double quotes, no trailing comma */
+    n = make_npy(buf, 2, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", d6, 48);
+    CHECK_OK(ctx, load_mem(buf, n, CONVOLVE_FORMAT_NPY, &a));
+    CHECK(a && convolve_array_layout(a)->ndim == 2 && convolve_array_layout(a)->shape[1] == 3 &&
+              ((double *)convolve_array_data(a))[5] == 6, "v2.0");
+    convolve_array_free(a);
+    n = make_npy(buf, 3, "{\"shape\":(6,),\"descr\":\"=f8\",\"fortran_order\":False}", d6, 48);
+    CHECK_OK(ctx, load_mem(buf, n, CONVOLVE_FORMAT_AUTO, &a));
+    CHECK(a && convolve_array_layout(a)->ndim == 1 && convolve_array_layout(a)->shape[0] == 6,
+          "v3.0");
+    convolve_array_free(a);
+    /* big-endian data is byte-swapped */
+    {
+        const double src[3] = {1.5, -2.25, 1e10};
+        unsigned char be[24];
+        for (int i = 0; i < 3; i++) {
+            unsigned char le[8];
+            memcpy(le, &src[i], 8);
+            for (int b = 0; b < 8; b++)
+                be[i * 8 + b] = le[7 - b];
+        }
+        n = make_npy(buf, 1, "{'descr': '>f8', 'fortran_order': False, 'shape': (3,), }",
+                     be, 24);
+        CHECK_OK(ctx, load_mem(buf, n, CONVOLVE_FORMAT_NPY, &a));
+        CHECK(a && ((double *)convolve_array_data(a))[1] == -2.25 &&
+                  ((double *)convolve_array_data(a))[2] == 1e10, "big-endian f8");
+        convolve_array_free(a);
+        const unsigned char u2[4] = {0x01, 0x02, 0xFF, 0x00};
+        n = make_npy(buf, 1, "{'descr': '>u2', 'fortran_order': False, 'shape': (2,), }", u2, 4);
+        CHECK_OK(ctx, load_mem(buf, n, CONVOLVE_FORMAT_NPY, &a));
+        CHECK(a && ((uint16_t *)convolve_array_data(a))[0] == 0x0102 &&
+                  ((uint16_t *)convolve_array_data(a))[1] == 0xFF00, "big-endian u2");
+        convolve_array_free(a);
+        n = make_npy(buf, 1, "{'descr': '<u1', 'fortran_order': False, 'shape': (2, 2), }", u2, 4);
+        CHECK_OK(ctx, load_mem(buf, n, CONVOLVE_FORMAT_NPY, &a));
+        CHECK(a && convolve_array_layout(a)->dtype == CONVOLVE_UINT8, "<u1");
+        convolve_array_free(a);
+    }
+
+    struct {
+        int major;
+        const char *dict;
+        size_t bytes;
+        convolve_status want;
+        const char *msg;
+    } bad[] = {
+        {1, "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }", 48,
+         CONVOLVE_ERROR_FORMAT, "Fortran"},
+        {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (), }", 8, CONVOLVE_ERROR_FORMAT,
+         "0-dimensional"},
+        {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1, 1, 2, 3), }", 48,
+         CONVOLVE_ERROR_FORMAT, "4 dimensions"},
+        {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (0, 3), }", 0,
+         CONVOLVE_ERROR_FORMAT, "empty"},
+        {1, "{'descr': '<i8', 'fortran_order': False, 'shape': (6,), }", 48,
+         CONVOLVE_ERROR_FORMAT, "'<i8' is not supported"},
+        {1, "{'descr': '|f4', 'fortran_order': False, 'shape': (6,), }", 24,
+         CONVOLVE_ERROR_FORMAT, "not supported"},
+        {1, "{'descr': [('a', '<f8')], 'fortran_order': False, 'shape': (6,), }", 48,
+         CONVOLVE_ERROR_FORMAT, "structured"},
+        {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", 40,
+         CONVOLVE_ERROR_FORMAT, "truncated"},
+        {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", 56,
+         CONVOLVE_ERROR_FORMAT, "after"},
+        {1, "{'descr': '<f8', 'fortran_order': False, }", 48, CONVOLVE_ERROR_FORMAT,
+         "lacks the key 'shape'"},
+        {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (6,), 'x': 1}", 48,
+         CONVOLVE_ERROR_FORMAT, "unexpected key 'x'"},
+        {1, "{'descr': '<f8', 'descr': '<f8', 'fortran_order': False, 'shape': (6,)}", 48,
+         CONVOLVE_ERROR_FORMAT, "duplicate"},
+        {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (6)}", 48, CONVOLVE_ERROR_FORMAT,
+         "tuple"},
+        {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (6,), } x", 48,
+         CONVOLVE_ERROR_FORMAT, "after its closing"},
+        {1, "['descr', '<f8']", 48, CONVOLVE_ERROR_FORMAT, "not a dict"},
+        {1, "{'descr': '<f8' 'fortran_order': False, 'shape': (6,)}", 48, CONVOLVE_ERROR_FORMAT,
+         "malformed"},
+        {1, "{'descr': '<f8', 'fortran_order': 0, 'shape': (6,)}", 48, CONVOLVE_ERROR_FORMAT,
+         "True or False"},
+        {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999999999999999,)}", 48,
+         CONVOLVE_ERROR_FORMAT, "overflows"},
+        {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296)}", 48,
+         CONVOLVE_ERROR_SIZE_OVERFLOW, "overflows"},
+        {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1000000000,)}", 48,
+         CONVOLVE_ERROR_FORMAT, "truncated"},
+    };
+    unsigned char zeros[64] = {0};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        n = make_npy(buf, bad[k].major, bad[k].dict, zeros, bad[k].bytes);
+        char what[64];
+        snprintf(what, sizeof what, "bad npy %zu", k);
+        EXPECT_MEM(buf, n, CONVOLVE_FORMAT_NPY, bad[k].want, what);
+        EXPECT_MSG(bad[k].msg);
+    }
+    /* preamble problems */
+    n = make_npy(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (6,), }", d6, 48);
+    buf[1] = 'X';
+    EXPECT_MEM(buf, n, CONVOLVE_FORMAT_NPY, CONVOLVE_ERROR_FORMAT, "bad magic");
+    EXPECT_MSG("magic");
+    buf[1] = 'N';
+    buf[6] = 4;
+    EXPECT_MEM(buf, n, CONVOLVE_FORMAT_NPY, CONVOLVE_ERROR_FORMAT, "bad version");
+    EXPECT_MSG("version 4.0");
+    buf[6] = 1;
+    buf[8] = 0xFF, buf[9] = 0x7F;
+    EXPECT_MEM(buf, n, CONVOLVE_FORMAT_NPY, CONVOLVE_ERROR_FORMAT, "header length");
+    EXPECT_MSG("past the end");
+    EXPECT_MEM(buf, 7, CONVOLVE_FORMAT_NPY, CONVOLVE_ERROR_FORMAT, "7 bytes");
+    /* truncated at every length */
+    n = make_npy(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (6,), }", d6, 48);
+    int all = 1;
+    for (size_t cut = 0; cut < n; cut++)
+        all &= load_mem(buf, cut, CONVOLVE_FORMAT_NPY, NULL) == CONVOLVE_ERROR_FORMAT;
+    CHECK(all, "some truncated .npy loaded");
+}
+
+/* A PNG chunk with its CRC. */
+static size_t png_chunk(unsigned char *out, const char *type, const unsigned char *d, size_t n)
+{
+    out[0] = (unsigned char)(n >> 24), out[1] = (unsigned char)(n >> 16);
+    out[2] = (unsigned char)(n >> 8), out[3] = (unsigned char)n;
+    memcpy(out + 4, type, 4);
+    if (n)
+        memcpy(out + 8, d, n);
+    uLong crc = crc32(0, out + 4, (uInt)(n + 4));
+    out[8 + n] = (unsigned char)(crc >> 24), out[9 + n] = (unsigned char)(crc >> 16);
+    out[10 + n] = (unsigned char)(crc >> 8), out[11 + n] = (unsigned char)crc;
+    return n + 12;
+}
+
+static void png_inputs(void)
+{
+    /* a real PNG from the writer */
+    convolve_array *a = make_array(CONVOLVE_UINT8, 2, (size_t[]){32, 32}, 3);
+    CHECK_OK(ctx, convolve_array_save(ctx, a, tpath("src.png"), CONVOLVE_FORMAT_PNG, 0));
+    convolve_array_free(a);
+    size_t n;
+    unsigned char *png = read_bytes(tpath("src.png"), &n);
+    if (!png) {
+        CHECK(0, "no src.png");
+        return;
+    }
+    EXPECT_MEM(png, n, CONVOLVE_FORMAT_AUTO, CONVOLVE_OK, "good png");
+    /* truncation anywhere fails: never a partial picture */
+    int all = 1;
+    for (size_t cut = 0; cut < n; cut += (cut < 64 ? 1 : 7))
+        if (load_mem(png, cut, CONVOLVE_FORMAT_PNG, NULL) != CONVOLVE_ERROR_FORMAT) {
+            all = 0;
+            fprintf(stderr, "truncated PNG at %zu of %zu loaded\n", cut, n);
+        }
+    CHECK(all, "truncated PNG");
+    load_mem(png, n / 2, CONVOLVE_FORMAT_PNG, NULL);
+    EXPECT_MSG("malformed PNG");
+    /* the truncated file, loaded from disk, names the file */
+    write_bytes(tpath("cut.png"), png, n - 20);
+    CHECK_STATUS(ctx, convolve_array_load(ctx, &a, tpath("cut.png"), CONVOLVE_FORMAT_AUTO),
+                 CONVOLVE_ERROR_FORMAT);
+    EXPECT_MSG("cut.png");
+    /* a flipped byte in the image data: CRC error */
+    png[n / 2] ^= 0x55;
+    EXPECT_MEM(png, n, CONVOLVE_FORMAT_PNG, CONVOLVE_ERROR_FORMAT, "corrupt IDAT");
+    png[n / 2] ^= 0x55;
+    /* bad signature */
+    png[1] = 'Q';
+    EXPECT_MEM(png, n, CONVOLVE_FORMAT_PNG, CONVOLVE_ERROR_FORMAT, "png signature");
+    EXPECT_MSG("signature");
+    free(png);
+
+    /* hand-made: huge dimensions (rejected before any allocation) */
+    unsigned char f[256];
+    size_t k = 0;
+    memcpy(f, "\x89PNG\r\n\x1a\n", 8);
+    k = 8;
+    unsigned char ihdr[13] = {0, 0x0F, 0x42, 0x40, 0, 0x0F, 0x42, 0x40, 8, 2, 0, 0, 0};
+    k += png_chunk(f + k, "IHDR", ihdr, 13); /* 1000000 x 1000000 RGB */
+    unsigned char z[64];
+    uLongf zn = sizeof z;
+    unsigned char raw[4] = {0, 1, 2, 3};
+    compress(z, &zn, raw, 4);
+    k += png_chunk(f + k, "IDAT", z, zn);
+    k += png_chunk(f + k, "IEND", NULL, 0);
+    EXPECT_MEM(f, k, CONVOLVE_FORMAT_PNG, CONVOLVE_ERROR_FORMAT, "huge png");
+    EXPECT_MSG("limit");
+    /* hand-made: a 2x2 gray+alpha 16-bit image, and 2x1 palette 4-bit */
+    k = 8;
+    unsigned char ih2[13] = {0, 0, 0, 2, 0, 0, 0, 2, 16, 4, 0, 0, 0};
+    k += png_chunk(f + k, "IHDR", ih2, 13);
+    unsigned char rows[2 * 9] = {0, 0x12, 0x34, 0xFF, 0xFF, 0, 1, 0, 2,
+                                 0, 0xAB, 0xCD, 0, 0, 0x80, 0, 0x7F, 0xFF};
+    zn = sizeof z;
+    compress(z, &zn, rows, sizeof rows);
+    k += png_chunk(f + k, "IDAT", z, zn);
+    k += png_chunk(f + k, "IEND", NULL, 0);
+    CHECK_OK(ctx, load_mem(f, k, CONVOLVE_FORMAT_PNG, &a));
+    if (a) {
+        const convolve_layout *L = convolve_array_layout(a);
+        const uint16_t *p = convolve_array_data(a);
+        CHECK(L->dtype == CONVOLVE_UINT16 && L->channels == 2 && L->shape[0] == 2, "ga16 layout");
+        CHECK(p[0] == 0x1234 && p[1] == 0xFFFF && p[3] == 2 && p[4] == 0xABCD && p[7] == 0x7FFF,
+              "ga16 values %x %x %x %x", p[0], p[1], p[4], p[7]);
+        convolve_array_free(a);
+    }
+    k = 8;
+    unsigned char ih3[13] = {0, 0, 0, 2, 0, 0, 0, 1, 4, 3, 0, 0, 0};
+    k += png_chunk(f + k, "IHDR", ih3, 13);
+    unsigned char plte[6] = {10, 20, 30, 200, 100, 50};
+    k += png_chunk(f + k, "PLTE", plte, 6);
+    unsigned char prow[2] = {0, 0x10}; /* filter 0; pixels 1, 0 */
+    zn = sizeof z;
+    compress(z, &zn, prow, 2);
+    k += png_chunk(f + k, "IDAT", z, zn);
+    k += png_chunk(f + k, "IEND", NULL, 0);
+    CHECK_OK(ctx, load_mem(f, k, CONVOLVE_FORMAT_PNG, &a));
+    if (a) {
+        const uint8_t *p = convolve_array_data(a);
+        CHECK(convolve_array_layout(a)->channels == 3 && p[0] == 200 && p[2] == 50 && p[3] == 10,
+              "palette expansion");
+        convolve_array_free(a);
+    }
+    /* too little image data: an error, not a half-filled picture */
+    k = 8;
+    k += png_chunk(f + k, "IHDR", ih2, 13);
+    zn = sizeof z;
+    compress(z, &zn, rows, 9);
+    k += png_chunk(f + k, "IDAT", z, zn);
+    k += png_chunk(f + k, "IEND", NULL, 0);
+    EXPECT_MEM(f, k, CONVOLVE_FORMAT_PNG, CONVOLVE_ERROR_FORMAT, "short IDAT");
+}
+
+/* Writes a 16x16 CMYK JPEG with libjpeg. */
+static unsigned char *cmyk_jpeg(unsigned long *size)
+{
+    struct jpeg_compress_struct ci;
+    struct jpeg_error_mgr err;
+    unsigned char *mem = NULL;
+    ci.err = jpeg_std_error(&err);
+    jpeg_create_compress(&ci);
+    jpeg_mem_dest(&ci, &mem, size);
+    ci.image_width = 16;
+    ci.image_height = 16;
+    ci.input_components = 4;
+    ci.in_color_space = JCS_CMYK;
+    jpeg_set_defaults(&ci);
+    jpeg_start_compress(&ci, TRUE);
+    unsigned char row[64];
+    memset(row, 100, sizeof row);
+    while (ci.next_scanline < 16) {
+        JSAMPROW r = row;
+        jpeg_write_scanlines(&ci, &r, 1);
+    }
+    jpeg_finish_compress(&ci);
+    jpeg_destroy_compress(&ci);
+    return mem;
+}
+
+static void jpeg_inputs(void)
+{
+    convolve_array *a = make_array(CONVOLVE_UINT8, 2, (size_t[]){40, 48}, 3);
+    CHECK_OK(ctx, convolve_array_save(ctx, a, tpath("src.jpg"), CONVOLVE_FORMAT_JPEG, 90));
+    convolve_array_free(a);
+    size_t n;
+    unsigned char *jpg = read_bytes(tpath("src.jpg"), &n);
+    if (!jpg) {
+        CHECK(0, "no src.jpg");
+        return;
+    }
+    EXPECT_MEM(jpg, n, CONVOLVE_FORMAT_AUTO, CONVOLVE_OK, "good jpeg");
+    int all = 1;
+    for (size_t cut = 0; cut + 2 < n; cut += (cut < 700 ? 3 : 37))
+        if (load_mem(jpg, cut, CONVOLVE_FORMAT_JPEG, NULL) != CONVOLVE_ERROR_FORMAT) {
+            all = 0;
+            fprintf(stderr, "truncated JPEG at %zu of %zu loaded\n", cut, n);
+        }
+    CHECK(all, "truncated JPEG");
+    load_mem(jpg, n - 100, CONVOLVE_FORMAT_JPEG, NULL);
+    EXPECT_MSG("malformed JPEG");
+    EXPECT_MSG("Premature end");
+    /* huge dimensions in the frame header */
+    for (size_t i = 2; i + 9 < n; i++)
+        if (jpg[i] == 0xFF && (jpg[i + 1] == 0xC0 || jpg[i + 1] == 0xC2)) {
+            jpg[i + 5] = 0xFD, jpg[i + 6] = 0xE8; /* height 65000 */
+            jpg[i + 7] = 0xFD, jpg[i + 8] = 0xE8; /* width 65000 */
+            break;
+        }
+    EXPECT_MEM(jpg, n, CONVOLVE_FORMAT_JPEG, CONVOLVE_ERROR_FORMAT, "huge jpeg");
+    EXPECT_MSG("limit");
+    jpg[0] = 0;
+    EXPECT_MEM(jpg, n, CONVOLVE_FORMAT_JPEG, CONVOLVE_ERROR_FORMAT, "jpeg signature");
+    free(jpg);
+    /* garbage after a valid SOI */
+    const unsigned char junk[16] = {0xFF, 0xD8, 0xFF, 0x00, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    EXPECT_MEM(junk, sizeof junk, CONVOLVE_FORMAT_AUTO, CONVOLVE_ERROR_FORMAT, "junk jpeg");
+    /* CMYK */
+    unsigned long cs = 0;
+    unsigned char *cmyk = cmyk_jpeg(&cs);
+    EXPECT_MEM(cmyk, cs, CONVOLVE_FORMAT_JPEG, CONVOLVE_ERROR_FORMAT, "cmyk");
+    EXPECT_MSG("CMYK");
+    free(cmyk);
+    /* a grey JPEG loads with 1 channel */
+    a = make_array(CONVOLVE_UINT8, 2, (size_t[]){8, 8}, 1);
+    convolve_array *b = round_trip(a, "gray.jpg", CONVOLVE_FORMAT_JPEG, 0);
+    CHECK(b && convolve_array_layout(b)->channels == 1, "gray jpeg channels");
+    convolve_array_free(b);
+    convolve_array_free(a);
+}
+
+static void pnm_inputs(void)
+{
+    const char *p2 = "P2 # a comment\n# another\n3 2\n# maxval next\n9\n0 1 2\n3 4 9\n";
+    convolve_array *a;
+    CHECK_OK(ctx, load_mem(p2, strlen(p2), CONVOLVE_FORMAT_AUTO, &a));
+    if (a) {
+        const uint8_t *p = convolve_array_data(a);
+        CHECK(convolve_array_layout(a)->shape[0] == 2 && convolve_array_layout(a)->shape[1] == 3 &&
+                  p[0] == 0 && p[4] == 4 && p[5] == 9, "P2 values");
+        convolve_array_free(a);
+    }
+    const char *p3 = "P3\n2 1\n1000\n1 2 3 1000 999 0\n";
+    CHECK_OK(ctx, load_mem(p3, strlen(p3), CONVOLVE_FORMAT_PNM, &a));
+    if (a) {
+        const uint16_t *p = convolve_array_data(a);
+        CHECK(convolve_array_layout(a)->dtype == CONVOLVE_UINT16 &&
+                  convolve_array_layout(a)->channels == 3 && p[3] == 1000 && p[4] == 999,
+              "P3 maxval 1000");
+        convolve_array_free(a);
+    }
+    const unsigned char p5[] = "P5\n2 2\n65535\n\x01\x02\x03\x04\xFF\xFF\x00\x07";
+    CHECK_OK(ctx, load_mem(p5, sizeof p5 - 1, CONVOLVE_FORMAT_PNM, &a));
+    if (a) {
+        const uint16_t *p = convolve_array_data(a);
+        CHECK(p[0] == 0x0102 && p[1] == 0x0304 && p[2] == 0xFFFF && p[3] == 7, "P5 16-bit");
+        convolve_array_free(a);
+    }
+    struct {
+        const char *data;
+        size_t size; /* 0: strlen */
+        const char *msg;
+    } bad[] = {
+        {"P2\n3 2\n9\n0 1 2\n3 4\n", 0, "truncated"},
+        {"P2\n3 2\n9\n0 1 2\n3 4 10\n", 0, "above maxval"},
+        {"P2\n3 2\n9\n0 1 2\n3 4 5 6\n", 0, "after its"},
+        {"P2\n3 2\n9\n0 1 x\n3 4 5\n", 0, "not a decimal"},
+        {"P2\n3 2\n0\n", 0, "maxval is not a positive"},
+        {"P2\n3 2\n65536\n", 0, "maxval is too large"},
+        {"P2\n3\n", 0, "truncated before its height"},
+        {"P2\n-3 2 9\n", 0, "width is not a positive"},
+        {"P5\n3 2\n255\n\x01\x02\x03\x04\x05", 0, "truncated"},
+        {"P5\n2 1\n255\n\x01\x02garbage", 0, "after its raster"},
+        {"P5\n2 1\n100\n\x01\xC8", 0, "above maxval"},
+        {"P5\n2 1\n255", 0, "truncated"},
+        {"P6\n100000 100000\n255\n", 0, "limit"},
+        {"P1\n2 2\n0 1 1 0\n", 0, "PBM"},
+        {"P4\n2 2\n", 0, "PBM"},
+        {"P7\nWIDTH 2\n", 0, "PAM"},
+        {"P9\n", 0, "magic"},
+        {"P2x 3 2 9\n", 0, "magic"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        char what[64];
+        snprintf(what, sizeof what, "bad pnm %zu", k);
+        size_t sz = bad[k].size ? bad[k].size : strlen(bad[k].data);
+        EXPECT_MEM(bad[k].data, sz, CONVOLVE_FORMAT_PNM, CONVOLVE_ERROR_FORMAT, what);
+        EXPECT_MSG(bad[k].msg);
+    }
+}
+
+static void text_inputs(void)
+{
+    convolve_array *a;
+    const char *t3 = "# weights\n1 2 3\n4 5 6\n\n\n  7 8 9 # c\n10 11 12\n# only a comment\n";
+    CHECK_OK(ctx, load_mem(t3, strlen(t3), CONVOLVE_FORMAT_TEXT, &a));
+    if (a) {
+        const convolve_layout *L = convolve_array_layout(a);
+        CHECK(L->ndim == 3 && L->shape[0] == 2 && L->shape[1] == 2 && L->shape[2] == 3 &&
+                  L->dtype == CONVOLVE_FLOAT64 && ((double *)convolve_array_data(a))[11] == 12,
+              "3-D text");
+        convolve_array_free(a);
+    }
+    const char *t1 = "\n 0.25\t0.5   -1e-3\r\n\n";
+    CHECK_OK(ctx, load_mem(t1, strlen(t1), CONVOLVE_FORMAT_TEXT, &a));
+    CHECK(a && convolve_array_layout(a)->ndim == 1 && convolve_array_layout(a)->shape[0] == 3 &&
+              ((double *)convolve_array_data(a))[2] == -1e-3, "1-D text");
+    convolve_array_free(a);
+    const char *t2 = "1\n2\n# comment lines do not end a plane\n3";
+    CHECK_OK(ctx, load_mem(t2, strlen(t2), CONVOLVE_FORMAT_TEXT, &a));
+    CHECK(a && convolve_array_layout(a)->ndim == 2 && convolve_array_layout(a)->shape[0] == 3 &&
+              convolve_array_layout(a)->shape[1] == 1, "column text");
+    convolve_array_free(a);
+    struct {
+        const char *data;
+        const char *msg;
+    } bad[] = {
+        {"1 2 3\n4 5\n", "line 2 has 2 numbers where earlier rows have 3"},
+        {"1 2\n3 4\n\n5 6\n", "plane at line 4 has 1 rows where the first has 2"},
+        {"1 2\n3 x4\n", "line 2: 'x4' is not a number"},
+        {"1,2,3\n", "'1,2,3' is not a number"},
+        {"  \n# nothing\n", "no numbers"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        char what[64];
+        snprintf(what, sizeof what, "bad text %zu", k);
+        EXPECT_MEM(bad[k].data, strlen(bad[k].data), CONVOLVE_FORMAT_TEXT, CONVOLVE_ERROR_FORMAT,
+                   what);
+        EXPECT_MSG(bad[k].msg);
+    }
+    EXPECT_MEM("1 2\0 3", 6, CONVOLVE_FORMAT_TEXT, CONVOLVE_ERROR_FORMAT, "NUL in text");
+    /* text has no magic number: AUTO from memory cannot tell */
+    EXPECT_MEM("1 2 3\n", 6, CONVOLVE_FORMAT_AUTO, CONVOLVE_ERROR_FORMAT, "text auto");
+    EXPECT_MSG("magic");
+}
+
+static void load_errors(void)
+{
+    convolve_array *a = NULL;
+    CHECK_STATUS(ctx, convolve_array_load(ctx, &a, tpath("missing.npy"), CONVOLVE_FORMAT_AUTO),
+                 CONVOLVE_ERROR_IO);
+    EXPECT_MSG("missing.npy");
+    CHECK_STATUS(ctx, convolve_array_load(ctx, &a, tmpdir, CONVOLVE_FORMAT_AUTO),
+                 CONVOLVE_ERROR_IO);
+    EXPECT_MSG("directory");
+    write_bytes(tpath("empty.npy"), "", 0);
+    CHECK_STATUS(ctx, convolve_array_load(ctx, &a, tpath("empty.npy"), CONVOLVE_FORMAT_AUTO),
+                 CONVOLVE_ERROR_FORMAT);
+    EXPECT_MSG("empty");
+    write_bytes(tpath("data.bin"), "hello", 5);
+    CHECK_STATUS(ctx, convolve_array_load(ctx, &a, tpath("data.bin"), CONVOLVE_FORMAT_AUTO),
+                 CONVOLVE_ERROR_FORMAT);
+    EXPECT_MSG("cannot tell the format");
+    /* the extension says npy, the content is garbage */
+    write_bytes(tpath("junk.npy"), "hello world", 11);
+    CHECK_STATUS(ctx, convolve_array_load(ctx, &a, tpath("junk.npy"), CONVOLVE_FORMAT_AUTO),
+                 CONVOLVE_ERROR_FORMAT);
+    EXPECT_MSG("not a .npy file");
+    /* a .txt weights file; and the magic number wins over a wrong extension */
+    write_bytes(tpath("w.txt"), "1 2 1\n", 6);
+    CHECK_OK(ctx, convolve_array_load(ctx, &a, tpath("w.txt"), CONVOLVE_FORMAT_AUTO));
+    convolve_array_free(a);
+    write_bytes(tpath("really_pgm.png"), "P2 1 1 255 7\n", 13);
+    CHECK_OK(ctx, convolve_array_load(ctx, &a, tpath("really_pgm.png"), CONVOLVE_FORMAT_AUTO));
+    CHECK(a && ((uint8_t *)convolve_array_data(a))[0] == 7, "sniffed pgm");
+    convolve_array_free(a);
+    /* an explicit format is obeyed */
+    CHECK_STATUS(ctx, convolve_array_load(ctx, &a, tpath("w.txt"), CONVOLVE_FORMAT_NPY),
+                 CONVOLVE_ERROR_FORMAT);
+    CHECK_STATUS(ctx, convolve_array_load(ctx, NULL, tpath("w.txt"), CONVOLVE_FORMAT_AUTO),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_array_load(ctx, &a, NULL, CONVOLVE_FORMAT_AUTO),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_array_load(ctx, &a, tpath("w.txt"), (convolve_format)17),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_array_load_memory(ctx, &a, NULL, 4, CONVOLVE_FORMAT_NPY),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_array_load_memory(ctx, &a, "", 0, CONVOLVE_FORMAT_AUTO),
+                 CONVOLVE_ERROR_FORMAT);
+    /* a NULL context is accepted (no message) */
+    CHECK(convolve_array_load(NULL, &a, tpath("missing.npy"), CONVOLVE_FORMAT_AUTO) ==
+              CONVOLVE_ERROR_IO, "NULL context");
+}
+
+/* ---- saving -------------------------------------------------------------------- */
+
+static void save_errors(void)
+{
+    char target[512];
+    snprintf(target, sizeof target, "%s", tpath("keep.png"));
+    const char old[] = "old contents";
+    write_bytes(target, old, sizeof old);
+    convolve_array *f = make_array(CONVOLVE_FLOAT32, 2, (size_t[]){4, 4}, 1);
+    convolve_array *v = make_array(CONVOLVE_UINT8, 3, (size_t[]){2, 4, 4}, 1);
+    convolve_array *c5 = make_array(CONVOLVE_UINT8, 2, (size_t[]){4, 4}, 5);
+    convolve_array *c2 = make_array(CONVOLVE_UINT8, 2, (size_t[]){4, 4}, 2);
+    convolve_array *u16 = make_array(CONVOLVE_UINT16, 2, (size_t[]){4, 4}, 1);
+    convolve_array *u8 = make_array(CONVOLVE_UINT8, 2, (size_t[]){4, 4}, 1);
+
+    /* what the formats cannot hold: UNSUPPORTED, and the old file stays */
+    CHECK_STATUS(ctx, convolve_array_save(ctx, f, target, CONVOLVE_FORMAT_AUTO, 0),
+                 CONVOLVE_ERROR_UNSUPPORTED);
+    EXPECT_MSG("float32");
+    CHECK_STATUS(ctx, convolve_array_save(ctx, v, target, CONVOLVE_FORMAT_PNG, 0),
+                 CONVOLVE_ERROR_UNSUPPORTED);
+    CHECK_STATUS(ctx, convolve_array_save(ctx, c5, target, CONVOLVE_FORMAT_PNG, 0),
+                 CONVOLVE_ERROR_UNSUPPORTED);
+    CHECK_STATUS(ctx, convolve_array_save(ctx, u16, target, CONVOLVE_FORMAT_JPEG, 0),
+                 CONVOLVE_ERROR_UNSUPPORTED);
+    CHECK_STATUS(ctx, convolve_array_save(ctx, c2, target, CONVOLVE_FORMAT_JPEG, 0),
+                 CONVOLVE_ERROR_UNSUPPORTED);
+    CHECK_STATUS(ctx, convolve_array_save(ctx, c2, target, CONVOLVE_FORMAT_PNM, 0),
+                 CONVOLVE_ERROR_UNSUPPORTED);
+    CHECK_STATUS(ctx, convolve_array_save(ctx, f, target, CONVOLVE_FORMAT_PNM, 0),
+                 CONVOLVE_ERROR_UNSUPPORTED);
+    CHECK_STATUS(ctx, convolve_array_save(ctx, u8, target, CONVOLVE_FORMAT_TEXT, 0),
+                 CONVOLVE_ERROR_UNSUPPORTED);
+    convolve_array *f3 = make_array(CONVOLVE_FLOAT64, 3, (size_t[]){2, 2, 2}, 1);
+    CHECK_STATUS(ctx, convolve_array_save(ctx, f3, target, CONVOLVE_FORMAT_TEXT, 0),
+                 CONVOLVE_ERROR_UNSUPPORTED);
+    convolve_array_free(f3);
+    CHECK_STATUS(ctx, convolve_array_save(ctx, u8, target, CONVOLVE_FORMAT_JPEG, 101),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_array_save(ctx, u8, target, CONVOLVE_FORMAT_JPEG, -1),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_array_save(ctx, u8, tpath("x.unknown"), CONVOLVE_FORMAT_AUTO, 0),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_array_save(ctx, NULL, target, CONVOLVE_FORMAT_PNG, 0),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_array_save(ctx, u8, NULL, CONVOLVE_FORMAT_PNG, 0),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_array_save(ctx, u8, "", CONVOLVE_FORMAT_PNG, 0),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK(file_equals(target, old, sizeof old), "old file changed by a failed save");
+
+    /* I/O failures: a missing directory; a directory in the way */
+    CHECK_STATUS(ctx, convolve_array_save(ctx, u8, tpath("no/such/dir/x.png"),
+                                          CONVOLVE_FORMAT_AUTO, 0), CONVOLVE_ERROR_IO);
+    EXPECT_MSG("no/such/dir/x.png");
+    mkdir(tpath("adir.png"), 0755);
+    CHECK_STATUS(ctx, convolve_array_save(ctx, u8, tpath("adir.png"), CONVOLVE_FORMAT_AUTO, 0),
+                 CONVOLVE_ERROR_IO);
+    rmdir(tpath("adir.png"));
+    /* unwritable even for root: under a regular file, and in /proc */
+    CHECK_STATUS(ctx, convolve_array_save(ctx, u8, tpath("keep.png/x.png"), CONVOLVE_FORMAT_AUTO,
+                                          0), CONVOLVE_ERROR_IO);
+    CHECK_STATUS(ctx, convolve_array_save(ctx, u8, "/proc/convolve_test_io.png",
+                                          CONVOLVE_FORMAT_AUTO, 0), CONVOLVE_ERROR_IO);
+    CHECK_STATUS(ctx, convolve_array_save(ctx, u8, tpath("sub/"), CONVOLVE_FORMAT_PNG, 0),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    /* a directory that is not writable (root may write anyway) */
+    mkdir(tpath("ro"), 0755);
+    write_bytes(tpath("ro/keep.png"), old, sizeof old);
+    chmod(tpath("ro"), 0555);
+    if (geteuid() != 0) {
+        CHECK_STATUS(ctx, convolve_array_save(ctx, u8, tpath("ro/keep.png"), CONVOLVE_FORMAT_AUTO,
+                                              0), CONVOLVE_ERROR_IO);
+        EXPECT_MSG("ro/keep.png");
+        CHECK(file_equals(tpath("ro/keep.png"), old, sizeof old), "read-only dir: file changed");
+    } else {
+        printf("test_io: running as root; skipping the read-only directory check\n");
+    }
+    chmod(tpath("ro"), 0755);
+    unlink(tpath("ro/keep.png"));
+    rmdir(tpath("ro"));
+    CHECK(hidden_files() == 0, "a temporary file was left behind");
+
+    /* a successful save replaces the old file, with mode 0644 under umask 022 */
+    mode_t old_mask = umask(022);
+    CHECK_OK(ctx, convolve_array_save(ctx, u8, target, CONVOLVE_FORMAT_AUTO, 0));
+    struct stat sb;
+    CHECK(stat(target, &sb) == 0 && (sb.st_mode & 0777) == 0644, "mode %o",
+          (unsigned)(sb.st_mode & 0777));
+    umask(077);
+    CHECK_OK(ctx, convolve_array_save(ctx, u8, target, CONVOLVE_FORMAT_AUTO, 0));
+    CHECK(stat(target, &sb) == 0 && (sb.st_mode & 0777) == 0600, "mode %o under umask 077",
+          (unsigned)(sb.st_mode & 0777));
+    umask(old_mask);
+    convolve_array *back = NULL;
+    CHECK_OK(ctx, convolve_array_load(ctx, &back, target, CONVOLVE_FORMAT_AUTO));
+    expect_identical(u8, back, "replaced file");
+    convolve_array_free(back);
+    /* a symbolic link is followed: the file it names is replaced, the link stays */
+    write_bytes(tpath("real.png"), old, sizeof old);
+    CHECK(symlink("real.png", tpath("link.png")) == 0, "symlink: %s", strerror(errno));
+    CHECK_OK(ctx, convolve_array_save(ctx, u8, tpath("link.png"), CONVOLVE_FORMAT_AUTO, 0));
+    CHECK(lstat(tpath("link.png"), &sb) == 0 && S_ISLNK(sb.st_mode), "the link was replaced");
+    CHECK_OK(ctx, convolve_array_load(ctx, &back, tpath("real.png"), CONVOLVE_FORMAT_AUTO));
+    expect_identical(u8, back, "saved through a link");
+    convolve_array_free(back);
+    /* what is not a regular file is not replaced */
+    CHECK_STATUS(ctx, convolve_array_save(ctx, u8, "/dev/null", CONVOLVE_FORMAT_PNG, 0),
+                 CONVOLVE_ERROR_IO);
+    EXPECT_MSG("not a regular file");
+    /* a relative path (no directory part) works too */
+    char cwd[1024];
+    if (getcwd(cwd, sizeof cwd) && chdir(tmpdir) == 0) {
+        CHECK_OK(ctx, convolve_array_save(ctx, u8, "rel.pgm", CONVOLVE_FORMAT_AUTO, 0));
+        CHECK(access("rel.pgm", F_OK) == 0, "rel.pgm missing");
+        CHECK(chdir(cwd) == 0, "chdir back");
+    }
+    CHECK(hidden_files() == 0, "a temporary file was left behind");
+
+    convolve_array_free(f);
+    convolve_array_free(v);
+    convolve_array_free(c5);
+    convolve_array_free(c2);
+    convolve_array_free(u16);
+    convolve_array_free(u8);
+}
+
+/* Random damage to valid files of every format: each load must succeed or
+ * fail with a status and a message, never crash (run under ASan/UBSan). */
+static void mutations(int rounds)
+{
+    static const struct {
+        const char *name;
+        convolve_format format;
+        convolve_dtype dtype;
+        int ndim;
+        size_t channels;
+    } k[] = {
+        {"m.npy", CONVOLVE_FORMAT_NPY, CONVOLVE_FLOAT32, 2, 1},
+        {"m.png", CONVOLVE_FORMAT_PNG, CONVOLVE_UINT16, 2, 3},
+        {"m.jpg", CONVOLVE_FORMAT_JPEG, CONVOLVE_UINT8, 2, 3},
+        {"m.pgm", CONVOLVE_FORMAT_PNM, CONVOLVE_UINT8, 2, 1},
+        {"m.txt", CONVOLVE_FORMAT_TEXT, CONVOLVE_FLOAT64, 2, 1},
+    };
+    for (size_t f = 0; f < sizeof k / sizeof k[0]; f++) {
+        convolve_array *a = make_array(k[f].dtype, k[f].ndim, (size_t[]){6, 7}, k[f].channels);
+        CHECK_OK(ctx, convolve_array_save(ctx, a, tpath(k[f].name), k[f].format, 0));
+        convolve_array_free(a);
+        size_t n;
+        unsigned char *good = read_bytes(tpath(k[f].name), &n);
+        if (!good)
+            continue;
+        unsigned char *m = malloc(n + 16);
+        int bad = 0;
+        for (int r = 0; r < rounds; r++) {
+            memcpy(m, good, n);
+            size_t len = n;
+            int edits = (int)h_randint(1, 4);
+            for (int e = 0; e < edits; e++) {
+                size_t at = (size_t)h_randint(0, (long)len - 1);
+                switch (h_randint(0, 3)) {
+                case 0: m[at] ^= (unsigned char)(1u << h_randint(0, 7)); break;
+                case 1: m[at] = (unsigned char)h_randint(0, 255); break;
+                case 2: len = at + 1; break;
+                default: m[at] = (unsigned char)(h_randint(0, 1) ? 0xFF : '0' + h_randint(0, 9));
+                }
+            }
+            convolve_array *out = NULL;
+            convolve_status st = convolve_array_load_memory(ctx, &out, m, len, k[f].format);
+            if (st == CONVOLVE_OK)
+                bad += out == NULL || convolve_array_bytes(out) == 0;
+            else
+                bad += out != NULL || convolve_last_error(ctx)[0] == '\0';
+            convolve_array_free(out);
+        }
+        CHECK(bad == 0, "%s: %d mutated loads broke the contract", k[f].name, bad);
+        free(m);
+        free(good);
+    }
+}
+
+/* Removes the temporary directory and what the tests left in it. */
+static void cleanup(void)
+{
+    DIR *d = opendir(tmpdir);
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            unlink(tpath(e->d_name));
+    if (d)
+        closedir(d);
+    rmdir(tmpdir);
+}
+
+int main(void)
+{
+    h_seed("test_io");
+    CHECK_OK(NULL, convolve_context_create(&ctx));
+    const char *base = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof tmpdir, "%s/convolve_test_io.XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(tmpdir)) {
+        fprintf(stderr, "test_io: cannot make a temporary directory: %s\n", strerror(errno));
+        return 1;
+    }
+    arrays();
+    conversion();
+    round_trips();
+    npy_inputs();
+    png_inputs();
+    jpeg_inputs();
+    pnm_inputs();
+    text_inputs();
+    load_errors();
+    save_errors();
+    const char *rounds = getenv("CONVOLVE_TEST_MUTATIONS"); /* more for a longer soak */
+    mutations(rounds ? atoi(rounds) : 400);
+    cleanup();
+    convolve_context_free(ctx);
+    return h_finish("test_io");
+}
