@@ -14,6 +14,8 @@
  *   test_gpu_strategies            the full run (about a minute on an H100)
  *   test_gpu_strategies --small    two small cases per dimensionality, for
  *                                  compute-sanitizer
+ *   test_gpu_strategies --medium   the full run less its large arrays (for
+ *                                  the CPU emulation, tests/emu/run.sh)
  *   test_gpu_strategies --large    arrays past 2^31 elements (1-D and 2-D)
  *
  * Without a usable GPU it prints why and exits 77 (skipped).
@@ -26,6 +28,7 @@
 
 static convolve_context *ctx;
 static int g_verbose = 0;
+static int g_medium = 0; /* the full run less its large arrays */
 
 /* ---- limits documented in docs/strategies.md ---------------------------- */
 
@@ -624,7 +627,7 @@ static void full_cases(void)
                 c.device = k % 2 == 0;
                 run_case(&c);
             }
-        /* large arrays */
+        /* large arrays (skipped by --medium, for the CPU emulation) */
         c = base_case(nd);
         if (nd == 1)
             set_shape(&c, 1000003, 1, 1), set_kernel(&c, 31, 1, 1);
@@ -633,7 +636,8 @@ static void full_cases(void)
         else
             set_shape(&c, 67, 45, 131), set_kernel(&c, 3, 3, 3);
         c.mode = CONVOLVE_MODE_CONSTANT;
-        run_case(&c);
+        if (!g_medium)
+            run_case(&c);
         /* filters larger than a tile (tiled-in refuses K > 31) */
         c = base_case(nd);
         if (nd == 1)
@@ -793,10 +797,13 @@ int main(int argc, char **argv)
             small = 1;
         else if (strcmp(argv[i], "--large") == 0)
             large = 1;
+        else if (strcmp(argv[i], "--medium") == 0)
+            g_medium = 1;
         else if (strcmp(argv[i], "--verbose") == 0)
             g_verbose = 1;
         else {
-            fprintf(stderr, "usage: test_gpu_strategies [--small | --large] [--verbose]\n");
+            fprintf(stderr, "usage: test_gpu_strategies [--small | --medium | --large] "
+                            "[--verbose]\n");
             return 2;
         }
     }

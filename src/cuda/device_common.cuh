@@ -17,9 +17,27 @@
 
 typedef long long i64;
 
-/* The largest grid extents a launch may have; kernels loop past them. */
+/* The largest grid extents a launch may have; kernels loop past them. (The
+ * CPU emulation of tests/emu/ lowers them to exercise those loops.) */
+#ifndef CVK_GRID_X_MAX
 #define CVK_GRID_X_MAX 2147483647LL
+#endif
+#ifndef CVK_GRID_YZ_MAX
 #define CVK_GRID_YZ_MAX 65535LL
+#endif
+
+/* The block's dynamic shared memory, as bytes named `name`. */
+#ifndef CVK_DYNAMIC_SHARED
+#define CVK_DYNAMIC_SHARED(name) extern __shared__ __align__(16) unsigned char name[]
+#endif
+
+/* Launches kernel K (a template instance K<T, A> when T is given) with the
+ * given configuration and the parenthesised argument list ARGS. */
+#ifndef CVK_LAUNCH
+#define CVK_LAUNCH(K, grid, block, smem, stream, ARGS) K<<<grid, block, smem, stream>>> ARGS
+#define CVK_LAUNCH_T(K, T, A, grid, block, smem, stream, ARGS)                                \
+    K<T, A><<<grid, block, smem, stream>>> ARGS
+#endif
 
 /* Input element at p, converted to the accumulation type A (read-only path). */
 template <typename T, typename A>
@@ -119,10 +137,10 @@ static inline long long cvk_ceil_div(long long a, long long b) { return (a + b -
 #define CVK_LAUNCH_TYPED(K, a, grid, block, smem, stream, ARGS)                               \
     do {                                                                                      \
         switch ((a).in_type) {                                                                \
-        case 0: K<float, float><<<grid, block, smem, stream>>> ARGS; break;                   \
-        case 1: K<double, double><<<grid, block, smem, stream>>> ARGS; break;                 \
-        case 2: K<uint8_t, float><<<grid, block, smem, stream>>> ARGS; break;                 \
-        default: K<uint16_t, float><<<grid, block, smem, stream>>> ARGS; break;               \
+        case 0: CVK_LAUNCH_T(K, float, float, grid, block, smem, stream, ARGS); break;        \
+        case 1: CVK_LAUNCH_T(K, double, double, grid, block, smem, stream, ARGS); break;      \
+        case 2: CVK_LAUNCH_T(K, uint8_t, float, grid, block, smem, stream, ARGS); break;      \
+        default: CVK_LAUNCH_T(K, uint16_t, float, grid, block, smem, stream, ARGS); break;    \
         }                                                                                     \
     } while (0)
 

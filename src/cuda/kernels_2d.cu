@@ -120,7 +120,7 @@ template <typename T, typename A>
 __global__ void __launch_bounds__(CVK_TILED_OUT_X * CVK_TILED_OUT_Y, 2)
     cvk_2d_tiled_out(const __grid_constant__ cvk_args a, const __grid_constant__ cvk_bank b)
 {
-    extern __shared__ __align__(16) unsigned char cvk_smem[];
+    CVK_DYNAMIC_SHARED(cvk_smem);
     A *tile = (A *)cvk_smem;
     const A *w = cvk_bank_weights(b, (A)0);
     const T *in = (const T *)a.in;

@@ -3,10 +3,7 @@
  * pseudo-random fill of device buffers (benchmark inputs) and the check that
  * this build has machine code or PTX the current device can run.
  */
-#include "kernels.h"
-
-#include <cuda_runtime.h>
-#include <stdint.h>
+#include "device_common.cuh"
 
 /* splitmix64: a well-mixed 64-bit hash of i and the seed. */
 __device__ __forceinline__ unsigned long long cvk_mix(unsigned long long x)
@@ -49,7 +46,7 @@ extern "C" cudaError_t cvk_fill_random(void *p, long long n, int type, unsigned 
     long long blocks = (n + 255) / 256;
     if (blocks > 65536)
         blocks = 65536;
-    cvk_fill_kernel<<<(unsigned)blocks, 256, 0, stream>>>(p, n, type, seed);
+    CVK_LAUNCH(cvk_fill_kernel, (unsigned)blocks, 256, 0, stream, (p, n, type, seed));
     return cudaGetLastError();
 }
 
