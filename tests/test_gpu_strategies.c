@@ -280,6 +280,9 @@ static int run_on_device(convolve_plan *plan, const char *what, const tlayout *i
         (e = cudaMalloc(&d_out, out->bytes)) != cudaSuccess ||
         (e = cudaMemcpy(d_in, host_in, in->bytes, cudaMemcpyHostToDevice)) != cudaSuccess ||
         (e = cudaMemcpy(d_out, poisoned, out->bytes, cudaMemcpyHostToDevice)) != cudaSuccess ||
+        /* copies from pageable memory may return before their DMA lands, and
+         * a non-blocking stream is not ordered after the default one */
+        (e = cudaDeviceSynchronize()) != cudaSuccess ||
         (e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) != cudaSuccess) {
         CHECK(0, "%s: CUDA set-up failed: %s", what, cudaGetErrorString(e));
         goto done;

@@ -204,6 +204,10 @@ convolve_status cvi_cuda_prepare(convolve_context *ctx, const cvi_strategy *s,
         e = cudaMalloc(&st->d_weights, bytes);
         if (e == cudaSuccess)
             e = cudaMemcpy(st->d_weights, host, bytes, cudaMemcpyHostToDevice);
+        /* a copy from pageable memory may return before its DMA lands;
+         * kernels on the caller's (non-blocking) streams must see it done */
+        if (e == cudaSuccess)
+            e = cudaStreamSynchronize(0);
         free(host);
         if (e != cudaSuccess) {
             status = cuda_error(ctx, e, "uploading the filter weights");
