@@ -191,11 +191,16 @@ sass_scan() {
         cuobjdump -res-usage "$o" 2>&1 | grep -E "Function|REG" | paste - - |
             sed -E 's/^ *Function ([^ ]+):.*REG:([0-9]+).*STACK:([0-9]+).*SHARED:([0-9]+).*LOCAL:([0-9]+).*/\1 REG=\2 STACK=\3 SHARED=\4 LOCAL=\5/' |
             c++filt
-        echo "local-memory instructions (LDL/STL) per kernel:"
+        echo "instructions per kernel: local (LDL/STL, want 0), constant-bank (LDC),"
+        echo "shared (LDS), global (LDG) loads:"
         cuobjdump -sass "$o" 2>/dev/null | awk '
-            /Function :/ { if (name != "") print n, name; name = $3; n = 0 }
-            /LDL|STL/ { n++ }
-            END { if (name != "") print n, name }' | c++filt | sort -rn | head -60
+            function out() { if (name != "") printf "local %3d  LDC %3d  LDS %3d  LDG %3d  %s\n", l, c, s, g, name }
+            /Function :/ { out(); name = $3; l = c = s = g = 0 }
+            /LDL|STL/ { l++ }
+            /LDC/ { c++ }
+            /LDS/ { s++ }
+            /LDG/ { g++ }
+            END { out() }' | c++filt | sort -k2,2nr | head -60
     done
 }
 export -f sass_scan
