@@ -1,14 +1,556 @@
 /*
- * bench.c - `convolve bench` (placeholder until the CUDA strategies land).
+ * bench.c - `convolve bench`: times strategies on one shape for a list of
+ * filter radii, through the public API only (convolve_plan_benchmark: the
+ * median of timed runs on resident data, CUDA events inside the library;
+ * convolve_device_copy_bandwidth: the device's copy bandwidth, measured in
+ * the same run). For each strategy and radius it prints the median time, the
+ * effective bandwidth (input read once and output written once), its share
+ * of the copy bandwidth, GFLOP/s (2 flops per tap per output), and the
+ * arithmetic intensity the convolution chapter derives for the strategy;
+ * then the chapter's table of the tiled kernel's reduction in global-memory
+ * accesses. Text or --json.
  */
 #include "bench.h"
 
+#include "convolve.h"
+
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BENCH_MAX_RADII 64
+#define BENCH_MAX_STRATEGIES 32
+#define BENCH_MIN_RUNS 20
+
+typedef struct {
+    int ndim;
+    size_t shape[3];
+    int shape_given;
+    int radii[BENCH_MAX_RADII];
+    int nradii;
+    const char *strategies[BENCH_MAX_STRATEGIES];
+    int nstrategies;
+    convolve_dtype dtype;
+    convolve_mode mode;
+    convolve_backend backend;
+    int runs, warmup, json;
+} bench_options;
+
+typedef struct {
+    const char *strategy;
+    int radius;
+    size_t taps;
+    int served;                 /* 1 timed, 0 cannot serve, -1 failed */
+    char reason[512];
+    convolve_timing t;
+    double gbps, pct_copy, gflops, op_per_byte;
+} bench_row;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: convolve bench [options]\n"
+            "  --shape N | HxW | DxHxW   array extents (default 8192x8192; 512x512 on the CPU)\n"
+            "  --radius LIST             filter radii, e.g. 1,2,3,7 or 1..7 (default 1..7);\n"
+            "                            the filter is (2r+1) per axis, dense, random weights\n"
+            "  --strategy LIST           strategy names (default: every one of the backend\n"
+            "                            that serves the shape's dimensionality)\n"
+            "  --dtype T                 float32 (default), float64, uint8, uint16\n"
+            "  --mode M                  constant (default), reflect, nearest, mirror, wrap\n"
+            "  --backend B               cuda (default), cpu, auto\n"
+            "  --runs N                  timed runs, median reported (default and minimum %d)\n"
+            "  --warmup N                untimed runs first (default 3)\n"
+            "  --json                    one JSON object instead of the tables\n",
+            BENCH_MIN_RUNS);
+}
+
+static int parse_size(const char *s, size_t *v)
+{
+    char *end;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (end == s || x == 0 || (*end && *end != 'x'))
+        return -1;
+    *v = (size_t)x;
+    return (int)(end - s);
+}
+
+static int parse_shape(const char *s, bench_options *o)
+{
+    int nd = 0;
+    while (*s) {
+        if (nd == 3)
+            return 0;
+        int used = parse_size(s, &o->shape[nd]);
+        if (used < 0)
+            return 0;
+        nd++;
+        s += used;
+        if (*s == 'x') {
+            s++;
+            if (!*s)
+                return 0;
+        }
+    }
+    o->ndim = nd;
+    return nd > 0;
+}
+
+static int add_radius(bench_options *o, long r)
+{
+    if (r < 0 || r > 100000 || o->nradii == BENCH_MAX_RADII)
+        return 0;
+    o->radii[o->nradii++] = (int)r;
+    return 1;
+}
+
+/* "1,2,3,7", "1..7" or "1-7", and mixtures. */
+static int parse_radii(const char *s, bench_options *o)
+{
+    o->nradii = 0;
+    while (*s) {
+        char *end;
+        long a = strtol(s, &end, 10), b = a;
+        if (end == s)
+            return 0;
+        s = end;
+        if ((s[0] == '.' && s[1] == '.') || s[0] == '-') {
+            s += s[0] == '-' ? 1 : 2;
+            b = strtol(s, &end, 10);
+            if (end == s || b < a)
+                return 0;
+            s = end;
+        }
+        for (long r = a; r <= b; r++)
+            if (!add_radius(o, r))
+                return 0;
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return 0;
+    }
+    return o->nradii > 0;
+}
+
+/* Splits a comma list in place. */
+static int parse_strategies(char *s, bench_options *o)
+{
+    o->nstrategies = 0;
+    for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
+        if (o->nstrategies == BENCH_MAX_STRATEGIES)
+            return 0;
+        o->strategies[o->nstrategies++] = tok;
+    }
+    return o->nstrategies > 0;
+}
+
+/* The flops per byte of global-memory traffic that the convolution chapter's
+ * analysis gives the strategy (NAN where it gives none, e.g. CPU strategies):
+ *   basic      each tap loads an input and a weight: 2 / (in + weight bytes)
+ *   constant   weights come from the constant cache: 2 / in bytes
+ *   tiled-in   the block is the input tile IN (tile[] extents), the output
+ *              tile OUT = IN - K + 1 per axis; the block loads IN once:
+ *              2 * taps * prod(OUT) / (prod(IN) * in bytes)
+ *   tiled, tiled-out   the block is the output tile OUT, IN = OUT + K - 1
+ *   cached     the block loads its own tile; halo reads hit the caches:
+ *              2 * taps * prod(T) / (prod(T) * in bytes)
+ * A d-dimensional problem uses the first d tile extents. */
+static double chapter_op_per_byte(const convolve_strategy_info *s, int ndim, size_t K,
+                                  size_t in_bytes, size_t weight_bytes)
+{
+    if (s->backend != CONVOLVE_BACKEND_CUDA)
+        return NAN;
+    double taps = pow((double)K, ndim);
+    if (strcmp(s->name, "basic") == 0)
+        return 2.0 / (double)(in_bytes + weight_bytes);
+    if (strcmp(s->name, "constant") == 0)
+        return 2.0 / (double)in_bytes;
+    int tiled_in = strcmp(s->name, "tiled-in") == 0;
+    int tiled_out = strcmp(s->name, "tiled") == 0 || strcmp(s->name, "tiled-out") == 0;
+    int cached = strcmp(s->name, "cached") == 0;
+    if (!tiled_in && !tiled_out && !cached)
+        return NAN;
+    double out = 1.0, in = 1.0;
+    for (int a = 0; a < ndim; a++) {
+        double t = (double)s->tile[a];
+        if (t <= 0)
+            return NAN;
+        if (tiled_in) {
+            in *= t;
+            out *= t - (double)K + 1.0;
+        } else if (tiled_out) {
+            out *= t;
+            in *= t + (double)K - 1.0;
+        } else {
+            out *= t;
+            in *= t;
+        }
+    }
+    if (out <= 0)
+        return NAN;
+    return 2.0 * taps * out / (in * (double)in_bytes);
+}
+
+/* The chapter's table: global-memory accesses of the basic kernel over those
+ * of the tiled one, (OUT_TILE^2 * MASK^2) / (OUT_TILE + MASK - 1)^2. */
+static double reduction_ratio(double tile, double mask)
+{
+    return tile * tile * mask * mask / ((tile + mask - 1.0) * (tile + mask - 1.0));
+}
+
+static const int k_masks[2] = {5, 9};
+static const int k_tiles[4] = {8, 16, 32, 64};
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void json_number(FILE *f, double v)
+{
+    if (isfinite(v))
+        fprintf(f, "%.6g", v);
+    else
+        fputs("null", f);
+}
+
+static void shape_text(const bench_options *o, char *s, size_t size)
+{
+    int n = 0;
+    for (int a = 0; a < o->ndim; a++)
+        n += snprintf(s + n, size - (size_t)n, "%s%zu", a ? "x" : "", o->shape[a]);
+}
+
+/* Dense random weights of a (2r+1)^ndim filter, the same every run. */
+static convolve_status make_filter(convolve_context *ctx, int ndim, size_t K, convolve_filter **f)
+{
+    size_t shape[3] = {K, K, K}, n = 1;
+    for (int a = 0; a < ndim; a++)
+        n *= K;
+    double *w = malloc(n * sizeof *w);
+    if (!w)
+        return CONVOLVE_ERROR_OUT_OF_MEMORY;
+    uint64_t s = 0x2545F4914F6CDD1Dull;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        w[i] = ((double)(s >> 11) * 0x1.0p-53 + 0.5) / (double)n; /* positive, sums near 1 */
+    }
+    convolve_status st = convolve_filter_create(ctx, f, ndim, shape, w);
+    free(w);
+    return st;
+}
+
+static int run_bench(bench_options *o)
+{
+    convolve_context *ctx = NULL;
+    if (convolve_context_create(&ctx) != CONVOLVE_OK) {
+        fprintf(stderr, "convolve bench: out of memory\n");
+        return 1;
+    }
+    convolve_device_info dev;
+    convolve_device_query(ctx, &dev);
+    int gpu = convolve_backend_built(CONVOLVE_BACKEND_CUDA) && dev.available;
+    if (o->backend == CONVOLVE_BACKEND_CUDA && !gpu) {
+        fprintf(stderr, "convolve bench: the CUDA backend cannot be used: %s\n",
+                convolve_backend_built(CONVOLVE_BACKEND_CUDA) ? dev.reason
+                                                              : "built without CUDA");
+        convolve_context_free(ctx);
+        return 1;
+    }
+    convolve_backend listed = o->backend == CONVOLVE_BACKEND_AUTO
+                                  ? (gpu ? CONVOLVE_BACKEND_CUDA : CONVOLVE_BACKEND_CPU)
+                                  : o->backend;
+    if (!o->shape_given) {
+        o->ndim = 2;
+        o->shape[0] = o->shape[1] = listed == CONVOLVE_BACKEND_CUDA ? 8192 : 512;
+    }
+    if (o->nstrategies == 0) /* every strategy of the backend serving ndim */
+        for (size_t i = 0, n = convolve_strategy_count(); i < n; i++) {
+            convolve_strategy_info info;
+            convolve_strategy_get(i, &info);
+            if (info.backend == listed && (info.dims >> (o->ndim - 1) & 1) &&
+                o->nstrategies < BENCH_MAX_STRATEGIES)
+                o->strategies[o->nstrategies++] = info.name;
+        }
+
+    convolve_layout layout;
+    convolve_status st = convolve_layout_init(&layout, o->dtype, o->ndim, o->shape, 1);
+    if (st != CONVOLVE_OK) {
+        fprintf(stderr, "convolve bench: bad shape: %s\n", convolve_status_description(st));
+        convolve_context_free(ctx);
+        return 2;
+    }
+    const size_t count = convolve_layout_count(&layout);
+    const size_t esize = convolve_dtype_size(o->dtype);
+    const size_t wsize = o->dtype == CONVOLVE_FLOAT64 ? 8 : 4; /* weights as the GPU keeps them */
+    const double bytes = (double)count * (double)(2 * esize); /* input once, output once */
+
+    double copy_gbps = NAN;
+    char copy_note[300] = "";
+    if (gpu) {
+        size_t cb = count * esize;
+        if (cb < ((size_t)64 << 20))
+            cb = (size_t)64 << 20;
+        st = convolve_device_copy_bandwidth(ctx, cb, o->runs, &copy_gbps);
+        if (st != CONVOLVE_OK) {
+            snprintf(copy_note, sizeof copy_note, "copy bandwidth not measured: %s",
+                     convolve_last_error(ctx));
+            copy_gbps = NAN;
+        } else {
+            snprintf(copy_note, sizeof copy_note, "%zu MiB copies", cb >> 20);
+        }
+    } else {
+        snprintf(copy_note, sizeof copy_note, "no GPU: %s", dev.reason);
+    }
+
+    size_t nrows = (size_t)o->nstrategies * (size_t)o->nradii;
+    bench_row *rows = calloc(nrows ? nrows : 1, sizeof *rows);
+    if (!rows) {
+        convolve_context_free(ctx);
+        return 1;
+    }
+    int failures = 0;
+    size_t r = 0;
+    for (int si = 0; si < o->nstrategies; si++) {
+        convolve_strategy_info info;
+        memset(&info, 0, sizeof info);
+        int found = 0;
+        for (size_t i = 0, n = convolve_strategy_count(); i < n && !found; i++) {
+            convolve_strategy_get(i, &info);
+            found = info.backend == listed && strcmp(info.name, o->strategies[si]) == 0;
+        }
+        for (int ri = 0; ri < o->nradii; ri++, r++) {
+            bench_row *row = &rows[r];
+            const size_t K = 2 * (size_t)o->radii[ri] + 1;
+            row->strategy = o->strategies[si];
+            row->radius = o->radii[ri];
+            row->taps = 1;
+            for (int a = 0; a < o->ndim; a++)
+                row->taps *= K;
+            row->gbps = row->pct_copy = row->gflops = row->op_per_byte = NAN;
+            row->op_per_byte = found ? chapter_op_per_byte(&info, o->ndim, K, esize, wsize) : NAN;
+            convolve_filter *f = NULL;
+            convolve_plan *plan = NULL;
+            st = make_filter(ctx, o->ndim, K, &f);
+            if (st == CONVOLVE_OK) {
+                convolve_options opt;
+                convolve_options_init(&opt);
+                opt.operation = CONVOLVE_OP_CORRELATE;
+                opt.mode = o->mode;
+                opt.backend = o->backend;
+                opt.strategy = o->strategies[si];
+                st = convolve_plan_create(ctx, &plan, &layout, &layout, f, &opt);
+            }
+            if (st == CONVOLVE_OK)
+                st = convolve_plan_benchmark(plan, o->warmup, o->runs, &row->t);
+            if (st == CONVOLVE_OK) {
+                row->served = 1;
+                double s = row->t.median_ms * 1e-3;
+                row->gbps = bytes / s * 1e-9;
+                row->pct_copy = 100.0 * row->gbps / copy_gbps;
+                row->gflops = 2.0 * (double)row->taps * (double)count / s * 1e-9;
+            } else {
+                row->served = st == CONVOLVE_ERROR_UNSUPPORTED ? 0 : -1;
+                failures += row->served < 0;
+                snprintf(row->reason, sizeof row->reason, "%s", convolve_last_error(ctx)[0]
+                         ? convolve_last_error(ctx) : convolve_status_description(st));
+            }
+            convolve_plan_free(plan);
+            convolve_filter_free(f);
+        }
+    }
+
+    char shape[96];
+    shape_text(o, shape, sizeof shape);
+    const double floor_ms = bytes / (copy_gbps * 1e9) * 1e3;
+    if (o->json) {
+        printf("{\"backend\": ");
+        json_string(stdout, convolve_backend_name(listed));
+        printf(", \"device\": ");
+        json_string(stdout, gpu ? dev.name : "");
+        printf(", \"ndim\": %d, \"shape\": [", o->ndim);
+        for (int a = 0; a < o->ndim; a++)
+            printf("%s%zu", a ? ", " : "", o->shape[a]);
+        printf("], \"dtype\": \"%s\", \"mode\": \"%s\", \"runs\": %d, \"warmup\": %d",
+               convolve_dtype_name(o->dtype), convolve_mode_name(o->mode), o->runs, o->warmup);
+        printf(", \"bytes_moved\": %.0f, \"copy_gbps\": ", bytes);
+        json_number(stdout, copy_gbps);
+        printf(", \"floor_ms\": ");
+        json_number(stdout, floor_ms);
+        printf(",\n \"results\": [");
+        for (size_t i = 0; i < nrows; i++) {
+            const bench_row *w = &rows[i];
+            printf("%s\n  {\"strategy\": ", i ? "," : "");
+            json_string(stdout, w->strategy);
+            printf(", \"radius\": %d, \"taps\": %zu, \"supported\": %s", w->radius, w->taps,
+                   w->served > 0 ? "true" : "false");
+            if (w->served > 0) {
+                printf(", \"median_ms\": %.6g, \"min_ms\": %.6g, \"max_ms\": %.6g, \"runs\": %d",
+                       w->t.median_ms, w->t.min_ms, w->t.max_ms, w->t.runs);
+                printf(", \"gbps\": ");
+                json_number(stdout, w->gbps);
+                printf(", \"pct_copy\": ");
+                json_number(stdout, w->pct_copy);
+                printf(", \"gflops\": ");
+                json_number(stdout, w->gflops);
+            } else {
+                printf(", \"error\": %s, \"reason\": ", w->served < 0 ? "true" : "false");
+                json_string(stdout, w->reason);
+            }
+            printf(", \"op_per_byte\": ");
+            json_number(stdout, w->op_per_byte);
+            printf("}");
+        }
+        printf("\n ],\n \"tiled_reduction\": [");
+        int first = 1;
+        for (int m = 0; m < 2; m++)
+            for (int t = 0; t < 4; t++, first = 0)
+                printf("%s{\"mask\": %d, \"tile\": %d, \"ratio\": %.4g}", first ? "" : ", ",
+                       k_masks[m], k_tiles[t], reduction_ratio(k_tiles[t], k_masks[m]));
+        printf("]}\n");
+    } else {
+        printf("convolve bench: %s backend%s%s, %d-D %s %s, mode %s, median of %d runs after %d "
+               "warm-up\n", convolve_backend_name(listed), gpu ? " on " : "", gpu ? dev.name : "",
+               o->ndim, shape, convolve_dtype_name(o->dtype), convolve_mode_name(o->mode),
+               o->runs, o->warmup);
+        if (isfinite(copy_gbps))
+            printf("device copy bandwidth %.1f GB/s (read + write; %s); floor for this shape "
+                   "%.3f ms (%.0f MB moved)\n", copy_gbps, copy_note, floor_ms, bytes * 1e-6);
+        else
+            printf("device copy bandwidth: n/a (%s)\n", copy_note);
+        printf("%-12s %3s %6s %11s %9s %7s %9s %8s\n", "strategy", "r", "taps", "median ms",
+               "GB/s", "%copy", "GFLOP/s", "OP/B");
+        for (size_t i = 0; i < nrows; i++) {
+            const bench_row *w = &rows[i];
+            char opb[32] = "-", pct[32] = "-";
+            if (isfinite(w->op_per_byte))
+                snprintf(opb, sizeof opb, "%.2f", w->op_per_byte);
+            if (w->served > 0) {
+                if (isfinite(w->pct_copy))
+                    snprintf(pct, sizeof pct, "%.1f%%", w->pct_copy);
+                printf("%-12s %3d %6zu %11.4f %9.1f %7s %9.1f %8s\n", w->strategy, w->radius,
+                       w->taps, w->t.median_ms, w->gbps, pct, w->gflops, opb);
+            } else {
+                printf("%-12s %3d %6zu   %s: %s\n", w->strategy, w->radius, w->taps,
+                       w->served == 0 ? "cannot serve" : "FAILED", w->reason);
+            }
+        }
+        printf("\nglobal-memory access reduction of the tiled kernel (chapter): "
+               "(OUT_TILE^2 * MASK^2) / (OUT_TILE + MASK - 1)^2\n%-10s", "OUT_TILE");
+        for (int t = 0; t < 4; t++)
+            printf(" %7d", k_tiles[t]);
+        printf("\n");
+        for (int m = 0; m < 2; m++) {
+            printf("MASK = %-3d", k_masks[m]);
+            for (int t = 0; t < 4; t++)
+                printf(" %7.2f", reduction_ratio(k_tiles[t], k_masks[m]));
+            printf("\n");
+        }
+    }
+    free(rows);
+    convolve_context_free(ctx);
+    return failures ? 1 : 0;
+}
 
 int convolve_bench_main(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "convolve bench: not built yet\n");
-    return 2;
+    bench_options o;
+    memset(&o, 0, sizeof o);
+    o.dtype = CONVOLVE_FLOAT32;
+    o.mode = CONVOLVE_MODE_CONSTANT;
+    o.backend = CONVOLVE_BACKEND_CUDA;
+    o.runs = BENCH_MIN_RUNS;
+    o.warmup = 3;
+    for (int r = 1; r <= 7; r++)
+        add_radius(&o, r);
+    char *strategy_arg = NULL;
+    int ok = 1;
+    for (int i = 1; i < argc && ok; i++) {
+        const char *arg = argv[i], *val = NULL;
+        char name[32];
+        const char *eq = strchr(arg, '=');
+        if (strncmp(arg, "--", 2) == 0 && eq && (size_t)(eq - arg) < sizeof name) {
+            memcpy(name, arg, (size_t)(eq - arg));
+            name[eq - arg] = '\0';
+            arg = name;
+            val = eq + 1;
+        }
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            usage(stdout);
+            free(strategy_arg);
+            return 0;
+        }
+        if (strcmp(arg, "--json") == 0) {
+            o.json = 1;
+            continue;
+        }
+        static const char *const valued[] = {"--shape", "--radius", "--strategy", "--dtype",
+                                              "--mode", "--backend", "--runs", "--warmup"};
+        int known = 0;
+        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+            known |= strcmp(arg, valued[k]) == 0;
+        if (!known) {
+            fprintf(stderr, "convolve bench: unknown option '%s'\n", argv[i]);
+            ok = 0;
+            break;
+        }
+        if (!val) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "convolve bench: %s needs a value\n", arg);
+                ok = 0;
+                break;
+            }
+            val = argv[++i];
+        }
+        char *end;
+        if (strcmp(arg, "--shape") == 0) {
+            ok = parse_shape(val, &o);
+            o.shape_given = 1;
+        } else if (strcmp(arg, "--radius") == 0) {
+            ok = parse_radii(val, &o);
+        } else if (strcmp(arg, "--strategy") == 0) {
+            free(strategy_arg);
+            strategy_arg = strdup(val);
+            ok = strategy_arg && parse_strategies(strategy_arg, &o);
+        } else if (strcmp(arg, "--dtype") == 0) {
+            ok = convolve_dtype_parse(val, &o.dtype) == CONVOLVE_OK;
+        } else if (strcmp(arg, "--mode") == 0) {
+            ok = convolve_mode_parse(val, &o.mode) == CONVOLVE_OK;
+        } else if (strcmp(arg, "--backend") == 0) {
+            ok = convolve_backend_parse(val, &o.backend) == CONVOLVE_OK;
+        } else if (strcmp(arg, "--runs") == 0) {
+            long v = strtol(val, &end, 10);
+            ok = *val && !*end && v >= BENCH_MIN_RUNS && v <= 100000;
+            if (ok)
+                o.runs = (int)v;
+            else
+                fprintf(stderr, "convolve bench: --runs needs a count of at least %d\n",
+                        BENCH_MIN_RUNS);
+        } else {
+            long v = strtol(val, &end, 10);
+            ok = *val && !*end && v >= 0 && v <= 100000;
+            if (ok)
+                o.warmup = (int)v;
+        }
+        if (!ok)
+            fprintf(stderr, "convolve bench: bad value '%s' for %s\n", val, arg);
+    }
+    int rc = 2;
+    if (ok)
+        rc = run_bench(&o);
+    else
+        fprintf(stderr, "run 'convolve bench --help' for the options\n");
+    free(strategy_arg);
+    return rc;
 }

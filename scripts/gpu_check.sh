@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# scripts/gpu_check.sh - the one script to run on the GPU machine, from the
+# repository root:  OUT=/some/dir bash scripts/gpu_check.sh   (OUT defaults to
+# build-gpu/check; BUILD, the build directory, to build-gpu)
+#
+# Configures and builds (Release, sm_90), runs the GPU tests and the CPU
+# tests, compute-sanitizer (memcheck, racecheck, initcheck) on
+# `test_gpu_strategies --small`, the arrays past 2^31 elements
+# (`--large`), `convolve bench` for every 2-D strategy on 8192x8192 float32
+# at radii 1,2,3,7 plus short 1-D and 3-D benches, and a scan of the
+# kernels' SASS for register use and local-memory spills. Every step runs
+# whatever happened before it; each gets a time limit so the whole stays
+# under about 8.5 minutes. Logs go to $OUT (build.log, tests.log,
+# sanitizer.log, bench.txt, sass.txt, summary.txt); the summary table and
+# the 2-D bench table are printed last. Changes no GPU setting.
+set -u
+ROOT=$(pwd)
+BUILD=${BUILD:-$ROOT/build-gpu}
+OUT=${OUT:-$BUILD/check}
+mkdir -p "$OUT"
+START=$(date +%s)
+BUDGET=${GPU_CHECK_BUDGET:-510}    # seconds for all steps
+STEPS=()
+RESULTS=()
+LAST_RC=0
+
+elapsed() { echo $(($(date +%s) - START)); }
+
+# step NAME LOGFILE LIMIT_SECONDS COMMAND...: runs COMMAND with its output
+# appended to LOGFILE, under min(LIMIT, time left); records PASS, FAIL (rc),
+# TIMEOUT or SKIPPED (no time left).
+step() {
+    local name=$1 log=$2 limit=$3
+    shift 3
+    local left=$((BUDGET - $(elapsed)))
+    if [ "$left" -lt 15 ]; then
+        LAST_RC=124
+        STEPS+=("$name")
+        RESULTS+=("SKIPPED (no time left)")
+        echo "=== $name: SKIPPED (no time left)" >>"$log"
+        return
+    fi
+    [ "$limit" -gt "$left" ] && limit=$left
+    echo "=== $name ($(date -u +%H:%M:%S), limit ${limit}s): $*" >>"$log"
+    local t0 rc
+    t0=$(date +%s)
+    timeout --kill-after=10 "$limit" "$@" >"$OUT/.step" 2>&1
+    rc=$?
+    cat "$OUT/.step" >>"$log"
+    local dt=$(($(date +%s) - t0))
+    STEPS+=("$name")
+    LAST_RC=$rc
+    if [ $rc -eq 0 ] && grep -q '\*\*\*Skipped' "$OUT/.step"; then
+        RESULTS+=("PASS, but $(grep -c '\*\*\*Skipped' "$OUT/.step") test(s) skipped (${dt}s)")
+    elif [ $rc -eq 0 ]; then
+        RESULTS+=("PASS (${dt}s)")
+    elif [ $rc -eq 77 ]; then
+        RESULTS+=("SKIPPED (exit 77: $(grep -m1 -o 'SKIPPED.*' "$OUT/.step" | cut -c1-60))")
+    elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+        RESULTS+=("TIMEOUT after ${dt}s")
+    else
+        RESULTS+=("FAIL rc=$rc (${dt}s)")
+    fi
+    echo "=== $name: ${RESULTS[-1]}" >>"$log"
+}
+
+: >"$OUT/build.log"
+: >"$OUT/tests.log"
+: >"$OUT/sanitizer.log"
+: >"$OUT/bench.txt"
+: >"$OUT/sass.txt"
+
+{
+    echo "date: $(date -u)"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm \
+        --format=csv 2>&1 | head -3
+    nvcc --version 2>&1 | tail -2
+    echo "cores: $(nproc)"
+} >"$OUT/summary.txt"
+
+# ---- build ------------------------------------------------------------------
+GEN=()
+JOBS=()
+if command -v ninja >/dev/null 2>&1; then
+    GEN=(-G Ninja)
+else
+    JOBS=(-j 16)
+fi
+PYARG=()
+[ -x /opt/torch/.venv/bin/python3 ] && PYARG=(-DCONVOLVE_PYTHON=/opt/torch/.venv/bin/python3)
+step configure "$OUT/build.log" 120 \
+    cmake -S "$ROOT" -B "$BUILD" ${GEN[@]+"${GEN[@]}"} -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CUDA_ARCHITECTURES=90 ${PYARG[@]+"${PYARG[@]}"}
+CMAKE_OK=0
+[ -n "${GPU_CHECK_NO_CMAKE:-}" ] && LAST_RC=1   # to try the manual build
+if [ "$LAST_RC" -eq 0 ]; then
+    step build "$OUT/build.log" 300 cmake --build "$BUILD" ${JOBS[@]+"${JOBS[@]}"}
+    [ "$LAST_RC" -eq 0 ] && CMAKE_OK=1
+fi
+
+# Without CMake (say the image lacks a library CMake requires): build the
+# library, the tests and the bench driver by hand with nvcc and gcc.
+fallback_build() {
+    set -e
+    local cuda=${CUDA_HOME:-/usr/local/cuda} obj=$BUILD/manual
+    local nvcc
+    nvcc=$(command -v nvcc || echo "$cuda/bin/nvcc")
+    local flags=(-I"$ROOT/include" -I"$ROOT/src" -I"$ROOT/tests" -I"$cuda/include"
+        -DCONVOLVE_WITH_CUDA -D_POSIX_C_SOURCE=200809L -DCONVOLVE_DATA_DIR="\"$ROOT/data\"")
+    mkdir -p "$obj" "$BUILD/tests" "$BUILD/bench"
+    local pids=() f
+    for f in "$ROOT"/src/cuda/*.cu; do
+        "$nvcc" -O3 -arch=sm_90 -lineinfo -std=c++17 "${flags[@]}" -c "$f" \
+            -o "$obj/$(basename "$f").o" &
+        pids+=($!)
+    done
+    for f in "$ROOT"/src/*.c "$ROOT"/src/cpu/*.c "$ROOT"/src/cuda/*.c "$ROOT"/src/io/*.c; do
+        if [ ! -e "$f" ] || [ "$(basename "$f")" = unavailable.c ]; then
+            continue
+        fi
+        gcc -O2 -std=c11 -fopenmp -Wall "${flags[@]}" -c "$f" -o "$obj/$(basename "$f").o" &
+        pids+=($!)
+    done
+    for f in "${pids[@]}"; do wait "$f"; done
+    for t in test_gpu_strategies test_semantics test_bench; do
+        gcc -O2 -std=c11 -fopenmp "${flags[@]}" -c "$ROOT/tests/$t.c" -o "$obj/$t.main.o"
+        "$nvcc" -arch=sm_90 -o "$BUILD/tests/$t" "$obj/$t.main.o" "$obj"/*.c.o "$obj"/*.cu.o \
+            -Xcompiler -fopenmp -lm
+    done
+    gcc -O2 -std=c11 "${flags[@]}" -c "$ROOT/bench/convolve_bench.c" -o "$obj/bench.main.o"
+    "$nvcc" -arch=sm_90 -o "$BUILD/bench/convolve_bench" "$obj/bench.main.o" "$obj"/*.c.o \
+        "$obj"/*.cu.o -Xcompiler -fopenmp -lm
+}
+if [ "$CMAKE_OK" -eq 0 ]; then
+    export -f fallback_build
+    export ROOT BUILD
+    step "manual build (no CMake)" "$OUT/build.log" 240 bash -c fallback_build
+fi
+grep -E "convolve: CUDA backend|warning|Could NOT find|CMake Error" "$OUT/build.log" |
+    head -20 >>"$OUT/summary.txt"
+
+TEST=$BUILD/tests/test_gpu_strategies
+BENCH=$BUILD/convolve
+BENCH_ARGS=(bench)
+if [ ! -x "$BENCH" ]; then
+    BENCH=$BUILD/bench/convolve_bench
+    BENCH_ARGS=()
+fi
+
+# ---- tests -------------------------------------------------------------------
+if [ "$CMAKE_OK" -eq 1 ]; then
+    # shellcheck disable=SC2016 # $0 is expanded by the inner bash
+    step "ctest gpu" "$OUT/tests.log" 180 \
+        bash -c 'cd "$0" && ctest -L gpu --output-on-failure --timeout 170' "$BUILD"
+else
+    step "test_gpu_strategies" "$OUT/tests.log" 180 "$TEST"
+fi
+step "bench 2-D 8192x8192 f32" "$OUT/bench.txt" 120 \
+    "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 8192x8192 --radius 1,2,3,7 --dtype float32 \
+    --mode constant --runs 20
+if [ "$CMAKE_OK" -eq 1 ]; then
+    # shellcheck disable=SC2016
+    step "ctest cpu" "$OUT/tests.log" 90 \
+        bash -c 'cd "$0" && ctest -L cpu --output-on-failure --timeout 80' "$BUILD"
+else
+    step "test_semantics" "$OUT/tests.log" 60 "$BUILD/tests/test_semantics"
+    step "test_bench" "$OUT/tests.log" 60 "$BUILD/tests/test_bench"
+fi
+
+# ---- compute-sanitizer on the small cases ------------------------------------
+CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+for tool in memcheck racecheck initcheck; do
+    step "sanitizer $tool" "$OUT/sanitizer.log" 100 \
+        "$CS" --tool "$tool" --error-exitcode 99 --print-limit 20 "$TEST" --small
+done
+
+# ---- more benches, arrays past 2^31 elements ----------------------------------
+step "bench 1-D 2^26 f32" "$OUT/bench.txt" 60 \
+    "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 67108864 --radius 1,3,15 --runs 20
+step "bench 3-D 256^3 f32" "$OUT/bench.txt" 60 \
+    "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 256x256x256 --radius 1,2,3 --runs 20
+step "test --large (>2^31 elements)" "$OUT/tests.log" 200 "$TEST" --large
+
+# ---- registers and spills from the SASS -------------------------------------
+sass_scan() {
+    local o
+    for o in "$BUILD"/CMakeFiles/convolve_objects.dir/src/cuda/kernels_*.cu.o \
+        "$BUILD"/manual/kernels_*.cu.o; do
+        [ -e "$o" ] || continue
+        echo "## $(basename "$o")"
+        cuobjdump -res-usage "$o" 2>&1 | grep -E "Function|REG" | paste - - |
+            sed -E 's/^ *Function ([^ ]+):.*REG:([0-9]+).*STACK:([0-9]+).*SHARED:([0-9]+).*LOCAL:([0-9]+).*/\1 REG=\2 STACK=\3 SHARED=\4 LOCAL=\5/' |
+            c++filt
+        echo "instructions per kernel: local (LDL/STL, want 0), constant-bank (LDC),"
+        echo "shared (LDS), global (LDG) loads:"
+        cuobjdump -sass "$o" 2>/dev/null | awk '
+            function out() { if (name != "") printf "local %3d  LDC %3d  LDS %3d  LDG %3d  %s\n", l, c, s, g, name }
+            /Function :/ { out(); name = $3; l = c = s = g = 0 }
+            /LDL|STL/ { l++ }
+            /LDC/ { c++ }
+            /LDS/ { s++ }
+            /LDG/ { g++ }
+            END { out() }' | c++filt | sort -k2,2nr | head -60
+    done
+}
+export -f sass_scan
+export BUILD
+step "sass scan" "$OUT/sass.txt" 60 bash -c sass_scan
+
+# ---- summary ----------------------------------------------------------------
+{
+    echo
+    echo "elapsed: $(elapsed)s"
+    grep -hE "^test_gpu_strategies: [0-9]+ cases|checks, [0-9]+ failures|^FAIL|tests passed|tests failed" \
+        "$OUT/tests.log" | head -30
+    grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|========= (Invalid|Uninitialized|Race|Error)" \
+        "$OUT/sanitizer.log" | sort | uniq -c | head -20
+    echo
+    printf '%-32s %s\n' STEP RESULT
+    for i in "${!STEPS[@]}"; do
+        printf '%-32s %s\n' "${STEPS[$i]}" "${RESULTS[$i]}"
+    done
+    echo
+    echo "2-D bench (bench.txt has the 1-D and 3-D ones):"
+    awk '/^=== bench 2-D/ {on = 1; next} /^=== / {on = 0} on' "$OUT/bench.txt"
+} >>"$OUT/summary.txt"
+rm -f "$OUT/.step"
+cat "$OUT/summary.txt"

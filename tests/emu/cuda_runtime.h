@@ -1,0 +1,79 @@
+/*
+ * cuda_runtime.h (CPU emulation) - what the .cu files of src/cuda/ need to
+ * compile as plain C++ and run on the CPU: the CUDA keywords as no-ops or
+ * their host meaning (__shared__ arrays become statics, shared by the
+ * emulated threads of the one block that runs at a time), thread and block
+ * indices per host thread, __syncthreads as a barrier, launches through
+ * cvk_emu_launch (one host thread per CUDA thread, blocks one after
+ * another), and the float saturation helpers. Used only by tests/emu/run.sh.
+ */
+#ifndef CVK_EMU_CUDA_RUNTIME_H
+#define CVK_EMU_CUDA_RUNTIME_H
+
+#include "cuda_runtime_api.h"
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __grid_constant__
+#define __align__(n) __attribute__((aligned(n)))
+#define __shared__ static
+
+struct dim3 {
+    unsigned x, y, z;
+    dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+extern thread_local dim3 threadIdx, blockIdx;
+extern dim3 blockDim, gridDim;
+
+void __syncthreads();
+
+template <typename T>
+inline T __ldg(const T *p)
+{
+    return *p;
+}
+
+/* The running block's dynamic shared memory (poisoned with 0xFF bytes). */
+unsigned char *cvk_emu_dynamic_shared();
+
+/* Runs body once per thread of every block of the grid; checks the
+ * configuration as the device would (block size, grid extents, dynamic
+ * shared memory against the function's opt-in). Records failures for
+ * cudaGetLastError. */
+cudaError_t cvk_emu_launch(const void *fn, dim3 grid, dim3 block, size_t smem,
+                           std::function<void()> body);
+
+#define CVK_DYNAMIC_SHARED(name) unsigned char *name = cvk_emu_dynamic_shared()
+#define CVK_LAUNCH(K, grid, block, smem, stream, ARGS)                                        \
+    cvk_emu_launch((const void *)K, grid, block, smem, [=]() { K ARGS; })
+#define CVK_LAUNCH_T(K, T, A, grid, block, smem, stream, ARGS)                                \
+    cvk_emu_launch((const void *)K<T, A>, grid, block, smem, [=]() { K<T, A> ARGS; })
+
+/* kernel_math.h defines these for nvcc only */
+static inline uint8_t cvi_saturate_u8f(float v)
+{
+    if (!(v > 0.0f))
+        return 0;
+    if (v >= 255.0f)
+        return 255;
+    return (uint8_t)std::nearbyint(v);
+}
+
+static inline uint16_t cvi_saturate_u16f(float v)
+{
+    if (!(v > 0.0f))
+        return 0;
+    if (v >= 65535.0f)
+        return 65535;
+    return (uint16_t)std::nearbyint(v);
+}
+
+#endif

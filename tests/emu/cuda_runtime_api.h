@@ -1,0 +1,90 @@
+/*
+ * cuda_runtime_api.h (CPU emulation) - the part of the CUDA runtime API that
+ * libconvolve's CUDA backend and its GPU test use, declared for the CPU
+ * emulation of tests/emu/ (emu_runtime.cpp implements it). It stands in for
+ * the toolkit's header only when tests/emu/run.sh builds; never in the
+ * library proper. Usable from C and C++.
+ */
+#ifndef CVK_EMU_CUDA_RUNTIME_API_H
+#define CVK_EMU_CUDA_RUNTIME_API_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum cudaError {
+    cudaSuccess = 0,
+    cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorInvalidConfiguration = 9,
+    cudaErrorInvalidDevice = 101,
+    cudaErrorNoDevice = 100,
+    cudaErrorInsufficientDriver = 35,
+    cudaErrorInvalidDeviceFunction = 98,
+    cudaErrorLaunchFailure = 719
+} cudaError_t;
+
+typedef struct cvk_emu_stream *cudaStream_t;
+typedef struct cvk_emu_event *cudaEvent_t;
+
+enum cudaMemcpyKind {
+    cudaMemcpyHostToHost = 0,
+    cudaMemcpyHostToDevice = 1,
+    cudaMemcpyDeviceToHost = 2,
+    cudaMemcpyDeviceToDevice = 3,
+    cudaMemcpyDefault = 4
+};
+
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+
+#define cudaStreamNonBlocking 0x01
+
+struct cudaDeviceProp {
+    char name[256];
+    size_t totalGlobalMem;
+    size_t sharedMemPerBlock;
+    int major, minor;
+    int multiProcessorCount;
+    size_t sharedMemPerBlockOptin;
+};
+
+typedef struct cudaFuncAttributes {
+    int maxThreadsPerBlock;
+    int numRegs;
+} cudaFuncAttributes;
+
+cudaError_t cudaGetDeviceCount(int *count);
+cudaError_t cudaGetDevice(int *device);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device);
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr, const void *func);
+cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value);
+cudaError_t cudaMalloc(void **ptr, size_t size);
+cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width, size_t height);
+cudaError_t cudaFree(void *ptr);
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                            cudaStream_t stream);
+cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                         size_t height, enum cudaMemcpyKind kind);
+cudaError_t cudaMemset(void *ptr, int value, size_t count);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t stream);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaDeviceSynchronize(void);
+cudaError_t cudaEventCreate(cudaEvent_t *event);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
+cudaError_t cudaGetLastError(void);
+const char *cudaGetErrorString(cudaError_t error);
+const char *cudaGetErrorName(cudaError_t error);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

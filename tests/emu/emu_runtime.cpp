@@ -1,0 +1,327 @@
+/*
+ * emu_runtime.cpp - a CPU stand-in for the CUDA runtime, so that the CUDA
+ * backend (kernels and host code) and test_gpu_strategies run on a machine
+ * without a GPU (tests/emu/run.sh). Device memory is host memory from
+ * malloc, filled with 0xFF bytes (NaN for floats) so reads of unwritten
+ * memory show; built with AddressSanitizer, out-of-bounds accesses by a
+ * kernel are caught as compute-sanitizer's memcheck would. A launch runs one
+ * host thread per CUDA thread of a block, the blocks one after another, with
+ * a barrier for __syncthreads; dynamic shared memory is poisoned per block.
+ * Timing is by the host clock. Not a model of the GPU's performance.
+ *
+ * CVK_EMU_NO_DEVICE=1 in the environment makes cudaGetDeviceCount fail, to
+ * exercise the "no usable GPU" paths.
+ */
+#include "cuda_runtime.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <map>
+#include <mutex>
+#include <vector>
+
+thread_local dim3 threadIdx, blockIdx;
+dim3 blockDim, gridDim;
+
+static pthread_barrier_t g_barrier;
+static unsigned char *g_smem = nullptr;
+static size_t g_smem_size = 0;
+static cudaError_t g_last = cudaSuccess;
+static std::map<const void *, int> g_dynamic_limit;
+static std::mutex g_mutex;
+
+static const size_t k_default_shared = 48 * 1024;
+static const size_t k_optin_shared = 227 * 1024;
+
+void __syncthreads()
+{
+    pthread_barrier_wait(&g_barrier);
+}
+
+unsigned char *cvk_emu_dynamic_shared()
+{
+    return g_smem;
+}
+
+namespace {
+struct launch_ctx {
+    dim3 grid, block;
+    unsigned tid;
+    std::function<void()> *body;
+    size_t smem;
+};
+}
+
+static void *emu_thread(void *p)
+{
+    launch_ctx *c = (launch_ctx *)p;
+    const dim3 b = c->block, g = c->grid;
+    threadIdx = dim3(c->tid % b.x, c->tid / b.x % b.y, c->tid / (b.x * b.y));
+    for (unsigned z = 0; z < g.z; z++)
+        for (unsigned y = 0; y < g.y; y++)
+            for (unsigned x = 0; x < g.x; x++) {
+                blockIdx = dim3(x, y, z);
+                if (c->tid == 0 && c->smem)
+                    memset(g_smem, 0xFF, c->smem);
+                pthread_barrier_wait(&g_barrier);
+                (*c->body)();
+                pthread_barrier_wait(&g_barrier);
+            }
+    return nullptr;
+}
+
+static cudaError_t fail(cudaError_t e)
+{
+    g_last = e;
+    return e;
+}
+
+cudaError_t cvk_emu_launch(const void *fn, dim3 grid, dim3 block, size_t smem,
+                           std::function<void()> body)
+{
+    std::lock_guard<std::mutex> lock(g_mutex);
+    const unsigned long long threads = (unsigned long long)block.x * block.y * block.z;
+    if (threads == 0 || threads > 1024 || block.z > 64)
+        return fail(cudaErrorInvalidConfiguration);
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 2147483647u || grid.y > 65535 ||
+        grid.z > 65535)
+        return fail(cudaErrorInvalidConfiguration);
+    size_t limit = k_default_shared;
+    auto it = g_dynamic_limit.find(fn);
+    if (it != g_dynamic_limit.end())
+        limit = (size_t)it->second;
+    if (smem > limit) {
+        fprintf(stderr, "emu: launch with %zu bytes of dynamic shared memory over the limit %zu\n",
+                smem, limit);
+        return fail(cudaErrorInvalidValue);
+    }
+    free(g_smem);
+    g_smem_size = smem;
+    g_smem = (unsigned char *)aligned_alloc(16, (smem + 15) / 16 * 16 + 16);
+    blockDim = block;
+    gridDim = grid;
+    pthread_barrier_init(&g_barrier, nullptr, (unsigned)threads);
+    std::vector<launch_ctx> ctxs(threads);
+    std::vector<pthread_t> ids(threads);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 1 << 20);
+    for (unsigned t = 0; t < threads; t++) {
+        ctxs[t] = launch_ctx{grid, block, t, &body, smem};
+        if (pthread_create(&ids[t], &attr, emu_thread, &ctxs[t]) != 0) {
+            fprintf(stderr, "emu: cannot start thread %u\n", t);
+            abort();
+        }
+    }
+    for (unsigned t = 0; t < threads; t++)
+        pthread_join(ids[t], nullptr);
+    pthread_attr_destroy(&attr);
+    pthread_barrier_destroy(&g_barrier);
+    return cudaSuccess;
+}
+
+extern "C" {
+
+cudaError_t cudaGetDeviceCount(int *count)
+{
+    const char *e = getenv("CVK_EMU_NO_DEVICE");
+    if (e && *e == '1') {
+        *count = 0;
+        return cudaErrorNoDevice;
+    }
+    *count = 1;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int *device)
+{
+    *device = 0;
+    return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device)
+{
+    return device == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice);
+}
+
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
+{
+    if (device != 0)
+        return fail(cudaErrorInvalidDevice);
+    memset(prop, 0, sizeof *prop);
+    snprintf(prop->name, sizeof prop->name, "CPU emulation of a CUDA device");
+    prop->totalGlobalMem = (size_t)16 << 30;
+    prop->sharedMemPerBlock = k_default_shared;
+    prop->sharedMemPerBlockOptin = k_optin_shared;
+    prop->major = 9;
+    prop->minor = 0;
+    prop->multiProcessorCount = 1;
+    return cudaSuccess;
+}
+
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr, const void *func)
+{
+    if (!func)
+        return fail(cudaErrorInvalidDeviceFunction);
+    attr->maxThreadsPerBlock = 1024;
+    attr->numRegs = 32;
+    return cudaSuccess;
+}
+
+cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value)
+{
+    if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
+        (size_t)value > k_optin_shared)
+        return fail(cudaErrorInvalidValue);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_dynamic_limit[func] = value;
+    return cudaSuccess;
+}
+
+cudaError_t cudaMalloc(void **ptr, size_t size)
+{
+    *ptr = malloc(size ? size : 1);
+    if (!*ptr)
+        return fail(cudaErrorMemoryAllocation);
+    memset(*ptr, 0xFF, size);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width, size_t height)
+{
+    *pitch = (width + 511) / 512 * 512;
+    return cudaMalloc(ptr, *pitch * height);
+}
+
+cudaError_t cudaFree(void *ptr)
+{
+    free(ptr);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+    (void)kind;
+    memmove(dst, src, count);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                            cudaStream_t stream)
+{
+    (void)stream;
+    return cudaMemcpy(dst, src, count, kind);
+}
+
+cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                         size_t height, enum cudaMemcpyKind kind)
+{
+    (void)kind;
+    if (width > dpitch || width > spitch)
+        return fail(cudaErrorInvalidValue);
+    for (size_t r = 0; r < height; r++)
+        memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemset(void *ptr, int value, size_t count)
+{
+    memset(ptr, value, count);
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags)
+{
+    (void)flags;
+    *stream = (cudaStream_t)malloc(1);
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream)
+{
+    free(stream);
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+{
+    (void)stream;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize(void)
+{
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *event)
+{
+    *event = (cudaEvent_t)calloc(1, sizeof(double));
+    return *event ? cudaSuccess : fail(cudaErrorMemoryAllocation);
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+{
+    (void)stream;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    *(double *)event = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event)
+{
+    (void)event;
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
+{
+    *ms = (float)(*(double *)end - *(double *)start);
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event)
+{
+    free(event);
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetLastError(void)
+{
+    cudaError_t e = g_last;
+    g_last = cudaSuccess;
+    return e;
+}
+
+const char *cudaGetErrorName(cudaError_t error)
+{
+    switch (error) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
+    case cudaErrorInvalidDeviceFunction: return "cudaErrorInvalidDeviceFunction";
+    default: return "cudaErrorUnknown";
+    }
+}
+
+const char *cudaGetErrorString(cudaError_t error)
+{
+    switch (error) {
+    case cudaSuccess: return "no error";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected (emulated)";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    default: return cudaGetErrorName(error);
+    }
+}
+
+} /* extern "C" */
