@@ -28,6 +28,7 @@
 #include "fast_direct.h"
 
 #include "../kernel_math.h"
+#include "device_common.cuh"
 
 #include <stdint.h>
 
@@ -326,7 +327,7 @@ static cudaError_t fd_launch_edges(const fd_params &p, int KY, int KX, int C, in
     if (gz > 65535 || (n + 127) / 128 > 0x7fffffffLL)
         return cudaErrorInvalidConfiguration;
     dim3 grid((unsigned)((n + 127) / 128), (unsigned)(p.H < 65535 ? p.H : 65535), (unsigned)gz);
-    fd_edge_kernel<<<grid, 128, 0, stream>>>(p, KY, KX, C, in_u8, sep, lo, hi);
+    CVK_LAUNCH(fd_edge_kernel, grid, 128, 0, stream, (p, KY, KX, C, in_u8, sep, lo, hi));
     return cudaGetLastError();
 }
 
@@ -539,7 +540,7 @@ extern "C" cudaError_t cvi_fd2d_launch(const cvi_fd2d_args *a, cudaStream_t stre
         const long long by = (p.H + strip - 1) / strip;
         if (by > 65535)
             return cudaErrorInvalidConfiguration;
-        fn<<<dim3((unsigned)bx, (unsigned)by), FD_WARPS * 32, 0, stream>>>(p);
+        CVK_LAUNCH(fn, dim3((unsigned)bx, (unsigned)by), FD_WARPS * 32, 0, stream, (p));
         cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess)
             return err;
@@ -563,7 +564,7 @@ extern "C" cudaError_t cvi_fd1d_launch(const cvi_fd2d_args *a, cudaStream_t stre
         const long long want = (long long)(a->multiprocessors > 0 ? a->multiprocessors : 132) * 8 * 4;
         long long blocks = (p.nwarps + 7) / 8;
         blocks = blocks < want ? blocks : want;
-        fn<<<(unsigned)blocks, 256, 0, stream>>>(p);
+        CVK_LAUNCH(fn, (unsigned)blocks, 256, 0, stream, (p));
         cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess)
             return err;

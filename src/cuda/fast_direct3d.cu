@@ -16,6 +16,7 @@
 #include "fast_direct3d.h"
 
 #include "../kernel_math.h"
+#include "device_common.cuh"
 
 #include <stdint.h>
 
@@ -40,6 +41,18 @@ typedef struct f3_params {
     float w[CVI_F3_MAX_K * CVI_F3_MAX_K * CVI_F3_MAX_K];
 } f3_params;
 
+#ifdef CVK_EMULATE /* the CPU emulation of tests/emu/ copies at once */
+__device__ __forceinline__ void f3_cp16(float *smem, const float *gmem)
+{
+    for (int i = 0; i < 4; i++)
+        smem[i] = gmem[i];
+}
+__device__ __forceinline__ void f3_cp4(float *smem, const float *gmem)
+{
+    *smem = *gmem;
+}
+__device__ __forceinline__ void f3_commit_and_wait() {}
+#else
 __device__ __forceinline__ void f3_cp16(float *smem, const float *gmem)
 {
     unsigned s = (unsigned)__cvta_generic_to_shared(smem);
@@ -57,6 +70,7 @@ __device__ __forceinline__ void f3_commit_and_wait()
     asm volatile("cp.async.commit_group;\n" ::);
     asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 }
+#endif
 
 /* Stores v as element x of an output row of the given type. */
 __device__ __forceinline__ void f3_store_one(int type, char *row, long long x, float v)
@@ -251,6 +265,6 @@ extern "C" cudaError_t cvi_f3_launch(const cvi_f3_args *a, cudaStream_t stream)
     const long long bz = (p.D + zrun - 1) / zrun;
     if (bx > 0x7fffffffLL || by > 65535 || bz > 65535)
         return cudaErrorInvalidConfiguration;
-    fn<<<dim3((unsigned)bx, (unsigned)by, (unsigned)bz), F3_THREADS, 0, stream>>>(p);
+    CVK_LAUNCH(fn, dim3((unsigned)bx, (unsigned)by, (unsigned)bz), F3_THREADS, 0, stream, (p));
     return cudaGetLastError();
 }

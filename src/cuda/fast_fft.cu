@@ -11,6 +11,7 @@
  * transformed in double precision, everything else in single.
  */
 #include "fast_fft.h"
+#include "device_common.cuh"
 
 #include <cufft.h>
 #include <stdio.h>
@@ -353,11 +354,11 @@ extern "C" convolve_status cvi_fft_create(const cvi_problem *p, cvi_fft_plan **o
                   k2 = (long long)p->ksize[2], row = 2 * f->half;
         unsigned b = fft_blocks(k0 * k1 * k2);
         if (f->dbl)
-            fft_scatter_weights_kernel<double><<<b, FFT_THREADS>>>((double *)f->filt, d_w, k0, k1,
-                                                                   k2, f->n[1], row);
+            CVK_LAUNCH(fft_scatter_weights_kernel<double>, b, FFT_THREADS, 0, 0,
+                       ((double *)f->filt, d_w, k0, k1, k2, f->n[1], row));
         else
-            fft_scatter_weights_kernel<float><<<b, FFT_THREADS>>>((float *)f->filt, d_w, k0, k1,
-                                                                  k2, f->n[1], row);
+            CVK_LAUNCH(fft_scatter_weights_kernel<float>, b, FFT_THREADS, 0, 0,
+                       ((float *)f->filt, d_w, k0, k1, k2, f->n[1], row));
         if ((st = cuda_status(cudaGetLastError(), "filter scatter kernel", err, n)) != CONVOLVE_OK)
             goto fail;
     }
@@ -373,12 +374,13 @@ extern "C" convolve_status cvi_fft_create(const cvi_problem *p, cvi_fft_plan **o
     {
         double scale = 1.0 / ((double)f->n[0] * (double)f->n[1] * (double)f->n[2]);
         unsigned b = fft_blocks(f->plane);
-        if (f->dbl)
-            fft_conj_scale_kernel<cufftDoubleComplex, double>
-                <<<b, FFT_THREADS>>>((cufftDoubleComplex *)f->filt, f->plane, scale);
-        else
-            fft_conj_scale_kernel<cufftComplex, float>
-                <<<b, FFT_THREADS>>>((cufftComplex *)f->filt, f->plane, (float)scale);
+        if (f->dbl) {
+            auto k_ = fft_conj_scale_kernel<cufftDoubleComplex, double>;
+            CVK_LAUNCH(k_, b, FFT_THREADS, 0, 0, ((cufftDoubleComplex *)f->filt, f->plane, scale));
+        } else {
+            auto k_ = fft_conj_scale_kernel<cufftComplex, float>;
+            CVK_LAUNCH(k_, b, FFT_THREADS, 0, 0, ((cufftComplex *)f->filt, f->plane, (float)scale));
+        }
         if ((st = cuda_status(cudaGetLastError(), "filter scale kernel", err, n)) != CONVOLVE_OK)
             goto fail;
     }
@@ -415,42 +417,35 @@ extern "C" convolve_status cvi_fft_execute(cvi_fft_plan *f, const cvi_problem *p
         return CONVOLVE_ERROR_UNSUPPORTED;
     }
     if (f->dbl) {
-        fft_extend_kernel<double><<<ext_grid, FFT_THREADS, 0, stream>>>(g, (const char *)in,
-                                                                       (double *)f->buf);
+        CVK_LAUNCH(fft_extend_kernel<double>, ext_grid, FFT_THREADS, 0, stream, (g, (const char *)in, (double *)f->buf));
         if ((st = cuda_status(cudaGetLastError(), "FFT extend kernel", err, n)) != CONVOLVE_OK)
             return st;
         if ((st = cufft_status(cufftExecD2Z(f->fwd, (cufftDoubleReal *)f->buf,
                                             (cufftDoubleComplex *)f->buf),
                                "forward FFT", err, n)) != CONVOLVE_OK)
             return st;
-        fft_multiply_kernel<cufftDoubleComplex><<<fft_blocks(f->plane), FFT_THREADS, 0, stream>>>(
-            (cufftDoubleComplex *)f->buf, (const cufftDoubleComplex *)f->filt, f->plane,
-            f->channels);
+        CVK_LAUNCH(fft_multiply_kernel<cufftDoubleComplex>, fft_blocks(f->plane), FFT_THREADS, 0, stream, ((cufftDoubleComplex *)f->buf, (const cufftDoubleComplex *)f->filt, f->plane, f->channels));
         if ((st = cuda_status(cudaGetLastError(), "FFT multiply kernel", err, n)) != CONVOLVE_OK)
             return st;
         if ((st = cufft_status(cufftExecZ2D(f->inv, (cufftDoubleComplex *)f->buf,
                                             (cufftDoubleReal *)f->buf),
                                "inverse FFT", err, n)) != CONVOLVE_OK)
             return st;
-        fft_crop_kernel<double><<<crop_grid, FFT_THREADS, 0, stream>>>(g, (const double *)f->buf,
-                                                                      (char *)out);
+        CVK_LAUNCH(fft_crop_kernel<double>, crop_grid, FFT_THREADS, 0, stream, (g, (const double *)f->buf, (char *)out));
     } else {
-        fft_extend_kernel<float><<<ext_grid, FFT_THREADS, 0, stream>>>(g, (const char *)in,
-                                                                      (float *)f->buf);
+        CVK_LAUNCH(fft_extend_kernel<float>, ext_grid, FFT_THREADS, 0, stream, (g, (const char *)in, (float *)f->buf));
         if ((st = cuda_status(cudaGetLastError(), "FFT extend kernel", err, n)) != CONVOLVE_OK)
             return st;
         if ((st = cufft_status(cufftExecR2C(f->fwd, (cufftReal *)f->buf, (cufftComplex *)f->buf),
                                "forward FFT", err, n)) != CONVOLVE_OK)
             return st;
-        fft_multiply_kernel<cufftComplex><<<fft_blocks(f->plane), FFT_THREADS, 0, stream>>>(
-            (cufftComplex *)f->buf, (const cufftComplex *)f->filt, f->plane, f->channels);
+        CVK_LAUNCH(fft_multiply_kernel<cufftComplex>, fft_blocks(f->plane), FFT_THREADS, 0, stream, ((cufftComplex *)f->buf, (const cufftComplex *)f->filt, f->plane, f->channels));
         if ((st = cuda_status(cudaGetLastError(), "FFT multiply kernel", err, n)) != CONVOLVE_OK)
             return st;
         if ((st = cufft_status(cufftExecC2R(f->inv, (cufftComplex *)f->buf, (cufftReal *)f->buf),
                                "inverse FFT", err, n)) != CONVOLVE_OK)
             return st;
-        fft_crop_kernel<float><<<crop_grid, FFT_THREADS, 0, stream>>>(g, (const float *)f->buf,
-                                                                     (char *)out);
+        CVK_LAUNCH(fft_crop_kernel<float>, crop_grid, FFT_THREADS, 0, stream, (g, (const float *)f->buf, (char *)out));
     }
     return cuda_status(cudaGetLastError(), "FFT crop kernel", err, n);
 }

@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "kernels.h"
 #include "strategies.h"
+#include "fast.h"
 
 #include <cuda_runtime_api.h>
 #include <stdint.h>
@@ -35,6 +36,7 @@ typedef struct cvc_state {
     void *d_in, *d_out;         /* device images, rows `pitch` bytes apart */
     size_t in_pitch, out_pitch;
     void *h_in, *h_out;         /* host packing buffers for strided layouts */
+    cvf_plan *fast;             /* the fast strategies' state (src/cuda/fast.c) */
 } cvc_state;
 
 static convolve_status cuda_error(convolve_context *ctx, cudaError_t e, const char *what)
@@ -138,7 +140,7 @@ convolve_status cvi_cuda_prepare(convolve_context *ctx, const cvi_strategy *s,
     if (!s || s->backend != CONVOLVE_BACKEND_CUDA)
         return cvi_error(ctx, CONVOLVE_ERROR_INTERNAL, "CUDA prepare given a non-CUDA strategy");
     int kernel = cvc_kernel_for(s->id, p->ndim);
-    if (kernel < 0)
+    if (kernel < 0 && !cvf_is_fast(s->id))
         return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
                          "strategy '%s' does not serve %d-D arrays", s->name, p->ndim);
     char why[CVI_REASON_SIZE] = "";
@@ -188,7 +190,10 @@ convolve_status cvi_cuda_prepare(convolve_context *ctx, const cvi_strategy *s,
         goto fail;
     }
     const int dbl = p->in_type == CONVOLVE_FLOAT64;
-    if (s->id == CVS_BASIC) {
+    if (cvf_is_fast(s->id)) {
+        if ((status = cvf_prepare(ctx, s, p, &st->fast)) != CONVOLVE_OK)
+            goto fail;
+    } else if (s->id == CVS_BASIC) {
         size_t bytes = p->kcount * cvc_acc_size(p); /* kcount <= INT_MAX / 2 (checked) */
         void *host = malloc(bytes);
         if (!host) {
@@ -251,6 +256,7 @@ void cvi_cuda_release(void *state)
     if (entered)
         leave_device(st, prev);
     (void)cudaGetLastError();
+    cvf_release(st->fast);
     free(st->bank);
     free(st->h_in);
     free(st->h_out);
@@ -261,13 +267,17 @@ void cvi_cuda_release(void *state)
 
 static cudaError_t launch(const cvc_state *st, const cvk_args *a, cudaStream_t stream)
 {
+    if (st->fast)
+        return cvf_launch(st->fast, a, stream);
     return cvk_launch(st->kernel, a, st->bank, st->smem, stream);
 }
 
 static convolve_status launch_error(convolve_context *ctx, const cvc_state *st, cudaError_t e)
 {
-    char what[128];
-    snprintf(what, sizeof what, "launching strategy '%s'", st->strategy->name);
+    char what[384];
+    const char *detail = st->fast ? cvf_message(st->fast) : "";
+    snprintf(what, sizeof what, "launching strategy '%s'%s%s", st->strategy->name,
+             *detail ? ": " : "", detail);
     return cuda_error(ctx, e, what);
 }
 

@@ -7,6 +7,7 @@
 #include "strategies.h"
 #include "kernels.h"
 #include "backend.h"
+#include "fast.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -175,6 +176,15 @@ static const cvi_strategy k_cuda_strategies[] = {
     {"cached", CONVOLVE_BACKEND_CUDA, 7u, CVS_CACHED,
      "only the tile's own elements in shared memory; halo cells read through the caches (7.5)",
      check_banked, {CVK_CACHED_X, CVK_CACHED_Y, CVK_CACHED_Z}},
+    /* the fast path (src/cuda/fast.c) */
+    {"direct", CONVOLVE_BACKEND_CUDA, 7u, CVS_DIRECT,
+     "fast: warps stream rows (3-D: plane tiles through shared memory), windows by shuffles, K "
+     "rolling accumulators in registers, weights as constant operands", cvf_check, {0, 0, 0}},
+    {"separable", CONVOLVE_BACKEND_CUDA, 2u, CVS_SEPARABLE,
+     "fast: separable filters in one fused pass, the intermediate never leaves registers",
+     cvf_check, {0, 0, 0}},
+    {"fft", CONVOLVE_BACKEND_CUDA, 7u, CVS_FFT,
+     "fast: cuFFT on the input extended by the mode, for large filters", cvf_check, {0, 0, 0}},
 };
 
 #define CVC_STRATEGY_COUNT (sizeof k_cuda_strategies / sizeof k_cuda_strategies[0])
@@ -200,6 +210,9 @@ const cvi_strategy *cvi_cuda_pick(const convolve_context *ctx, const cvi_problem
     size_t used = 0;
     if (why_size)
         why[0] = '\0';
+    const cvi_strategy *fast = cvf_pick(ctx, p, k_cuda_strategies, CVC_STRATEGY_COUNT);
+    if (fast)
+        return fast;
     for (int i = 0; order[i] >= 0; i++) {
         const cvi_strategy *s = NULL;
         for (size_t j = 0; j < CVC_STRATEGY_COUNT; j++)

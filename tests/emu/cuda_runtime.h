@@ -41,6 +41,26 @@ inline T __ldg(const T *p)
     return *p;
 }
 
+/* Vector types and intrinsics the fast kernels use. */
+struct __attribute__((aligned(16))) float4 {
+    float x, y, z, w;
+};
+struct __attribute__((aligned(8))) uint2 {
+    unsigned x, y;
+};
+inline float4 make_float4(float x, float y, float z, float w)
+{
+    return float4{x, y, z, w};
+}
+
+/* A warp's lanes exchange v; returns lane src's (all 32 lanes must call). */
+float __shfl_sync(unsigned mask, float v, int src);
+
+inline size_t __cvta_generic_to_shared(const void *p)
+{
+    return (size_t)p;
+}
+
 /* The running block's dynamic shared memory (poisoned with 0xFF bytes). */
 unsigned char *cvk_emu_dynamic_shared();
 

@@ -25,9 +25,12 @@
 #include <vector>
 
 thread_local dim3 threadIdx, blockIdx;
+static thread_local unsigned t_tid; /* linear thread index in the block */
 dim3 blockDim, gridDim;
 
 static pthread_barrier_t g_barrier;
+static std::vector<pthread_barrier_t> g_warp_barrier; /* one per warp, for shuffles */
+static std::vector<float> g_shfl;                     /* one slot per thread */
 static unsigned char *g_smem = nullptr;
 static size_t g_smem_size = 0;
 static cudaError_t g_last = cudaSuccess;
@@ -40,6 +43,17 @@ static const size_t k_optin_shared = 227 * 1024;
 void __syncthreads()
 {
     pthread_barrier_wait(&g_barrier);
+}
+
+float __shfl_sync(unsigned mask, float v, int src)
+{
+    (void)mask;
+    const unsigned warp = t_tid / 32;
+    g_shfl[t_tid] = v;
+    pthread_barrier_wait(&g_warp_barrier[warp]);
+    float r = g_shfl[warp * 32 + ((unsigned)src & 31u)];
+    pthread_barrier_wait(&g_warp_barrier[warp]);
+    return r;
 }
 
 unsigned char *cvk_emu_dynamic_shared()
@@ -61,6 +75,7 @@ static void *emu_thread(void *p)
     launch_ctx *c = (launch_ctx *)p;
     const dim3 b = c->block, g = c->grid;
     threadIdx = dim3(c->tid % b.x, c->tid / b.x % b.y, c->tid / (b.x * b.y));
+    t_tid = c->tid;
     for (unsigned z = 0; z < g.z; z++)
         for (unsigned y = 0; y < g.y; y++)
             for (unsigned x = 0; x < g.x; x++) {
@@ -105,6 +120,12 @@ cudaError_t cvk_emu_launch(const void *fn, dim3 grid, dim3 block, size_t smem,
     blockDim = block;
     gridDim = grid;
     pthread_barrier_init(&g_barrier, nullptr, (unsigned)threads);
+    g_warp_barrier.assign((threads + 31) / 32, pthread_barrier_t());
+    for (size_t w = 0; w < g_warp_barrier.size(); w++) {
+        unsigned lanes = (unsigned)(threads - 32 * w < 32 ? threads - 32 * w : 32);
+        pthread_barrier_init(&g_warp_barrier[w], nullptr, lanes);
+    }
+    g_shfl.assign(threads, 0.0f);
     std::vector<launch_ctx> ctxs(threads);
     std::vector<pthread_t> ids(threads);
     pthread_attr_t attr;
@@ -121,6 +142,8 @@ cudaError_t cvk_emu_launch(const void *fn, dim3 grid, dim3 block, size_t smem,
         pthread_join(ids[t], nullptr);
     pthread_attr_destroy(&attr);
     pthread_barrier_destroy(&g_barrier);
+    for (auto &wb : g_warp_barrier)
+        pthread_barrier_destroy(&wb);
     return cudaSuccess;
 }
 
@@ -140,6 +163,13 @@ cudaError_t cudaGetDeviceCount(int *count)
 cudaError_t cudaGetDevice(int *device)
 {
     *device = 0;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
+{
+    (void)device;
+    *value = attr == cudaDevAttrMultiProcessorCount ? 2 : 0;
     return cudaSuccess;
 }
 

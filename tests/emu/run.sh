@@ -9,6 +9,7 @@
 #
 #   bash tests/emu/run.sh [test_gpu_strategies options]   (default --small)
 #   bash tests/emu/run.sh --bench     convolve bench on tiny shapes instead
+#   bash tests/emu/run.sh --fast [..] test_gpu_fast (default --small)
 #   EMU_BUILD=dir   build directory (default build-emu)
 # shellcheck disable=SC2086  # $flags, $defs and $inc are word lists on purpose
 set -euo pipefail
@@ -21,7 +22,7 @@ defs="-DCVK_EMULATE -DCVK_GRID_X_MAX=3LL -DCVK_GRID_YZ_MAX=2LL -DCONVOLVE_WITH_C
 inc="-I$root/tests/emu -I$root/include -I$root/src -I$root/tests"
 
 jobs=()
-for f in "$root"/src/cuda/*.cu "$root"/tests/emu/emu_runtime.cpp; do
+for f in "$root"/src/cuda/*.cu "$root"/tests/emu/emu_runtime.cpp "$root"/tests/emu/emu_cufft.cpp; do
     jobs+=("g++ -std=c++17 $flags $defs $inc -x c++ -c $f -o $out/obj/$(basename "$f").o")
 done
 for f in "$root"/src/*.c "$root"/src/cpu/*.c "$root"/src/io/*.c "$root"/src/cuda/*.c; do
@@ -29,12 +30,13 @@ for f in "$root"/src/*.c "$root"/src/cpu/*.c "$root"/src/io/*.c "$root"/src/cuda
     case "$f" in */unavailable.c) continue ;; esac
     jobs+=("gcc -std=c11 -fopenmp -Wall -Wextra $flags $defs $inc -c $f -o $out/obj/$(basename "$f").o")
 done
-for f in "$root"/tests/test_gpu_strategies.c "$root"/bench/convolve_bench.c; do
+for f in "$root"/tests/test_gpu_strategies.c "$root"/tests/test_gpu_fast.c "$root"/bench/convolve_bench.c; do
     jobs+=("gcc -std=c11 -fopenmp -Wall -Wextra $flags $defs $inc -c $f -o $out/$(basename "$f").o")
 done
 printf '%s\n' "${jobs[@]}" | xargs -P "${JOBS:-2}" -I{} sh -c '{}'
 libs=(-lpng -ljpeg -lz -lm -lpthread)
 g++ $flags -fopenmp -o "$out/test_gpu_strategies" "$out"/test_gpu_strategies.c.o "$out"/obj/*.o "${libs[@]}"
+g++ $flags -fopenmp -o "$out/test_gpu_fast" "$out"/test_gpu_fast.c.o "$out"/obj/*.o "${libs[@]}"
 g++ $flags -fopenmp -o "$out/convolve_bench" "$out"/convolve_bench.c.o "$out"/obj/*.o "${libs[@]}"
 export ASAN_OPTIONS=detect_leaks=1
 if [ "${1:-}" = "--bench" ]; then
@@ -42,6 +44,14 @@ if [ "${1:-}" = "--bench" ]; then
     "$out/convolve_bench" --shape 48x40 --radius 1,2,16 --runs 20
     "$out/convolve_bench" --shape 300 --radius 1,40 --runs 20 --json
     "$out/convolve_bench" --shape 6x7x9 --radius 1 --runs 20 --dtype uint8
+    exit
+fi
+if [ "${1:-}" = "--fast" ]; then
+    # the fast strategies' test (tests/test_gpu_fast.c), small cases by default
+    shift
+    args=("$@")
+    [ ${#args[@]} -gt 0 ] || args=(--small)
+    "$out/test_gpu_fast" "${args[@]}"
     exit
 fi
 args=("$@")

@@ -1,0 +1,317 @@
+/*
+ * fast.c - the fast GPU strategies as the CUDA runtime sees them:
+ *   direct     register-streaming kernels (fast_direct.cu, fast_direct3d.cu)
+ *              for odd square/cubic filters: 1-D K <= 33, 2-D K <= 17,
+ *              3-D K <= 9 (float32; uint8 gray/RGB 2-D K <= 5);
+ *   separable  the fused one-pass 2-D kernel for separable filters, K <= 33;
+ *   fft        cuFFT for any filter, every mode (fast_fft.cu);
+ * their checks, their plans and launches, and the "auto" model that picks
+ * among them and the chapter's kernels.
+ */
+#include "fast.h"
+#include "fast_direct.h"
+#include "fast_direct3d.h"
+#include "fast_fft.h"
+#include "strategies.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* auto: a dense filter of more taps than this goes to the FFT when the
+ * direct kernel could serve it (at 2 flops a tap, direct costs about as
+ * much as the FFT's ~64 bytes an element from here, on H100/H200 ratios of
+ * FMA rate to bandwidth); with no fast direct kernel, from the smaller count. */
+#define CVF_FFT_OVER_DIRECT 300
+#define CVF_FFT_OVER_CHAPTER 64
+
+struct cvf_plan {
+    int sid;
+    cvi_problem p;              /* the plan's problem; weights point into this plan */
+    double *weights, *taps[3];
+    int multiprocessors;
+    cvi_fft_plan *fft;
+    cvk_bank *bank;             /* fallback: the constant kernel's bank, or */
+    void *d_weights;            /* the basic kernel's weights in device memory */
+    char message[256];
+};
+
+int cvf_is_fast(int sid)
+{
+    return sid == CVS_DIRECT || sid == CVS_SEPARABLE || sid == CVS_FFT;
+}
+
+static int odd_cube(const cvi_problem *p, int dims)
+{
+    size_t K = p->ksize[2];
+    if (K % 2 == 0)
+        return 0;
+    for (int a = 3 - dims; a < 3; a++)
+        if (p->ksize[a] != K)
+            return 0;
+    return 1;
+}
+
+convolve_status cvf_check(const cvi_strategy *s, const cvi_problem *p, const convolve_context *ctx,
+                          char *why, size_t n)
+{
+    const int K = (int)p->ksize[2], C = (int)p->channels, t = (int)p->in_type;
+    switch (s->id) {
+    case CVS_DIRECT:
+        if (p->ndim == 1 && odd_cube(p, 1) && cvi_fd1d_supports(t, C, K))
+            return CONVOLVE_OK;
+        if (p->ndim == 2 && odd_cube(p, 2) && cvi_fd2d_supports(t, C, K, 0))
+            return CONVOLVE_OK;
+        if (p->ndim == 3 && odd_cube(p, 3) && cvi_f3_supports(t, C, K))
+            return CONVOLVE_OK;
+        snprintf(why, n, "it is compiled for odd square filters on float32 with one channel "
+                 "(1-D K <= 33, 2-D K <= 17, 3-D K <= 9 cubes) and 2-D uint8 gray or RGB with "
+                 "K <= 5; this is a %zux%zux%zu filter on %s with %d channel%s (use 'fft' or a "
+                 "chapter strategy)", p->ksize[0], p->ksize[1], p->ksize[2],
+                 convolve_dtype_name(p->in_type), C, C == 1 ? "" : "s");
+        return CONVOLVE_ERROR_UNSUPPORTED;
+    case CVS_SEPARABLE:
+        if (p->ndim == 2 && p->separable && odd_cube(p, 2) && cvi_fd2d_supports(t, C, K, 1))
+            return CONVOLVE_OK;
+        snprintf(why, n, "it needs a 2-D separable filter (given per axis, or rank one), square "
+                 "and odd, K <= 33 on float32 with one channel or K <= 9 on uint8 gray or RGB; "
+                 "this is %s%s %zux%zux%zu on %s with %d channel%s",
+                 p->separable ? "a separable" : "a dense", p->ndim == 2 ? "" : " non-2-D",
+                 p->ksize[0], p->ksize[1], p->ksize[2], convolve_dtype_name(p->in_type), C,
+                 C == 1 ? "" : "s");
+        return CONVOLVE_ERROR_UNSUPPORTED;
+    case CVS_FFT: {
+        size_t bytes = cvi_fft_workspace_bytes(p);
+        size_t total = ctx ? ctx->device.total_memory : 0;
+        if (bytes == 0) {
+            snprintf(why, n, "its transform sizes overflow");
+            return CONVOLVE_ERROR_UNSUPPORTED;
+        }
+        if (total && bytes > total / 10 * 9) {
+            snprintf(why, n, "its buffers need %zu MiB, more than the device's %zu MiB allows",
+                     bytes >> 20, total >> 20);
+            return CONVOLVE_ERROR_UNSUPPORTED;
+        }
+        return CONVOLVE_OK;
+    }
+    }
+    snprintf(why, n, "internal: unknown fast strategy %d", s->id);
+    return CONVOLVE_ERROR_INTERNAL;
+}
+
+void cvf_release(cvf_plan *f)
+{
+    if (!f)
+        return;
+    cvi_fft_destroy(f->fft);
+    if (f->d_weights)
+        (void)cudaFree(f->d_weights);
+    free(f->bank);
+    free(f->weights);
+    for (int a = 0; a < 3; a++)
+        free(f->taps[a]);
+    free(f);
+}
+
+static double *copy_doubles(const double *src, size_t n)
+{
+    double *d = malloc(n * sizeof *d);
+    if (d)
+        memcpy(d, src, n * sizeof *d);
+    return d;
+}
+
+convolve_status cvf_prepare(convolve_context *ctx, const cvi_strategy *s, const cvi_problem *p,
+                            cvf_plan **out)
+{
+    *out = NULL;
+    cvf_plan *f = calloc(1, sizeof *f);
+    if (!f || !(f->weights = copy_doubles(p->weights, p->kcount))) {
+        free(f);
+        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for a CUDA plan");
+    }
+    f->sid = s->id;
+    f->p = *p;
+    f->p.weights = f->weights;
+    if (p->separable)
+        for (int a = 0; a < 3; a++) {
+            if (!(f->taps[a] = copy_doubles(p->taps[a], p->ksize[a]))) {
+                cvf_release(f);
+                return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for taps");
+            }
+            f->p.taps[a] = f->taps[a];
+        }
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&f->multiprocessors, cudaDevAttrMultiProcessorCount, dev) !=
+            cudaSuccess)
+        f->multiprocessors = 0; /* the launchers assume an H100/H200 */
+    (void)cudaGetLastError();
+
+    if (s->id == CVS_FFT) {
+        convolve_status st = cvi_fft_create(&f->p, &f->fft, f->message, sizeof f->message);
+        if (st != CONVOLVE_OK) {
+            cvi_error(ctx, st, "strategy 'fft': %s", f->message);
+            cvf_release(f);
+            return st;
+        }
+    } else {
+        /* the fallback for device layouts the fast kernels cannot take */
+        const int dbl = p->in_type == CONVOLVE_FLOAT64;
+        const size_t cap = dbl ? CVK_BANK_DOUBLES : CVK_BANK_FLOATS;
+        if (p->kcount <= cap) {
+            if (!(f->bank = calloc(1, sizeof *f->bank))) {
+                cvf_release(f);
+                return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for weights");
+            }
+            for (size_t i = 0; i < p->kcount; i++) {
+                if (dbl)
+                    f->bank->w.d[i] = p->weights[i];
+                else
+                    f->bank->w.f[i] = (float)p->weights[i];
+            }
+        } else {
+            size_t bytes = p->kcount * (dbl ? 8 : 4);
+            void *host = malloc(bytes);
+            cudaError_t e = host ? cudaMalloc(&f->d_weights, bytes) : cudaErrorMemoryAllocation;
+            if (e == cudaSuccess) {
+                for (size_t i = 0; i < p->kcount; i++) {
+                    if (dbl)
+                        ((double *)host)[i] = p->weights[i];
+                    else
+                        ((float *)host)[i] = (float)p->weights[i];
+                }
+                e = cudaMemcpy(f->d_weights, host, bytes, cudaMemcpyHostToDevice);
+            }
+            free(host);
+            if (e != cudaSuccess) {
+                cvf_release(f);
+                return cvi_error(ctx, e == cudaErrorMemoryAllocation
+                                          ? CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY
+                                          : CONVOLVE_ERROR_DEVICE,
+                                 "CUDA: uploading the filter weights failed: %s",
+                                 cudaGetErrorString(e));
+            }
+        }
+    }
+    *out = f;
+    return CONVOLVE_OK;
+}
+
+const char *cvf_message(const cvf_plan *f)
+{
+    return f ? f->message : "";
+}
+
+/* The chapter's constant (or basic) kernel: any layout. */
+static cudaError_t launch_fallback(cvf_plan *f, const cvk_args *a, cudaStream_t stream)
+{
+    cvk_args b = *a;
+    int kernel = cvc_kernel_for(f->bank ? CVS_CONSTANT : CVS_BASIC, f->p.ndim);
+    b.weights = f->d_weights;
+    return cvk_launch(kernel, &b, f->bank, 0, stream);
+}
+
+/* 1 if the arrays of a are rows of interleaved channels, contiguous along x. */
+static int rows_interleaved(const cvk_args *a)
+{
+    const long long C = a->channels;
+    return a->is[2] == C && a->os[2] == C && (C == 1 || (a->ics == 1 && a->ocs == 1));
+}
+
+cudaError_t cvf_launch(cvf_plan *f, const cvk_args *a, cudaStream_t stream)
+{
+    const cvi_problem *p = &f->p;
+    const long long ie = (long long)convolve_dtype_size(p->in_type);
+    const long long oe = (long long)convolve_dtype_size(p->out_type);
+    f->message[0] = '\0';
+    if (f->sid == CVS_FFT) {
+        cvi_problem q = *p;
+        for (int i = 0; i < 3; i++) {
+            q.in_strides[i] = (ptrdiff_t)(a->is[i] * ie);
+            q.out_strides[i] = (ptrdiff_t)(a->os[i] * oe);
+        }
+        q.in_cstride = (ptrdiff_t)(a->ics * ie);
+        q.out_cstride = (ptrdiff_t)(a->ocs * oe);
+        convolve_status st = cvi_fft_execute(f->fft, &q, a->in, a->out, stream, f->message,
+                                             sizeof f->message);
+        if (st == CONVOLVE_OK)
+            return cudaSuccess;
+        return st == CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY ? cudaErrorMemoryAllocation
+                                                         : cudaErrorLaunchFailure;
+    }
+    if (!rows_interleaved(a))
+        return launch_fallback(f, a, stream);
+    if (p->ndim == 3) {
+        cvi_f3_args g;
+        memset(&g, 0, sizeof g);
+        g.in = a->in;
+        g.out = a->out;
+        for (int i = 0; i < 2; i++) {
+            g.in_strides[i] = (ptrdiff_t)(a->is[i] * ie);
+            g.out_strides[i] = (ptrdiff_t)(a->os[i] * oe);
+        }
+        g.depth = a->n[0], g.height = a->n[1], g.width = a->n[2];
+        g.channels = (int)a->channels;
+        g.ksize = (int)p->ksize[2];
+        g.koffz = (int)p->koff[0], g.koffy = (int)p->koff[1], g.koffx = (int)p->koff[2];
+        g.mode = p->mode;
+        g.cval = (float)p->cval;
+        g.in_type = (int)p->in_type, g.out_type = (int)p->out_type;
+        g.weights = p->weights;
+        g.multiprocessors = f->multiprocessors;
+        return cvi_f3_launch(&g, stream);
+    }
+    cvi_fd2d_args g;
+    memset(&g, 0, sizeof g);
+    g.in = a->in;
+    g.out = a->out;
+    g.in_row = p->ndim == 2 ? (ptrdiff_t)(a->is[1] * ie) : 0;
+    g.out_row = p->ndim == 2 ? (ptrdiff_t)(a->os[1] * oe) : 0;
+    g.height = p->ndim == 2 ? a->n[1] : 1;
+    g.width = a->n[2];
+    g.channels = (int)a->channels;
+    g.ksize = (int)p->ksize[2];
+    g.height_taps = p->ndim == 2 ? (int)p->ksize[1] : 1;
+    g.koffy = p->ndim == 2 ? (int)p->koff[1] : 0;
+    g.koffx = (int)p->koff[2];
+    g.mode = p->mode;
+    g.cval = (float)p->cval;
+    g.in_type = (int)p->in_type, g.out_type = (int)p->out_type;
+    g.separable = f->sid == CVS_SEPARABLE;
+    g.weights = p->weights;
+    g.taps_y = f->taps[1], g.taps_x = f->taps[2];
+    g.multiprocessors = f->multiprocessors;
+    return p->ndim == 1 ? cvi_fd1d_launch(&g, stream) : cvi_fd2d_launch(&g, stream);
+}
+
+static const cvi_strategy *find(const cvi_strategy *table, size_t count, int sid)
+{
+    for (size_t i = 0; i < count; i++)
+        if (table[i].id == sid)
+            return &table[i];
+    return NULL;
+}
+
+static int serves(const cvi_strategy *s, const convolve_context *ctx, const cvi_problem *p)
+{
+    char why[CVI_REASON_SIZE];
+    return s && (s->dims >> (p->ndim - 1) & 1) && cvf_check(s, p, ctx, why, sizeof why) == 0;
+}
+
+const cvi_strategy *cvf_pick(const convolve_context *ctx, const cvi_problem *p,
+                             const cvi_strategy *table, size_t count)
+{
+    const cvi_strategy *sep = find(table, count, CVS_SEPARABLE);
+    const cvi_strategy *dir = find(table, count, CVS_DIRECT);
+    const cvi_strategy *fft = find(table, count, CVS_FFT);
+    /* a fused separable pass costs 4K flops an output: it beats both others */
+    if (serves(sep, ctx, p))
+        return sep;
+    const int direct = serves(dir, ctx, p), transform = serves(fft, ctx, p);
+    if (direct && p->kcount <= CVF_FFT_OVER_DIRECT)
+        return dir;
+    if (transform && p->kcount > (direct ? CVF_FFT_OVER_DIRECT : CVF_FFT_OVER_CHAPTER))
+        return fft;
+    return direct ? dir : NULL;
+}

@@ -1,0 +1,399 @@
+/*
+ * test_gpu_fast.c - the fast GPU strategies (direct, separable, fft) against
+ * the CPU reference, with cases built to reach every fast kernel: rows wide
+ * enough for interior warps and edges on both sides, every mode with a
+ * non-zero cval, origins (including ones that shift stores off vector
+ * alignment), convolve and correlate, every filter size compiled, uint8 gray
+ * and RGB, 1-D signals, 3-D volumes, FFTs of every dimensionality and type
+ * (float64 in double precision), tiny arrays, pitched and reversed layouts,
+ * planar channels (the fast kernels' fallback), on host memory and on device
+ * memory. Outputs are poisoned first; fresh random data each run (seeded).
+ *
+ *   test_gpu_fast           the full set (a few seconds on an H100)
+ *   test_gpu_fast --small   fewer, smaller cases (compute-sanitizer, CPU emulation)
+ *
+ * Criteria: float32 results within 2e-5 of the output scale per element
+ * (sum |w| * max |x|) and relative L2 <= 1e-5; FFTs of float data within
+ * 2e-5 of the scale; float64 within 1e-10; integers within 1.
+ * Without a usable GPU it prints why and exits 77 (skipped).
+ */
+#include "harness.h"
+
+#ifdef CONVOLVE_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+static convolve_context *ctx;
+static int g_small = 0;
+static int g_cases = 0;
+
+typedef struct {
+    const char *strategy;
+    int ndim;
+    size_t shape[3], C;
+    size_t K[3];
+    int separable;
+    convolve_dtype tin, tout;
+    convolve_mode mode;
+    int correlate;
+    ptrdiff_t origin[3];
+    int layout;  /* 0 packed, 1 pitched rows, 2 reversed rows, 3 planar channels */
+    int device;  /* run convolve_execute_device too */
+} fcase;
+
+/* A layout of kind k over buffer bytes *bytes with element 0 at *origin. */
+static void make_layout(convolve_layout *l, convolve_dtype dt, int ndim, const size_t *shape,
+                        size_t C, int k, size_t *bytes, size_t *origin)
+{
+    size_t es = convolve_dtype_size(dt);
+    convolve_layout_init(l, dt, ndim, shape, C);
+    if (k == 1 || k == 2) { /* rows padded by 5 elements (and planes by 1 row) */
+        ptrdiff_t step = (ptrdiff_t)(C * es);
+        for (int a = ndim - 1; a >= 0; a--) {
+            l->strides[a] = step;
+            step = step * (ptrdiff_t)shape[a] + (ptrdiff_t)((a == ndim - 1 ? 5 : 0) * es * C);
+        }
+        if (k == 2 && ndim > 1)
+            l->strides[ndim - 2] = -l->strides[ndim - 2];
+    } else if (k == 3) {
+        ptrdiff_t step = (ptrdiff_t)es;
+        for (int a = ndim - 1; a >= 0; a--) {
+            l->strides[a] = step;
+            step *= (ptrdiff_t)shape[a];
+        }
+        l->channel_stride = step;
+    }
+    ptrdiff_t lo = 0, hi = 0;
+    for (int a = 0; a < ndim; a++) {
+        ptrdiff_t r = (ptrdiff_t)(shape[a] - 1) * l->strides[a];
+        if (r < 0)
+            lo += r;
+        else
+            hi += r;
+    }
+    ptrdiff_t r = (ptrdiff_t)(C - 1) * l->channel_stride;
+    if (r < 0)
+        lo += r;
+    else
+        hi += r;
+    *bytes = (size_t)(hi - lo) + es;
+    *origin = (size_t)(-lo);
+}
+
+/* Copies between a packed array (C order, channels last) and a layout. */
+static void scatter(const convolve_layout *l, char *base, const char *packed, size_t n)
+{
+    size_t es = convolve_dtype_size(l->dtype);
+    for (size_t i = 0; i < n; i++) {
+        size_t c = i % l->channels, idx = i / l->channels;
+        ptrdiff_t off = (ptrdiff_t)c * l->channel_stride;
+        for (int a = l->ndim - 1; a >= 0; a--) {
+            off += (ptrdiff_t)(idx % l->shape[a]) * l->strides[a];
+            idx /= l->shape[a];
+        }
+        memcpy(base + off, packed + i * es, es);
+    }
+}
+
+static void gather(const convolve_layout *l, const char *base, char *packed, size_t n)
+{
+    size_t es = convolve_dtype_size(l->dtype);
+    for (size_t i = 0; i < n; i++) {
+        size_t c = i % l->channels, idx = i / l->channels;
+        ptrdiff_t off = (ptrdiff_t)c * l->channel_stride;
+        for (int a = l->ndim - 1; a >= 0; a--) {
+            off += (ptrdiff_t)(idx % l->shape[a]) * l->strides[a];
+            idx /= l->shape[a];
+        }
+        memcpy(packed + i * es, base + off, es);
+    }
+}
+
+static const char *dt(convolve_dtype t)
+{
+    return convolve_dtype_name(t);
+}
+
+static void run_case(const fcase *c)
+{
+    char tag[256];
+    snprintf(tag, sizeof tag, "%s %dD %zux%zux%zu C=%zu K=%zux%zux%zu%s %s->%s %s cval origin=%td,%td,%td "
+             "%s layout=%d",
+             c->strategy, c->ndim, c->shape[0], c->shape[1], c->shape[2], c->C, c->K[0], c->K[1],
+             c->K[2], c->separable ? " sep" : "", dt(c->tin), dt(c->tout),
+             convolve_mode_name(c->mode), c->origin[0], c->origin[1], c->origin[2],
+             c->correlate ? "correlate" : "convolve", c->layout);
+    g_cases++;
+    size_t n = c->C, kn = 1;
+    for (int a = 0; a < c->ndim; a++) {
+        n *= c->shape[a];
+        kn *= c->K[a];
+    }
+    /* filter */
+    convolve_filter *f = NULL;
+    double *w = malloc(kn * sizeof *w), wsum = 0;
+    if (c->separable) {
+        double *taps[3];
+        for (int a = 0; a < c->ndim; a++) {
+            taps[a] = malloc(c->K[a] * sizeof(double));
+            for (size_t i = 0; i < c->K[a]; i++)
+                taps[a][i] = h_uniform(0.05, 1.0) / (double)c->K[a];
+        }
+        CHECK_OK(ctx, convolve_filter_create_separable(ctx, &f, c->ndim, c->K,
+                                                       (const double *const *)taps));
+        for (int a = 0; a < c->ndim; a++)
+            free(taps[a]);
+        convolve_filter_weights(f, w, kn);
+    } else {
+        for (size_t i = 0; i < kn; i++)
+            w[i] = c->tin == CONVOLVE_UINT8 ? h_uniform(0.0, 2.0) / (double)kn
+                                            : h_uniform(-1.0, 1.0);
+        CHECK_OK(ctx, convolve_filter_create(ctx, &f, c->ndim, c->K, w));
+    }
+    for (size_t i = 0; i < kn; i++)
+        wsum += fabs(w[i]);
+    free(w);
+    if (!f)
+        return;
+
+    convolve_options o;
+    convolve_options_init(&o);
+    o.operation = c->correlate ? CONVOLVE_OP_CORRELATE : CONVOLVE_OP_CONVOLVE;
+    o.mode = c->mode;
+    o.cval = c->tin == CONVOLVE_UINT8 ? 37.0 : 0.375;
+    for (int a = 0; a < 3; a++)
+        o.origin[a] = c->origin[a];
+
+    /* input, packed, and its reference result (double) */
+    size_t ies = convolve_dtype_size(c->tin), oes = convolve_dtype_size(c->tout);
+    char *xin = malloc(n * ies);
+    h_fill_typed(c->tin, xin, n, 1.0);
+    double *ref = malloc(n * sizeof *ref);
+    convolve_layout lin_p, lref;
+    convolve_layout_init(&lin_p, c->tin, c->ndim, c->shape, c->C);
+    convolve_layout_init(&lref, CONVOLVE_FLOAT64, c->ndim, c->shape, c->C);
+    convolve_options ro = o;
+    ro.backend = CONVOLVE_BACKEND_CPU;
+    ro.strategy = "reference";
+    CHECK_OK(ctx, convolve_run(ctx, &lin_p, xin, &lref, ref, f, &ro));
+    double xmax = c->tin == CONVOLVE_UINT8 ? 255 : c->tin == CONVOLVE_UINT16 ? 65535 : 1.0;
+    double scale = (xmax + fabs(o.cval)) * wsum;
+
+    /* the layouts under test */
+    convolve_layout lin, lout;
+    size_t ib, io, ob, oo;
+    make_layout(&lin, c->tin, c->ndim, c->shape, c->C, c->layout, &ib, &io);
+    make_layout(&lout, c->tout, c->ndim, c->shape, c->C, c->layout == 2 ? 1 : c->layout, &ob, &oo);
+    char *hin = malloc(ib), *hout = malloc(ob), *got = malloc(n * oes);
+    scatter(&lin, hin + io, xin, n);
+
+    o.backend = CONVOLVE_BACKEND_CUDA;
+    o.strategy = c->strategy;
+    convolve_plan *plan = NULL;
+    convolve_status st = convolve_plan_create(ctx, &plan, &lin, &lout, f, &o);
+    CHECK(st == CONVOLVE_OK, "%s: plan: %s: %s", tag, convolve_status_name(st),
+          convolve_last_error(ctx));
+    for (int pass = 0; plan && pass < 1 + c->device; pass++) {
+        h_poison(c->tout, hout, ob / oes);
+        if (pass == 0) {
+            CHECK_OK(ctx, convolve_execute(plan, hin + io, hout + oo));
+        } else {
+#ifdef CONVOLVE_WITH_CUDA
+            void *din = NULL, *dout = NULL;
+            CHECK(cudaMalloc(&din, ib) == cudaSuccess && cudaMalloc(&dout, ob) == cudaSuccess,
+                  "%s: cudaMalloc", tag);
+            cudaMemcpy(din, hin, ib, cudaMemcpyHostToDevice);
+            cudaMemcpy(dout, hout, ob, cudaMemcpyHostToDevice);
+            CHECK_OK(ctx, convolve_execute_device(plan, (char *)din + io, (char *)dout + oo, NULL));
+            CHECK(cudaDeviceSynchronize() == cudaSuccess, "%s: device run", tag);
+            cudaMemcpy(hout, dout, ob, cudaMemcpyDeviceToHost);
+            cudaFree(din);
+            cudaFree(dout);
+#endif
+        }
+        gather(&lout, hout + oo, got, n);
+        int fft = strcmp(c->strategy, "fft") == 0;
+        double tol, eps;
+        if (c->tout == CONVOLVE_UINT8 || c->tout == CONVOLVE_UINT16) {
+            /* the reference rounds in double; allow one step for float sums */
+            double *want = malloc(n * sizeof *want);
+            for (size_t i = 0; i < n; i++) {
+                double v = rint(ref[i]), top = c->tout == CONVOLVE_UINT8 ? 255 : 65535;
+                want[i] = v < 0 ? 0 : v > top ? top : v;
+            }
+            h_diff d = h_compare(c->tout, got, CONVOLVE_FLOAT64, want, n, 1.0, 0.0);
+            CHECK(d.bad == 0, "%s pass %d: %zu of %zu off by more than 1 (first %zu: got %g want %g)",
+                  tag, pass, d.bad, n, d.first_bad, h_get(c->tout, got, d.first_bad),
+                  want[d.first_bad]);
+            free(want);
+        } else {
+            if (c->tin == CONVOLVE_FLOAT64 && c->tout == CONVOLVE_FLOAT64) {
+                tol = 1e-10 * scale;
+                eps = 1e-10;
+            } else {
+                tol = (fft ? 2e-5 : 2e-5) * scale;
+                eps = 1e-5;
+            }
+            h_diff d = h_compare(c->tout, got, CONVOLVE_FLOAT64, ref, n, tol, eps);
+            CHECK(d.bad == 0, "%s pass %d: %zu of %zu differ (first %zu: got %.9g want %.9g, max "
+                  "err %g, tol %g)", tag, pass, d.bad, n, d.first_bad,
+                  h_get(c->tout, got, d.first_bad), ref[d.first_bad], d.max_abs, tol);
+            if (c->tout == CONVOLVE_FLOAT32 && n > 16)
+                CHECK(d.rel_l2 <= 1e-5 || scale * 1e-6 > d.max_abs, "%s: relative L2 %g", tag,
+                      d.rel_l2);
+        }
+    }
+    convolve_plan_free(plan);
+    convolve_filter_free(f);
+    free(xin), free(ref), free(hin), free(hout), free(got);
+}
+
+static convolve_mode any_mode(void)
+{
+    return (convolve_mode)h_randint(0, 4);
+}
+
+static ptrdiff_t any_origin(size_t K)
+{
+    return h_randint(-(long)(K / 2), (long)((K - 1) / 2));
+}
+
+static void base_case(fcase *c, const char *s, int ndim, size_t d0, size_t d1, size_t d2,
+                      size_t C, size_t K, convolve_dtype tin)
+{
+    memset(c, 0, sizeof *c);
+    c->strategy = s;
+    c->ndim = ndim;
+    size_t sh[3] = {d0, d1, d2};
+    for (int a = 0; a < ndim; a++) {
+        c->shape[a] = sh[3 - ndim + a];
+        c->K[a] = K;
+        c->origin[a] = h_randint(0, 2) ? 0 : any_origin(K);
+    }
+    c->C = C;
+    c->tin = c->tout = tin;
+    c->mode = any_mode();
+    c->correlate = (int)h_randint(0, 1);
+    c->layout = (int)h_randint(0, 2);
+    c->device = (int)h_randint(0, 1);
+}
+
+static void out_type_variant(fcase *c)
+{
+    static const convolve_dtype outs[4] = {CONVOLVE_FLOAT32, CONVOLVE_FLOAT64, CONVOLVE_UINT8,
+                                           CONVOLVE_UINT16};
+    if (h_randint(0, 3) == 0)
+        c->tout = outs[h_randint(0, 3)];
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--small"))
+            g_small = 1;
+    h_seed("test_gpu_fast");
+    CHECK_OK(NULL, convolve_context_create(&ctx));
+    convolve_device_info dev;
+    convolve_device_query(ctx, &dev);
+    if (!convolve_backend_built(CONVOLVE_BACKEND_CUDA) || !dev.available) {
+        printf("test_gpu_fast: SKIPPED: no usable CUDA device (%s)\n", dev.reason);
+        convolve_context_free(ctx);
+        return 77;
+    }
+    fcase c;
+    const size_t wide = g_small ? 300 : 1100, rows = g_small ? 9 : 37;
+
+    /* 2-D direct, float32 gray: every compiled K; wide rows give interior warps */
+    for (size_t K = 3; K <= 17; K += 2) {
+        if (g_small && K > 5 && K != 17)
+            continue;
+        base_case(&c, "direct", 2, 1, rows + K % 5, wide + K, 1, K, CONVOLVE_FLOAT32);
+        out_type_variant(&c);
+        run_case(&c);
+    }
+    /* origin that shifts stores by one element, and every mode on one size */
+    for (int m = 0; m < 5; m++) {
+        base_case(&c, "direct", 2, 1, rows, wide, 1, 5, CONVOLVE_FLOAT32);
+        c.mode = (convolve_mode)m;
+        c.origin[1] = m % 2 ? 1 : -2;
+        c.origin[0] = m % 3 - 1;
+        run_case(&c);
+    }
+    /* planar channels (fallback), tiny arrays */
+    base_case(&c, "direct", 2, 1, 7, 300, 1, 3, CONVOLVE_FLOAT32);
+    c.layout = 3;
+    run_case(&c);
+    base_case(&c, "direct", 2, 1, 1, 1, 1, 3, CONVOLVE_FLOAT32);
+    run_case(&c);
+    base_case(&c, "direct", 2, 1, 2, 5, 1, 7, CONVOLVE_FLOAT32);
+    run_case(&c);
+
+    /* 2-D uint8 gray and RGB */
+    for (size_t C = 1; C <= 3; C += 2)
+        for (size_t K = 3; K <= 5; K += 2) {
+            base_case(&c, "direct", 2, 1, rows, wide + 3, C, K, CONVOLVE_UINT8);
+            run_case(&c);
+            base_case(&c, "separable", 2, 1, rows, wide + 1, C, K + 4, CONVOLVE_UINT8);
+            c.separable = 1;
+            run_case(&c);
+        }
+
+    /* separable float32 */
+    for (size_t K = 3; K <= 33; K += g_small ? 10 : 2) {
+        base_case(&c, "separable", 2, 1, rows + K, wide, 1, K, CONVOLVE_FLOAT32);
+        c.separable = 1;
+        out_type_variant(&c);
+        run_case(&c);
+    }
+    base_case(&c, "separable", 2, 1, 3, 2, 1, 9, CONVOLVE_FLOAT32);
+    c.separable = 1;
+    c.mode = CONVOLVE_MODE_CONSTANT; /* rows outside carry cval * sum(wx) */
+    run_case(&c);
+
+    /* 1-D direct */
+    for (size_t K = 3; K <= 33; K += g_small ? 10 : 2) {
+        base_case(&c, "direct", 1, 1, 1, (g_small ? 2000 : 20011) + K, 1, K, CONVOLVE_FLOAT32);
+        out_type_variant(&c);
+        run_case(&c);
+    }
+    base_case(&c, "direct", 1, 1, 1, 1, 1, 31, CONVOLVE_FLOAT32);
+    run_case(&c);
+    base_case(&c, "direct", 1, 1, 1, 300, 1, 31, CONVOLVE_FLOAT32);
+    c.origin[0] = 15;
+    run_case(&c);
+
+    /* 3-D direct */
+    for (size_t K = 3; K <= 9; K += 2) {
+        if (g_small && K == 9)
+            continue;
+        base_case(&c, "direct", 3, 5 + K, 11, g_small ? 140 : 300, 1, K, CONVOLVE_FLOAT32);
+        out_type_variant(&c);
+        run_case(&c);
+    }
+    base_case(&c, "direct", 3, 2, 3, 4, 1, 3, CONVOLVE_FLOAT32);
+    run_case(&c);
+
+    /* FFT: every dimensionality and type, channels, even and long filters */
+    static const convolve_dtype types[4] = {CONVOLVE_FLOAT32, CONVOLVE_FLOAT64, CONVOLVE_UINT8,
+                                            CONVOLVE_UINT16};
+    for (int t = 0; t < 4; t++) {
+        base_case(&c, "fft", 2, 1, 13, 17, t == 2 ? 3 : 1, 5, types[t]);
+        c.K[0] = 4; /* even, non-square */
+        c.origin[0] = any_origin(4);
+        run_case(&c);
+        base_case(&c, "fft", 1, 1, 1, 40, 1, 9, types[t]);
+        run_case(&c);
+        base_case(&c, "fft", 3, 4, 5, 6, 1, 3, types[t]);
+        run_case(&c);
+    }
+    base_case(&c, "fft", 1, 1, 1, 5, 1, 13, CONVOLVE_FLOAT32); /* filter past the input */
+    run_case(&c);
+    if (!g_small) {
+        base_case(&c, "fft", 2, 1, 200, 300, 1, 31, CONVOLVE_FLOAT32);
+        run_case(&c);
+    }
+
+    printf("test_gpu_fast: %d cases\n", g_cases);
+    convolve_context_free(ctx);
+    return h_finish("test_gpu_fast");
+}
