@@ -3,23 +3,26 @@
 # repository root:  OUT=/some/dir bash scripts/gpu_check.sh   (OUT defaults to
 # build-gpu/check; BUILD, the build directory, to build-gpu)
 #
-# Configures and builds (Release, sm_90), runs the GPU tests and the CPU
-# tests, compute-sanitizer (memcheck, racecheck, initcheck) on
-# `test_gpu_strategies --small`, the arrays past 2^31 elements
-# (`--large`), `convolve bench` for every 2-D strategy on 8192x8192 float32
-# at radii 1,2,3,7 plus short 1-D and 3-D benches, and a scan of the
-# kernels' SASS for register use and local-memory spills. Every step runs
-# whatever happened before it; each gets a time limit so the whole stays
-# under about 8.5 minutes. Logs go to $OUT (build.log, tests.log,
-# sanitizer.log, bench.txt, sass.txt, summary.txt); the summary table and
-# the 2-D bench table are printed last. Changes no GPU setting.
+# Configures and builds (Release, sm_90), runs the GPU tests (the chapter's
+# strategies and the fast path), compute-sanitizer (memcheck, racecheck,
+# initcheck) on `test_gpu_strategies --small` and `test_gpu_fast --small`,
+# `convolve bench` for every 2-D strategy on 8192x8192 float32 at radii
+# 1,2,3,7, bench/peers.py (cuDNN and CuPy against the fast path on the
+# issue's target shapes), the CPU tests, short 1-D and 3-D benches, the
+# arrays past 2^31 elements (`--large`), and a scan of the kernels' SASS.
+# Steps run in order of importance, each whatever happened before it, each
+# with a time limit, so the whole stays under GPU_CHECK_BUDGET seconds
+# (default 530); what does not fit is reported SKIPPED. Logs go to $OUT
+# (build.log, tests.log, sanitizer.log, bench.txt, peers.txt, peers.json,
+# sass.txt, summary.txt); the summary and the 2-D bench table are printed
+# last. Changes no GPU setting.
 set -u
 ROOT=$(pwd)
 BUILD=${BUILD:-$ROOT/build-gpu}
 OUT=${OUT:-$BUILD/check}
 mkdir -p "$OUT"
 START=$(date +%s)
-BUDGET=${GPU_CHECK_BUDGET:-510}    # seconds for all steps
+BUDGET=${GPU_CHECK_BUDGET:-530}    # seconds for all steps
 STEPS=()
 RESULTS=()
 LAST_RC=0
@@ -69,6 +72,7 @@ step() {
 : >"$OUT/sanitizer.log"
 : >"$OUT/bench.txt"
 : >"$OUT/sass.txt"
+: >"$OUT/peers.txt"
 
 {
     echo "date: $(date -u)"
@@ -122,14 +126,14 @@ fallback_build() {
         pids+=($!)
     done
     for f in "${pids[@]}"; do wait "$f"; done
-    for t in test_gpu_strategies test_semantics test_bench; do
+    for t in test_gpu_strategies test_gpu_fast test_semantics test_bench; do
         gcc -O2 -std=c11 -fopenmp "${flags[@]}" -c "$ROOT/tests/$t.c" -o "$obj/$t.main.o"
         "$nvcc" -arch=sm_90 -o "$BUILD/tests/$t" "$obj/$t.main.o" "$obj"/*.c.o "$obj"/*.cu.o \
-            -Xcompiler -fopenmp -lm
+            -Xcompiler -fopenmp -lcufft -lm
     done
     gcc -O2 -std=c11 "${flags[@]}" -c "$ROOT/bench/convolve_bench.c" -o "$obj/bench.main.o"
     "$nvcc" -arch=sm_90 -o "$BUILD/bench/convolve_bench" "$obj/bench.main.o" "$obj"/*.c.o \
-        "$obj"/*.cu.o -Xcompiler -fopenmp -lm
+        "$obj"/*.cu.o -Xcompiler -fopenmp -lcufft -lm
 }
 if [ "$CMAKE_OK" -eq 0 ]; then
     export -f fallback_build
@@ -140,6 +144,9 @@ grep -E "convolve: CUDA backend|warning|Could NOT find|CMake Error" "$OUT/build.
     head -20 >>"$OUT/summary.txt"
 
 TEST=$BUILD/tests/test_gpu_strategies
+FAST=$BUILD/tests/test_gpu_fast
+PY=python3
+[ -x /opt/torch/.venv/bin/python3 ] && PY=/opt/torch/.venv/bin/python3
 BENCH=$BUILD/convolve
 BENCH_ARGS=(bench)
 if [ ! -x "$BENCH" ]; then
@@ -147,7 +154,7 @@ if [ ! -x "$BENCH" ]; then
     BENCH_ARGS=()
 fi
 
-# ---- tests -------------------------------------------------------------------
+# ---- tests, sanitizers, benches: most important first -------------------------
 if [ "$CMAKE_OK" -eq 1 ]; then
     # shellcheck disable=SC2016 # $0 is expanded by the inner bash
     step "ctest gpu" "$OUT/tests.log" 180 \
@@ -155,26 +162,33 @@ if [ "$CMAKE_OK" -eq 1 ]; then
 else
     step "test_gpu_strategies" "$OUT/tests.log" 180 "$TEST"
 fi
+CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+for tool in memcheck racecheck; do
+    step "sanitizer $tool strategies" "$OUT/sanitizer.log" 100 \
+        "$CS" --tool "$tool" --error-exitcode 99 --print-limit 20 "$TEST" --small
+    [ -x "$FAST" ] && step "sanitizer $tool fast" "$OUT/sanitizer.log" 100 \
+        "$CS" --tool "$tool" --error-exitcode 99 --print-limit 20 "$FAST" --small
+done
 step "bench 2-D 8192x8192 f32" "$OUT/bench.txt" 120 \
     "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 8192x8192 --radius 1,2,3,7 --dtype float32 \
     --mode constant --runs 20
+if [ -x "$BUILD/convolve" ]; then
+    step "peers (cuDNN, CuPy)" "$OUT/peers.txt" 200 \
+        env PYTHONUNBUFFERED=1 "$PY" "$ROOT/bench/peers.py" --build "$BUILD" --runs 20 \
+        --json "$OUT/peers.json"
+fi
 if [ "$CMAKE_OK" -eq 1 ]; then
     # shellcheck disable=SC2016
-    step "ctest cpu" "$OUT/tests.log" 90 \
-        bash -c 'cd "$0" && ctest -L cpu --output-on-failure --timeout 80' "$BUILD"
+    step "ctest cpu" "$OUT/tests.log" 120 \
+        bash -c 'cd "$0" && ctest -L cpu --output-on-failure --timeout 110' "$BUILD"
 else
     step "test_semantics" "$OUT/tests.log" 60 "$BUILD/tests/test_semantics"
     step "test_bench" "$OUT/tests.log" 60 "$BUILD/tests/test_bench"
 fi
-
-# ---- compute-sanitizer on the small cases ------------------------------------
-CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-for tool in memcheck racecheck initcheck; do
-    step "sanitizer $tool" "$OUT/sanitizer.log" 100 \
-        "$CS" --tool "$tool" --error-exitcode 99 --print-limit 20 "$TEST" --small
-done
-
-# ---- more benches, arrays past 2^31 elements ----------------------------------
+step "sanitizer initcheck strategies" "$OUT/sanitizer.log" 100 \
+    "$CS" --tool initcheck --error-exitcode 99 --print-limit 20 "$TEST" --small
+[ -x "$FAST" ] && step "sanitizer initcheck fast" "$OUT/sanitizer.log" 100 \
+    "$CS" --tool initcheck --error-exitcode 99 --print-limit 20 "$FAST" --small
 step "bench 1-D 2^26 f32" "$OUT/bench.txt" 60 \
     "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 67108864 --radius 1,3,15 --runs 20
 step "bench 3-D 256^3 f32" "$OUT/bench.txt" 60 \
@@ -184,8 +198,8 @@ step "test --large (>2^31 elements)" "$OUT/tests.log" 200 "$TEST" --large
 # ---- registers and spills from the SASS -------------------------------------
 sass_scan() {
     local o
-    for o in "$BUILD"/CMakeFiles/convolve_objects.dir/src/cuda/kernels_*.cu.o \
-        "$BUILD"/manual/kernels_*.cu.o; do
+    for o in "$BUILD"/CMakeFiles/convolve_objects.dir/src/cuda/*.cu.o \
+        "$BUILD"/manual/*.cu.o; do
         [ -e "$o" ] || continue
         echo "## $(basename "$o")"
         cuobjdump -res-usage "$o" 2>&1 | grep -E "Function|REG" | paste - - |
@@ -211,7 +225,7 @@ step "sass scan" "$OUT/sass.txt" 60 bash -c sass_scan
 {
     echo
     echo "elapsed: $(elapsed)s"
-    grep -hE "^test_gpu_strategies: [0-9]+ cases|checks, [0-9]+ failures|^FAIL|tests passed|tests failed" \
+    grep -hE "^test_gpu_(strategies|fast): [0-9]+ cases|checks, [0-9]+ failures|^FAIL|tests passed|tests failed" \
         "$OUT/tests.log" | head -30
     grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|========= (Invalid|Uninitialized|Race|Error)" \
         "$OUT/sanitizer.log" | sort | uniq -c | head -20
@@ -223,6 +237,9 @@ step "sass scan" "$OUT/sass.txt" 60 bash -c sass_scan
     echo
     echo "2-D bench (bench.txt has the 1-D and 3-D ones):"
     awk '/^=== bench 2-D/ {on = 1; next} /^=== / {on = 0} on' "$OUT/bench.txt"
+    echo
+    echo "peers (peers.txt has the details):"
+    grep -E "^\|" "$OUT/peers.txt"
 } >>"$OUT/summary.txt"
 rm -f "$OUT/.step"
 cat "$OUT/summary.txt"

@@ -36,10 +36,13 @@ typedef struct {
     convolve_mode mode;
     convolve_backend backend;
     int runs, warmup, json;
+    size_t channels;             /* interleaved channels, each filtered alone */
+    int gaussian;                /* separable Gaussian of radius r instead of dense weights */
 } bench_options;
 
 typedef struct {
     const char *strategy;
+    char ran[32];               /* the strategy the plan ran ("auto" resolved) */
     int radius;
     size_t taps;
     int served;                 /* 1 timed, 0 cannot serve, -1 failed */
@@ -59,6 +62,10 @@ static void usage(FILE *f)
             "                            that serves the shape's dimensionality)\n"
             "  --dtype T                 float32 (default), float64, uint8, uint16\n"
             "  --mode M                  constant (default), reflect, nearest, mirror, wrap\n"
+            "  --channels C              interleaved channels, each filtered alone (default 1)\n"
+            "  --filter dense|gaussian   random dense weights (default), or a separable Gaussian\n"
+            "                            of sigma r/4 (radius r, as scipy's truncate=4)\n"
+            "  (--strategy auto times the strategy the planner picks, named in the output)\n"
             "  --backend B               cuda (default), cpu, auto\n"
             "  --runs N                  timed runs, median reported (default and minimum %d)\n"
             "  --warmup N                untimed runs first (default 3)\n"
@@ -232,9 +239,17 @@ static void shape_text(const bench_options *o, char *s, size_t size)
         n += snprintf(s + n, size - (size_t)n, "%s%zu", a ? "x" : "", o->shape[a]);
 }
 
-/* Dense random weights of a (2r+1)^ndim filter, the same every run. */
-static convolve_status make_filter(convolve_context *ctx, int ndim, size_t K, convolve_filter **f)
+/* Dense random weights of a (2r+1)^ndim filter, the same every run; or a
+ * separable Gaussian of that radius. */
+static convolve_status make_filter(convolve_context *ctx, int ndim, size_t K, int gaussian,
+                                   convolve_filter **f)
 {
+    if (gaussian) {
+        char spec[64];
+        snprintf(spec, sizeof spec, "gaussian:%.17g", (double)(K / 2) / 4.0);
+        return K == 1 ? convolve_filter_create_named(ctx, f, "identity", ndim)
+                      : convolve_filter_create_named(ctx, f, spec, ndim);
+    }
     size_t shape[3] = {K, K, K}, n = 1;
     for (int a = 0; a < ndim; a++)
         n *= K;
@@ -285,7 +300,7 @@ static int run_bench(bench_options *o)
         }
 
     convolve_layout layout;
-    convolve_status st = convolve_layout_init(&layout, o->dtype, o->ndim, o->shape, 1);
+    convolve_status st = convolve_layout_init(&layout, o->dtype, o->ndim, o->shape, o->channels);
     if (st != CONVOLVE_OK) {
         fprintf(stderr, "convolve bench: bad shape: %s\n", convolve_status_description(st));
         convolve_context_free(ctx);
@@ -342,7 +357,7 @@ static int run_bench(bench_options *o)
             row->op_per_byte = found ? chapter_op_per_byte(&info, o->ndim, K, esize, wsize) : NAN;
             convolve_filter *f = NULL;
             convolve_plan *plan = NULL;
-            st = make_filter(ctx, o->ndim, K, &f);
+            st = make_filter(ctx, o->ndim, K, o->gaussian, &f);
             if (st == CONVOLVE_OK) {
                 convolve_options opt;
                 convolve_options_init(&opt);
@@ -352,14 +367,18 @@ static int run_bench(bench_options *o)
                 opt.strategy = o->strategies[si];
                 st = convolve_plan_create(ctx, &plan, &layout, &layout, f, &opt);
             }
-            if (st == CONVOLVE_OK)
+            if (st == CONVOLVE_OK) {
+                snprintf(row->ran, sizeof row->ran, "%s", convolve_plan_strategy(plan));
                 st = convolve_plan_benchmark(plan, o->warmup, o->runs, &row->t);
+            }
             if (st == CONVOLVE_OK) {
                 row->served = 1;
                 double s = row->t.median_ms * 1e-3;
+                /* flops the algorithm does: 2 a tap, or 2 a tap of each 1-D pass */
+                double flops = o->gaussian ? 2.0 * (double)(o->ndim * K) : 2.0 * (double)row->taps;
                 row->gbps = bytes / s * 1e-9;
                 row->pct_copy = 100.0 * row->gbps / copy_gbps;
-                row->gflops = 2.0 * (double)row->taps * (double)count / s * 1e-9;
+                row->gflops = flops * (double)count / s * 1e-9;
             } else {
                 row->served = st == CONVOLVE_ERROR_UNSUPPORTED ? 0 : -1;
                 failures += row->served < 0;
@@ -382,7 +401,8 @@ static int run_bench(bench_options *o)
         printf(", \"ndim\": %d, \"shape\": [", o->ndim);
         for (int a = 0; a < o->ndim; a++)
             printf("%s%zu", a ? ", " : "", o->shape[a]);
-        printf("], \"dtype\": \"%s\", \"mode\": \"%s\", \"runs\": %d, \"warmup\": %d",
+        printf("], \"channels\": %zu, \"filter\": \"%s\", \"dtype\": \"%s\", \"mode\": \"%s\", "
+               "\"runs\": %d, \"warmup\": %d", o->channels, o->gaussian ? "gaussian" : "dense",
                convolve_dtype_name(o->dtype), convolve_mode_name(o->mode), o->runs, o->warmup);
         printf(", \"bytes_moved\": %.0f, \"copy_gbps\": ", bytes);
         json_number(stdout, copy_gbps);
@@ -393,6 +413,8 @@ static int run_bench(bench_options *o)
             const bench_row *w = &rows[i];
             printf("%s\n  {\"strategy\": ", i ? "," : "");
             json_string(stdout, w->strategy);
+            printf(", \"ran\": ");
+            json_string(stdout, w->ran);
             printf(", \"radius\": %d, \"taps\": %zu, \"supported\": %s", w->radius, w->taps,
                    w->served > 0 ? "true" : "false");
             if (w->served > 0) {
@@ -420,10 +442,12 @@ static int run_bench(bench_options *o)
                        k_masks[m], k_tiles[t], reduction_ratio(k_tiles[t], k_masks[m]));
         printf("]}\n");
     } else {
-        printf("convolve bench: %s backend%s%s, %d-D %s %s, mode %s, median of %d runs after %d "
-               "warm-up\n", convolve_backend_name(listed), gpu ? " on " : "", gpu ? dev.name : "",
-               o->ndim, shape, convolve_dtype_name(o->dtype), convolve_mode_name(o->mode),
-               o->runs, o->warmup);
+        printf("convolve bench: %s backend%s%s, %d-D %s %s x%zu channel%s, %s filter, mode %s, "
+               "median of %d runs after %d warm-up\n", convolve_backend_name(listed),
+               gpu ? " on " : "", gpu ? dev.name : "", o->ndim, shape,
+               convolve_dtype_name(o->dtype), o->channels, o->channels == 1 ? "" : "s",
+               o->gaussian ? "separable gaussian" : "dense", convolve_mode_name(o->mode), o->runs,
+               o->warmup);
         if (isfinite(copy_gbps))
             printf("device copy bandwidth %.1f GB/s (read + write; %s); floor for this shape "
                    "%.3f ms (%.0f MB moved)\n", copy_gbps, copy_note, floor_ms, bytes * 1e-6);
@@ -439,7 +463,11 @@ static int run_bench(bench_options *o)
             if (w->served > 0) {
                 if (isfinite(w->pct_copy))
                     snprintf(pct, sizeof pct, "%.1f%%", w->pct_copy);
-                printf("%-12s %3d %6zu %11.4f %9.1f %7s %9.1f %8s\n", w->strategy, w->radius,
+                char label[48];
+                snprintf(label, sizeof label, "%s%s%s", w->strategy,
+                         strcmp(w->strategy, w->ran) ? ":" : "",
+                         strcmp(w->strategy, w->ran) ? w->ran : "");
+                printf("%-12s %3d %6zu %11.4f %9.1f %7s %9.1f %8s\n", label, w->radius,
                        w->taps, w->t.median_ms, w->gbps, pct, w->gflops, opb);
             } else {
                 printf("%-12s %3d %6zu   %s: %s\n", w->strategy, w->radius, w->taps,
@@ -472,6 +500,7 @@ int convolve_bench_main(int argc, char **argv)
     o.backend = CONVOLVE_BACKEND_CUDA;
     o.runs = BENCH_MIN_RUNS;
     o.warmup = 3;
+    o.channels = 1;
     for (int r = 1; r <= 7; r++)
         add_radius(&o, r);
     char *strategy_arg = NULL;
@@ -495,8 +524,10 @@ int convolve_bench_main(int argc, char **argv)
             o.json = 1;
             continue;
         }
-        static const char *const valued[] = {"--shape", "--radius", "--strategy", "--dtype",
-                                              "--mode", "--backend", "--runs", "--warmup"};
+        static const char *const valued[] = {"--shape",  "--radius",   "--strategy",
+                                              "--dtype",  "--mode",     "--backend",
+                                              "--runs",   "--warmup",   "--channels",
+                                              "--filter"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             known |= strcmp(arg, valued[k]) == 0;
@@ -537,6 +568,14 @@ int convolve_bench_main(int argc, char **argv)
             else
                 fprintf(stderr, "convolve bench: --runs needs a count of at least %d\n",
                         BENCH_MIN_RUNS);
+        } else if (strcmp(arg, "--channels") == 0) {
+            long v = strtol(val, &end, 10);
+            ok = *val && !*end && v >= 1 && v <= 64;
+            if (ok)
+                o.channels = (size_t)v;
+        } else if (strcmp(arg, "--filter") == 0) {
+            ok = strcmp(val, "dense") == 0 || strcmp(val, "gaussian") == 0;
+            o.gaussian = strcmp(val, "gaussian") == 0;
         } else {
             long v = strtol(val, &end, 10);
             ok = *val && !*end && v >= 0 && v <= 100000;
