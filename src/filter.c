@@ -141,7 +141,7 @@ convolve_status convolve_filter_create(convolve_context *ctx, convolve_filter **
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                          "convolve_filter_create: NULL argument");
     *filter = NULL;
-    size_t count;
+    size_t count = 0;
     convolve_status st = check_shape(ctx, ndim, shape, &count);
     if (st != CONVOLVE_OK)
         return st;
@@ -165,7 +165,7 @@ convolve_status convolve_filter_create_separable(convolve_context *ctx, convolve
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                          "convolve_filter_create_separable: NULL argument");
     *filter = NULL;
-    size_t count;
+    size_t count = 0;
     convolve_status st = check_shape(ctx, ndim, lengths, &count);
     if (st != CONVOLVE_OK)
         return st;

@@ -749,6 +749,15 @@ static void large_case(int ndim)
         o.strategy = info.name;
         convolve_plan *plan = NULL;
         convolve_status st = convolve_plan_create(ctx, &plan, &li, &lo, f, &o);
+        /* the fast strategies serve fewer cases (docs/strategies.md): a
+         * refusal with its reason is right for them; the chapter's serve all */
+        int fast = !strcmp(info.name, "direct") || !strcmp(info.name, "separable") ||
+                   !strcmp(info.name, "fft");
+        if (fast && st == CONVOLVE_ERROR_UNSUPPORTED) {
+            printf("large %d-D %s: refused as documented: %s\n", ndim, info.name,
+                   convolve_last_error(ctx));
+            continue;
+        }
         CHECK(st == CONVOLVE_OK, "large %d-D %s: plan: %s", ndim, info.name,
               convolve_last_error(ctx));
         if (st != CONVOLVE_OK)
