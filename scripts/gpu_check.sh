@@ -194,6 +194,20 @@ step "bench 1-D 2^26 f32" "$OUT/bench.txt" 60 \
 step "bench 3-D 256^3 f32" "$OUT/bench.txt" 60 \
     "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 256x256x256 --radius 1,2,3 --runs 20
 step "test --large (>2^31 elements)" "$OUT/tests.log" 200 "$TEST" --large
+if [ -n "${GPU_CHECK_PROFILE:-}" ]; then
+    # Nsight Compute on the fast kernels (clocks left alone), into bench.txt
+    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    for spec in "direct 2-D r=1:--radius 1 --strategy direct" \
+        "direct 2-D r=3:--radius 3 --strategy direct" "direct 2-D r=7:--radius 7 --strategy direct" \
+        "separable r=16:--radius 16 --strategy separable --filter gaussian"; do
+        # shellcheck disable=SC2086 # the spec's options split on purpose
+        step "ncu ${spec%%:*}" "$OUT/bench.txt" 90 "$NCU" --clock-control none -k regex:fd_kernel \
+            --launch-skip 3 --launch-count 1 --section SpeedOfLight --section Occupancy \
+            --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+            "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 8192x8192 --runs 20 ${spec#*:}
+    done
+    step "fft sizes" "$OUT/bench.txt" 60 "$PY" "$ROOT/bench/fft_sizes.py"
+fi
 
 # ---- registers and spills from the SASS -------------------------------------
 sass_scan() {

@@ -168,29 +168,119 @@ __device__ __forceinline__ void fd_window(const float (&r)[V + 1], int lane,
     }
 }
 
-/* Input row y of a 2-D strip (all cval when the mode puts it outside). */
-template <int V, int HALO, typename T>
-__device__ __forceinline__ void fd_load_row(const fd_params &p, long long y, int we0, int lane,
-                                            float (&r)[V + 1])
+/* ---- 2-D: a shared-memory ring of rows per warp --------------------------- */
+
+#define FD_RING 8 /* rows a warp holds: up to FD_RING - 1 in flight */
+
+#ifdef CVK_EMULATE /* the CPU emulation of tests/emu/ copies at once */
+__device__ __forceinline__ void fd_cp16(void *smem, const void *gmem)
 {
+    for (int i = 0; i < 16; i++)
+        ((char *)smem)[i] = ((const char *)gmem)[i];
+}
+__device__ __forceinline__ void fd_cp_commit() {}
+template <int N> __device__ __forceinline__ void fd_cp_wait() {}
+#else
+__device__ __forceinline__ void fd_cp16(void *smem, const void *gmem)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void fd_cp_commit()
+{
+    asm volatile("cp.async.commit_group;\n" ::);
+}
+template <int N> __device__ __forceinline__ void fd_cp_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+#endif
+
+/* The ring's geometry for element type T, V a lane, halo HALO elements: a
+ * row slot holds the warp's segment and HP >= HALO elements each side, HP a
+ * whole number of 16-byte chunks. */
+template <typename T, int HALO> struct fd_ring {
+    enum {
+        V = fd_lane_width<T>::V,
+        SEG = 32 * V,
+        PER16 = 16 / (int)sizeof(T),
+        HP = (HALO + PER16 - 1) / PER16 * PER16,
+        L = SEG + 2 * HP,                     /* elements a slot */
+        CHUNKS = L / PER16,                   /* 16-byte copies a row */
+        BYTES = L * (int)sizeof(T) * FD_RING  /* a warp's ring */
+    };
+};
+
+/* Starts copying input row y's segment into ring slot `slot`; a row the
+ * mode makes all cval is marked in *cval_rows instead (uniform per warp). */
+template <typename T, int HALO>
+__device__ __forceinline__ void fd_ring_issue(const fd_params &p, long long y, int we0, int lane,
+                                              T *ring, int slot, unsigned *cval_rows)
+{
+    typedef fd_ring<T, HALO> G;
     const long long m = cvi_boundary_index(y, p.H, p.mode);
     if (m < 0) {
+        *cval_rows |= 1u << slot;
+    } else {
+        *cval_rows &= ~(1u << slot);
+        const char *src = p.in + m * p.in_row + (long long)(we0 - G::HP) * (long long)sizeof(T);
+        char *dst = (char *)(ring + slot * G::L);
 #pragma unroll
-        for (int i = 0; i <= V; i++)
-            r[i] = p.cval;
-        return;
+        for (int c = lane; c < G::CHUNKS; c += 32)
+            fd_cp16(dst + 16 * c, src + 16 * c);
     }
-    fd_load_seg<V, HALO, T>((const T *)(p.in + m * p.in_row), we0, lane, r);
+    fd_cp_commit(); /* one group a row, empty or not, keeps the count */
+}
+
+/* The lane's window (V + 2*HALO elements centred on its own V) from a slot. */
+template <typename T, int HALO>
+__device__ __forceinline__ void fd_ring_window(const T *slot, int lane,
+                                               float (&win)[fd_ring<T, HALO>::V + 2 * HALO])
+{
+    typedef fd_ring<T, HALO> G;
+    enum { V = G::V, WIN = V + 2 * HALO, O = G::HP - HALO };
+    const T *base = slot + lane * V; /* 16-byte aligned for float, 8 for uint8 */
+    if (sizeof(T) == 4) {
+        enum { Q = (O + WIN + 3) / 4 };
+        float sup[4 * Q];
+#pragma unroll
+        for (int q = 0; q < Q; q++) {
+            float4 v = *(const float4 *)((const float *)base + 4 * q);
+            sup[4 * q] = v.x, sup[4 * q + 1] = v.y, sup[4 * q + 2] = v.z, sup[4 * q + 3] = v.w;
+        }
+#pragma unroll
+        for (int j = 0; j < WIN; j++)
+            win[j] = sup[O + j];
+    } else {
+        enum { Q = (O + WIN + 7) / 8 };
+        float sup[8 * Q];
+#pragma unroll
+        for (int q = 0; q < Q; q++) {
+            uint2 v = *(const uint2 *)((const unsigned char *)base + 8 * q);
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                sup[8 * q + i] = (float)((v.x >> (8 * i)) & 0xffu);
+                sup[8 * q + 4 + i] = (float)((v.y >> (8 * i)) & 0xffu);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < WIN; j++)
+            win[j] = sup[O + j];
+    }
 }
 
 template <int K, int C, typename T, bool SEP>
 __global__ void __launch_bounds__(FD_WARPS * 32) fd_kernel(const __grid_constant__ fd_params p)
 {
-    enum { V = fd_lane_width<T>::V, HALO = (K / 2) * C, SEG = 32 * V, WIN = V + 2 * HALO };
-    const int lane = threadIdx.x & 31;
-    const int warp = blockIdx.x * FD_WARPS + (threadIdx.x >> 5);
+    enum { HALO = (K / 2) * C };
+    typedef fd_ring<T, HALO> G;
+    enum { V = G::V, SEG = G::SEG, WIN = V + 2 * HALO };
+    CVK_DYNAMIC_SHARED(smem);
+    const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
+    const int warp = blockIdx.x * FD_WARPS + wib;
     if (warp >= p.nwarps)
-        return; /* whole warps only: no block barrier is used */
+        return; /* whole warps only: only warp-level syncs are used */
+    T *ring = (T *)(smem + wib * G::BYTES);
     const int we0 = (int)p.first + warp * SEG; /* centred element of lane 0 */
     const long long y0 = (long long)blockIdx.y * p.strip;
     const int rows = (int)(p.H - y0 < p.strip ? p.H - y0 : p.strip);
@@ -205,16 +295,35 @@ __global__ void __launch_bounds__(FD_WARPS * 32) fd_kernel(const __grid_constant
     const int el = we0 + lane * V;
     const long long ybase = y0 - p.koffy;
     const int total = rows + K - 1;
-    float cur[V + 1], nx1[V + 1], nx2[V + 1];
-    fd_load_row<V, HALO, T>(p, ybase, we0, lane, cur);
-    fd_load_row<V, HALO, T>(p, ybase + 1, we0, lane, nx1);
+    unsigned cval_rows = 0;
+#pragma unroll
+    for (int t = 0; t < FD_RING - 1; t++) {
+        if (t < total)
+            fd_ring_issue<T, HALO>(p, ybase + t, we0, lane, ring, t, &cval_rows);
+        else
+            fd_cp_commit();
+    }
 
 #pragma unroll 1
     for (int t = 0; t < total; t++) {
-        if (t + 2 < total) /* two rows in flight while this one is used */
-            fd_load_row<V, HALO, T>(p, ybase + t + 2, we0, lane, nx2);
+        const int ahead = t + FD_RING - 1;
+        if (ahead < total)
+            fd_ring_issue<T, HALO>(p, ybase + ahead, we0, lane, ring, ahead % FD_RING,
+                                   &cval_rows);
+        else
+            fd_cp_commit();
+        fd_cp_wait<FD_RING - 1>(); /* row t's group is done */
+        __syncwarp();
+        const int slot = t % FD_RING;
         float win[WIN];
-        fd_window<V, HALO>(cur, lane, win);
+        if (cval_rows >> slot & 1u) {
+#pragma unroll
+            for (int j = 0; j < WIN; j++)
+                win[j] = p.cval;
+        } else {
+            fd_ring_window<T, HALO>(ring + slot * G::L, lane, win);
+        }
+        __syncwarp(); /* the slot may be refilled next iteration */
         /* input row t adds to outputs t-ky (weight row ky) in acc[K-1-ky];
          * only outputs 0..rows-1 of the strip are worth the FMAs */
         if (SEP) {
@@ -272,12 +381,15 @@ __global__ void __launch_bounds__(FD_WARPS * 32) fd_kernel(const __grid_constant
 #pragma unroll
         for (int i = 0; i < V; i++)
             acc[K - 1][i] = 0.0f;
-#pragma unroll
-        for (int i = 0; i <= V; i++) {
-            cur[i] = nx1[i];
-            nx1[i] = nx2[i];
-        }
     }
+}
+
+/* The dynamic shared memory a 2-D block needs. */
+static size_t fd_ring_bytes(int in_u8, int HALO)
+{
+    const int es = in_u8 ? 1 : 4, V = in_u8 ? 8 : 4, per16 = 16 / es;
+    const int hp = (HALO + per16 - 1) / per16 * per16;
+    return (size_t)FD_WARPS * FD_RING * (size_t)(32 * V + 2 * hp) * (size_t)es;
 }
 
 /* The columns the fast kernels leave: one thread per output element of rows
@@ -520,11 +632,13 @@ extern "C" cudaError_t cvi_fd2d_launch(const cvi_fd2d_args *a, cudaStream_t stre
     if (!fn || a->width * a->channels > 0x3fffffffLL || a->height_taps != a->ksize)
         return cudaErrorInvalidValue;
     const int K = a->ksize, C = a->channels, HALO = (K / 2) * C;
-    const int V = a->in_type == FD_U8 ? 8 : 4, SEG = 32 * V;
+    const int in_u8 = a->in_type == FD_U8, V = in_u8 ? 8 : 4, SEG = 32 * V, per16 = in_u8 ? 16 : 4;
+    const int HP = (HALO + per16 - 1) / per16 * per16; /* the ring's halo */
     fd_params p;
-    const int aligned = fd_setup(a, V, p);
+    /* rows are copied in 16-byte chunks: 16-byte aligned rows */
+    const int aligned = fd_setup(a, V, p) && (uintptr_t)a->in % 16 == 0 && a->in_row % 16 == 0;
     long long lo, hi;
-    fd_segments(p, HALO, SEG, aligned, &lo, &hi);
+    fd_segments(p, HP, SEG, aligned, &lo, &hi);
     if (p.nwarps > 0) {
         /* Strip height: about one full wave of 4-warp blocks at full
          * occupancy (16 per SM), at least 2(K-1) rows so halo rows stay a
@@ -540,7 +654,8 @@ extern "C" cudaError_t cvi_fd2d_launch(const cvi_fd2d_args *a, cudaStream_t stre
         const long long by = (p.H + strip - 1) / strip;
         if (by > 65535)
             return cudaErrorInvalidConfiguration;
-        CVK_LAUNCH(fn, dim3((unsigned)bx, (unsigned)by), FD_WARPS * 32, 0, stream, (p));
+        CVK_LAUNCH(fn, dim3((unsigned)bx, (unsigned)by), FD_WARPS * 32,
+                   fd_ring_bytes(in_u8, HALO), stream, (p));
         cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess)
             return err;

@@ -51,7 +51,8 @@ __device__ __forceinline__ void f3_cp4(float *smem, const float *gmem)
 {
     *smem = *gmem;
 }
-__device__ __forceinline__ void f3_commit_and_wait() {}
+__device__ __forceinline__ void f3_commit() {}
+template <int N> __device__ __forceinline__ void f3_wait() {}
 #else
 __device__ __forceinline__ void f3_cp16(float *smem, const float *gmem)
 {
@@ -65,10 +66,14 @@ __device__ __forceinline__ void f3_cp4(float *smem, const float *gmem)
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem));
 }
 
-__device__ __forceinline__ void f3_commit_and_wait()
+__device__ __forceinline__ void f3_commit()
 {
     asm volatile("cp.async.commit_group;\n" ::);
-    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+
+template <int N> __device__ __forceinline__ void f3_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 #endif
 
@@ -121,7 +126,7 @@ template <int K>
 __global__ void __launch_bounds__(F3_THREADS) f3_kernel(const __grid_constant__ f3_params p)
 {
     enum { R = K / 2, ROWS = F3_TY + K - 1 };
-    __shared__ __align__(16) float tile[2][ROWS * F3_SW];
+    __shared__ __align__(16) float tile[3][ROWS * F3_SW];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const long long x0 = p.x_base + (long long)blockIdx.x * F3_TX; /* centred columns */
     const long long y0 = (long long)blockIdx.y * F3_TY;
@@ -137,17 +142,21 @@ __global__ void __launch_bounds__(F3_THREADS) f3_kernel(const __grid_constant__ 
         for (int i = 0; i < 4; i++)
             acc[a][i] = 0.0f;
 
-    const int total = planes + K - 1;
+    const int total = planes + K - 1; /* >= K >= 3 */
     const long long zbase = z0 - p.koffz;
     f3_load_plane(p, tile[0], zbase, y0, x0, ROWS, fast);
-    f3_commit_and_wait();
-    __syncthreads();
+    f3_commit();
+    f3_load_plane(p, tile[1], zbase + 1, y0, x0, ROWS, fast);
+    f3_commit();
 
 #pragma unroll 1
     for (int t = 0; t < total; t++) {
-        if (t + 1 < total) /* in flight while this plane is used */
-            f3_load_plane(p, tile[(t + 1) & 1], zbase + t + 1, y0, x0, ROWS, fast);
-        const float *buf = tile[t & 1];
+        f3_wait<1>();    /* plane t's copies are done (t + 1's may fly on) */
+        __syncthreads(); /* ...everyone's; and plane t - 1's readers are done */
+        if (t + 2 < total) /* into the buffer plane t - 1 used */
+            f3_load_plane(p, tile[(t + 2) % 3], zbase + t + 2, y0, x0, ROWS, fast);
+        f3_commit();
+        const float *buf = tile[t % 3];
         /* plane t adds to outputs t-kz (weight slice kz) in acc[K-1-kz] */
 #pragma unroll
         for (int ky = 0; ky < K; ky++) {
@@ -195,8 +204,6 @@ __global__ void __launch_bounds__(F3_THREADS) f3_kernel(const __grid_constant__ 
 #pragma unroll
         for (int i = 0; i < 4; i++)
             acc[K - 1][i] = 0.0f;
-        f3_commit_and_wait();
-        __syncthreads(); /* next plane landed; this one's readers are done */
     }
 }
 

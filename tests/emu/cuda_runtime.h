@@ -53,6 +53,9 @@ inline float4 make_float4(float x, float y, float z, float w)
     return float4{x, y, z, w};
 }
 
+/* Waits for the warp's lanes (all 32 must call). */
+void __syncwarp(unsigned mask = 0xffffffffu);
+
 /* A warp's lanes exchange v; returns lane src's (all 32 lanes must call). */
 float __shfl_sync(unsigned mask, float v, int src);
 

@@ -45,6 +45,12 @@ void __syncthreads()
     pthread_barrier_wait(&g_barrier);
 }
 
+void __syncwarp(unsigned mask)
+{
+    (void)mask;
+    pthread_barrier_wait(&g_warp_barrier[t_tid / 32]);
+}
+
 float __shfl_sync(unsigned mask, float v, int src)
 {
     (void)mask;
