@@ -4,13 +4,11 @@
  * or separable fused in one pass (K = 3..33), and 1-D float32 filters
  * (K = 3..33, each warp walking along the signal).
  *
- * Each warp owns a segment of 32*V consecutive row elements (V per lane, one
- * 16- or 8-byte load each) and walks down a strip of rows. For every input
- * row a lane builds its window of V + 2*R*C elements: its own V from the
- * load, the rest from neighbouring lanes with shuffles, and the 2*R*C
- * elements past the warp's ends from one extra load spread over the edge
- * lanes. K rolling accumulator rows hold the outputs the row contributes to;
- * the oldest is complete after each row and is stored. A separable filter
+ * Each warp owns a segment of 32*V consecutive row elements (V per lane)
+ * and walks down a strip of rows. For every input row a lane takes its
+ * window of V + 2*R*C elements. K rolling accumulator rows hold the outputs
+ * the row contributes to; the oldest is complete after each row and is
+ * stored. A separable filter
  * first reduces the window with its horizontal taps (K FMAs an output) and
  * feeds that one value per column to the accumulators with the vertical taps:
  * the intermediate never leaves registers. So every input element
@@ -18,12 +16,14 @@
  * each weight is an FMA operand read from the kernel's parameter bank
  * (constant memory) at a compile-time offset.
  *
- * Warps whose window would reach past the row's ends do nothing here: the
- * columns they would produce (and every column, when the data is not aligned
- * for vector loads) are computed by fd_edge_kernel, one thread per output
- * with every tap loaded through cvi_boundary_index, so every mode is exact
- * and the fast kernel carries no border code. A non-zero horizontal origin
- * shifts where outputs are stored, not what is loaded, so loads stay aligned.
+ * 2-D: each warp keeps a ring of FD_RING row segments in shared memory,
+ * filled by cp.async (16-byte chunks, halo included) several rows ahead, and
+ * reads its window from there; warps whose segment reaches past the row's
+ * ends (or all, when rows are not 16-byte aligned) fill their slots element by
+ * element through cvi_boundary_index, so every mode is exact in one kernel.
+ * 1-D: windows come from neighbouring lanes by shuffles, and the few outputs
+ * near the ends from fd_edge_kernel. A non-zero horizontal origin shifts
+ * where outputs are stored, not what is loaded, so loads stay aligned.
  */
 #include "fast_direct.h"
 
@@ -52,6 +52,7 @@ typedef struct fd_params {
     int mode, out_type;
     int strip;           /* rows per block */
     int vec_store;       /* outputs allow vector stores */
+    int aligned;         /* 2-D: input rows allow 16-byte copies */
     float cval;
     /* dense: K*K weights; separable: K vertical then K horizontal taps */
     float w[CVI_FD2D_MAX_K * CVI_FD2D_MAX_K];
@@ -103,17 +104,21 @@ __device__ __forceinline__ void fd_store_one(int type, char *row, long long e, f
 template <int V>
 __device__ __forceinline__ void fd_store_vec(int type, char *row, long long e, const float (&v)[V])
 {
-    if (type == FD_F32) {
+    if (type == FD_F32 && V % 4 == 0) {
 #pragma unroll
         for (int i = 0; i < V; i += 4)
             *(float4 *)((float *)row + e + i) = make_float4(v[i], v[i + 1], v[i + 2], v[i + 3]);
-    } else if (type == FD_U8) {
+    } else if (type == FD_F32 && V == 2) {
+        float2 q;
+        q.x = v[0], q.y = v[1 % V];
+        *(float2 *)((float *)row + e) = q;
+    } else if (type == FD_U8 && V % 4 == 0) {
 #pragma unroll
         for (int i = 0; i < V; i += 4) {
             unsigned int q = (unsigned int)cvi_saturate_u8f(v[i]) |
-                             (unsigned int)cvi_saturate_u8f(v[i + 1]) << 8 |
-                             (unsigned int)cvi_saturate_u8f(v[i + 2]) << 16 |
-                             (unsigned int)cvi_saturate_u8f(v[i + 3]) << 24;
+                             (unsigned int)cvi_saturate_u8f(v[(i + 1) % V]) << 8 |
+                             (unsigned int)cvi_saturate_u8f(v[(i + 2) % V]) << 16 |
+                             (unsigned int)cvi_saturate_u8f(v[(i + 3) % V]) << 24;
             *(unsigned int *)((unsigned char *)row + e + i) = q;
         }
     } else {
@@ -196,12 +201,11 @@ template <int N> __device__ __forceinline__ void fd_cp_wait()
 }
 #endif
 
-/* The ring's geometry for element type T, V a lane, halo HALO elements: a
- * row slot holds the warp's segment and HP >= HALO elements each side, HP a
- * whole number of 16-byte chunks. */
-template <typename T, int HALO> struct fd_ring {
+/* The ring's geometry for element type T, V elements a lane, halo HALO
+ * elements: a row slot holds the warp's segment and HP >= HALO elements each
+ * side, HP a whole number of 16-byte chunks. */
+template <typename T, int V, int HALO> struct fd_ring {
     enum {
-        V = fd_lane_width<T>::V,
         SEG = 32 * V,
         PER16 = 16 / (int)sizeof(T),
         HP = (HALO + PER16 - 1) / PER16 * PER16,
@@ -211,79 +215,170 @@ template <typename T, int HALO> struct fd_ring {
     };
 };
 
-/* Starts copying input row y's segment into ring slot `slot`; a row the
- * mode makes all cval is marked in *cval_rows instead (uniform per warp). */
-template <typename T, int HALO>
-__device__ __forceinline__ void fd_ring_issue(const fd_params &p, long long y, int we0, int lane,
-                                              T *ring, int slot, unsigned *cval_rows)
+/* Starts loading input row y's segment into ring slot `slot`: interior
+ * warps copy it with cp.async; warps whose segment reaches past the row's
+ * ends load element by element through cvi_boundary_index (every mode,
+ * pixels of C interleaved channels); a row the mode makes all cval is only
+ * marked in *cval_rows (uniform per warp). One commit group a row. */
+template <typename T, int V, int HALO, int C>
+__device__ __forceinline__ void fd_ring_issue(const fd_params &p, long long y, long long we0,
+                                              int lane, bool interior, T *ring, int slot,
+                                              unsigned *cval_rows)
 {
-    typedef fd_ring<T, HALO> G;
+    typedef fd_ring<T, V, HALO> G;
     const long long m = cvi_boundary_index(y, p.H, p.mode);
     if (m < 0) {
         *cval_rows |= 1u << slot;
     } else {
         *cval_rows &= ~(1u << slot);
-        const char *src = p.in + m * p.in_row + (long long)(we0 - G::HP) * (long long)sizeof(T);
-        char *dst = (char *)(ring + slot * G::L);
+        const char *row = p.in + m * p.in_row;
+        T *dst = ring + slot * G::L;
+        if (interior) {
+            const char *src = row + (we0 - G::HP) * (long long)sizeof(T);
 #pragma unroll
-        for (int c = lane; c < G::CHUNKS; c += 32)
-            fd_cp16(dst + 16 * c, src + 16 * c);
+            for (int c = lane; c < G::CHUNKS; c += 32)
+                fd_cp16((char *)dst + 16 * c, src + 16 * c);
+        } else {
+            for (int i = lane; i < G::L; i += 32) {
+                const long long g = we0 - G::HP + i; /* element, may lie outside */
+                const long long pix = g >= 0 ? g / C : -((-g + C - 1) / C);
+                const long long mp = cvi_boundary_index(pix, p.W, p.mode);
+                /* CONSTANT past the ends: cval, an exact T (fast.c checks) */
+                dst[i] = mp < 0 ? (T)p.cval : ((const T *)row)[mp * C + (g - pix * C)];
+            }
+        }
     }
-    fd_cp_commit(); /* one group a row, empty or not, keeps the count */
+    fd_cp_commit();
+}
+
+/* Loads V elements at p (aligned to V elements) as floats. */
+__device__ __forceinline__ void fd_lds(const float *p, float (&v)[4])
+{
+    float4 q = *(const float4 *)p;
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+}
+__device__ __forceinline__ void fd_lds(const float *p, float (&v)[2])
+{
+    float2 q = *(const float2 *)p;
+    v[0] = q.x, v[1] = q.y;
+}
+__device__ __forceinline__ void fd_lds(const unsigned char *p, float (&v)[8])
+{
+    uint2 q = *(const uint2 *)p;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        v[i] = (float)((q.x >> (8 * i)) & 0xffu);
+        v[4 + i] = (float)((q.y >> (8 * i)) & 0xffu);
+    }
 }
 
 /* The lane's window (V + 2*HALO elements centred on its own V) from a slot. */
-template <typename T, int HALO>
+template <typename T, int V, int HALO>
 __device__ __forceinline__ void fd_ring_window(const T *slot, int lane,
-                                               float (&win)[fd_ring<T, HALO>::V + 2 * HALO])
+                                               float (&win)[V + 2 * HALO])
 {
-    typedef fd_ring<T, HALO> G;
-    enum { V = G::V, WIN = V + 2 * HALO, O = G::HP - HALO };
-    const T *base = slot + lane * V; /* 16-byte aligned for float, 8 for uint8 */
-    if (sizeof(T) == 4) {
-        enum { Q = (O + WIN + 3) / 4 };
-        float sup[4 * Q];
+    typedef fd_ring<T, V, HALO> G;
+    enum { WIN = V + 2 * HALO, O = G::HP - HALO, Q = (O + WIN + V - 1) / V };
+    const T *base = slot + lane * V;
+    float sup[V * Q];
 #pragma unroll
-        for (int q = 0; q < Q; q++) {
-            float4 v = *(const float4 *)((const float *)base + 4 * q);
-            sup[4 * q] = v.x, sup[4 * q + 1] = v.y, sup[4 * q + 2] = v.z, sup[4 * q + 3] = v.w;
+    for (int q = 0; q < Q; q++) {
+        float u[V];
+        fd_lds(base + V * q, u);
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            sup[V * q + i] = u[i];
+    }
+#pragma unroll
+    for (int j = 0; j < WIN; j++)
+        win[j] = sup[O + j];
+}
+
+/* One input row's contribution: window win (row t of the strip) to the
+ * accumulator rows; output t-ky takes weight row ky (only outputs 0..rows-1
+ * are worth the FMAs). ROT: output o lives in acc[o % K] and u = t % K is a
+ * compile-time constant; else acc[K-1-ky] and the rows shift after. */
+template <int K, int C, int V, bool SEP, bool ROT>
+__device__ __forceinline__ void fd_accumulate(const fd_params &p, const float *win, int u, int t,
+                                              int rows, float (&acc)[K][V])
+{
+    if (SEP) {
+        /* a row outside (CONSTANT) holds cval, so h = cval * sum(wx): the
+         * dense outer product's meaning; two partial sums for ILP */
+        float h[V];
+#pragma unroll
+        for (int i = 0; i < V; i++) {
+            float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+            for (int kx = 0; kx < K; kx += 2)
+                s0 = fmaf(p.w[K + kx], win[i + kx * C], s0);
+#pragma unroll
+            for (int kx = 1; kx < K; kx += 2)
+                s1 = fmaf(p.w[K + kx], win[i + kx * C], s1);
+            h[i] = s0 + s1;
         }
 #pragma unroll
-        for (int j = 0; j < WIN; j++)
-            win[j] = sup[O + j];
+        for (int ky = 0; ky < K; ky++) {
+            if (ky > t || ky <= t - rows)
+                continue;
+            const int a = ROT ? ((u - ky) % K + K) % K : K - 1 - ky;
+#pragma unroll
+            for (int i = 0; i < V; i++)
+                acc[a][i] = fmaf(p.w[ky], h[i], acc[a][i]);
+        }
     } else {
-        enum { Q = (O + WIN + 7) / 8 };
-        float sup[8 * Q];
 #pragma unroll
-        for (int q = 0; q < Q; q++) {
-            uint2 v = *(const uint2 *)((const unsigned char *)base + 8 * q);
+        for (int ky = 0; ky < K; ky++) {
+            if (ky > t || ky <= t - rows)
+                continue;
+            const int a = ROT ? ((u - ky) % K + K) % K : K - 1 - ky;
 #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                sup[8 * q + i] = (float)((v.x >> (8 * i)) & 0xffu);
-                sup[8 * q + 4 + i] = (float)((v.y >> (8 * i)) & 0xffu);
+            for (int kx = 0; kx < K; kx++) {
+                const float w = p.w[ky * K + kx];
+#pragma unroll
+                for (int i = 0; i < V; i++)
+                    acc[a][i] = fmaf(w, win[i + kx * C], acc[a][i]);
             }
         }
-#pragma unroll
-        for (int j = 0; j < WIN; j++)
-            win[j] = sup[O + j];
     }
 }
 
-template <int K, int C, typename T, bool SEP>
+/* Stores a completed output row's V values (those inside the row). */
+template <int V>
+__device__ __forceinline__ void fd_store_row(const fd_params &p, long long y, long long e,
+                                             const float (&v)[V])
+{
+    char *orow = p.out + y * p.out_row;
+    if (p.vec_store && e >= 0 && e + V <= p.WC) {
+        fd_store_vec<V>(p.out_type, orow, e, v);
+    } else {
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            if (e + i >= 0 && e + i < p.WC)
+                fd_store_one(p.out_type, orow, e + i, v[i]);
+    }
+}
+
+template <int K, int C, typename T, bool SEP, int V>
 __global__ void __launch_bounds__(FD_WARPS * 32) fd_kernel(const __grid_constant__ fd_params p)
 {
-    enum { HALO = (K / 2) * C };
-    typedef fd_ring<T, HALO> G;
-    enum { V = G::V, SEG = G::SEG, WIN = V + 2 * HALO };
+    enum { HALO = (K / 2) * C, WIN = V + 2 * HALO };
+    /* rotate the accumulator rows (unrolling rows by K) where the shifts
+     * would cost much next to the FMAs (small filters); larger ones shift
+     * (code size: an unrolled row per accumulator row) */
+    enum { ROT = SEP ? K <= 17 : K <= 9 };
+    typedef fd_ring<T, V, HALO> G;
     CVK_DYNAMIC_SHARED(smem);
     const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
-    const int warp = blockIdx.x * FD_WARPS + wib;
+    const long long warp = (long long)blockIdx.x * FD_WARPS + wib;
     if (warp >= p.nwarps)
         return; /* whole warps only: only warp-level syncs are used */
     T *ring = (T *)(smem + wib * G::BYTES);
-    const int we0 = (int)p.first + warp * SEG; /* centred element of lane 0 */
+    const long long we0 = p.first + warp * G::SEG; /* centred element of lane 0 */
+    const bool interior = p.aligned && we0 - G::HP >= 0 && we0 + G::SEG + G::HP <= p.WC;
     const long long y0 = (long long)blockIdx.y * p.strip;
     const int rows = (int)(p.H - y0 < p.strip ? p.H - y0 : p.strip);
+    const long long e_out = we0 + (long long)lane * V + p.shift; /* the lane's outputs */
 
     float acc[K][V];
 #pragma unroll
@@ -292,103 +387,69 @@ __global__ void __launch_bounds__(FD_WARPS * 32) fd_kernel(const __grid_constant
         for (int i = 0; i < V; i++)
             acc[a][i] = 0.0f;
 
-    const int el = we0 + lane * V;
     const long long ybase = y0 - p.koffy;
     const int total = rows + K - 1;
     unsigned cval_rows = 0;
 #pragma unroll
     for (int t = 0; t < FD_RING - 1; t++) {
         if (t < total)
-            fd_ring_issue<T, HALO>(p, ybase + t, we0, lane, ring, t, &cval_rows);
+            fd_ring_issue<T, V, HALO, C>(p, ybase + t, we0, lane, interior, ring, t, &cval_rows);
         else
             fd_cp_commit();
     }
 
 #pragma unroll 1
-    for (int t = 0; t < total; t++) {
-        const int ahead = t + FD_RING - 1;
-        if (ahead < total)
-            fd_ring_issue<T, HALO>(p, ybase + ahead, we0, lane, ring, ahead % FD_RING,
-                                   &cval_rows);
-        else
-            fd_cp_commit();
-        fd_cp_wait<FD_RING - 1>(); /* row t's group is done */
-        __syncwarp();
-        const int slot = t % FD_RING;
-        float win[WIN];
-        if (cval_rows >> slot & 1u) {
+    for (int t0 = 0; t0 < total; t0 += (ROT ? K : 1)) {
 #pragma unroll
-            for (int j = 0; j < WIN; j++)
-                win[j] = p.cval;
-        } else {
-            fd_ring_window<T, HALO>(ring + slot * G::L, lane, win);
-        }
-        __syncwarp(); /* the slot may be refilled next iteration */
-        /* input row t adds to outputs t-ky (weight row ky) in acc[K-1-ky];
-         * only outputs 0..rows-1 of the strip are worth the FMAs */
-        if (SEP) {
-            /* a row outside (CONSTANT) holds cval, so h = cval * sum(wx):
-             * the dense outer product's meaning, with no special case */
-            float h[V];
+        for (int u = 0; u < (ROT ? K : 1); u++) {
+            const int t = t0 + u;
+            if (t >= total)
+                break;
+            const int ahead = t + FD_RING - 1;
+            if (ahead < total)
+                fd_ring_issue<T, V, HALO, C>(p, ybase + ahead, we0, lane, interior, ring,
+                                             ahead % FD_RING, &cval_rows);
+            else
+                fd_cp_commit();
+            fd_cp_wait<FD_RING - 1>(); /* row t's group is done */
+            __syncwarp();
+            const int slot = t % FD_RING;
+            float win[WIN];
+            if (cval_rows >> slot & 1u) {
 #pragma unroll
-            for (int i = 0; i < V; i++) {
-                float s = 0.0f;
-#pragma unroll
-                for (int kx = 0; kx < K; kx++)
-                    s = fmaf(p.w[K + kx], win[i + kx * C], s);
-                h[i] = s;
+                for (int j = 0; j < WIN; j++)
+                    win[j] = p.cval;
+            } else {
+                fd_ring_window<T, V, HALO>(ring + slot * G::L, lane, win);
             }
-#pragma unroll
-            for (int ky = 0; ky < K; ky++) {
-                if (ky > t || ky <= t - rows)
-                    continue;
+            __syncwarp(); /* the slot may be refilled next row */
+            fd_accumulate<K, C, V, SEP, ROT>(p, win, u, t, rows, acc);
+            const int o = t - (K - 1); /* output row o is complete */
+            const int done = ROT ? (u + 1) % K : 0;
+            if (o >= 0)
+                fd_store_row<V>(p, y0 + o, e_out, acc[done]);
+            if (ROT) {
 #pragma unroll
                 for (int i = 0; i < V; i++)
-                    acc[K - 1 - ky][i] = fmaf(p.w[ky], h[i], acc[K - 1 - ky][i]);
-            }
-        } else {
-#pragma unroll
-            for (int ky = 0; ky < K; ky++) {
-                if (ky > t || ky <= t - rows)
-                    continue;
-#pragma unroll
-                for (int kx = 0; kx < K; kx++) {
-                    const float w = p.w[ky * K + kx];
-#pragma unroll
-                    for (int i = 0; i < V; i++)
-                        acc[K - 1 - ky][i] = fmaf(w, win[i + kx * C], acc[K - 1 - ky][i]);
-                }
-            }
-        }
-        const int o = t - (K - 1); /* acc[0] is now complete */
-        if (o >= 0) {
-            char *orow = p.out + (y0 + o) * p.out_row;
-            const int e = el + p.shift;
-            if (p.vec_store && e >= 0 && e + V <= (int)p.WC) {
-                fd_store_vec<V>(p.out_type, orow, e, acc[0]);
+                    acc[done][i] = 0.0f;
             } else {
 #pragma unroll
+                for (int a = 0; a < K - 1; a++)
+#pragma unroll
+                    for (int i = 0; i < V; i++)
+                        acc[a][i] = acc[a + 1][i];
+#pragma unroll
                 for (int i = 0; i < V; i++)
-                    if (e + i >= 0 && e + i < (int)p.WC)
-                        fd_store_one(p.out_type, orow, e + i, acc[0][i]);
+                    acc[K - 1][i] = 0.0f;
             }
         }
-#pragma unroll
-        for (int a = 0; a < K - 1; a++)
-#pragma unroll
-            for (int i = 0; i < V; i++)
-                acc[a][i] = acc[a + 1][i];
-#pragma unroll
-        for (int i = 0; i < V; i++)
-            acc[K - 1][i] = 0.0f;
     }
 }
 
 /* The dynamic shared memory a 2-D block needs. */
-static size_t fd_ring_bytes(int in_u8, int HALO)
+static size_t fd_ring_bytes(int es, int V, int HALO)
 {
-    const int es = in_u8 ? 1 : 4, V = in_u8 ? 8 : 4, per16 = 16 / es;
-    const int hp = (HALO + per16 - 1) / per16 * per16;
+    const int per16 = 16 / es, hp = (HALO + per16 - 1) / per16 * per16;
     return (size_t)FD_WARPS * FD_RING * (size_t)(32 * V + 2 * hp) * (size_t)es;
 }
 
@@ -493,8 +554,11 @@ typedef void (*fd_kernel_fn)(fd_params);
 /* The compiled instances. Dense: float32 gray for K = 3..17; uint8 gray and
  * RGB for K = 3, 5 (the sizes that stay memory-bound for 8-bit images).
  * Separable: float32 gray for K = 3..33; uint8 gray and RGB for K = 3..9. */
+/* Elements a lane: 16 bytes of float (8 bytes, 2 elements, for separable
+ * K >= 17, whose K accumulator rows would cost too many registers), 8 of uint8. */
+#define FD_LANE(T, K, S) (sizeof(T) == 1 ? 8 : ((S) && (K) >= 17) ? 2 : 4)
 #define FD_CASE(K, C, T, S) \
-    case K: return fd_kernel<K, C, T, S>;
+    case K: return fd_kernel<K, C, T, S, FD_LANE(T, K, S)>;
 
 template <typename T, int C> static fd_kernel_fn fd_dense_small(int K)
 {
@@ -629,38 +693,37 @@ static void fd_segments(fd_params &p, int HALO, int SEG, int aligned, long long 
 extern "C" cudaError_t cvi_fd2d_launch(const cvi_fd2d_args *a, cudaStream_t stream)
 {
     fd_kernel_fn fn = fd_pick(a->in_type, a->channels, a->ksize, a->separable);
-    if (!fn || a->width * a->channels > 0x3fffffffLL || a->height_taps != a->ksize)
+    if (!fn || a->height_taps != a->ksize)
         return cudaErrorInvalidValue;
     const int K = a->ksize, C = a->channels, HALO = (K / 2) * C;
-    const int in_u8 = a->in_type == FD_U8, V = in_u8 ? 8 : 4, SEG = 32 * V, per16 = in_u8 ? 16 : 4;
-    const int HP = (HALO + per16 - 1) / per16 * per16; /* the ring's halo */
+    const int es = a->in_type == FD_U8 ? 1 : 4;
+    const int V = es == 1 ? 8 : (a->separable && K >= 17) ? 2 : 4, SEG = 32 * V;
     fd_params p;
-    /* rows are copied in 16-byte chunks: 16-byte aligned rows */
-    const int aligned = fd_setup(a, V, p) && (uintptr_t)a->in % 16 == 0 && a->in_row % 16 == 0;
-    long long lo, hi;
-    fd_segments(p, HP, SEG, aligned, &lo, &hi);
-    if (p.nwarps > 0) {
-        /* Strip height: about one full wave of 4-warp blocks at full
-         * occupancy (16 per SM), at least 2(K-1) rows so halo rows stay a
-         * small share. */
-        const long long bx = (p.nwarps + FD_WARPS - 1) / FD_WARPS;
-        const long long want = (long long)(a->multiprocessors > 0 ? a->multiprocessors : 132) * 16;
-        long long strip = (p.H * bx + want - 1) / want;
-        const long long min_strip = 2 * (K - 1) > 16 ? 2 * (K - 1) : 16;
-        strip = strip < min_strip ? min_strip : strip > 128 ? 128 : strip;
-        if (strip > p.H)
-            strip = p.H;
-        p.strip = (int)strip;
-        const long long by = (p.H + strip - 1) / strip;
-        if (by > 65535)
-            return cudaErrorInvalidConfiguration;
-        CVK_LAUNCH(fn, dim3((unsigned)bx, (unsigned)by), FD_WARPS * 32,
-                   fd_ring_bytes(in_u8, HALO), stream, (p));
-        cudaError_t err = cudaGetLastError();
-        if (err != cudaSuccess)
-            return err;
-    }
-    return fd_launch_edges(p, K, K, C, a->in_type == FD_U8, a->separable, lo, hi, stream);
+    fd_setup(a, V, p);
+    /* interior warps copy rows in 16-byte chunks: 16-byte aligned rows */
+    p.aligned = (uintptr_t)a->in % 16 == 0 && a->in_row % 16 == 0;
+    /* Warps at multiples of SEG (centred coordinates) covering the centred
+     * elements [-shift, WC - shift) whose outputs land in the row. */
+    const long long lo = -(long long)p.shift, hi = p.WC - p.shift;
+    p.first = lo >= 0 ? 0 : -((-lo + SEG - 1) / SEG) * SEG;
+    p.nwarps = (hi - p.first + SEG - 1) / SEG;
+    /* Strip height: about one full wave of 4-warp blocks at full occupancy
+     * (16 per SM), long enough that the K - 1 halo rows stay a small share. */
+    const long long bx = (p.nwarps + FD_WARPS - 1) / FD_WARPS;
+    const long long want = (long long)(a->multiprocessors > 0 ? a->multiprocessors : 132) * 16;
+    long long strip = (p.H * bx + want - 1) / want;
+    const long long min_strip = (a->separable ? 4 : 2) * (K - 1) > 16
+                                    ? (a->separable ? 4 : 2) * (K - 1) : 16;
+    strip = strip < min_strip ? min_strip : strip > 128 ? 128 : strip;
+    if (strip > p.H)
+        strip = p.H;
+    p.strip = (int)strip;
+    const long long by = (p.H + strip - 1) / strip;
+    if (by > 65535 || bx > 0x7fffffffLL)
+        return cudaErrorInvalidConfiguration;
+    CVK_LAUNCH(fn, dim3((unsigned)bx, (unsigned)by), FD_WARPS * 32, fd_ring_bytes(es, V, HALO),
+               stream, (p));
+    return cudaGetLastError();
 }
 
 extern "C" cudaError_t cvi_fd1d_launch(const cvi_fd2d_args *a, cudaStream_t stream)

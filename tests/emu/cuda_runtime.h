@@ -45,6 +45,9 @@ inline T __ldg(const T *p)
 struct __attribute__((aligned(16))) float4 {
     float x, y, z, w;
 };
+struct __attribute__((aligned(8))) float2 {
+    float x, y;
+};
 struct __attribute__((aligned(8))) uint2 {
     unsigned x, y;
 };
