@@ -12,7 +12,9 @@
 # arrays past 2^31 elements (`--large`), and a scan of the kernels' SASS.
 # Steps run in order of importance, each whatever happened before it, each
 # with a time limit, so the whole stays under GPU_CHECK_BUDGET seconds
-# (default 530); what does not fit is reported SKIPPED. Logs go to $OUT
+# (default 530); what does not fit is reported SKIPPED. GPU_CHECK_PROFILE=1
+# adds Nsight Compute profiles of the fast kernels and an FFT size probe;
+# GPU_CHECK_SKIP_LARGE=1 leaves out the arrays past 2^31 elements. Logs go to $OUT
 # (build.log, tests.log, sanitizer.log, bench.txt, peers.txt, peers.json,
 # sass.txt, summary.txt); the summary and the 2-D bench table are printed
 # last. Changes no GPU setting.
@@ -193,7 +195,8 @@ step "bench 1-D 2^26 f32" "$OUT/bench.txt" 60 \
     "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 67108864 --radius 1,3,15 --runs 20
 step "bench 3-D 256^3 f32" "$OUT/bench.txt" 60 \
     "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 256x256x256 --radius 1,2,3 --runs 20
-step "test --large (>2^31 elements)" "$OUT/tests.log" 200 "$TEST" --large
+[ -z "${GPU_CHECK_SKIP_LARGE:-}" ] &&
+    step "test --large (>2^31 elements)" "$OUT/tests.log" 200 "$TEST" --large
 if [ -n "${GPU_CHECK_PROFILE:-}" ]; then
     # Nsight Compute on the fast kernels (clocks left alone), into bench.txt
     NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
