@@ -18,11 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* auto: a dense filter of more taps than this goes to the FFT when the
- * direct kernel could serve it (at 2 flops a tap, direct costs about as
- * much as the FFT's ~64 bytes an element from here, on H100/H200 ratios of
- * FMA rate to bandwidth); with no fast direct kernel, from the smaller count. */
-#define CVF_FFT_OVER_DIRECT 300
+/* auto: a filter the direct kernels do not serve goes to the FFT from this
+ * many taps (below it the chapter's tiled kernels win). Measured on an H100
+ * (BENCHMARKS.md): the direct kernels beat the FFT at every size they are
+ * compiled for (2-D 17x17: 1.1 ms against 3.4 ms on 8192^2; 3-D 7x7x7: 0.42
+ * against 0.88 ms on 256^3), so they come first. */
 #define CVF_FFT_OVER_CHAPTER 64
 
 struct cvf_plan {
@@ -316,10 +316,9 @@ const cvi_strategy *cvf_pick(const convolve_context *ctx, const cvi_problem *p,
     /* a fused separable pass costs 4K flops an output: it beats both others */
     if (serves(sep, ctx, p))
         return sep;
-    const int direct = serves(dir, ctx, p), transform = serves(fft, ctx, p);
-    if (direct && p->kcount <= CVF_FFT_OVER_DIRECT)
+    if (serves(dir, ctx, p))
         return dir;
-    if (transform && p->kcount > (direct ? CVF_FFT_OVER_DIRECT : CVF_FFT_OVER_CHAPTER))
+    if (p->kcount > CVF_FFT_OVER_CHAPTER && serves(fft, ctx, p))
         return fft;
-    return direct ? dir : NULL;
+    return NULL;
 }

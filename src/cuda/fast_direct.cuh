@@ -1,0 +1,561 @@
+/*
+ * fast_direct.cuh - register-streaming direct convolution: 2-D square odd
+ * filters on float32 or uint8 rows of interleaved channels, dense (K = 3..17)
+ * or separable fused in one pass (K = 3..33), and 1-D float32 filters
+ * (K = 3..33, each warp walking along the signal).
+ *
+ * Each warp owns a segment of 32*V consecutive row elements (V per lane)
+ * and walks down a strip of rows. For every input row a lane takes its
+ * window of V + 2*R*C elements. K rolling accumulator rows hold the outputs
+ * the row contributes to; the oldest is complete after each row and is
+ * stored. A separable filter
+ * first reduces the window with its horizontal taps (K FMAs an output) and
+ * feeds that one value per column to the accumulators with the vertical taps:
+ * the intermediate never leaves registers. So every input element
+ * crosses DRAM once (plus the strip's K-1 halo rows, mostly from L2), and
+ * each weight is an FMA operand read from the kernel's parameter bank
+ * (constant memory) at a compile-time offset.
+ *
+ * 2-D: each warp keeps a ring of FD_RING row segments in shared memory,
+ * filled by cp.async (16-byte chunks, halo included) several rows ahead, and
+ * reads its window from there; warps whose segment reaches past the row's
+ * ends (or all, when rows are not 16-byte aligned) fill their slots element by
+ * element through cvi_boundary_index (float: 4-byte cp.async copies, so they
+ * pipeline too), so every mode is exact in one kernel.
+ * 1-D: windows come from neighbouring lanes by shuffles, and the few outputs
+ * near the ends from fd_edge_kernel. A non-zero horizontal origin shifts
+ * where outputs are stored, not what is loaded, so loads stay aligned.
+ *
+ * This header holds the kernel templates; fast_direct_*.cu compile their
+ * instances (in parallel), fast_direct.cu the launchers.
+ */
+#ifndef CONVOLVE_FAST_DIRECT_CUH
+#define CONVOLVE_FAST_DIRECT_CUH
+#include "fast_direct.h"
+
+#include "../kernel_math.h"
+#include "device_common.cuh"
+
+#include <stdint.h>
+
+#define FD_WARPS 4 /* warps per block, side by side along the row */
+#define FD_FULL 0xffffffffu
+
+enum { FD_F32 = 0, FD_F64 = 1, FD_U8 = 2, FD_U16 = 3 }; /* convolve_dtype */
+
+/* Everything a launch needs, passed by value: the weights live in the
+ * parameter bank, so FMAs read them as constant operands. */
+typedef struct fd_params {
+    const char *in;
+    char *out;
+    long long in_row, out_row;
+    long long H;         /* rows */
+    long long W, WC;     /* pixels and elements per row */
+    long long N;         /* 1-D: samples (= WC) */
+    long long first;     /* centred element of the first fast segment's lane 0 */
+    long long nwarps;    /* fast segments along a row */
+    int koffy, shift;    /* vertical offset; output element = centred element + shift */
+    int mode, out_type;
+    int strip;           /* rows per block */
+    int vec_store;       /* outputs allow vector stores */
+    int aligned;         /* 2-D: input rows allow 16-byte copies */
+    float cval;
+    /* dense: K*K weights; separable: K vertical then K horizontal taps */
+    float w[CVI_FD2D_MAX_K * CVI_FD2D_MAX_K];
+} fd_params;
+
+/* Elements per lane: 16 bytes of float, 8 of uint8. */
+template <typename T> struct fd_lane_width { enum { V = 4 }; };
+template <> struct fd_lane_width<unsigned char> { enum { V = 8 }; };
+
+__device__ __forceinline__ float fd_to_float(float v) { return v; }
+__device__ __forceinline__ float fd_to_float(unsigned char v) { return (float)v; }
+
+/* Loads V consecutive elements at p (aligned to V * sizeof(T)) as floats. */
+__device__ __forceinline__ void fd_load_vec(const float *p, float (&v)[4])
+{
+    float4 q = __ldg((const float4 *)p);
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+}
+
+__device__ __forceinline__ void fd_load_vec(const float *p, float (&v)[8])
+{
+    float4 q = __ldg((const float4 *)p), r = __ldg((const float4 *)p + 1);
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+    v[4] = r.x, v[5] = r.y, v[6] = r.z, v[7] = r.w;
+}
+
+__device__ __forceinline__ void fd_load_vec(const unsigned char *p, float (&v)[8])
+{
+    uint2 q = __ldg((const uint2 *)p);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        v[i] = (float)((q.x >> (8 * i)) & 0xffu);
+        v[4 + i] = (float)((q.y >> (8 * i)) & 0xffu);
+    }
+}
+
+/* Stores one float result as the output type. */
+__device__ __forceinline__ void fd_store_one(int type, char *row, long long e, float v)
+{
+    switch (type) {
+    case FD_F32: ((float *)row)[e] = v; break;
+    case FD_F64: ((double *)row)[e] = (double)v; break;
+    case FD_U8: ((unsigned char *)row)[e] = cvi_saturate_u8f(v); break;
+    default: ((unsigned short *)row)[e] = cvi_saturate_u16f(v); break;
+    }
+}
+
+/* Stores V results at element e (aligned to V elements of the output type). */
+template <int V>
+__device__ __forceinline__ void fd_store_vec(int type, char *row, long long e, const float (&v)[V])
+{
+    if (type == FD_F32 && V % 4 == 0) {
+#pragma unroll
+        for (int i = 0; i < V; i += 4)
+            *(float4 *)((float *)row + e + i) = make_float4(v[i], v[i + 1], v[i + 2], v[i + 3]);
+    } else if (type == FD_F32 && V == 2) {
+        float2 q;
+        q.x = v[0], q.y = v[1 % V];
+        *(float2 *)((float *)row + e) = q;
+    } else if (type == FD_U8 && V % 4 == 0) {
+#pragma unroll
+        for (int i = 0; i < V; i += 4) {
+            unsigned int q = (unsigned int)cvi_saturate_u8f(v[i]) |
+                             (unsigned int)cvi_saturate_u8f(v[(i + 1) % V]) << 8 |
+                             (unsigned int)cvi_saturate_u8f(v[(i + 2) % V]) << 16 |
+                             (unsigned int)cvi_saturate_u8f(v[(i + 3) % V]) << 24;
+            *(unsigned int *)((unsigned char *)row + e + i) = q;
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            fd_store_one(type, row, e + i, v[i]);
+    }
+}
+
+/* Loads a lane's part of a warp segment of a row (lane 0's first element at
+ * we0, V elements a lane): its own V elements, and in r[V] one element of
+ * the segment's halo (lanes 0..HALO-1 the left halo, lanes 32-HALO..31 the
+ * right). The segment and its halo lie inside the row. */
+template <int V, int HALO, typename T>
+__device__ __forceinline__ void fd_load_seg(const T *row, long long we0, int lane,
+                                            float (&r)[V + 1])
+{
+    enum { SEG = 32 * V };
+    float own[V];
+    fd_load_vec(row + we0 + (long long)lane * V, own);
+#pragma unroll
+    for (int i = 0; i < V; i++)
+        r[i] = own[i];
+    const long long ex = lane < HALO ? we0 - HALO + lane
+                         : lane >= 32 - HALO ? we0 + SEG + (lane - (32 - HALO))
+                                             : -1;
+    r[V] = ex >= 0 ? fd_to_float(row[ex]) : 0.0f;
+}
+
+/* Builds the lane's window, V + 2*HALO elements centred on its own V, from
+ * what fd_load_seg gave the warp: neighbours' elements by shuffles, the
+ * segment's halo from the edge lanes. */
+template <int V, int HALO>
+__device__ __forceinline__ void fd_window(const float (&r)[V + 1], int lane,
+                                          float (&win)[V + 2 * HALO])
+{
+    enum { SEG = 32 * V, WIN = V + 2 * HALO };
+#pragma unroll
+    for (int j = 0; j < WIN; j++) {
+        const int d = j - HALO; /* offset from the lane's first element */
+        if (d >= 0 && d < V) {
+            win[j] = r[d];
+        } else {
+            const int dl = d >= 0 ? d / V : -((-d + V - 1) / V); /* floor(d / V) */
+            const int slot = d - dl * V;                        /* 0..V-1 */
+            const int q = lane * V + d;                         /* warp-relative element */
+            float vm = __shfl_sync(FD_FULL, r[slot], (lane + dl) & 31);
+            int xl = q < 0 ? q + HALO : q - SEG + (32 - HALO);
+            float ve = __shfl_sync(FD_FULL, r[V], xl & 31);
+            win[j] = (q >= 0 && q < SEG) ? vm : ve;
+        }
+    }
+}
+
+/* ---- 2-D: a shared-memory ring of rows per warp --------------------------- */
+
+#define FD_RING 8 /* rows a warp holds: up to FD_RING - 1 in flight */
+
+#ifdef CVK_EMULATE /* the CPU emulation of tests/emu/ copies at once */
+__device__ __forceinline__ void fd_cp16(void *smem, const void *gmem)
+{
+    for (int i = 0; i < 16; i++)
+        ((char *)smem)[i] = ((const char *)gmem)[i];
+}
+__device__ __forceinline__ void fd_cp4(void *smem, const void *gmem)
+{
+    for (int i = 0; i < 4; i++)
+        ((char *)smem)[i] = ((const char *)gmem)[i];
+}
+__device__ __forceinline__ void fd_cp_commit() {}
+template <int N> __device__ __forceinline__ void fd_cp_wait() {}
+#else
+__device__ __forceinline__ void fd_cp16(void *smem, const void *gmem)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void fd_cp4(void *smem, const void *gmem)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void fd_cp_commit()
+{
+    asm volatile("cp.async.commit_group;\n" ::);
+}
+template <int N> __device__ __forceinline__ void fd_cp_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+#endif
+
+/* The ring's geometry for element type T, V elements a lane, halo HALO
+ * elements: a row slot holds the warp's segment and HP >= HALO elements each
+ * side, HP a whole number of 16-byte chunks. */
+template <typename T, int V, int HALO> struct fd_ring {
+    enum {
+        SEG = 32 * V,
+        PER16 = 16 / (int)sizeof(T),
+        HP = (HALO + PER16 - 1) / PER16 * PER16,
+        L = SEG + 2 * HP,                     /* elements a slot */
+        CHUNKS = L / PER16,                   /* 16-byte copies a row */
+        BYTES = L * (int)sizeof(T) * FD_RING  /* a warp's ring */
+    };
+};
+
+/* Fills a ring slot element by element through cvi_boundary_index (every
+ * mode, pixels of C interleaved channels): the warps whose segment reaches
+ * past the row's ends. Rare, so kept out of line (code size). */
+template <typename T, int V, int HALO, int C>
+__device__ __noinline__ void fd_ring_fill_mapped(const fd_params &p, const char *row,
+                                                 long long we0, int lane, T *dst)
+{
+    typedef fd_ring<T, V, HALO> G;
+    if (sizeof(T) == 4) {
+        /* float: each element copied alone, asynchronously like the rest */
+        for (int i = lane; i < G::L; i += 32) {
+            const long long g = we0 - G::HP + i; /* element, may lie outside */
+            const long long pix = g >= 0 ? g / C : -((-g + C - 1) / C);
+            const long long mp = cvi_boundary_index(pix, p.W, p.mode);
+            if (mp < 0)
+                dst[i] = (T)p.cval;
+            else
+                fd_cp4(dst + i, (const T *)row + mp * C + (g - pix * C));
+        }
+    } else {
+        /* bytes: all of the lane's loads first, then the stores */
+        enum { PER = (G::L + 31) / 32 };
+        T v[PER];
+#pragma unroll
+        for (int k = 0; k < PER; k++) {
+            const int i = lane + 32 * k;
+            const long long g = we0 - G::HP + i;
+            const long long pix = g >= 0 ? g / C : -((-g + C - 1) / C);
+            const long long mp = cvi_boundary_index(pix, p.W, p.mode);
+            /* CONSTANT past the ends: cval, an exact T (fast.c checks) */
+            v[k] = i >= G::L ? (T)0
+                   : mp < 0  ? (T)p.cval
+                             : ((const T *)row)[mp * C + (g - pix * C)];
+        }
+#pragma unroll
+        for (int k = 0; k < PER; k++)
+            if (lane + 32 * k < G::L)
+                dst[lane + 32 * k] = v[k];
+    }
+}
+
+/* Starts loading input row y's segment into ring slot `slot`: interior
+ * warps copy it with cp.async; warps whose segment reaches past the row's
+ * ends fill it through fd_ring_fill_mapped; a row the mode makes all cval is
+ * only marked in *cval_rows (uniform per warp). One commit group a row. */
+template <typename T, int V, int HALO, int C>
+__device__ __forceinline__ void fd_ring_issue(const fd_params &p, long long y, long long we0,
+                                              int lane, bool interior, T *ring, int slot,
+                                              unsigned *cval_rows)
+{
+    typedef fd_ring<T, V, HALO> G;
+    const long long m = cvi_boundary_index(y, p.H, p.mode);
+    if (m < 0) {
+        *cval_rows |= 1u << slot;
+    } else {
+        *cval_rows &= ~(1u << slot);
+        const char *row = p.in + m * p.in_row;
+        T *dst = ring + slot * G::L;
+        if (interior) {
+            const char *src = row + (we0 - G::HP) * (long long)sizeof(T);
+#pragma unroll
+            for (int c = lane; c < G::CHUNKS; c += 32)
+                fd_cp16((char *)dst + 16 * c, src + 16 * c);
+        } else {
+            fd_ring_fill_mapped<T, V, HALO, C>(p, row, we0, lane, dst);
+        }
+    }
+    fd_cp_commit();
+}
+
+/* Loads V elements at p (aligned to V elements) as floats. */
+__device__ __forceinline__ void fd_lds(const float *p, float (&v)[4])
+{
+    float4 q = *(const float4 *)p;
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+}
+__device__ __forceinline__ void fd_lds(const float *p, float (&v)[2])
+{
+    float2 q = *(const float2 *)p;
+    v[0] = q.x, v[1] = q.y;
+}
+__device__ __forceinline__ void fd_lds(const unsigned char *p, float (&v)[8])
+{
+    uint2 q = *(const uint2 *)p;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        v[i] = (float)((q.x >> (8 * i)) & 0xffu);
+        v[4 + i] = (float)((q.y >> (8 * i)) & 0xffu);
+    }
+}
+
+/* The lane's window (V + 2*HALO elements centred on its own V) from a slot. */
+template <typename T, int V, int HALO>
+__device__ __forceinline__ void fd_ring_window(const T *slot, int lane,
+                                               float (&win)[V + 2 * HALO])
+{
+    typedef fd_ring<T, V, HALO> G;
+    enum { WIN = V + 2 * HALO, O = G::HP - HALO, Q = (O + WIN + V - 1) / V };
+    const T *base = slot + lane * V;
+    float sup[V * Q];
+#pragma unroll
+    for (int q = 0; q < Q; q++) {
+        float u[V];
+        fd_lds(base + V * q, u);
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            sup[V * q + i] = u[i];
+    }
+#pragma unroll
+    for (int j = 0; j < WIN; j++)
+        win[j] = sup[O + j];
+}
+
+/* One input row's contribution: window win (row t of the strip) to the
+ * accumulator rows; output t-ky takes weight row ky (only outputs 0..rows-1
+ * are worth the FMAs). ROT: output o lives in acc[o % K] and u = t % K is a
+ * compile-time constant; else acc[K-1-ky] and the rows shift after. */
+template <int K, int C, int V, bool SEP, bool ROT>
+__device__ __forceinline__ void fd_accumulate(const fd_params &p, const float *win, int u, int t,
+                                              int rows, float (&acc)[K][V])
+{
+    if (SEP) {
+        /* a row outside (CONSTANT) holds cval, so h = cval * sum(wx): the
+         * dense outer product's meaning; two partial sums for ILP */
+        float h[V];
+#pragma unroll
+        for (int i = 0; i < V; i++) {
+            float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+            for (int kx = 0; kx < K; kx += 2)
+                s0 = fmaf(p.w[K + kx], win[i + kx * C], s0);
+#pragma unroll
+            for (int kx = 1; kx < K; kx += 2)
+                s1 = fmaf(p.w[K + kx], win[i + kx * C], s1);
+            h[i] = s0 + s1;
+        }
+#pragma unroll
+        for (int ky = 0; ky < K; ky++) {
+            if (ky > t || ky <= t - rows)
+                continue;
+            const int a = ROT ? ((u - ky) % K + K) % K : K - 1 - ky;
+#pragma unroll
+            for (int i = 0; i < V; i++)
+                acc[a][i] = fmaf(p.w[ky], h[i], acc[a][i]);
+        }
+    } else {
+#pragma unroll
+        for (int ky = 0; ky < K; ky++) {
+            if (ky > t || ky <= t - rows)
+                continue;
+            const int a = ROT ? ((u - ky) % K + K) % K : K - 1 - ky;
+#pragma unroll
+            for (int kx = 0; kx < K; kx++) {
+                const float w = p.w[ky * K + kx];
+#pragma unroll
+                for (int i = 0; i < V; i++)
+                    acc[a][i] = fmaf(w, win[i + kx * C], acc[a][i]);
+            }
+        }
+    }
+}
+
+/* Stores a completed output row's V values (those inside the row). */
+template <int V>
+__device__ __forceinline__ void fd_store_row(const fd_params &p, long long y, long long e,
+                                             const float (&v)[V])
+{
+    char *orow = p.out + y * p.out_row;
+    if (p.vec_store && e >= 0 && e + V <= p.WC) {
+        fd_store_vec<V>(p.out_type, orow, e, v);
+    } else {
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            if (e + i >= 0 && e + i < p.WC)
+                fd_store_one(p.out_type, orow, e + i, v[i]);
+    }
+}
+
+template <int K, int C, typename T, bool SEP, int V>
+__global__ void __launch_bounds__(FD_WARPS * 32) fd_kernel(const __grid_constant__ fd_params p)
+{
+    enum { HALO = (K / 2) * C, WIN = V + 2 * HALO };
+    /* rotate the accumulator rows (unrolling rows by K) where the shifts
+     * would cost much next to the FMAs (small filters); larger ones shift
+     * (code size: an unrolled row per accumulator row) */
+    enum { ROT = SEP ? K <= 17 : K <= 9 };
+    typedef fd_ring<T, V, HALO> G;
+    CVK_DYNAMIC_SHARED(smem);
+    const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
+    const long long warp = (long long)blockIdx.x * FD_WARPS + wib;
+    if (warp >= p.nwarps)
+        return; /* whole warps only: only warp-level syncs are used */
+    T *ring = (T *)(smem + wib * G::BYTES);
+    const long long we0 = p.first + warp * G::SEG; /* centred element of lane 0 */
+    const bool interior = p.aligned && we0 - G::HP >= 0 && we0 + G::SEG + G::HP <= p.WC;
+    const long long y0 = (long long)blockIdx.y * p.strip;
+    const int rows = (int)(p.H - y0 < p.strip ? p.H - y0 : p.strip);
+    const long long e_out = we0 + (long long)lane * V + p.shift; /* the lane's outputs */
+
+    float acc[K][V];
+#pragma unroll
+    for (int a = 0; a < K; a++)
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            acc[a][i] = 0.0f;
+
+    const long long ybase = y0 - p.koffy;
+    const int total = rows + K - 1;
+    unsigned cval_rows = 0;
+#pragma unroll
+    for (int t = 0; t < FD_RING - 1; t++) {
+        if (t < total)
+            fd_ring_issue<T, V, HALO, C>(p, ybase + t, we0, lane, interior, ring, t, &cval_rows);
+        else
+            fd_cp_commit();
+    }
+
+#pragma unroll 1
+    for (int t0 = 0; t0 < total; t0 += (ROT ? K : 1)) {
+#pragma unroll
+        for (int u = 0; u < (ROT ? K : 1); u++) {
+            const int t = t0 + u;
+            if (t >= total)
+                break;
+            const int ahead = t + FD_RING - 1;
+            if (ahead < total)
+                fd_ring_issue<T, V, HALO, C>(p, ybase + ahead, we0, lane, interior, ring,
+                                             ahead % FD_RING, &cval_rows);
+            else
+                fd_cp_commit();
+            fd_cp_wait<FD_RING - 1>(); /* row t's group is done */
+            __syncwarp();
+            const int slot = t % FD_RING;
+            float win[WIN];
+            if (cval_rows >> slot & 1u) {
+#pragma unroll
+                for (int j = 0; j < WIN; j++)
+                    win[j] = p.cval;
+            } else {
+                fd_ring_window<T, V, HALO>(ring + slot * G::L, lane, win);
+            }
+            __syncwarp(); /* the slot may be refilled next row */
+            fd_accumulate<K, C, V, SEP, ROT>(p, win, u, t, rows, acc);
+            const int o = t - (K - 1); /* output row o is complete */
+            const int done = ROT ? (u + 1) % K : 0;
+            if (o >= 0)
+                fd_store_row<V>(p, y0 + o, e_out, acc[done]);
+            if (ROT) {
+#pragma unroll
+                for (int i = 0; i < V; i++)
+                    acc[done][i] = 0.0f;
+            } else {
+#pragma unroll
+                for (int a = 0; a < K - 1; a++)
+#pragma unroll
+                    for (int i = 0; i < V; i++)
+                        acc[a][i] = acc[a + 1][i];
+#pragma unroll
+                for (int i = 0; i < V; i++)
+                    acc[K - 1][i] = 0.0f;
+            }
+        }
+    }
+}
+
+/* 1-D: each warp takes segments of 32*V samples in turn (grid-stride), the
+ * next segment's loads issued before the current one is computed; a lane
+ * computes V outputs from its window. float32, one channel. */
+template <int K, int V>
+__global__ void __launch_bounds__(256) fd1_kernel(const __grid_constant__ fd_params p)
+{
+    enum { HALO = K / 2, SEG = 32 * V, WIN = V + 2 * HALO };
+    const int lane = threadIdx.x & 31;
+    const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    long long s = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (s >= p.nwarps)
+        return;
+    const float *row = (const float *)p.in;
+    float cur[V + 1], nxt[V + 1];
+    fd_load_seg<V, HALO, float>(row, p.first + s * SEG, lane, cur);
+    for (; s < p.nwarps; s += warps) {
+        const long long we0 = p.first + s * SEG;
+        if (s + warps < p.nwarps)
+            fd_load_seg<V, HALO, float>(row, we0 + warps * SEG, lane, nxt);
+        float win[WIN];
+        fd_window<V, HALO>(cur, lane, win);
+        float out[V];
+#pragma unroll
+        for (int i = 0; i < V; i++) {
+            float a = 0.0f;
+#pragma unroll
+            for (int k = 0; k < K; k++)
+                a = fmaf(p.w[k], win[i + k], a);
+            out[i] = a;
+        }
+        const long long e = we0 + (long long)lane * V + p.shift;
+        if (p.vec_store && e >= 0 && e + V <= p.N) {
+            fd_store_vec<V>(p.out_type, p.out, e, out);
+        } else {
+#pragma unroll
+            for (int i = 0; i < V; i++)
+                if (e + i >= 0 && e + i < p.N)
+                    fd_store_one(p.out_type, p.out, e + i, out[i]);
+        }
+#pragma unroll
+        for (int i = 0; i <= V; i++)
+            cur[i] = nxt[i];
+    }
+}
+
+typedef void (*fd_kernel_fn)(fd_params);
+
+/* Elements a lane: 16 bytes of float (8 bytes, 2 elements, for separable
+ * K >= 17, whose K accumulator rows would cost too many registers), 8 of uint8. */
+#define FD_LANE(T, K, S) (sizeof(T) == 1 ? 8 : ((S) && (K) >= 17) ? 2 : 4)
+#define FD_CASE(K, C, T, S) \
+    case K: return fd_kernel<K, C, T, S, FD_LANE(T, K, S)>;
+
+/* The instances, by file: fast_direct_f32.cu (dense float32 gray, K = 3..17,
+ * and 1-D), fast_direct_sep.cu (separable float32 gray, K = 3..33),
+ * fast_direct_u8.cu (uint8 gray and RGB: dense K = 3, 5; separable 3..9).
+ * Each returns 0 for a K it has not. */
+fd_kernel_fn fd_pick_dense_f32(int K);
+fd_kernel_fn fd_pick_sep_f32(int K);
+fd_kernel_fn fd_pick_u8(int channels, int K, int separable);
+fd_kernel_fn fd_pick_1d(int K);
+
+#endif
