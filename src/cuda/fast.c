@@ -56,6 +56,14 @@ convolve_status cvf_check(const cvi_strategy *s, const cvi_problem *p, const con
                           char *why, size_t n)
 {
     const int K = (int)p->ksize[2], C = (int)p->channels, t = (int)p->in_type;
+    /* the 2-D kernels keep uint8 rows as bytes, so cval must be one */
+    if ((s->id == CVS_DIRECT || s->id == CVS_SEPARABLE) && p->ndim == 2 &&
+        p->in_type == CONVOLVE_UINT8 && p->mode == CVI_MODE_CONSTANT &&
+        !(p->cval >= 0 && p->cval <= 255 && p->cval == (double)(int)p->cval)) {
+        snprintf(why, n, "on uint8 data in constant mode it needs cval to be a whole number from "
+                 "0 to 255 (it is %g); use 'fft' or a chapter strategy", p->cval);
+        return CONVOLVE_ERROR_UNSUPPORTED;
+    }
     switch (s->id) {
     case CVS_DIRECT:
         if (p->ndim == 1 && odd_cube(p, 1) && cvi_fd1d_supports(t, C, K))

@@ -6,6 +6,13 @@
  */
 #include "fast_direct.cuh"
 
+/* The dynamic shared memory a 2-D block needs. */
+static size_t fd_ring_bytes(int es, int V, int HALO)
+{
+    const int per16 = 16 / es, hp = (HALO + per16 - 1) / per16 * per16;
+    return (size_t)FD_WARPS * FD_RING * (size_t)(32 * V + 2 * hp) * (size_t)es;
+}
+
 /* The columns the fast kernels leave: one thread per output element of rows
  * [0, H) and elements [0, lo) and [hi, WC) (output coordinates), every tap
  * of the KY x KX box through cvi_boundary_index. Runtime sizes, weights from
@@ -142,13 +149,13 @@ extern "C" cudaError_t cvi_fd2d_launch(const cvi_fd2d_args *a, cudaStream_t stre
     fd_kernel_fn fn = fd_pick(a->in_type, a->channels, a->ksize, a->separable);
     if (!fn || a->height_taps != a->ksize)
         return cudaErrorInvalidValue;
-    const int K = a->ksize;
+    const int K = a->ksize, C = a->channels, HALO = (K / 2) * C;
     const int es = a->in_type == FD_U8 ? 1 : 4;
     const int V = es == 1 ? 8 : (a->separable && K >= 17) ? 2 : 4, SEG = 32 * V;
     fd_params p;
     fd_setup(a, V, p);
-    /* interior warps load V elements a lane: rows aligned to that */
-    p.aligned = (uintptr_t)a->in % (V * es) == 0 && a->in_row % (long long)(V * es) == 0;
+    /* interior warps copy rows in 16-byte chunks: 16-byte aligned rows */
+    p.aligned = (uintptr_t)a->in % 16 == 0 && a->in_row % 16 == 0;
     /* Warps at multiples of SEG (centred coordinates) covering the centred
      * elements [-shift, WC - shift) whose outputs land in the row. */
     const long long lo = -(long long)p.shift, hi = p.WC - p.shift;
@@ -168,7 +175,8 @@ extern "C" cudaError_t cvi_fd2d_launch(const cvi_fd2d_args *a, cudaStream_t stre
     const long long by = (p.H + strip - 1) / strip;
     if (by > 65535 || bx > 0x7fffffffLL)
         return cudaErrorInvalidConfiguration;
-    CVK_LAUNCH(fn, dim3((unsigned)bx, (unsigned)by), FD_WARPS * 32, 0, stream, (p));
+    CVK_LAUNCH(fn, dim3((unsigned)bx, (unsigned)by), FD_WARPS * 32, fd_ring_bytes(es, V, HALO),
+               stream, (p));
     return cudaGetLastError();
 }
 

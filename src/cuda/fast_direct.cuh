@@ -16,15 +16,18 @@
  * each weight is an FMA operand read from the kernel's parameter bank
  * (constant memory) at a compile-time offset.
  *
- * A lane loads its own V elements of a row (one vector load) and one element
- * of the warp's halo; its window's other elements come from neighbouring
- * lanes by shuffles. Rows are loaded two ahead. 2-D: warps whose segment
- * reaches past the row's ends (or all, when rows are not aligned for vector
- * loads) load element by element through cvi_boundary_index instead, so
- * every mode is exact in one kernel. 1-D: the few outputs near the ends come
- * from fd_edge_kernel. (A ring of rows in shared memory filled by cp.async
- * was tried and measured slower: shared-memory instructions filled the MIO
- * queue; BENCHMARKS.md.) A non-zero horizontal origin shifts
+ * (Measured on an H100, BENCHMARKS.md: this ring beat keeping rows in
+ * registers with windows by shuffles at every size but 3x3, e.g. 7x7 0.36
+ * against 0.42 ms and a separable 33-tap Gaussian 0.70 against 1.35 ms on
+ * 8192^2.)
+ * 2-D: each warp keeps a ring of FD_RING row segments in shared memory,
+ * filled by cp.async (16-byte chunks, halo included) several rows ahead, and
+ * reads its window from there; warps whose segment reaches past the row's
+ * ends (or all, when rows are not 16-byte aligned) fill their slots element by
+ * element through cvi_boundary_index (float: 4-byte cp.async copies, so they
+ * pipeline too), so every mode is exact in one kernel.
+ * 1-D: windows come from neighbouring lanes by shuffles, and the few outputs
+ * near the ends from fd_edge_kernel. A non-zero horizontal origin shifts
  * where outputs are stored, not what is loaded, so loads stay aligned.
  *
  * This header holds the kernel templates; fast_direct_*.cu compile their
@@ -59,7 +62,7 @@ typedef struct fd_params {
     int mode, out_type;
     int strip;           /* rows per block */
     int vec_store;       /* outputs allow vector stores */
-    int aligned;         /* 2-D: input rows allow the lanes' vector loads */
+    int aligned;         /* 2-D: input rows allow 16-byte copies */
     float cval;
     /* dense: K*K weights; separable: K vertical then K horizontal taps */
     float w[CVI_FD2D_MAX_K * CVI_FD2D_MAX_K];
@@ -77,12 +80,6 @@ __device__ __forceinline__ void fd_load_vec(const float *p, float (&v)[4])
 {
     float4 q = __ldg((const float4 *)p);
     v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
-}
-
-__device__ __forceinline__ void fd_load_vec(const float *p, float (&v)[2])
-{
-    float2 q = __ldg((const float2 *)p);
-    v[0] = q.x, v[1] = q.y;
 }
 
 __device__ __forceinline__ void fd_load_vec(const float *p, float (&v)[8])
@@ -186,46 +183,169 @@ __device__ __forceinline__ void fd_window(const float (&r)[V + 1], int lane,
     }
 }
 
-/* ---- 2-D: rows in registers, windows by shuffles --------------------------- */
+/* ---- 2-D: a shared-memory ring of rows per warp --------------------------- */
 
-/* The value the extended input holds at element g of row `row` (pixel
- * floor(g / C), channel g mod C; cval where CONSTANT puts it outside). Out
- * of line: only edge warps call it, and the unrolled rows stay small. */
-template <int C, typename T>
-__device__ __noinline__ float fd_mapped(const fd_params &p, const T *row, long long g)
+#define FD_RING 8 /* rows a warp holds: up to FD_RING - 1 in flight */
+
+#ifdef CVK_EMULATE /* the CPU emulation of tests/emu/ copies at once */
+__device__ __forceinline__ void fd_cp16(void *smem, const void *gmem)
 {
-    const long long pix = g >= 0 ? g / C : -((-g + C - 1) / C);
-    const long long mp = cvi_boundary_index(pix, p.W, p.mode);
-    return mp < 0 ? p.cval : fd_to_float(row[mp * C + (g - pix * C)]);
+    for (int i = 0; i < 16; i++)
+        ((char *)smem)[i] = ((const char *)gmem)[i];
+}
+__device__ __forceinline__ void fd_cp4(void *smem, const void *gmem)
+{
+    for (int i = 0; i < 4; i++)
+        ((char *)smem)[i] = ((const char *)gmem)[i];
+}
+__device__ __forceinline__ void fd_cp_commit() {}
+template <int N> __device__ __forceinline__ void fd_cp_wait() {}
+#else
+__device__ __forceinline__ void fd_cp16(void *smem, const void *gmem)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void fd_cp4(void *smem, const void *gmem)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void fd_cp_commit()
+{
+    asm volatile("cp.async.commit_group;\n" ::);
+}
+template <int N> __device__ __forceinline__ void fd_cp_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+#endif
+
+/* The ring's geometry for element type T, V elements a lane, halo HALO
+ * elements: a row slot holds the warp's segment and HP >= HALO elements each
+ * side, HP a whole number of 16-byte chunks. */
+template <typename T, int V, int HALO> struct fd_ring {
+    enum {
+        SEG = 32 * V,
+        PER16 = 16 / (int)sizeof(T),
+        HP = (HALO + PER16 - 1) / PER16 * PER16,
+        L = SEG + 2 * HP,                     /* elements a slot */
+        CHUNKS = L / PER16,                   /* 16-byte copies a row */
+        BYTES = L * (int)sizeof(T) * FD_RING  /* a warp's ring */
+    };
+};
+
+/* Fills a ring slot element by element through cvi_boundary_index (every
+ * mode, pixels of C interleaved channels): the warps whose segment reaches
+ * past the row's ends. Rare, so kept out of line (code size). */
+template <typename T, int V, int HALO, int C>
+__device__ __noinline__ void fd_ring_fill_mapped(const fd_params &p, const char *row,
+                                                 long long we0, int lane, T *dst)
+{
+    typedef fd_ring<T, V, HALO> G;
+    if (sizeof(T) == 4) {
+        /* float: each element copied alone, asynchronously like the rest */
+        for (int i = lane; i < G::L; i += 32) {
+            const long long g = we0 - G::HP + i; /* element, may lie outside */
+            const long long pix = g >= 0 ? g / C : -((-g + C - 1) / C);
+            const long long mp = cvi_boundary_index(pix, p.W, p.mode);
+            if (mp < 0)
+                dst[i] = (T)p.cval;
+            else
+                fd_cp4(dst + i, (const T *)row + mp * C + (g - pix * C));
+        }
+    } else {
+        /* bytes: all of the lane's loads first, then the stores */
+        enum { PER = (G::L + 31) / 32 };
+        T v[PER];
+#pragma unroll
+        for (int k = 0; k < PER; k++) {
+            const int i = lane + 32 * k;
+            const long long g = we0 - G::HP + i;
+            const long long pix = g >= 0 ? g / C : -((-g + C - 1) / C);
+            const long long mp = cvi_boundary_index(pix, p.W, p.mode);
+            /* CONSTANT past the ends: cval, an exact T (fast.c checks) */
+            v[k] = i >= G::L ? (T)0
+                   : mp < 0  ? (T)p.cval
+                             : ((const T *)row)[mp * C + (g - pix * C)];
+        }
+#pragma unroll
+        for (int k = 0; k < PER; k++)
+            if (lane + 32 * k < G::L)
+                dst[lane + 32 * k] = v[k];
+    }
 }
 
-/* The lane's part of input row y (as fd_load_seg leaves it) for the warp at
- * we0: a row outside in CONSTANT mode is all cval; interior warps load with
- * vectors; warps whose segment or halo reaches past the row's ends load each
- * element through the boundary map, so every mode is exact in one kernel. */
-template <int V, int HALO, int C, typename T>
-__device__ __forceinline__ void fd_fetch_row(const fd_params &p, long long y, long long we0,
-                                             int lane, bool interior, float (&r)[V + 1])
+/* Starts loading input row y's segment into ring slot `slot`: interior
+ * warps copy it with cp.async; warps whose segment reaches past the row's
+ * ends fill it through fd_ring_fill_mapped; a row the mode makes all cval is
+ * only marked in *cval_rows (uniform per warp). One commit group a row. */
+template <typename T, int V, int HALO, int C>
+__device__ __forceinline__ void fd_ring_issue(const fd_params &p, long long y, long long we0,
+                                              int lane, bool interior, T *ring, int slot,
+                                              unsigned *cval_rows)
 {
-    enum { SEG = 32 * V };
+    typedef fd_ring<T, V, HALO> G;
     const long long m = cvi_boundary_index(y, p.H, p.mode);
     if (m < 0) {
+        *cval_rows |= 1u << slot;
+    } else {
+        *cval_rows &= ~(1u << slot);
+        const char *row = p.in + m * p.in_row;
+        T *dst = ring + slot * G::L;
+        if (interior) {
+            const char *src = row + (we0 - G::HP) * (long long)sizeof(T);
 #pragma unroll
-        for (int i = 0; i <= V; i++)
-            r[i] = p.cval;
-        return;
+            for (int c = lane; c < G::CHUNKS; c += 32)
+                fd_cp16((char *)dst + 16 * c, src + 16 * c);
+        } else {
+            fd_ring_fill_mapped<T, V, HALO, C>(p, row, we0, lane, dst);
+        }
     }
-    const T *row = (const T *)(p.in + m * p.in_row);
-    if (interior) {
-        fd_load_seg<V, HALO, T>(row, we0, lane, r);
-        return;
+    fd_cp_commit();
+}
+
+/* Loads V elements at p (aligned to V elements) as floats. */
+__device__ __forceinline__ void fd_lds(const float *p, float (&v)[4])
+{
+    float4 q = *(const float4 *)p;
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+}
+__device__ __forceinline__ void fd_lds(const float *p, float (&v)[2])
+{
+    float2 q = *(const float2 *)p;
+    v[0] = q.x, v[1] = q.y;
+}
+__device__ __forceinline__ void fd_lds(const unsigned char *p, float (&v)[8])
+{
+    uint2 q = *(const uint2 *)p;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        v[i] = (float)((q.x >> (8 * i)) & 0xffu);
+        v[4 + i] = (float)((q.y >> (8 * i)) & 0xffu);
+    }
+}
+
+/* The lane's window (V + 2*HALO elements centred on its own V) from a slot. */
+template <typename T, int V, int HALO>
+__device__ __forceinline__ void fd_ring_window(const T *slot, int lane,
+                                               float (&win)[V + 2 * HALO])
+{
+    typedef fd_ring<T, V, HALO> G;
+    enum { WIN = V + 2 * HALO, O = G::HP - HALO, Q = (O + WIN + V - 1) / V };
+    const T *base = slot + lane * V;
+    float sup[V * Q];
+#pragma unroll
+    for (int q = 0; q < Q; q++) {
+        float u[V];
+        fd_lds(base + V * q, u);
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            sup[V * q + i] = u[i];
     }
 #pragma unroll
-    for (int i = 0; i < V; i++)
-        r[i] = fd_mapped<C, T>(p, row, we0 + (long long)lane * V + i);
-    const bool halo = lane < HALO || lane >= 32 - HALO;
-    const long long ex = lane < HALO ? we0 - HALO + lane : we0 + SEG + (lane - (32 - HALO));
-    r[V] = halo ? fd_mapped<C, T>(p, row, ex) : 0.0f;
+    for (int j = 0; j < WIN; j++)
+        win[j] = sup[O + j];
 }
 
 /* One input row's contribution: window win (row t of the strip) to the
@@ -296,17 +416,20 @@ __device__ __forceinline__ void fd_store_row(const fd_params &p, long long y, lo
 template <int K, int C, typename T, bool SEP, int V>
 __global__ void __launch_bounds__(FD_WARPS * 32) fd_kernel(const __grid_constant__ fd_params p)
 {
-    enum { HALO = (K / 2) * C, SEG = 32 * V, WIN = V + 2 * HALO };
+    enum { HALO = (K / 2) * C, WIN = V + 2 * HALO };
     /* rotate the accumulator rows (unrolling rows by K) where the shifts
      * would cost much next to the FMAs (small filters); larger ones shift
      * (code size: an unrolled row per accumulator row) */
     enum { ROT = SEP ? K <= 17 : K <= 9 };
-    const int lane = threadIdx.x & 31;
-    const long long warp = (long long)blockIdx.x * FD_WARPS + (threadIdx.x >> 5);
+    typedef fd_ring<T, V, HALO> G;
+    CVK_DYNAMIC_SHARED(smem);
+    const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
+    const long long warp = (long long)blockIdx.x * FD_WARPS + wib;
     if (warp >= p.nwarps)
-        return; /* whole warps only: no block barrier is used */
-    const long long we0 = p.first + warp * SEG; /* centred element of lane 0 */
-    const bool interior = p.aligned && we0 - HALO >= 0 && we0 + SEG + HALO <= p.WC;
+        return; /* whole warps only: only warp-level syncs are used */
+    T *ring = (T *)(smem + wib * G::BYTES);
+    const long long we0 = p.first + warp * G::SEG; /* centred element of lane 0 */
+    const bool interior = p.aligned && we0 - G::HP >= 0 && we0 + G::SEG + G::HP <= p.WC;
     const long long y0 = (long long)blockIdx.y * p.strip;
     const int rows = (int)(p.H - y0 < p.strip ? p.H - y0 : p.strip);
     const long long e_out = we0 + (long long)lane * V + p.shift; /* the lane's outputs */
@@ -319,10 +442,15 @@ __global__ void __launch_bounds__(FD_WARPS * 32) fd_kernel(const __grid_constant
             acc[a][i] = 0.0f;
 
     const long long ybase = y0 - p.koffy;
-    const int total = rows + K - 1; /* >= K >= 3 */
-    float cur[V + 1], nx1[V + 1], nx2[V + 1];
-    fd_fetch_row<V, HALO, C, T>(p, ybase, we0, lane, interior, cur);
-    fd_fetch_row<V, HALO, C, T>(p, ybase + 1, we0, lane, interior, nx1);
+    const int total = rows + K - 1;
+    unsigned cval_rows = 0;
+#pragma unroll
+    for (int t = 0; t < FD_RING - 1; t++) {
+        if (t < total)
+            fd_ring_issue<T, V, HALO, C>(p, ybase + t, we0, lane, interior, ring, t, &cval_rows);
+        else
+            fd_cp_commit();
+    }
 
 #pragma unroll 1
     for (int t0 = 0; t0 < total; t0 += (ROT ? K : 1)) {
@@ -331,10 +459,24 @@ __global__ void __launch_bounds__(FD_WARPS * 32) fd_kernel(const __grid_constant
             const int t = t0 + u;
             if (t >= total)
                 break;
-            if (t + 2 < total) /* two rows in flight while this one is used */
-                fd_fetch_row<V, HALO, C, T>(p, ybase + t + 2, we0, lane, interior, nx2);
+            const int ahead = t + FD_RING - 1;
+            if (ahead < total)
+                fd_ring_issue<T, V, HALO, C>(p, ybase + ahead, we0, lane, interior, ring,
+                                             ahead % FD_RING, &cval_rows);
+            else
+                fd_cp_commit();
+            fd_cp_wait<FD_RING - 1>(); /* row t's group is done */
+            __syncwarp();
+            const int slot = t % FD_RING;
             float win[WIN];
-            fd_window<V, HALO>(cur, lane, win);
+            if (cval_rows >> slot & 1u) {
+#pragma unroll
+                for (int j = 0; j < WIN; j++)
+                    win[j] = p.cval;
+            } else {
+                fd_ring_window<T, V, HALO>(ring + slot * G::L, lane, win);
+            }
+            __syncwarp(); /* the slot may be refilled next row */
             fd_accumulate<K, C, V, SEP, ROT>(p, win, u, t, rows, acc);
             const int o = t - (K - 1); /* output row o is complete */
             const int done = ROT ? (u + 1) % K : 0;
@@ -353,11 +495,6 @@ __global__ void __launch_bounds__(FD_WARPS * 32) fd_kernel(const __grid_constant
 #pragma unroll
                 for (int i = 0; i < V; i++)
                     acc[K - 1][i] = 0.0f;
-            }
-#pragma unroll
-            for (int i = 0; i <= V; i++) {
-                cur[i] = nx1[i];
-                nx1[i] = nx2[i];
             }
         }
     }
