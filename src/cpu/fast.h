@@ -1,0 +1,155 @@
+/*
+ * fast.h - what the fast CPU strategies (src/cpu/fast_*.c, fft.c) share:
+ * the instruction-set choice, the row kernels, gathering extended input rows
+ * and storing output rows with conversion, scratch memory, the drivers.
+ *
+ * Every strategy works on contiguous rows of the compute type: float for
+ * float32/uint8/uint16 problems, double when the input or output is float64.
+ * A row is gathered from the strided, typed input (one channel, the boundary
+ * mode applied), filtered by vectorised kernels that see only contiguous
+ * memory, and stored with conversion (integers rounded to nearest, ties to
+ * even, and saturated, exactly as cvi_store_double).
+ */
+#ifndef CONVOLVE_CPU_FAST_H
+#define CONVOLVE_CPU_FAST_H
+
+#include "cpu_backend.h"
+
+/* ---- instruction sets ------------------------------------------------- */
+
+enum { CVF_ISA_PORTABLE = 0, CVF_ISA_AVX2 = 1, CVF_ISA_AVX512 = 2 };
+
+/* The best instruction set this CPU has, capped by cvi_cpu_fast_limit_isa. */
+int cvf_isa(void);
+
+/* ---- row kernels -------------------------------------------------------- */
+
+/* Rows handed to kernels are padded: n outputs are computed as CVF_ROUND(n)
+ * (out must hold that many) and each row must be readable for
+ * CVF_ROUND(n) + K - 1 elements. */
+#define CVF_PAD 16
+#define CVF_ROUND(n) (((n) + CVF_PAD - 1) / CVF_PAD * CVF_PAD)
+
+/*
+ * out[x] = sum_{p < nrows} sum_{k < K} w[p*K + k] * rows[p][x + k]
+ * for x in [0, CVF_ROUND(n)); elements of the compute type (float or double).
+ */
+typedef void (*cvf_corr_fn)(void *out, size_t n, const void *const *rows, size_t nrows,
+                            const void *w, size_t K);
+
+/* The kernel for a compute type (dbl: double, else float) and instruction set. */
+cvf_corr_fn cvf_corr_kernel(int dbl, int isa);
+
+/*
+ * Register-blocked dense 2-D kernel on R = 4 output rows at once:
+ * out[r][x] = sum_{j < R+K1-1} sum_k wb[j][r][k] * rows[j][x + k], where
+ * wb[j][r][k] = w[(j - r) * K + k] when 0 <= j - r < K1 and 0 otherwise
+ * (prepared by cvf_block_weights). Shares each loaded input among the rows.
+ * NULL when the instruction set has none (the caller uses cvf_corr_fn).
+ */
+#define CVF_RB 4
+typedef void (*cvf_corr4_fn)(void *const *out, size_t n, const void *const *rows, size_t K1,
+                             const void *wb, size_t K);
+cvf_corr4_fn cvf_corr4_kernel(int dbl, int isa);
+
+/* ---- one execution ------------------------------------------------------ */
+
+typedef struct cvf_exec {
+    const cvi_problem *p;
+    const char *in;
+    char *out;
+    int dbl;            /* compute in double */
+    size_t es;          /* bytes per compute element (4 or 8) */
+    int isa;
+    int stream;         /* store float32 output rows with non-temporal stores */
+    cvf_corr_fn corr;
+    int threads;
+} cvf_exec;
+
+void cvf_exec_init(cvf_exec *e, const cvi_problem *p, const void *in, void *out);
+
+/* The input's element (j0, j1, column 0) of channel c: the start of a row;
+ * NULL when j0 or j1 is -1 (a row of cval in CONSTANT mode). */
+static inline const char *cvf_in_row(const cvf_exec *e, size_t c, ptrdiff_t j0, ptrdiff_t j1)
+{
+    if (j0 < 0 || j1 < 0)
+        return NULL;
+    const cvi_problem *p = e->p;
+    return e->in + j0 * p->in_strides[0] + j1 * p->in_strides[1] + (ptrdiff_t)c * p->in_cstride;
+}
+
+static inline char *cvf_out_row(const cvf_exec *e, size_t c, size_t i0, size_t i1, size_t x)
+{
+    const cvi_problem *p = e->p;
+    return e->out + (ptrdiff_t)i0 * p->out_strides[0] + (ptrdiff_t)i1 * p->out_strides[1] +
+           (ptrdiff_t)x * p->out_strides[2] + (ptrdiff_t)c * p->out_cstride;
+}
+
+/* dst[t] = the extended input along axis 2 at column q0 + t, t in [0, L),
+ * for the row that starts at `row` (from cvf_in_row; NULL: all cval). */
+void cvf_gather(const cvf_exec *e, const char *row, ptrdiff_t q0, size_t L, void *dst);
+
+/* Loads n elements of the input's type from src (byte stride) as the compute type. */
+void cvf_load(const cvf_exec *e, const char *src, ptrdiff_t stride, size_t n, void *dst);
+
+/* Stores n compute-type values to the output row at dst (its axis-2 stride). */
+void cvf_store(const cvf_exec *e, char *dst, size_t n, const void *src);
+
+/* Ends a thread's stores (a fence after non-temporal stores). */
+void cvf_store_done(const cvf_exec *e);
+
+/* dst[0..n) = v in the compute type. */
+void cvf_fill(const cvf_exec *e, void *dst, size_t n, double v);
+
+/* Copies n doubles into the compute type, times scale. */
+void cvf_convert_weights(const cvf_exec *e, void *dst, const double *w, size_t n, double scale);
+
+/* ---- memory ------------------------------------------------------------- */
+
+/* 64-byte aligned, zero-filled; NULL on failure or overflow of n * size. */
+void *cvf_alloc(size_t n, size_t size);
+void cvf_free(void *ptr);
+
+/* Rounds up to a multiple of 16 elements (64-byte rows for float). */
+static inline size_t cvf_round16(size_t n)
+{
+    return (n + 15) / 16 * 16;
+}
+
+/* ---- partitions ----------------------------------------------------------- */
+
+/* Splits n into `parts` nearly equal pieces: the start of piece i. */
+static inline size_t cvf_split(size_t n, size_t parts, size_t i)
+{
+    return n / parts * i + (i < n % parts ? i : n % parts);
+}
+
+static inline size_t cvf_div_up(size_t a, size_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/*
+ * Column tile width *tw and band height *rb for items that each hold
+ * `ring_rows` rows of a tile (plus the K2 - 1 halo) in cache, with `outer`
+ * items per band and tile (channels, planes), enough items for the threads,
+ * and bands tall enough that their K1 - 1 halo rows cost little. With
+ * band_rows_max > 0, bands are at most that tall.
+ */
+void cvf_plan_tiles(const cvi_problem *p, size_t es, int threads, size_t ring_rows, size_t outer,
+                    size_t band_rows_max, size_t *tw, size_t *rb);
+
+/* ---- drivers (each serves every problem; OUT_OF_MEMORY is their only error) -- */
+
+convolve_status cvf_direct(const cvi_problem *p, const void *in, void *out);
+convolve_status cvf_separable(const cvi_problem *p, const void *in, void *out);
+convolve_status cvf_fft(const cvi_problem *p, const void *in, void *out);
+
+/* Which driver `fast` runs for p. */
+enum { CVF_DIRECT = 0, CVF_SEPARABLE = 1, CVF_FFT = 2 };
+int cvf_choose(const cvi_problem *p);
+
+/* Why the FFT strategy cannot serve p ("" and CONVOLVE_OK when it can). */
+convolve_status cvf_fft_check(const cvi_problem *p, char *why, size_t why_size);
+
+#endif

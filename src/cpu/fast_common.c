@@ -1,0 +1,317 @@
+/*
+ * fast_common.c - the parts every fast CPU strategy shares: the choice of
+ * instruction set, gathering extended input rows (type conversion, channel
+ * and strides, the boundary mode), storing output rows with conversion
+ * (non-temporal stores for large float32 outputs), and aligned scratch.
+ */
+#include "fast.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#define CVF_HAVE_SSE2 1
+#endif
+
+/* ---- instruction sets ------------------------------------------------- */
+
+static int g_isa_limit = CVF_ISA_AVX512;
+
+void cvi_cpu_fast_limit_isa(int isa)
+{
+    g_isa_limit = isa < 0 ? CVF_ISA_AVX512 : isa;
+}
+
+int cvf_isa(void)
+{
+    int isa = CVF_ISA_PORTABLE;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        isa = CVF_ISA_AVX512;
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        isa = CVF_ISA_AVX2;
+#endif
+    return isa < g_isa_limit ? isa : g_isa_limit;
+}
+
+/* ---- memory ------------------------------------------------------------- */
+
+void *cvf_alloc(size_t n, size_t size)
+{
+    size_t bytes;
+    if (!cvi_mul_size(n, size, &bytes) || bytes > SIZE_MAX - 64)
+        return NULL;
+    bytes = (bytes + 63) / 64 * 64;
+    void *ptr = aligned_alloc(64, bytes ? bytes : 64);
+    if (ptr)
+        memset(ptr, 0, bytes ? bytes : 64);
+    return ptr;
+}
+
+void cvf_free(void *ptr)
+{
+    free(ptr);
+}
+
+/* ---- partitions ----------------------------------------------------------- */
+
+/* Ring rows per thread are kept within this many bytes (L2 cache). */
+#define CVF_RING_BYTES ((size_t)384 << 10)
+/* Widest column tile (elements). */
+#define CVF_TILE_MAX 2048
+
+void cvf_plan_tiles(const cvi_problem *p, size_t es, int threads, size_t ring_rows, size_t outer,
+                    size_t band_rows_max, size_t *tw, size_t *rb)
+{
+    const size_t n1 = p->shape[1], n2 = p->shape[2], K1 = p->ksize[1], K2 = p->ksize[2];
+    size_t lmax = CVF_RING_BYTES / es / (ring_rows ? ring_rows : 1);
+    size_t w = lmax > K2 + 64 ? lmax - K2 + 1 : 64;
+    if (w > CVF_TILE_MAX)
+        w = CVF_TILE_MAX;
+    w = w / 16 * 16;
+    if (w < 64)
+        w = 64;
+    size_t ntw = cvf_div_up(n2, w);
+    w = cvf_round16(cvf_div_up(n2, ntw));
+    if (w > n2)
+        w = n2;
+    size_t per = outer * cvf_div_up(n2, w);
+    size_t want = 8 * (size_t)threads;
+    size_t nrb = per >= want ? 1 : cvf_div_up(want, per);
+    size_t h = cvf_div_up(n1, nrb);
+    size_t hmin = 4 * (K1 - 1) > 16 ? 4 * (K1 - 1) : 16;
+    if (h < hmin)
+        h = hmin;
+    if (band_rows_max && h > band_rows_max)
+        h = band_rows_max;
+    if (h > n1)
+        h = n1;
+    *tw = w;
+    *rb = h;
+}
+
+/* ---- one execution ------------------------------------------------------ */
+
+/* Float32 outputs at least this large bypass the caches on store. */
+#define CVF_STREAM_MIN_BYTES ((size_t)16 << 20)
+
+void cvf_exec_init(cvf_exec *e, const cvi_problem *p, const void *in, void *out)
+{
+    memset(e, 0, sizeof *e);
+    e->p = p;
+    e->in = in;
+    e->out = out;
+    e->dbl = p->in_type == CONVOLVE_FLOAT64 || p->out_type == CONVOLVE_FLOAT64;
+    e->es = e->dbl ? sizeof(double) : sizeof(float);
+    e->isa = cvf_isa();
+    e->corr = cvf_corr_kernel(e->dbl, e->isa);
+    e->threads = cvi_cpu_threads(p);
+    size_t count = p->shape[0] * p->shape[1] * p->shape[2] * p->channels;
+#if CVF_HAVE_SSE2
+    e->stream = p->out_type == CONVOLVE_FLOAT32 && !e->dbl &&
+                p->out_strides[2] == (ptrdiff_t)sizeof(float) &&
+                count >= CVF_STREAM_MIN_BYTES / sizeof(float);
+#else
+    (void)count;
+#endif
+}
+
+/* ---- loads ---------------------------------------------------------------- */
+
+#define CVF_LOAD_LOOP(T, DST)                                                   \
+    do {                                                                        \
+        if (stride == (ptrdiff_t)sizeof(T))                                     \
+            for (size_t i = 0; i < n; i++)                                      \
+                (DST)[i] = ((const T *)(const void *)src)[i];                   \
+        else                                                                    \
+            for (size_t i = 0; i < n; i++)                                      \
+                (DST)[i] = *(const T *)(const void *)(src + (ptrdiff_t)i * stride); \
+    } while (0)
+
+static void load_float(convolve_dtype t, const char *src, ptrdiff_t stride, size_t n, float *dst)
+{
+    switch (t) {
+    case CONVOLVE_FLOAT32:
+        if (stride == (ptrdiff_t)sizeof(float))
+            memcpy(dst, src, n * sizeof(float));
+        else
+            CVF_LOAD_LOOP(float, dst);
+        break;
+    case CONVOLVE_FLOAT64: CVF_LOAD_LOOP(double, dst); break;
+    case CONVOLVE_UINT8: CVF_LOAD_LOOP(uint8_t, dst); break;
+    default: CVF_LOAD_LOOP(uint16_t, dst); break;
+    }
+}
+
+static void load_double(convolve_dtype t, const char *src, ptrdiff_t stride, size_t n, double *dst)
+{
+    switch (t) {
+    case CONVOLVE_FLOAT32: CVF_LOAD_LOOP(float, dst); break;
+    case CONVOLVE_FLOAT64:
+        if (stride == (ptrdiff_t)sizeof(double))
+            memcpy(dst, src, n * sizeof(double));
+        else
+            CVF_LOAD_LOOP(double, dst);
+        break;
+    case CONVOLVE_UINT8: CVF_LOAD_LOOP(uint8_t, dst); break;
+    default: CVF_LOAD_LOOP(uint16_t, dst); break;
+    }
+}
+
+void cvf_load(const cvf_exec *e, const char *src, ptrdiff_t stride, size_t n, void *dst)
+{
+    if (e->dbl)
+        load_double(e->p->in_type, src, stride, n, dst);
+    else
+        load_float(e->p->in_type, src, stride, n, dst);
+}
+
+void cvf_fill(const cvf_exec *e, void *dst, size_t n, double v)
+{
+    if (e->dbl) {
+        double *d = dst;
+        for (size_t i = 0; i < n; i++)
+            d[i] = v;
+    } else {
+        float *f = dst, fv = (float)v;
+        for (size_t i = 0; i < n; i++)
+            f[i] = fv;
+    }
+}
+
+void cvf_convert_weights(const cvf_exec *e, void *dst, const double *w, size_t n, double scale)
+{
+    if (e->dbl)
+        for (size_t i = 0; i < n; i++)
+            ((double *)dst)[i] = w[i] * scale;
+    else
+        for (size_t i = 0; i < n; i++)
+            ((float *)dst)[i] = (float)(w[i] * scale);
+}
+
+void cvf_gather(const cvf_exec *e, const char *row, ptrdiff_t q0, size_t L, void *dst)
+{
+    const cvi_problem *p = e->p;
+    if (!row) {
+        cvf_fill(e, dst, L, p->cval);
+        return;
+    }
+    const ptrdiff_t n = (ptrdiff_t)p->shape[2], s = p->in_strides[2], q1 = q0 + (ptrdiff_t)L;
+    ptrdiff_t a = q0 > 0 ? q0 : 0, b = q1 < n ? q1 : n;
+    char *d = dst;
+    if (a < b)
+        cvf_load(e, row + a * s, s, (size_t)(b - a), d + (size_t)(a - q0) * e->es);
+    /* the columns outside [0, n), element by element (at most K - 1 per side
+     * unless the filter is longer than the row) */
+    for (ptrdiff_t q = q0; q < q1; q++) {
+        if (q == a && a < b) {
+            q = b - 1;
+            continue;
+        }
+        ptrdiff_t j = cvi_boundary_index(q, n, p->mode);
+        void *t = d + (size_t)(q - q0) * e->es;
+        if (j < 0)
+            cvf_fill(e, t, 1, p->cval);
+        else
+            cvf_load(e, row + j * s, s, 1, t);
+    }
+}
+
+/* ---- stores ---------------------------------------------------------------- */
+
+/* Round to nearest (ties to even) and saturate, from float: the same result
+ * as cvi_saturate_u8/u16 of the value widened to double. Branch-free so that
+ * it vectorises; 0x1p23f forces the rounding (values below 2^23). */
+static inline float sat_round(float v, float hi)
+{
+    float r = (v + 0x1p23f) - 0x1p23f;
+    r = v < 0x1p23f ? r : v;
+    r = r < hi ? r : hi;
+    return v > 0.0f ? r : 0.0f;
+}
+
+#if CVF_HAVE_SSE2
+/* Non-temporal copy of n floats; the destination is only 4-byte aligned. */
+static void stream_f32(float *dst, const float *src, size_t n)
+{
+    size_t i = 0;
+    while (i < n && ((uintptr_t)(dst + i) & 15))
+        dst[i] = src[i], i++;
+    for (; i + 16 <= n; i += 16) {
+        _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
+        _mm_stream_ps(dst + i + 4, _mm_loadu_ps(src + i + 4));
+        _mm_stream_ps(dst + i + 8, _mm_loadu_ps(src + i + 8));
+        _mm_stream_ps(dst + i + 12, _mm_loadu_ps(src + i + 12));
+    }
+    for (; i < n; i++)
+        dst[i] = src[i];
+}
+#endif
+
+#define CVF_STORE_LOOP(T, EXPR)                                                 \
+    do {                                                                        \
+        if (stride == (ptrdiff_t)sizeof(T))                                     \
+            for (size_t i = 0; i < n; i++)                                      \
+                ((T *)(void *)dst)[i] = (T)(EXPR);                              \
+        else                                                                    \
+            for (size_t i = 0; i < n; i++)                                      \
+                *(T *)(void *)(dst + (ptrdiff_t)i * stride) = (T)(EXPR);        \
+    } while (0)
+
+static void store_float(const cvf_exec *e, char *dst, ptrdiff_t stride, size_t n, const float *s)
+{
+    switch (e->p->out_type) {
+    case CONVOLVE_FLOAT32:
+#if CVF_HAVE_SSE2
+        if (e->stream && stride == (ptrdiff_t)sizeof(float)) {
+            stream_f32((float *)(void *)dst, s, n);
+            break;
+        }
+#endif
+        if (stride == (ptrdiff_t)sizeof(float))
+            memcpy(dst, s, n * sizeof(float));
+        else
+            CVF_STORE_LOOP(float, s[i]);
+        break;
+    case CONVOLVE_FLOAT64: CVF_STORE_LOOP(double, s[i]); break;
+    case CONVOLVE_UINT8: CVF_STORE_LOOP(uint8_t, sat_round(s[i], 255.0f)); break;
+    default: CVF_STORE_LOOP(uint16_t, sat_round(s[i], 65535.0f)); break;
+    }
+}
+
+static void store_double(const cvf_exec *e, char *dst, ptrdiff_t stride, size_t n, const double *s)
+{
+    switch (e->p->out_type) {
+    case CONVOLVE_FLOAT32: CVF_STORE_LOOP(float, s[i]); break;
+    case CONVOLVE_FLOAT64:
+        if (stride == (ptrdiff_t)sizeof(double))
+            memcpy(dst, s, n * sizeof(double));
+        else
+            CVF_STORE_LOOP(double, s[i]);
+        break;
+    case CONVOLVE_UINT8: CVF_STORE_LOOP(uint8_t, cvi_saturate_u8(s[i])); break;
+    default: CVF_STORE_LOOP(uint16_t, cvi_saturate_u16(s[i])); break;
+    }
+}
+
+void cvf_store(const cvf_exec *e, char *dst, size_t n, const void *src)
+{
+    ptrdiff_t stride = e->p->out_strides[2];
+    if (e->dbl)
+        store_double(e, dst, stride, n, src);
+    else
+        store_float(e, dst, stride, n, src);
+}
+
+void cvf_store_done(const cvf_exec *e)
+{
+#if CVF_HAVE_SSE2
+    if (e->stream)
+        _mm_sfence();
+#else
+    (void)e;
+#endif
+}

@@ -1,0 +1,156 @@
+/*
+ * fast_kernels.c - the row kernels of the fast CPU strategies: a weighted
+ * sum of shifted contiguous rows (cvf_corr_fn, see fast.h), in float and in
+ * double, in portable C (vectorised by the compiler for the baseline
+ * instruction set) and with AVX2+FMA and AVX-512F intrinsics compiled for
+ * those targets alone and chosen at run time.
+ *
+ * Register blocking: each kernel keeps a block of output vectors in
+ * registers (8 vectors where the registers allow) across all taps of all
+ * rows, so every output is written once and each tap costs one broadcast
+ * weight plus one load and one FMA per vector.
+ *
+ * The double kernels multiply and add separately (no FMA) and sum the taps
+ * in the reference's order (rows, then shifts), so that a dense float64
+ * problem gives bit for bit the reference's result.
+ */
+#include "fast.h"
+
+#include <string.h>
+
+/* ---- portable ----------------------------------------------------------- */
+
+#define CVF_PORTABLE_CORR(NAME, T)                                                          \
+    static void NAME(void *outv, size_t n, const void *const *rows, size_t nrows,           \
+                     const void *wv, size_t K)                                               \
+    {                                                                                       \
+        T *out = outv;                                                                      \
+        const T *w = wv;                                                                    \
+        size_t N = CVF_ROUND(n);                                                            \
+        for (size_t x = 0; x < N; x += CVF_PAD) {                                           \
+            T acc[CVF_PAD];                                                                 \
+            for (int v = 0; v < CVF_PAD; v++)                                               \
+                acc[v] = 0;                                                                 \
+            for (size_t p = 0; p < nrows; p++) {                                            \
+                const T *r = (const T *)rows[p] + x, *wp = w + p * K;                       \
+                for (size_t k = 0; k < K; k++) {                                            \
+                    T c = wp[k];                                                            \
+                    for (int v = 0; v < CVF_PAD; v++)                                       \
+                        acc[v] += c * r[k + (size_t)v];                                     \
+                }                                                                           \
+            }                                                                               \
+            memcpy(out + x, acc, sizeof acc);                                               \
+        }                                                                                   \
+    }
+
+CVF_PORTABLE_CORR(corr_portable_f, float)
+CVF_PORTABLE_CORR(corr_portable_d, double)
+
+/* ---- x86-64: AVX2+FMA and AVX-512F ---------------------------------------- */
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CVF_X86 1
+#include <immintrin.h>
+
+#define CVF_AVX2 __attribute__((target("avx2,fma")))
+#define CVF_AVX512 __attribute__((target("avx512f")))
+
+/*
+ * One kernel: blocks of 8 vectors, then 4, then 1 (the output is padded to
+ * a whole vector). VW is the vector width in elements.
+ */
+#define CVF_SIMD_CORR(NAME, ATTR, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)               \
+    ATTR static void NAME(void *outv, size_t n, const void *const *rows, size_t nrows,      \
+                          const void *wv, size_t K)                                          \
+    {                                                                                       \
+        T *out = outv;                                                                      \
+        const T *w = wv;                                                                    \
+        size_t N = (n + VW - 1) / VW * VW, x = 0;                                           \
+        for (; x + 8 * VW <= N; x += 8 * VW) {                                              \
+            VT a0 = ZERO, a1 = ZERO, a2 = ZERO, a3 = ZERO;                                  \
+            VT a4 = ZERO, a5 = ZERO, a6 = ZERO, a7 = ZERO;                                  \
+            for (size_t p = 0; p < nrows; p++) {                                            \
+                const T *r = (const T *)rows[p] + x, *wp = w + p * K;                       \
+                for (size_t k = 0; k < K; k++, r++) {                                       \
+                    VT c = SET1(wp[k]);                                                     \
+                    a0 = FMADD(c, LOADU(r), a0);                                            \
+                    a1 = FMADD(c, LOADU(r + VW), a1);                                       \
+                    a2 = FMADD(c, LOADU(r + 2 * VW), a2);                                   \
+                    a3 = FMADD(c, LOADU(r + 3 * VW), a3);                                   \
+                    a4 = FMADD(c, LOADU(r + 4 * VW), a4);                                   \
+                    a5 = FMADD(c, LOADU(r + 5 * VW), a5);                                   \
+                    a6 = FMADD(c, LOADU(r + 6 * VW), a6);                                   \
+                    a7 = FMADD(c, LOADU(r + 7 * VW), a7);                                   \
+                }                                                                           \
+            }                                                                               \
+            STOREU(out + x, a0);                                                            \
+            STOREU(out + x + VW, a1);                                                       \
+            STOREU(out + x + 2 * VW, a2);                                                   \
+            STOREU(out + x + 3 * VW, a3);                                                   \
+            STOREU(out + x + 4 * VW, a4);                                                   \
+            STOREU(out + x + 5 * VW, a5);                                                   \
+            STOREU(out + x + 6 * VW, a6);                                                   \
+            STOREU(out + x + 7 * VW, a7);                                                   \
+        }                                                                                   \
+        for (; x + 4 * VW <= N; x += 4 * VW) {                                              \
+            VT a0 = ZERO, a1 = ZERO, a2 = ZERO, a3 = ZERO;                                  \
+            for (size_t p = 0; p < nrows; p++) {                                            \
+                const T *r = (const T *)rows[p] + x, *wp = w + p * K;                       \
+                for (size_t k = 0; k < K; k++, r++) {                                       \
+                    VT c = SET1(wp[k]);                                                     \
+                    a0 = FMADD(c, LOADU(r), a0);                                            \
+                    a1 = FMADD(c, LOADU(r + VW), a1);                                       \
+                    a2 = FMADD(c, LOADU(r + 2 * VW), a2);                                   \
+                    a3 = FMADD(c, LOADU(r + 3 * VW), a3);                                   \
+                }                                                                           \
+            }                                                                               \
+            STOREU(out + x, a0);                                                            \
+            STOREU(out + x + VW, a1);                                                       \
+            STOREU(out + x + 2 * VW, a2);                                                   \
+            STOREU(out + x + 3 * VW, a3);                                                   \
+        }                                                                                   \
+        for (; x < N; x += VW) {                                                            \
+            VT a0 = ZERO;                                                                   \
+            for (size_t p = 0; p < nrows; p++) {                                            \
+                const T *r = (const T *)rows[p] + x, *wp = w + p * K;                       \
+                for (size_t k = 0; k < K; k++)                                              \
+                    a0 = FMADD(SET1(wp[k]), LOADU(r + k), a0);                              \
+            }                                                                               \
+            STOREU(out + x, a0);                                                   \
+        }                                                                                   \
+    }
+
+CVF_SIMD_CORR(corr_avx2_f, CVF_AVX2, float, __m256, 8, _mm256_setzero_ps(), _mm256_set1_ps,
+              _mm256_loadu_ps, _mm256_storeu_ps, _mm256_fmadd_ps)
+#define MULADD(c, x, a) _mm256_add_pd(a, _mm256_mul_pd(c, x))
+CVF_SIMD_CORR(corr_avx2_d, CVF_AVX2, double, __m256d, 4, _mm256_setzero_pd(), _mm256_set1_pd,
+              _mm256_loadu_pd, _mm256_storeu_pd, MULADD)
+#undef MULADD
+CVF_SIMD_CORR(corr_avx512_f, CVF_AVX512, float, __m512, 16, _mm512_setzero_ps(), _mm512_set1_ps,
+              _mm512_loadu_ps, _mm512_storeu_ps, _mm512_fmadd_ps)
+#define MULADD(c, x, a) _mm512_add_pd(a, _mm512_mul_pd(c, x))
+CVF_SIMD_CORR(corr_avx512_d, CVF_AVX512, double, __m512d, 8, _mm512_setzero_pd(), _mm512_set1_pd,
+              _mm512_loadu_pd, _mm512_storeu_pd, MULADD)
+#undef MULADD
+
+#endif /* x86-64 */
+
+cvf_corr_fn cvf_corr_kernel(int dbl, int isa)
+{
+#if CVF_X86
+    if (isa >= CVF_ISA_AVX512)
+        return dbl ? corr_avx512_d : corr_avx512_f;
+    if (isa >= CVF_ISA_AVX2)
+        return dbl ? corr_avx2_d : corr_avx2_f;
+#else
+    (void)isa;
+#endif
+    return dbl ? corr_portable_d : corr_portable_f;
+}
+
+cvf_corr4_fn cvf_corr4_kernel(int dbl, int isa)
+{
+    (void)dbl;
+    (void)isa;
+    return NULL;
+}

@@ -1,0 +1,457 @@
+/*
+ * test_cpu_fast.c - the fast CPU strategies (fast, direct, separable, fft)
+ * against the exact reference on fresh random data: dims 1-3, odd, even and
+ * one-element extents, filters longer than the input, every mode with a
+ * non-zero cval, origins at both ends, convolve and correlate, every dtype
+ * in and out, channels 1/3/4, pitched, negative-stride, planar and
+ * broadcast layouts, dense and separable filters, 1 and 2 threads, and each
+ * instruction set (portable C, AVX2, AVX-512) the CPU has.
+ *
+ * Outputs are poisoned first; bytes of the output buffer outside the view
+ * must stay poisoned. Float results must lie within tol + |ref| * eps of the
+ * reference per element (tol scaled by sum |w| * max |x|), with relative L2
+ * error <= 1e-5 (float compute) or 1e-10 (double); integer results within 1.
+ */
+#include "harness.h"
+#include "cpu/cpu_backend.h"
+
+static convolve_context *ctx;
+
+/* the last is the reference itself, run only when asked for by name (it
+ * checks the harness: layouts, poisoning, comparison) */
+static const char *k_strategies[] = {"fast", "direct", "separable", "fft", "reference"};
+#define NSTRAT 4
+
+/* A random strided layout over a buffer: *base is the offset in bytes of
+ * element 0 from the buffer's start, *bytes the buffer size. */
+typedef struct {
+    convolve_layout lay;
+    size_t base, bytes;
+} view;
+
+static view make_view(convolve_dtype t, int ndim, const size_t *shape, size_t channels, int kind,
+                      int allow_zero)
+{
+    view v;
+    memset(&v, 0, sizeof v);
+    convolve_layout_init(&v.lay, t, ndim, shape, channels);
+    size_t es = convolve_dtype_size(t);
+    if (kind == 0) { /* contiguous */
+        v.bytes = convolve_layout_count(&v.lay) * es;
+        return v;
+    }
+    /* dims in memory order, innermost first: channel first (interleaved) or
+     * last (planar); each stride skips `gap` extra elements */
+    size_t ext[4];
+    ptrdiff_t *str[4];
+    int nd = 0;
+    int planar = kind == 3;
+    if (!planar) {
+        ext[nd] = channels;
+        str[nd++] = &v.lay.channel_stride;
+    }
+    for (int a = ndim - 1; a >= 0; a--) {
+        ext[nd] = shape[a];
+        str[nd++] = &v.lay.strides[a];
+    }
+    if (planar) {
+        ext[nd] = channels;
+        str[nd++] = &v.lay.channel_stride;
+    }
+    size_t span = 1; /* elements */
+    for (int d = 0; d < nd; d++) {
+        size_t step = span * (kind == 1 && d == 0 ? (size_t)h_randint(1, 2) : 1);
+        *str[d] = (ptrdiff_t)(step * es);
+        span = step * ext[d] + (kind == 1 ? (size_t)h_randint(0, 3) : 0);
+    }
+    /* negative strides (kind 2) and a broadcast axis (inputs only) */
+    ptrdiff_t low = 0, high = 0;
+    for (int d = 0; d < nd; d++) {
+        if (kind == 2 && h_randint(0, 1))
+            *str[d] = -*str[d];
+        if (allow_zero && kind == 4 && d > 0 && d == nd - 1)
+            *str[d] = 0;
+        ptrdiff_t reach = (ptrdiff_t)(ext[d] - 1) * *str[d];
+        if (reach < 0)
+            low += reach;
+        else
+            high += reach;
+    }
+    v.base = (size_t)(-low);
+    v.bytes = (size_t)(high - low) + es;
+    return v;
+}
+
+/* Byte offset of element (i0, i1, i2, c) (i padded to 3 axes, slowest first). */
+static ptrdiff_t view_offset(const view *v, const size_t *idx, size_t c)
+{
+    int nd = v->lay.ndim;
+    ptrdiff_t off = (ptrdiff_t)v->base + (ptrdiff_t)c * v->lay.channel_stride;
+    for (int a = 0; a < nd; a++)
+        off += (ptrdiff_t)idx[3 - nd + a] * v->lay.strides[a];
+    return off;
+}
+
+/* Reads a view of the buffer that starts at buf into doubles, in C order
+ * with channels last. */
+static void view_read(const view *v, const void *buf, double *dst)
+{
+    size_t sh[3] = {1, 1, 1};
+    int nd = v->lay.ndim;
+    for (int a = 0; a < nd; a++)
+        sh[3 - nd + a] = v->lay.shape[a];
+    size_t k = 0, idx[3];
+    for (idx[0] = 0; idx[0] < sh[0]; idx[0]++)
+        for (idx[1] = 0; idx[1] < sh[1]; idx[1]++)
+            for (idx[2] = 0; idx[2] < sh[2]; idx[2]++)
+                for (size_t c = 0; c < v->lay.channels; c++)
+                    dst[k++] = h_get(v->lay.dtype, (const char *)buf + view_offset(v, idx, c), 0);
+}
+
+/* 1 if every byte of buf outside the view still holds the poison of `clean`. */
+static int untouched_outside(const view *v, const unsigned char *buf, const unsigned char *clean)
+{
+    unsigned char *mark = calloc(v->bytes, 1);
+    size_t sh[3] = {1, 1, 1}, es = convolve_dtype_size(v->lay.dtype), idx[3];
+    int nd = v->lay.ndim, ok = 1;
+    for (int a = 0; a < nd; a++)
+        sh[3 - nd + a] = v->lay.shape[a];
+    for (idx[0] = 0; idx[0] < sh[0]; idx[0]++)
+        for (idx[1] = 0; idx[1] < sh[1]; idx[1]++)
+            for (idx[2] = 0; idx[2] < sh[2]; idx[2]++)
+                for (size_t c = 0; c < v->lay.channels; c++)
+                    memset(mark + view_offset(v, idx, c), 1, es);
+    for (size_t i = 0; i < v->bytes && ok; i++)
+        if (!mark[i] && buf[i] != clean[i])
+            ok = 0;
+    free(mark);
+    return ok;
+}
+
+typedef struct {
+    int ndim;
+    size_t shape[3], kshape[3], channels;
+    int separable;
+    convolve_dtype tin, tout;
+    int in_kind, out_kind;
+    convolve_options opt;
+} fcase;
+
+static void describe(const fcase *c, char *s, size_t n)
+{
+    snprintf(s, n,
+             "%dD %zux%zux%zu c%zu k=%zux%zux%zu%s %s->%s in%d out%d %s %s cval=%g origin=%td,%td,%td "
+             "threads=%d",
+             c->ndim, c->shape[0], c->shape[1], c->shape[2], c->channels, c->kshape[0],
+             c->kshape[1], c->kshape[2], c->separable ? " sep" : "", convolve_dtype_name(c->tin),
+             convolve_dtype_name(c->tout), c->in_kind, c->out_kind,
+             convolve_mode_name(c->opt.mode),
+             c->opt.operation == CONVOLVE_OP_CORRELATE ? "correlate" : "convolve", c->opt.cval,
+             c->opt.origin[0], c->opt.origin[1], c->opt.origin[2], c->opt.threads);
+}
+
+static int is_float(convolve_dtype t)
+{
+    return t == CONVOLVE_FLOAT32 || t == CONVOLVE_FLOAT64;
+}
+
+/* Runs one case through every applicable strategy; returns the number of
+ * strategy runs compared. */
+static int run_case(const fcase *c, const char *only)
+{
+    char tag[320];
+    describe(c, tag, sizeof tag);
+    size_t kn = 1;
+    for (int a = 0; a < c->ndim; a++)
+        kn *= c->kshape[a];
+
+    /* filter */
+    convolve_filter *f = NULL;
+    double *w = malloc(kn * sizeof *w), wabs = 0;
+    if (c->separable) {
+        double *taps[3];
+        for (int a = 0; a < c->ndim; a++) {
+            taps[a] = malloc(c->kshape[a] * sizeof(double));
+            h_fill(taps[a], c->kshape[a]);
+        }
+        CHECK_OK(ctx, convolve_filter_create_separable(ctx, &f, c->ndim, c->kshape,
+                                                       (const double *const *)taps));
+        for (int a = 0; a < c->ndim; a++)
+            free(taps[a]);
+        convolve_filter_weights(f, w, kn);
+    } else {
+        h_fill(w, kn);
+        CHECK_OK(ctx, convolve_filter_create(ctx, &f, c->ndim, c->kshape, w));
+    }
+    for (size_t i = 0; i < kn; i++)
+        wabs += fabs(w[i]);
+    free(w);
+    if (!f)
+        return 0;
+
+    /* input */
+    view vi = make_view(c->tin, c->ndim, c->shape, c->channels, c->in_kind, 1);
+    size_t ies = convolve_dtype_size(c->tin);
+    void *ibuf = malloc(vi.bytes + ies);
+    h_fill_typed(c->tin, ibuf, vi.bytes / ies, 1.0);
+    const void *in = (const char *)ibuf + vi.base;
+    double xmax = c->tin == CONVOLVE_UINT8 ? 255 : c->tin == CONVOLVE_UINT16 ? 65535 : 1;
+    if (fabs(c->opt.cval) > xmax)
+        xmax = fabs(c->opt.cval);
+
+    /* exact reference: float64 contiguous, and in the output dtype */
+    size_t count = 1;
+    for (int a = 0; a < c->ndim; a++)
+        count *= c->shape[a];
+    count *= c->channels;
+    convolve_layout lref, lref_t;
+    convolve_layout_init(&lref, CONVOLVE_FLOAT64, c->ndim, c->shape, c->channels);
+    convolve_layout_init(&lref_t, c->tout, c->ndim, c->shape, c->channels);
+    double *ref = malloc(count * sizeof *ref), *got = malloc(count * sizeof *got);
+    void *ref_t = malloc(count * convolve_dtype_size(c->tout));
+    convolve_options ro = c->opt;
+    ro.backend = CONVOLVE_BACKEND_CPU;
+    ro.strategy = "reference";
+    CHECK_OK(ctx, convolve_run(ctx, &vi.lay, in, &lref, ref, f, &ro));
+    CHECK_OK(ctx, convolve_run(ctx, &vi.lay, in, &lref_t, ref_t, f, &ro));
+    double *reft = malloc(count * sizeof *reft);
+    for (size_t i = 0; i < count; i++)
+        reft[i] = h_get(c->tout, ref_t, i);
+
+    /* each strategy */
+    view vo = make_view(c->tout, c->ndim, c->shape, c->channels, c->out_kind, 0);
+    size_t oes = convolve_dtype_size(c->tout);
+    unsigned char *obuf = malloc(vo.bytes + oes), *clean = malloc(vo.bytes + oes);
+    h_poison(c->tout, clean, vo.bytes / oes + 1);
+    int dbl = c->tin == CONVOLVE_FLOAT64 || c->tout == CONVOLVE_FLOAT64;
+    /* float32 outputs of a double computation are rounded to float32 */
+    double prec = !dbl ? 1e-5 : c->tout == CONVOLVE_FLOAT32 ? 1e-7 : 1e-12;
+    double scale = wabs * xmax, tol = prec * scale, eps = prec;
+    int runs = 0;
+    for (int s = 0; s <= NSTRAT; s++) {
+        if (only ? strcmp(only, k_strategies[s]) != 0 : s == NSTRAT)
+            continue;
+        convolve_options so = c->opt;
+        so.backend = CONVOLVE_BACKEND_CPU;
+        so.strategy = k_strategies[s];
+        convolve_plan *plan = NULL;
+        convolve_status st = convolve_plan_create(ctx, &plan, &vi.lay, &vo.lay, f, &so);
+        if (!strcmp(k_strategies[s], "separable") && !convolve_filter_is_separable(f)) {
+            CHECK(st == CONVOLVE_ERROR_UNSUPPORTED, "%s: separable on a dense filter: %s", tag,
+                  convolve_status_name(st));
+            convolve_plan_free(plan);
+            continue;
+        }
+        if (st == CONVOLVE_ERROR_UNSUPPORTED && !strcmp(k_strategies[s], "fft")) {
+            convolve_plan_free(plan);
+            continue;
+        }
+        CHECK(st == CONVOLVE_OK, "%s: plan %s: %s: %s", tag, k_strategies[s],
+              convolve_status_name(st), convolve_last_error(ctx));
+        if (st != CONVOLVE_OK)
+            continue;
+        memcpy(obuf, clean, vo.bytes + oes);
+        void *out = obuf + vo.base;
+        CHECK_OK(ctx, convolve_execute(plan, in, out));
+        convolve_plan_free(plan);
+        runs++;
+        CHECK(untouched_outside(&vo, obuf, clean), "%s: %s wrote outside the output view", tag,
+              k_strategies[s]);
+        view_read(&vo, obuf, got);
+        if (is_float(c->tout)) {
+            h_diff d = h_compare(CONVOLVE_FLOAT64, got, CONVOLVE_FLOAT64, ref, count, tol, eps);
+            CHECK(d.bad == 0 && d.rel_l2 <= (dbl ? 1e-10 : 1e-5), "%s: %s: %zu bad (first %zu: %g vs %g), max err "
+                  "%g, rel L2 %g", tag, k_strategies[s], d.bad, d.first_bad,
+                  d.bad ? got[d.first_bad] : 0.0, d.bad ? ref[d.first_bad] : 0.0, d.max_abs,
+                  d.rel_l2);
+        } else {
+            /* within 1 of the reference's rounding; further only where the
+             * float sum lies within tolerance of a rounding boundary */
+            h_diff d = h_compare(CONVOLVE_FLOAT64, got, CONVOLVE_FLOAT64, reft, count, 1.0, 0.0);
+            CHECK(d.bad == 0, "%s: %s: %zu integers off by more than 1 (first %zu: %g vs %g)",
+                  tag, k_strategies[s], d.bad, d.first_bad, d.bad ? got[d.first_bad] : 0.0,
+                  d.bad ? reft[d.first_bad] : 0.0);
+            size_t off = 0;
+            for (size_t i = 0; i < count; i++)
+                if (got[i] != reft[i] && fabs(ref[i] - floor(ref[i]) - 0.5) > tol + 1e-9 &&
+                    ref[i] > -0.5 && ref[i] < (c->tout == CONVOLVE_UINT8 ? 255.5 : 65535.5))
+                    off++;
+            CHECK(off == 0, "%s: %s: %zu integers rounded differently away from a tie", tag,
+                  k_strategies[s], off);
+        }
+        if (h_failures > 30)
+            break;
+    }
+    free(ibuf), free(ref), free(got), free(ref_t), free(reft), free(obuf), free(clean);
+    convolve_filter_free(f);
+    return runs;
+}
+
+static const convolve_dtype k_types[4] = {CONVOLVE_FLOAT32, CONVOLVE_FLOAT64, CONVOLVE_UINT8,
+                                          CONVOLVE_UINT16};
+
+/* A random small case; `big` makes extents larger (several tiles and bands). */
+static fcase random_case(int big)
+{
+    fcase c;
+    memset(&c, 0, sizeof c);
+    c.ndim = (int)h_randint(1, 3);
+    convolve_options_init(&c.opt);
+    c.opt.operation = h_randint(0, 1) ? CONVOLVE_OP_CORRELATE : CONVOLVE_OP_CONVOLVE;
+    c.opt.mode = (convolve_mode)h_randint(0, 4);
+    c.opt.cval = h_uniform(-3, 3);
+    c.opt.threads = (int)h_randint(1, 2);
+    static const size_t chans[3] = {1, 3, 4};
+    c.channels = h_randint(0, 3) ? 1 : chans[h_randint(0, 2)];
+    c.separable = (int)h_randint(0, 1);
+    c.tin = k_types[h_randint(0, 3)];
+    c.tout = k_types[h_randint(0, 3)];
+    c.in_kind = (int)h_randint(0, 4);
+    c.out_kind = (int)h_randint(0, 3);
+    for (int a = 0; a < c.ndim; a++) {
+        long maxn = c.ndim == 1 ? (big ? 5000 : 70) : c.ndim == 2 ? (big ? 300 : 23) : (big ? 40 : 9);
+        c.shape[a] = (size_t)(h_randint(0, 5) ? h_randint(1, maxn) : 1);
+        long maxk = c.ndim == 1 ? 40 : c.ndim == 2 ? 12 : 6;
+        if (big)
+            maxk = c.ndim == 1 ? 300 : c.ndim == 2 ? 33 : 9;
+        c.kshape[a] = (size_t)h_randint(1, maxk); /* may exceed the input */
+        long K = (long)c.kshape[a];
+        int end = (int)h_randint(0, 3); /* origins at both ends sometimes */
+        c.opt.origin[a] = end == 0 ? -(K / 2) : end == 1 ? (K - 1) / 2 : h_randint(-(K / 2), (K - 1) / 2);
+    }
+    return c;
+}
+
+static void random_rounds(int rounds, int big, const char *only)
+{
+    for (int r = 0; r < rounds && h_failures <= 30; r++) {
+        fcase c = random_case(big);
+        run_case(&c, only);
+    }
+}
+
+/* Hand-picked corners: one element, long filters, every mode and dtype pair. */
+static void corners(const char *only)
+{
+    for (int m = 0; m < 5; m++) {
+        for (int ti = 0; ti < 4; ti++) {
+            for (int to = 0; to < 4; to++) {
+                fcase c;
+                memset(&c, 0, sizeof c);
+                convolve_options_init(&c.opt);
+                c.opt.mode = (convolve_mode)m;
+                c.opt.cval = 1.75;
+                c.opt.threads = 2;
+                c.tin = k_types[ti];
+                c.tout = k_types[to];
+                c.channels = 1;
+                /* one element, filter 5 */
+                c.ndim = 1;
+                c.shape[0] = 1;
+                c.kshape[0] = 5;
+                run_case(&c, only);
+                /* 2-D 1x1 input, separable 4x3 filter with origins at the ends */
+                c.ndim = 2;
+                c.shape[0] = c.shape[1] = 1;
+                c.kshape[0] = 4;
+                c.kshape[1] = 3;
+                c.opt.origin[0] = -2;
+                c.opt.origin[1] = 1;
+                c.separable = 1;
+                run_case(&c, only);
+                /* filter much longer than the input, 3-D, 3 channels, strided */
+                c.ndim = 3;
+                c.shape[0] = 2, c.shape[1] = 3, c.shape[2] = 5;
+                c.kshape[0] = 7, c.kshape[1] = 8, c.kshape[2] = 13;
+                c.opt.origin[0] = 3, c.opt.origin[1] = -4, c.opt.origin[2] = 0;
+                c.channels = 3;
+                c.in_kind = 1 + (m + ti) % 4;
+                c.out_kind = 1 + (m + to) % 3;
+                c.separable = (m + ti + to) % 2;
+                c.opt.operation = CONVOLVE_OP_CORRELATE;
+                run_case(&c, only);
+            }
+        }
+    }
+}
+
+/* A 2-D image of a few tiles and bands with a large dense filter (FFT and
+ * direct over every mode) and a large separable one. */
+static void larger(const char *only)
+{
+    for (int m = 0; m < 5; m++) {
+        fcase c;
+        memset(&c, 0, sizeof c);
+        convolve_options_init(&c.opt);
+        c.opt.mode = (convolve_mode)m;
+        c.opt.cval = -0.5;
+        c.opt.threads = 2;
+        c.opt.operation = m % 2 ? CONVOLVE_OP_CONVOLVE : CONVOLVE_OP_CORRELATE;
+        c.ndim = 2;
+        c.shape[0] = 157, c.shape[1] = 2500 + (size_t)m;
+        c.kshape[0] = 31, c.kshape[1] = 30;
+        c.opt.origin[1] = m - 2;
+        c.channels = 1;
+        c.tin = c.tout = CONVOLVE_FLOAT32;
+        run_case(&c, only);
+        c.separable = 1;
+        c.tin = CONVOLVE_UINT8;
+        c.channels = 3;
+        c.shape[1] = 700;
+        c.tout = m % 2 ? CONVOLVE_UINT8 : CONVOLVE_FLOAT32;
+        run_case(&c, only);
+    }
+}
+
+/* The strategy `auto` takes on the CPU is `fast`; named strategies refuse
+ * what they cannot serve. */
+static void choices(void)
+{
+    size_t n[2] = {8, 9}, k[2] = {3, 3};
+    double w[9] = {1, 2, 3, 4, 5, 6, 7, 8, 10};
+    convolve_layout L;
+    convolve_layout_init(&L, CONVOLVE_FLOAT32, 2, n, 1);
+    convolve_filter *f;
+    CHECK_OK(ctx, convolve_filter_create(ctx, &f, 2, k, w));
+    convolve_options o;
+    convolve_options_init(&o);
+    o.backend = CONVOLVE_BACKEND_CPU;
+    convolve_plan *p = NULL;
+    CHECK_OK(ctx, convolve_plan_create(ctx, &p, &L, &L, f, &o));
+    CHECK(p && strcmp(convolve_plan_strategy(p), "fast") == 0, "auto on the CPU is %s",
+          p ? convolve_plan_strategy(p) : "none");
+    convolve_plan_free(p);
+    o.strategy = "separable";
+    CHECK_STATUS(ctx, convolve_plan_create(ctx, &p, &L, &L, f, &o), CONVOLVE_ERROR_UNSUPPORTED);
+    convolve_filter_free(f);
+    int found = 0;
+    for (size_t i = 0; i < convolve_strategy_count(); i++) {
+        convolve_strategy_info info;
+        CHECK_OK(ctx, convolve_strategy_get(i, &info));
+        for (int s = 0; s < NSTRAT; s++)
+            if (info.backend == CONVOLVE_BACKEND_CPU && !strcmp(info.name, k_strategies[s]))
+                found++;
+    }
+    CHECK(found == NSTRAT, "%d of the %d fast strategies are registered", found, NSTRAT);
+}
+
+int main(int argc, char **argv)
+{
+    h_seed("test_cpu_fast");
+    CHECK_OK(NULL, convolve_context_create(&ctx));
+    const char *only = argc > 1 ? argv[1] : NULL;
+    int rounds = argc > 2 ? atoi(argv[2]) : 150;
+    choices();
+    /* every instruction set this CPU has, the portable C path first */
+    for (int isa = 0; isa <= 2; isa++) {
+        cvi_cpu_fast_limit_isa(isa);
+        printf("instruction set cap %d\n", isa);
+        random_rounds(rounds, 0, only);
+        random_rounds(rounds / 10, 1, only);
+    }
+    cvi_cpu_fast_limit_isa(-1);
+    corners(only);
+    larger(only);
+    convolve_context_free(ctx);
+    return h_finish("test_cpu_fast");
+}
