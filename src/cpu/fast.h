@@ -152,4 +152,8 @@ int cvf_choose(const cvi_problem *p);
 /* Why the FFT strategy cannot serve p ("" and CONVOLVE_OK when it can). */
 convolve_status cvf_fft_check(const cvi_problem *p, char *why, size_t why_size);
 
+/* The FFT's modelled work per output (butterfly passes and the like over
+ * tile elements per output); negative when it cannot serve p. */
+double cvf_fft_cost(const cvi_problem *p);
+
 #endif
