@@ -20,31 +20,58 @@
 
 /* ---- portable ----------------------------------------------------------- */
 
+#if defined(__GNUC__) || defined(__clang__)
+/* Generic 16-byte vectors (SSE2, NEON, ...): 16 outputs in registers. */
+typedef float cvf_v4f __attribute__((vector_size(16)));
+typedef double cvf_v2d __attribute__((vector_size(16)));
+
+#define CVF_PORTABLE_CORR(NAME, T, VT)                                                      \
+    static void NAME(void *outv, size_t n, const void *const *rows, size_t nrows,           \
+                     const void *wv, size_t K)                                               \
+    {                                                                                       \
+        enum { L = (int)(sizeof(VT) / sizeof(T)), NV = CVF_PAD / L };                       \
+        T *out = outv;                                                                      \
+        const T *w = wv;                                                                    \
+        size_t N = CVF_ROUND(n);                                                            \
+        for (size_t x = 0; x < N; x += CVF_PAD) {                                           \
+            VT acc[NV];                                                                     \
+            for (int v = 0; v < NV; v++)                                                    \
+                acc[v] = (VT){0};                                                           \
+            for (size_t p = 0; p < nrows; p++) {                                            \
+                const T *r = (const T *)rows[p] + x, *wp = w + p * K;                       \
+                for (size_t k = 0; k < K; k++) {                                            \
+                    VT c = (VT){0} + wp[k];                                                 \
+                    for (int v = 0; v < NV; v++) {                                          \
+                        VT in;                                                              \
+                        memcpy(&in, r + k + (size_t)v * L, sizeof in);                      \
+                        acc[v] += c * in;                                                   \
+                    }                                                                       \
+                }                                                                           \
+            }                                                                               \
+            memcpy(out + x, acc, sizeof acc);                                               \
+        }                                                                                   \
+    }
+CVF_PORTABLE_CORR(corr_portable_f, float, cvf_v4f)
+CVF_PORTABLE_CORR(corr_portable_d, double, cvf_v2d)
+#else
+/* Any other C11 compiler: scalar loops. */
 #define CVF_PORTABLE_CORR(NAME, T)                                                          \
     static void NAME(void *outv, size_t n, const void *const *rows, size_t nrows,           \
                      const void *wv, size_t K)                                               \
     {                                                                                       \
         T *out = outv;                                                                      \
         const T *w = wv;                                                                    \
-        size_t N = CVF_ROUND(n);                                                            \
-        for (size_t x = 0; x < N; x += CVF_PAD) {                                           \
-            T acc[CVF_PAD];                                                                 \
-            for (int v = 0; v < CVF_PAD; v++)                                               \
-                acc[v] = 0;                                                                 \
-            for (size_t p = 0; p < nrows; p++) {                                            \
-                const T *r = (const T *)rows[p] + x, *wp = w + p * K;                       \
-                for (size_t k = 0; k < K; k++) {                                            \
-                    T c = wp[k];                                                            \
-                    for (int v = 0; v < CVF_PAD; v++)                                       \
-                        acc[v] += c * r[k + (size_t)v];                                     \
-                }                                                                           \
-            }                                                                               \
-            memcpy(out + x, acc, sizeof acc);                                               \
+        for (size_t x = 0; x < CVF_ROUND(n); x++) {                                         \
+            T acc = 0;                                                                      \
+            for (size_t p = 0; p < nrows; p++)                                              \
+                for (size_t k = 0; k < K; k++)                                              \
+                    acc += w[p * K + k] * ((const T *)rows[p])[x + k];                      \
+            out[x] = acc;                                                                   \
         }                                                                                   \
     }
-
 CVF_PORTABLE_CORR(corr_portable_f, float)
 CVF_PORTABLE_CORR(corr_portable_d, double)
+#endif
 
 /* ---- x86-64: AVX2+FMA and AVX-512F ---------------------------------------- */
 
