@@ -41,15 +41,17 @@ typedef void (*cvf_corr_fn)(void *out, size_t n, const void *const *rows, size_t
 cvf_corr_fn cvf_corr_kernel(int dbl, int isa);
 
 /*
- * Register-blocked dense 2-D kernel on R = 4 output rows at once:
- * out[r][x] = sum_{j < R+K1-1} sum_k wb[j][r][k] * rows[j][x + k], where
- * wb[j][r][k] = w[(j - r) * K + k] when 0 <= j - r < K1 and 0 otherwise
- * (prepared by cvf_block_weights). Shares each loaded input among the rows.
- * NULL when the instruction set has none (the caller uses cvf_corr_fn).
+ * Register-blocked dense kernel on CVF_RB = 4 output rows at once:
+ * out[r][x] = sum_{k0 < K0} sum_{k1 < K1} sum_{k < K2} w[(k0*K1 + k1)*K2 + k]
+ *             * rows[k0*J + r + k1][x + k],   J = 4 + K1 - 1,
+ * for r < 4, x in [0, CVF_ROUND(n)): J consecutive input rows per filter
+ * plane k0, each loaded vector shared by the output rows it feeds; the sum
+ * runs in the same order as cvf_corr_fn's. NULL where the instruction set
+ * has none (the caller then uses cvf_corr_fn row by row).
  */
 #define CVF_RB 4
-typedef void (*cvf_corr4_fn)(void *const *out, size_t n, const void *const *rows, size_t K1,
-                             const void *wb, size_t K);
+typedef void (*cvf_corr4_fn)(void *const *out, size_t n, const void *const *rows, size_t K0,
+                             size_t K1, const void *w, size_t K2);
 cvf_corr4_fn cvf_corr4_kernel(int dbl, int isa);
 
 /* ---- one execution ------------------------------------------------------ */
@@ -88,6 +90,11 @@ static inline char *cvf_out_row(const cvf_exec *e, size_t c, size_t i0, size_t i
 /* dst[t] = the extended input along axis 2 at column q0 + t, t in [0, L),
  * for the row that starts at `row` (from cvf_in_row; NULL: all cval). */
 void cvf_gather(const cvf_exec *e, const char *row, ptrdiff_t q0, size_t L, void *dst);
+
+/* Asks the caches for the input columns [q0, q0 + L) of the row that starts
+ * at `row` (NULL: nothing), which a later cvf_gather will read: the loads
+ * then overlap the computation in between. */
+void cvf_prefetch(const cvf_exec *e, const char *row, ptrdiff_t q0, size_t L);
 
 /* Loads n elements of the input's type from src (byte stride) as the compute type. */
 void cvf_load(const cvf_exec *e, const char *src, ptrdiff_t stride, size_t n, void *dst);

@@ -61,7 +61,7 @@ void cvf_free(void *ptr)
 /* Ring rows per thread are kept within this many bytes (L2 cache). */
 #define CVF_RING_BYTES ((size_t)384 << 10)
 /* Widest column tile (elements). */
-#define CVF_TILE_MAX 2048
+#define CVF_TILE_MAX 4096
 
 void cvf_plan_tiles(const cvi_problem *p, size_t es, int threads, size_t ring_rows, size_t outer,
                     size_t band_rows_max, size_t *tw, size_t *rb)
@@ -218,6 +218,22 @@ void cvf_gather(const cvf_exec *e, const char *row, ptrdiff_t q0, size_t L, void
         else
             cvf_load(e, row + j * s, s, 1, t);
     }
+}
+
+void cvf_prefetch(const cvf_exec *e, const char *row, ptrdiff_t q0, size_t L)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    const cvi_problem *p = e->p;
+    const ptrdiff_t n = (ptrdiff_t)p->shape[2], s = p->in_strides[2];
+    ptrdiff_t a = q0 > 0 ? q0 : 0, b = q0 + (ptrdiff_t)L < n ? q0 + (ptrdiff_t)L : n;
+    if (!row || a >= b || s > 64 || s < -64)
+        return;
+    const char *lo = row + (s >= 0 ? a : b - 1) * s, *hi = row + (s >= 0 ? b - 1 : a) * s;
+    for (const char *q = lo; q <= hi; q += 64)
+        __builtin_prefetch(q, 0, 2);
+#else
+    (void)e, (void)row, (void)q0, (void)L;
+#endif
 }
 
 /* ---- stores ---------------------------------------------------------------- */

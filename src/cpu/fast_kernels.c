@@ -160,6 +160,81 @@ CVF_SIMD_CORR(corr_avx512_d, CVF_AVX512, double, __m512d, 8, _mm512_setzero_pd()
               _mm512_loadu_pd, _mm512_storeu_pd, MULADD)
 #undef MULADD
 
+/*
+ * The 4-row kernel (cvf_corr4_fn): V vectors of 4 output rows stay in
+ * registers; input row j feeds output rows r = j - k1 for the k1 in range,
+ * so each loaded vector serves up to 4 FMAs. The active rows [lo, hi] of
+ * each input row select a specialised loop (no FMA with an absent weight).
+ */
+#define CVF_C4_STEP(V, LO, HI, T, VT, VW, SET1, LOADU, FMADD)                                 \
+    for (size_t k = 0; k < K2; k++) {                                                         \
+        VT in[V];                                                                             \
+        for (int v = 0; v < V; v++) {                                                         \
+            in[v] = LOADU(row + k + (size_t)v * VW);                                          \
+            __asm__("" : "+v"(in[v])); /* keep it in a register: one load, many FMAs */        \
+        }                                                                                     \
+        for (int r = LO; r <= HI; r++) {                                                      \
+            VT c = SET1(w0[k - (size_t)r * K2]);                                              \
+            for (int v = 0; v < V; v++)                                                       \
+                a[r][v] = FMADD(c, in[v], a[r][v]);                                           \
+        }                                                                                     \
+    }
+
+#define CVF_C4_BLOCK(V, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)                          \
+    {                                                                                         \
+        VT a[4][V];                                                                           \
+        for (int r = 0; r < 4; r++)                                                           \
+            for (int v = 0; v < V; v++)                                                       \
+                a[r][v] = ZERO;                                                               \
+        for (size_t k0 = 0; k0 < K0; k0++)                                                    \
+            for (size_t j = 0; j < J; j++) {                                                  \
+                const T *row = (const T *)rows[k0 * J + j] + x;                               \
+                const T *w0 = w + (k0 * K1 + j) * K2;                                         \
+                size_t lo = j + 1 > K1 ? j + 1 - K1 : 0, hi = j < 3 ? j : 3;                  \
+                switch (lo * 4 + hi) {                                                        \
+                case 0: CVF_C4_STEP(V, 0, 0, T, VT, VW, SET1, LOADU, FMADD) break;            \
+                case 1: CVF_C4_STEP(V, 0, 1, T, VT, VW, SET1, LOADU, FMADD) break;            \
+                case 2: CVF_C4_STEP(V, 0, 2, T, VT, VW, SET1, LOADU, FMADD) break;            \
+                case 3: CVF_C4_STEP(V, 0, 3, T, VT, VW, SET1, LOADU, FMADD) break;            \
+                case 5: CVF_C4_STEP(V, 1, 1, T, VT, VW, SET1, LOADU, FMADD) break;            \
+                case 6: CVF_C4_STEP(V, 1, 2, T, VT, VW, SET1, LOADU, FMADD) break;            \
+                case 7: CVF_C4_STEP(V, 1, 3, T, VT, VW, SET1, LOADU, FMADD) break;            \
+                case 10: CVF_C4_STEP(V, 2, 2, T, VT, VW, SET1, LOADU, FMADD) break;           \
+                case 11: CVF_C4_STEP(V, 2, 3, T, VT, VW, SET1, LOADU, FMADD) break;           \
+                default: CVF_C4_STEP(V, 3, 3, T, VT, VW, SET1, LOADU, FMADD) break;           \
+                }                                                                             \
+            }                                                                                 \
+        for (int r = 0; r < 4; r++)                                                           \
+            for (int v = 0; v < V; v++)                                                       \
+                STOREU((T *)out[r] + x + (size_t)v * VW, a[r][v]);                            \
+    }
+
+#define CVF_SIMD_CORR4(NAME, ATTR, V, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)            \
+    ATTR static void NAME(void *const *out, size_t n, const void *const *rows, size_t K0,     \
+                          size_t K1, const void *wv, size_t K2)                               \
+    {                                                                                         \
+        const T *w = wv;                                                                      \
+        const size_t J = 4 + K1 - 1, N = (n + VW - 1) / VW * VW;                              \
+        size_t x = 0;                                                                         \
+        for (; x + V * VW <= N; x += V * VW)                                                  \
+            CVF_C4_BLOCK(V, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)                      \
+        for (; x < N; x += VW)                                                                \
+            CVF_C4_BLOCK(1, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)                      \
+    }
+
+CVF_SIMD_CORR4(corr4_avx2_f, CVF_AVX2, 2, float, __m256, 8, _mm256_setzero_ps(), _mm256_set1_ps,
+               _mm256_loadu_ps, _mm256_storeu_ps, _mm256_fmadd_ps)
+CVF_SIMD_CORR4(corr4_avx512_f, CVF_AVX512, 4, float, __m512, 16, _mm512_setzero_ps(),
+               _mm512_set1_ps, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_fmadd_ps)
+#define MULADD(c, x, a) _mm256_add_pd(a, _mm256_mul_pd(c, x))
+CVF_SIMD_CORR4(corr4_avx2_d, CVF_AVX2, 2, double, __m256d, 4, _mm256_setzero_pd(), _mm256_set1_pd,
+               _mm256_loadu_pd, _mm256_storeu_pd, MULADD)
+#undef MULADD
+#define MULADD(c, x, a) _mm512_add_pd(a, _mm512_mul_pd(c, x))
+CVF_SIMD_CORR4(corr4_avx512_d, CVF_AVX512, 4, double, __m512d, 8, _mm512_setzero_pd(),
+               _mm512_set1_pd, _mm512_loadu_pd, _mm512_storeu_pd, MULADD)
+#undef MULADD
+
 #endif /* x86-64 */
 
 cvf_corr_fn cvf_corr_kernel(int dbl, int isa)
@@ -177,7 +252,14 @@ cvf_corr_fn cvf_corr_kernel(int dbl, int isa)
 
 cvf_corr4_fn cvf_corr4_kernel(int dbl, int isa)
 {
+#if CVF_X86
+    if (isa >= CVF_ISA_AVX512)
+        return dbl ? corr4_avx512_d : corr4_avx512_f;
+    if (isa >= CVF_ISA_AVX2)
+        return dbl ? corr4_avx2_d : corr4_avx2_f;
+#else
     (void)dbl;
     (void)isa;
+#endif
     return NULL;
 }
