@@ -192,6 +192,25 @@ void cvf_convert_weights(const cvf_exec *e, void *dst, const double *w, size_t n
             ((float *)dst)[i] = (float)(w[i] * scale);
 }
 
+/* cvi_boundary_index without a division for j within one period of the
+ * edges (the common case: filters shorter than the input). */
+static inline ptrdiff_t boundary_index(ptrdiff_t j, ptrdiff_t n, int mode)
+{
+    if (j >= -n && j < 2 * n) {
+        switch (mode) {
+        case CVI_MODE_CONSTANT: return j >= 0 && j < n ? j : -1;
+        case CVI_MODE_NEAREST: return j < 0 ? 0 : j >= n ? n - 1 : j;
+        case CVI_MODE_WRAP: return j < 0 ? j + n : j >= n ? j - n : j;
+        case CVI_MODE_REFLECT: return j < 0 ? -1 - j : j >= n ? 2 * n - 1 - j : j;
+        default: /* MIRROR */
+            if (n > 1 && j > -n && j < 2 * n - 1)
+                return j < 0 ? -j : j >= n ? 2 * n - 2 - j : j;
+            break;
+        }
+    }
+    return cvi_boundary_index(j, n, mode);
+}
+
 void cvf_gather(const cvf_exec *e, const char *row, ptrdiff_t q0, size_t L, void *dst)
 {
     const cvi_problem *p = e->p;
@@ -211,7 +230,7 @@ void cvf_gather(const cvf_exec *e, const char *row, ptrdiff_t q0, size_t L, void
             q = b - 1;
             continue;
         }
-        ptrdiff_t j = cvi_boundary_index(q, n, p->mode);
+        ptrdiff_t j = boundary_index(q, n, p->mode);
         void *t = d + (size_t)(q - q0) * e->es;
         if (j < 0)
             cvf_fill(e, t, 1, p->cval);

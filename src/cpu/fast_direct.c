@@ -122,8 +122,9 @@ static void direct_item(const dplan *d, dthread *s, size_t c, size_t i0, size_t 
                                           (ptrdiff_t)p->shape[1], p->mode),
                        filled, xa, wdt, xl, xr);
         /* the next input row streams in while these outputs are computed
-         * (measured: pays from a few taps on, costs when there is no work) */
-        if (filled < nrows + K1 - 1 && p->kcount >= 4) {
+         * (measured: pays for larger filters, costs at 3x3 where memory is the
+         * limit and the in-place interior already streams) */
+        if (filled < nrows + K1 - 1 && p->kcount >= 16) {
             ptrdiff_t j1 = cvi_boundary_index((ptrdiff_t)(ra + filled) - p->koff[1],
                                               (ptrdiff_t)p->shape[1], p->mode);
             for (size_t k0 = 0; k0 < K0; k0++)

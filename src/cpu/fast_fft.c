@@ -30,8 +30,9 @@
 #include <omp.h>
 #endif
 
-/* Largest block (elements of one tile) the strategy accepts at all, and the
- * largest it prefers (two blocks per thread stay in L2). */
+/* Largest block (elements of one tile) the strategy accepts at all; blocks
+ * whose four arrays (two blocks, re and im) exceed the cache size cost twice
+ * as much in the model. */
 #define CVF_FFT_MAX_BLOCK ((size_t)1 << 22)
 #define CVF_FFT_CACHE_BYTES ((size_t)1 << 20)
 /* Batch extents for untransformed axes. */
@@ -66,7 +67,7 @@ static size_t log2_of(size_t t)
 }
 
 /* Fills the derived counts of t (its f and T set) and its cost. */
-static void tiles_count(const cvi_problem *p, ftiles *t)
+static void tiles_count(const cvi_problem *p, size_t es, ftiles *t)
 {
     for (int a = 0; a < 3; a++)
         t->V[a] = t->f[a] ? t->T[a] - p->ksize[a] + 1 : t->T[a];
@@ -89,6 +90,8 @@ static void tiles_count(const cvi_problem *p, ftiles *t)
             passes += (double)log2_of(t->T[a]);
     double per_block = (double)t->block * (passes + (t->f[2] ? 1.0 : 0.0) + 1.5);
     double outputs = (double)(p->shape[0] * p->shape[1] * p->shape[2] * p->channels);
+    if (4 * t->block * es > CVF_FFT_CACHE_BYTES)
+        per_block *= 2.0;
     t->cost = (double)t->jobs * per_block / 2.0 / outputs;
 }
 
@@ -115,7 +118,6 @@ static int choose_tiles(const cvi_problem *p, size_t es, ftiles *best)
     if (!t.f[2])
         t.T[2] = p->shape[2] < CVF_FFT_COLS ? p->shape[2] : CVF_FFT_COLS;
     int found = 0;
-    const size_t pref = CVF_FFT_CACHE_BYTES / (4 * es);
     for (size_t t0 = lo[0]; t0 <= hi[0]; t0 *= 2)
         for (size_t t1 = lo[1]; t1 <= hi[1]; t1 *= 2)
             for (size_t t2 = lo[2]; t2 <= hi[2]; t2 *= 2) {
@@ -131,9 +133,9 @@ static int choose_tiles(const cvi_problem *p, size_t es, ftiles *best)
                     t.T[1] = slots < CVF_FFT_SLOTS ? slots : CVF_FFT_SLOTS;
                 }
                 size_t block = t.T[0] * t.T[1] * t.T[2];
-                if (block > CVF_FFT_MAX_BLOCK || (found && block > pref))
+                if (block > CVF_FFT_MAX_BLOCK)
                     continue;
-                tiles_count(p, &t);
+                tiles_count(p, es, &t);
                 if (!found || t.cost < best->cost)
                     *best = t;
                 found = 1;

@@ -58,6 +58,58 @@ void cvf_twiddles_fill(cvf_twiddles *tw, size_t es)
             bi[s] = ui - vi;                                                                \
         }                                                                                   \
     }                                                                                       \
+    /* two DIF stages at once (distances 2q, then q) on a, b, c, d at offsets   \
+     * 0, q, 2q, 3q: w1 = tw[2q + j], w2 = tw[3q + j], w3 = tw[q + j] */            \
+    ATTR static void dif_bfly2_##SFX(T *restrict ar, T *restrict ai, T *restrict br,        \
+                                     T *restrict bi, T *restrict cr, T *restrict ci,        \
+                                     T *restrict dr, T *restrict di, size_t n, T w1r,       \
+                                     T w1i, T w2r, T w2i, T w3r, T w3i)                     \
+    {                                                                                       \
+        for (size_t s = 0; s < n; s++) {                                                    \
+            T a_r = ar[s] + cr[s], a_i = ai[s] + ci[s];                                     \
+            T x_r = ar[s] - cr[s], x_i = ai[s] - ci[s];                                     \
+            T c_r = x_r * w1r - x_i * w1i, c_i = x_r * w1i + x_i * w1r;                     \
+            T b_r = br[s] + dr[s], b_i = bi[s] + di[s];                                     \
+            T y_r = br[s] - dr[s], y_i = bi[s] - di[s];                                     \
+            T d_r = y_r * w2r - y_i * w2i, d_i = y_r * w2i + y_i * w2r;                     \
+            ar[s] = a_r + b_r;                                                              \
+            ai[s] = a_i + b_i;                                                              \
+            T u_r = a_r - b_r, u_i = a_i - b_i;                                             \
+            br[s] = u_r * w3r - u_i * w3i;                                                  \
+            bi[s] = u_r * w3i + u_i * w3r;                                                  \
+            cr[s] = c_r + d_r;                                                              \
+            ci[s] = c_i + d_i;                                                              \
+            T v_r = c_r - d_r, v_i = c_i - d_i;                                             \
+            dr[s] = v_r * w3r - v_i * w3i;                                                  \
+            di[s] = v_r * w3i + v_i * w3r;                                                  \
+        }                                                                                   \
+    }                                                                                       \
+    /* two DIT stages at once (distances q, then 2q), conjugate twiddles:      \
+     * w3 = tw[q + j] for the first, w1 = tw[2q + j], w2 = tw[3q + j] */               \
+    ATTR static void dit_bfly2_##SFX(T *restrict ar, T *restrict ai, T *restrict br,        \
+                                     T *restrict bi, T *restrict cr, T *restrict ci,        \
+                                     T *restrict dr, T *restrict di, size_t n, T w1r,       \
+                                     T w1i, T w2r, T w2i, T w3r, T w3i)                     \
+    {                                                                                       \
+        for (size_t s = 0; s < n; s++) {                                                    \
+            T p_r = br[s] * w3r + bi[s] * w3i, p_i = bi[s] * w3r - br[s] * w3i;             \
+            T a_r = ar[s] + p_r, a_i = ai[s] + p_i;                                         \
+            T b_r = ar[s] - p_r, b_i = ai[s] - p_i;                                         \
+            T q_r = dr[s] * w3r + di[s] * w3i, q_i = di[s] * w3r - dr[s] * w3i;             \
+            T c_r = cr[s] + q_r, c_i = ci[s] + q_i;                                         \
+            T d_r = cr[s] - q_r, d_i = ci[s] - q_i;                                         \
+            T e_r = c_r * w1r + c_i * w1i, e_i = c_i * w1r - c_r * w1i;                     \
+            ar[s] = a_r + e_r;                                                              \
+            ai[s] = a_i + e_i;                                                              \
+            cr[s] = a_r - e_r;                                                              \
+            ci[s] = a_i - e_i;                                                              \
+            T f_r = d_r * w2r + d_i * w2i, f_i = d_i * w2r - d_r * w2i;                     \
+            br[s] = b_r + f_r;                                                              \
+            bi[s] = b_i + f_i;                                                              \
+            dr[s] = b_r - f_r;                                                              \
+            di[s] = b_i - f_i;                                                              \
+        }                                                                                   \
+    }                                                                                       \
     /* in-row butterflies (S == 1): vectorised across j for the wide stages */              \
     ATTR static void dif_row_##SFX(T *restrict ar, T *restrict ai, T *restrict br,          \
                                    T *restrict bi, size_t h, const T *restrict wr,          \
@@ -91,7 +143,21 @@ void cvf_twiddles_fill(cvf_twiddles *tw, size_t es)
         const T *twr = tw->re, *twi = tw->im;                                               \
         for (size_t o = 0; o < outer; o++) {                                                \
             T *xr = (T *)re + o * n * S, *xi = (T *)im + o * n * S;                         \
-            for (size_t h = n / 2; h >= 1; h /= 2)                                          \
+            for (size_t h = n / 2; h >= 1;) {                                               \
+                if (S > 1 && h >= 2) { /* stages h and h / 2 together */                    \
+                    size_t q = h / 2;                                                       \
+                    for (size_t g = 0; g < n; g += 2 * h)                                   \
+                        for (size_t j = 0; j < q; j++) {                                    \
+                            size_t a = (g + j) * S;                                         \
+                            dif_bfly2_##SFX(xr + a, xi + a, xr + a + q * S, xi + a + q * S, \
+                                            xr + a + h * S, xi + a + h * S,                 \
+                                            xr + a + 3 * q * S, xi + a + 3 * q * S, S,      \
+                                            twr[h + j], twi[h + j], twr[h + q + j],         \
+                                            twi[h + q + j], twr[q + j], twi[q + j]);        \
+                        }                                                                   \
+                    h /= 4;                                                                 \
+                    continue;                                                               \
+                }                                                                           \
                 for (size_t g = 0; g < n; g += 2 * h) {                                     \
                     if (S == 1 && h >= 8) {                                                 \
                         dif_row_##SFX(xr + g, xi + g, xr + g + h, xi + g + h, h, twr + h,   \
@@ -104,6 +170,8 @@ void cvf_twiddles_fill(cvf_twiddles *tw, size_t es)
                                        twi[h + j]);                                         \
                     }                                                                       \
                 }                                                                           \
+                h /= 2;                                                                     \
+            }                                                                               \
         }                                                                                   \
     }                                                                                       \
     ATTR static void inverse_##SFX(void *re, void *im, size_t outer, size_t n, size_t S,    \
@@ -112,7 +180,21 @@ void cvf_twiddles_fill(cvf_twiddles *tw, size_t es)
         const T *twr = tw->re, *twi = tw->im;                                               \
         for (size_t o = 0; o < outer; o++) {                                                \
             T *xr = (T *)re + o * n * S, *xi = (T *)im + o * n * S;                         \
-            for (size_t h = 1; h < n; h *= 2)                                               \
+            for (size_t h = 1; h < n;) {                                                    \
+                if (S > 1 && 2 * h < n) { /* stages h and 2h together */                    \
+                    size_t q = h, h2 = 2 * h;                                               \
+                    for (size_t g = 0; g < n; g += 4 * q)                                   \
+                        for (size_t j = 0; j < q; j++) {                                    \
+                            size_t a = (g + j) * S;                                         \
+                            dit_bfly2_##SFX(xr + a, xi + a, xr + a + q * S, xi + a + q * S, \
+                                            xr + a + h2 * S, xi + a + h2 * S,               \
+                                            xr + a + 3 * q * S, xi + a + 3 * q * S, S,      \
+                                            twr[h2 + j], twi[h2 + j], twr[h2 + q + j],      \
+                                            twi[h2 + q + j], twr[q + j], twi[q + j]);       \
+                        }                                                                   \
+                    h *= 4;                                                                 \
+                    continue;                                                               \
+                }                                                                           \
                 for (size_t g = 0; g < n; g += 2 * h) {                                     \
                     if (S == 1 && h >= 8) {                                                 \
                         dit_row_##SFX(xr + g, xi + g, xr + g + h, xi + g + h, h, twr + h,   \
@@ -125,6 +207,8 @@ void cvf_twiddles_fill(cvf_twiddles *tw, size_t es)
                                        twi[h + j]);                                         \
                     }                                                                       \
                 }                                                                           \
+                h *= 2;                                                                     \
+            }                                                                               \
         }                                                                                   \
     }                                                                                       \
     ATTR static void transpose_##SFX(void *dre, void *dim, const void *sre, const void *sim, \
