@@ -64,6 +64,7 @@ typedef struct cvf_exec {
     size_t es;          /* bytes per compute element (4 or 8) */
     int isa;
     int stream;         /* store float32 output rows with non-temporal stores */
+    int in_place;       /* input rows are contiguous in the compute type: read them as they are */
     cvf_corr_fn corr;
     int threads;
 } cvf_exec;
@@ -95,6 +96,30 @@ void cvf_gather(const cvf_exec *e, const char *row, ptrdiff_t q0, size_t L, void
  * at `row` (NULL: nothing), which a later cvf_gather will read: the loads
  * then overlap the computation in between. */
 void cvf_prefetch(const cvf_exec *e, const char *row, ptrdiff_t q0, size_t L);
+
+/*
+ * Splits the columns [xa, xa + wdt) of an output row for a filter of K2 taps
+ * along axis 2: a left border [xa, xl), a middle [xl, xr) whose taps all lie
+ * inside the input row (a multiple of 16 columns, which in-place reading can
+ * use) and a right border [xr, xa + wdt). Without in-place reading or room
+ * for a middle, xl = xr = xa + wdt.
+ */
+void cvf_split_columns(const cvf_exec *e, size_t xa, size_t wdt, size_t *xl, size_t *xr);
+
+/* Extent (elements) of a border buffer for cvf_filter_row. */
+static inline size_t cvf_edge_pad(size_t K2)
+{
+    return (2 * K2 + 48 + 15) / 16 * 16;
+}
+
+/*
+ * out[x - xa] = sum_k w[k] * ext[x + k - koff2] for x in [xa, xa + wdt), the
+ * row starting at `row` (non-NULL): the middle [xl, xr) read in place, the
+ * rest gathered into `edge` (2 * cvf_edge_pad(K2) elements) or, without a
+ * middle, the whole extended row gathered into `ext` (wdt + K2 - 1 + 16).
+ */
+void cvf_filter_row(const cvf_exec *e, const char *row, size_t xa, size_t wdt, size_t xl,
+                    size_t xr, void *edge, void *ext, void *out, const void *w, size_t K2);
 
 /* Loads n elements of the input's type from src (byte stride) as the compute type. */
 void cvf_load(const cvf_exec *e, const char *src, ptrdiff_t stride, size_t n, void *dst);

@@ -109,6 +109,8 @@ void cvf_exec_init(cvf_exec *e, const cvi_problem *p, const void *in, void *out)
     e->isa = cvf_isa();
     e->corr = cvf_corr_kernel(e->dbl, e->isa);
     e->threads = cvi_cpu_threads(p);
+    e->in_place = p->in_type == (e->dbl ? CONVOLVE_FLOAT64 : CONVOLVE_FLOAT32) &&
+                  p->in_strides[2] == (ptrdiff_t)e->es;
     size_t count = p->shape[0] * p->shape[1] * p->shape[2] * p->channels;
 #if CVF_HAVE_SSE2
     e->stream = p->out_type == CONVOLVE_FLOAT32 && !e->dbl &&
@@ -253,6 +255,46 @@ void cvf_prefetch(const cvf_exec *e, const char *row, ptrdiff_t q0, size_t L)
 #else
     (void)e, (void)row, (void)q0, (void)L;
 #endif
+}
+
+void cvf_split_columns(const cvf_exec *e, size_t xa, size_t wdt, size_t *xl, size_t *xr)
+{
+    const cvi_problem *p = e->p;
+    const size_t K2 = p->ksize[2];
+    const ptrdiff_t koff2 = p->koff[2];
+    *xl = *xr = xa + wdt;
+    if (!e->in_place)
+        return;
+    size_t lo = xa + cvf_round16((size_t)koff2 > xa ? (size_t)koff2 - xa : 0);
+    ptrdiff_t lim = (ptrdiff_t)p->shape[2] - (ptrdiff_t)K2 + 1 + koff2; /* the middle ends by here */
+    size_t end = lim < (ptrdiff_t)(xa + wdt) ? (lim > 0 ? (size_t)lim : 0) : xa + wdt;
+    if (end > lo && (end - lo) / 16 > 0) {
+        *xl = lo;
+        *xr = lo + (end - lo) / 16 * 16;
+    }
+}
+
+void cvf_filter_row(const cvf_exec *e, const char *row, size_t xa, size_t wdt, size_t xl,
+                    size_t xr, void *edge, void *ext, void *out, const void *w, size_t K2)
+{
+    const ptrdiff_t koff2 = e->p->koff[2];
+    char *o = out;
+    if (xr == xl) {
+        cvf_gather(e, row, (ptrdiff_t)xa - koff2, wdt + K2 - 1, ext);
+        e->corr(o, wdt, (const void *const *)&ext, 1, w, K2);
+        return;
+    }
+    const void *mid = row + ((ptrdiff_t)xl - koff2) * e->p->in_strides[2];
+    void *right = (char *)edge + cvf_edge_pad(K2) * e->es;
+    e->corr(o + (xl - xa) * e->es, xr - xl, &mid, 1, w, K2);
+    if (xl > xa) {
+        cvf_gather(e, row, (ptrdiff_t)xa - koff2, xl - xa + K2 - 1, edge);
+        e->corr(o, xl - xa, (const void *const *)&edge, 1, w, K2);
+    }
+    if (xr < xa + wdt) {
+        cvf_gather(e, row, (ptrdiff_t)xr - koff2, xa + wdt - xr + K2 - 1, right);
+        e->corr(o + (xr - xa) * e->es, xa + wdt - xr, (const void *const *)&right, 1, w, K2);
+    }
 }
 
 /* ---- stores ---------------------------------------------------------------- */

@@ -47,7 +47,6 @@ typedef struct {
     cvf_corr4_fn corr4; /* 4-row kernel, NULL when unused */
     size_t R;           /* output rows per kernel call: CVF_RB with corr4, else 1 */
     size_t Q;           /* ring rows per filter plane: K1 + R - 1 */
-    int in_place;       /* the input's rows can be read as they are */
     const void *w;      /* weights in the compute type */
     const void *crow;   /* a row of cval (CONSTANT mode), else NULL */
     size_t tw, rb, ntw, nrb, lpad, epad;
@@ -69,7 +68,7 @@ static void fill_slots(const dplan *d, dthread *s, size_t c, ptrdiff_t j1, size_
         rowref *r = &s->slot[at];
         if (!row) {
             r->part[0] = r->part[1] = r->part[2] = d->crow;
-        } else if (d->in_place && middle) {
+        } else if (e->in_place && middle) {
             char *edge = (char *)s->edges + 2 * at * d->epad * es;
             r->part[1] = row + ((ptrdiff_t)xl - koff2) * p->in_strides[2];
             if (xl > xa)
@@ -95,23 +94,15 @@ static void direct_item(const dplan *d, dthread *s, size_t c, size_t i0, size_t 
     const cvf_exec *e = &d->e;
     const cvi_problem *p = e->p;
     const size_t K0 = p->ksize[0], K1 = p->ksize[1], K2 = p->ksize[2], Q = d->Q, es = e->es;
-    const size_t nrows = rz - ra, n2 = p->shape[2];
+    const size_t nrows = rz - ra;
     const ptrdiff_t koff2 = p->koff[2];
     for (size_t k0 = 0; k0 < K0; k0++)
         s->j0[k0] = cvi_boundary_index((ptrdiff_t)(i0 + k0) - p->koff[0], (ptrdiff_t)p->shape[0],
                                        p->mode);
-    /* column parts: [xa, xl) left border, [xl, xr) middle (a multiple of 16
-     * columns whose taps lie inside the row), [xr, xa + wdt) right border */
-    size_t xl = xa + wdt, xr = xa + wdt;
-    if (d->in_place) {
-        size_t lo = xa + cvf_round16((size_t)koff2 > xa ? (size_t)koff2 - xa : 0);
-        ptrdiff_t lim = (ptrdiff_t)n2 - (ptrdiff_t)K2 + 1 + koff2; /* middle ends by here */
-        size_t end = lim < (ptrdiff_t)(xa + wdt) ? (lim > 0 ? (size_t)lim : 0) : xa + wdt;
-        if (end > lo && (end - lo) / 16 > 0) {
-            xl = lo;
-            xr = lo + (end - lo) / 16 * 16;
-        }
-    }
+    /* column parts: [xa, xl) left border, [xl, xr) middle read in place,
+     * [xr, xa + wdt) right border */
+    size_t xl, xr;
+    cvf_split_columns(e, xa, wdt, &xl, &xr);
     const size_t pn[3] = {xl - xa, xr - xl, xa + wdt - xr}, po[3] = {0, xl - xa, xr - xa};
     size_t filled = 0; /* input rows ra - koff1 + [0, filled) are in the rings */
     for (size_t g = 0; g < nrows;) {
@@ -186,9 +177,7 @@ convolve_status cvf_direct(const cvi_problem *p, const void *in, void *out)
     d.ntw = cvf_div_up(p->shape[2], d.tw);
     d.nrb = cvf_div_up(p->shape[1], d.rb);
     d.lpad = cvf_round16(CVF_ROUND(d.tw) + K2 - 1);
-    d.epad = cvf_round16(2 * K2 + 48);
-    d.in_place = p->in_type == (e->dbl ? CONVOLVE_FLOAT64 : CONVOLVE_FLOAT32) &&
-                 p->in_strides[2] == (ptrdiff_t)e->es;
+    d.epad = cvf_edge_pad(K2);
     const size_t items = p->channels * p->shape[0] * d.nrb * d.ntw;
     int nt = e->threads;
     if ((size_t)nt > items)

@@ -30,6 +30,7 @@ typedef struct {
     int vpass, zpass;
     const void *th, *tv, *tz;   /* taps of H (scaled by folded taps), V, Z */
     const void *hconst;         /* a row of cval * sum(th) */
+    double hc;                  /* that value */
     const void *vconst;         /* a row of cval * sum(th) * sum(tv) (or sum(th) alone) */
     size_t tw, rb, ntw, nrb;
     size_t lpad;                /* extended input row */
@@ -38,6 +39,7 @@ typedef struct {
 
 typedef struct {
     void *ext;                  /* extended input row (lpad) */
+    void *edge;                 /* two border rows (cvf_edge_pad(K2) each) */
     void *hring;                /* K1 rows (tpad) */
     void *orow;                 /* tpad */
     void *zring;                /* K0 bands of rb rows (tpad), with Z */
@@ -55,9 +57,10 @@ static void sep_rows(const splan *d, sthread *s, size_t c, ptrdiff_t j0, size_t 
     const cvf_exec *e = &d->e;
     const cvi_problem *p = e->p;
     const size_t K1 = d->vpass ? p->ksize[1] : 1, K2 = p->ksize[2];
-    const ptrdiff_t q0 = (ptrdiff_t)xa - p->koff[2];
-    const size_t L = wdt + K2 - 1, rowbytes = d->tpad * e->es;
+    const size_t rowbytes = d->tpad * e->es;
     const ptrdiff_t koff1 = d->vpass ? p->koff[1] : 0;
+    size_t xl, xr;
+    cvf_split_columns(e, xa, wdt, &xl, &xr);
     const size_t steps = rz - ra + K1 - 1;
     for (size_t t = 0; t < steps; t++) {
         ptrdiff_t j1 = cvi_boundary_index((ptrdiff_t)(ra + t) - koff1, (ptrdiff_t)p->shape[1],
@@ -66,8 +69,10 @@ static void sep_rows(const splan *d, sthread *s, size_t c, ptrdiff_t j0, size_t 
         size_t slot = t % K1;
         if (!d->vpass) {
             void *to = dst ? dst + t * pitch : s->orow;
-            cvf_gather(e, row, q0, L, s->ext);
-            e->corr(to, wdt, (const void *const *)&s->ext, 1, d->th, K2);
+            if (row)
+                cvf_filter_row(e, row, xa, wdt, xl, xr, s->edge, s->ext, to, d->th, K2);
+            else
+                cvf_fill(e, to, CVF_ROUND(wdt), d->hc);
             if (!dst)
                 cvf_store(e, cvf_out_row(e, c, i0, ra + t, xa), wdt, s->orow);
             continue;
@@ -76,8 +81,7 @@ static void sep_rows(const splan *d, sthread *s, size_t c, ptrdiff_t j0, size_t 
             s->hptr[slot] = d->hconst;
         } else {
             void *h = (char *)s->hring + slot * rowbytes;
-            cvf_gather(e, row, q0, L, s->ext);
-            e->corr(h, wdt, (const void *const *)&s->ext, 1, d->th, K2);
+            cvf_filter_row(e, row, xa, wdt, xl, xr, s->edge, s->ext, h, d->th, K2);
             s->hptr[slot] = h;
         }
         if (t + 1 < K1)
@@ -190,12 +194,14 @@ convolve_status cvf_separable(const cvi_problem *p, const void *in, void *out)
     cvf_convert_weights(e, (void *)d.tz, p->taps[0], K0, 1.0);
     double hc = p->cval * sum_of(p->taps[2], K2) * scale;
     double vc = d.vpass ? hc * sum_of(p->taps[1], K1) : hc;
+    d.hc = hc;
     cvf_fill(e, consts, d.tpad, hc);
     cvf_fill(e, consts + d.tpad * e->es, d.tpad, vc);
     d.hconst = consts;
     d.vconst = consts + d.tpad * e->es;
 
-    const size_t per = d.lpad + (K1 + 1) * d.tpad + (d.zpass ? K0 * d.rb * d.tpad : 0);
+    const size_t epad = cvf_edge_pad(K2);
+    const size_t per = d.lpad + 2 * epad + (K1 + 1) * d.tpad + (d.zpass ? K0 * d.rb * d.tpad : 0);
     const size_t nrows = K0 > K1 ? K0 : K1;
     for (int t = 0; t < nt; t++) {
         sthread *s = &th[t];
@@ -205,7 +211,8 @@ convolve_status cvf_separable(const cvi_problem *p, const void *in, void *out)
         s->zptr = malloc(K0 * sizeof(void *));
         if (!s->ext || !s->hptr || !s->rows || !s->zptr)
             goto oom;
-        s->hring = (char *)s->ext + d.lpad * e->es;
+        s->edge = (char *)s->ext + d.lpad * e->es;
+        s->hring = (char *)s->edge + 2 * epad * e->es;
         s->orow = (char *)s->hring + K1 * d.tpad * e->es;
         s->zring = (char *)s->orow + d.tpad * e->es;
     }
