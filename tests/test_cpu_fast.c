@@ -443,6 +443,73 @@ static void larger(const char *only)
     }
 }
 
+/* Every strategy gives bit for bit the same result on 1 and 2 threads (the
+ * partition changes, the order of each output's sum does not). */
+static void thread_invariance(void)
+{
+    size_t shape[3] = {37, 301, 0}, k[2] = {9, 7};
+    size_t n = shape[0] * shape[1];
+    float *x = malloc(n * sizeof *x), *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    h_fill_typed(CONVOLVE_FLOAT32, x, n, 1.0);
+    double w[63];
+    h_fill(w, 63);
+    convolve_layout L;
+    convolve_layout_init(&L, CONVOLVE_FLOAT32, 2, shape, 1);
+    convolve_filter *f;
+    CHECK_OK(ctx, convolve_filter_create(ctx, &f, 2, k, w));
+    for (int s = 0; s < NSTRAT; s++) {
+        if (!strcmp(k_strategies[s], "separable"))
+            continue;
+        convolve_options o;
+        convolve_options_init(&o);
+        o.backend = CONVOLVE_BACKEND_CPU;
+        o.strategy = k_strategies[s];
+        o.mode = CONVOLVE_MODE_MIRROR;
+        o.threads = 1;
+        CHECK_OK(ctx, convolve_run(ctx, &L, x, &L, a, f, &o));
+        o.threads = 2;
+        CHECK_OK(ctx, convolve_run(ctx, &L, x, &L, b, f, &o));
+        CHECK(memcmp(a, b, n * sizeof *a) == 0, "%s: 1 and 2 threads differ", k_strategies[s]);
+    }
+    convolve_filter_free(f);
+    free(x), free(a), free(b);
+}
+
+/* A NaN in the input makes NaN exactly the outputs whose window holds it,
+ * also where `fast` would use the FFT for a finite input (it must not). */
+static void nan_input(void)
+{
+    size_t shape[2] = {150, 260}, k[2] = {31, 31}, n = 150 * 260;
+    float *x = malloc(n * sizeof *x), *got = malloc(n * sizeof *got);
+    double *ref = malloc(n * sizeof *ref), *w = malloc(961 * sizeof *w);
+    h_fill_typed(CONVOLVE_FLOAT32, x, n, 1.0);
+    h_fill(w, 961);
+    x[70 * 260 + 100] = NAN;
+    convolve_layout L, Ld;
+    convolve_layout_init(&L, CONVOLVE_FLOAT32, 2, shape, 1);
+    convolve_layout_init(&Ld, CONVOLVE_FLOAT64, 2, shape, 1);
+    convolve_filter *f;
+    CHECK_OK(ctx, convolve_filter_create(ctx, &f, 2, k, w));
+    convolve_options o;
+    convolve_options_init(&o);
+    o.backend = CONVOLVE_BACKEND_CPU;
+    o.strategy = "reference";
+    CHECK_OK(ctx, convolve_run(ctx, &L, x, &Ld, ref, f, &o));
+    o.strategy = "fast";
+    CHECK_OK(ctx, convolve_run(ctx, &L, x, &L, got, f, &o));
+    size_t nan_ref = 0, wrong = 0;
+    for (size_t i = 0; i < n; i++) {
+        nan_ref += isnan(ref[i]) != 0;
+        if ((isnan(ref[i]) != 0) != (isnan(got[i]) != 0) ||
+            (!isnan(ref[i]) && fabs(got[i] - ref[i]) > 1e-3))
+            wrong++;
+    }
+    CHECK(nan_ref == 961 && wrong == 0, "NaN input: %zu reference NaNs, %zu outputs differ",
+          nan_ref, wrong);
+    convolve_filter_free(f);
+    free(x), free(got), free(ref), free(w);
+}
+
 /* The strategy `auto` takes on the CPU is `fast`; named strategies refuse
  * what they cannot serve. */
 static void choices(void)
@@ -482,6 +549,8 @@ int main(int argc, char **argv)
     const char *only = argc > 1 ? argv[1] : NULL;
     int rounds = argc > 2 ? atoi(argv[2]) : 150;
     choices();
+    thread_invariance();
+    nan_input();
     /* every instruction set this CPU has, the portable C path first */
     for (int isa = 0; isa <= 2; isa++) {
         cvi_cpu_fast_limit_isa(isa);

@@ -83,7 +83,7 @@ convolve_status cvi_cpu_execute(convolve_context *ctx, const cvi_strategy *s, co
         st = cvi_cpu_reference(p, in, out);
         break;
     case CPU_FAST:
-        switch (cvf_choose(p)) {
+        switch (cvf_choose(p, in)) {
         case CVF_SEPARABLE: st = cvf_separable(p, in, out); break;
         case CVF_FFT: st = cvf_fft(p, in, out); break;
         default: st = cvf_direct(p, in, out); break;

@@ -10,7 +10,52 @@
  */
 #include "fast.h"
 
-int cvf_choose(const cvi_problem *p)
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* 1 if every input element (and cval, where it is read) is finite. */
+static int input_finite(const cvi_problem *p, const void *in)
+{
+    if (p->mode == CVI_MODE_CONSTANT && !isfinite(p->cval))
+        return 0;
+    if (p->in_type != CONVOLVE_FLOAT32 && p->in_type != CONVOLVE_FLOAT64)
+        return 1;
+    const ptrdiff_t rows = (ptrdiff_t)(p->shape[0] * p->shape[1] * p->channels);
+    unsigned bad = 0;
+    int threads = cvi_cpu_threads(p);
+    (void)threads;
+#pragma omp parallel for schedule(static) num_threads(threads) reduction(| : bad)
+    for (ptrdiff_t r = 0; r < rows; r++) {
+        size_t c = (size_t)r % p->channels, i = (size_t)r / p->channels;
+        const char *row = (const char *)in + (ptrdiff_t)(i / p->shape[1]) * p->in_strides[0] +
+                          (ptrdiff_t)(i % p->shape[1]) * p->in_strides[1] +
+                          (ptrdiff_t)c * p->in_cstride;
+        const ptrdiff_t st = p->in_strides[2];
+        unsigned b = 0; /* an exponent of all ones: infinity or NaN */
+        if (p->in_type == CONVOLVE_FLOAT32) {
+            for (size_t k = 0; k < p->shape[2]; k++) {
+                uint32_t u;
+                memcpy(&u, row + (ptrdiff_t)k * st, sizeof u);
+                b |= (u & 0x7f800000u) == 0x7f800000u;
+            }
+        } else {
+            for (size_t k = 0; k < p->shape[2]; k++) {
+                uint64_t u;
+                memcpy(&u, row + (ptrdiff_t)k * st, sizeof u);
+                b |= (u & 0x7ff0000000000000u) == 0x7ff0000000000000u;
+            }
+        }
+        bad |= b;
+    }
+    return !bad;
+}
+
+int cvf_choose(const cvi_problem *p, const void *in)
 {
     const double taps = (double)p->kcount;
     const int axes = (p->ksize[0] > 1) + (p->ksize[1] > 1) + (p->ksize[2] > 1);
@@ -26,7 +71,7 @@ int cvf_choose(const cvi_problem *p)
     }
     if (taps >= 64) {
         double work = cvf_fft_cost(p);
-        if (work > 0 && 1.0 + 0.52 * work < best)
+        if (work > 0 && 1.0 + 0.52 * work < best && (!in || input_finite(p, in)))
             pick = CVF_FFT;
     }
     return pick;

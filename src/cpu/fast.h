@@ -177,9 +177,11 @@ convolve_status cvf_direct(const cvi_problem *p, const void *in, void *out);
 convolve_status cvf_separable(const cvi_problem *p, const void *in, void *out);
 convolve_status cvf_fft(const cvi_problem *p, const void *in, void *out);
 
-/* Which driver `fast` runs for p. */
+/* Which driver `fast` runs for p on the input at `in` (NULL: not known;
+ * the FFT is only chosen for inputs without NaN or infinity, which an FFT
+ * would spread over a whole tile). */
 enum { CVF_DIRECT = 0, CVF_SEPARABLE = 1, CVF_FFT = 2 };
-int cvf_choose(const cvi_problem *p);
+int cvf_choose(const cvi_problem *p, const void *in);
 
 /* Why the FFT strategy cannot serve p ("" and CONVOLVE_OK when it can). */
 convolve_status cvf_fft_check(const cvi_problem *p, char *why, size_t why_size);
