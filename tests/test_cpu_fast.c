@@ -443,6 +443,59 @@ static void larger(const char *only)
     }
 }
 
+/* Integer outputs round to nearest, ties to even, saturate, and make NaN 0,
+ * exactly as the reference, on every instruction set and in SIMD bodies and
+ * tails alike (a unit filter passes the values through). */
+static void integer_edges(void)
+{
+    static const float v[] = {-1e30f, -INFINITY, NAN, -0.5f, -0.0f, 0.5f, 1.5f, 2.5f, 3.49f,
+                              127.5f, 128.5f, 254.5f, 255.49f, 255.5f, 256.0f, 1000.0f, 3e9f,
+                              INFINITY, 65534.5f, 65535.49f, 65535.5f, 65536.0f, 1e10f, 7.0f};
+    const size_t nv = sizeof v / sizeof v[0], n = 5 * nv + 3;
+    float *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = v[i % nv];
+    uint16_t ref16[128], got16[128];
+    uint8_t ref8[128], got8[128];
+    const double one = 1.0;
+    size_t K = 1;
+    convolve_filter *f;
+    CHECK_OK(ctx, convolve_filter_create(ctx, &f, 1, &K, &one));
+    convolve_layout Lx, L8, L16;
+    convolve_layout_init(&Lx, CONVOLVE_FLOAT32, 1, &n, 1);
+    convolve_layout_init(&L8, CONVOLVE_UINT8, 1, &n, 1);
+    convolve_layout_init(&L16, CONVOLVE_UINT16, 1, &n, 1);
+    convolve_options o;
+    convolve_options_init(&o);
+    o.backend = CONVOLVE_BACKEND_CPU;
+    o.strategy = "reference";
+    CHECK_OK(ctx, convolve_run(ctx, &Lx, x, &L8, ref8, f, &o));
+    CHECK_OK(ctx, convolve_run(ctx, &Lx, x, &L16, ref16, f, &o));
+    CHECK(ref8[6] == 2 && ref8[7] == 2 && ref8[13] == 255 && ref16[2] == 0 && ref16[20] == 65535,
+          "reference rounding: %d %d %d %d %d", ref8[6], ref8[7], ref8[13], ref16[2], ref16[20]);
+    for (int isa = 0; isa <= 2; isa++) {
+        cvi_cpu_fast_limit_isa(isa);
+        for (int s = 0; s < NSTRAT; s++) {
+            if (!strcmp(k_strategies[s], "separable"))
+                continue;
+            o.strategy = k_strategies[s];
+            memset(got8, 0xAB, sizeof got8);
+            memset(got16, 0xAB, sizeof got16);
+            CHECK_OK(ctx, convolve_run(ctx, &Lx, x, &L8, got8, f, &o));
+            CHECK_OK(ctx, convolve_run(ctx, &Lx, x, &L16, got16, f, &o));
+            for (size_t i = 0; i < n; i++) {
+                CHECK(got8[i] == ref8[i], "isa %d %s: uint8 of %g is %d, want %d", isa,
+                      k_strategies[s], x[i], got8[i], ref8[i]);
+                CHECK(got16[i] == ref16[i], "isa %d %s: uint16 of %g is %d, want %d", isa,
+                      k_strategies[s], x[i], got16[i], ref16[i]);
+            }
+        }
+    }
+    cvi_cpu_fast_limit_isa(-1);
+    convolve_filter_free(f);
+    free(x);
+}
+
 /* Every strategy gives bit for bit the same result on 1 and 2 threads (the
  * partition changes, the order of each output's sum does not). */
 static void thread_invariance(void)
@@ -550,6 +603,7 @@ int main(int argc, char **argv)
     int rounds = argc > 2 ? atoi(argv[2]) : 150;
     choices();
     thread_invariance();
+    integer_edges();
     nan_input();
     /* every instruction set this CPU has, the portable C path first */
     for (int isa = 0; isa <= 2; isa++) {

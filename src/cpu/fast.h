@@ -54,6 +54,21 @@ typedef void (*cvf_corr4_fn)(void *const *out, size_t n, const void *const *rows
                              size_t K1, const void *w, size_t K2);
 cvf_corr4_fn cvf_corr4_kernel(int dbl, int isa);
 
+/*
+ * Row conversions between float and the integer types, for contiguous rows:
+ * to integers rounding to nearest (ties to even) and saturating, NaN to 0,
+ * as cvi_saturate_u8/u16; from integers exactly. NULL where the instruction
+ * set has none (the portable loops of fast_common.c serve).
+ */
+typedef struct cvf_cvt {
+    void (*to_u8)(void *dst, const float *src, size_t n);
+    void (*to_u16)(void *dst, const float *src, size_t n);
+    void (*from_u8)(float *dst, const void *src, size_t n);
+    void (*from_u16)(float *dst, const void *src, size_t n);
+} cvf_cvt;
+
+const cvf_cvt *cvf_cvt_kernels(int isa);
+
 /* ---- one execution ------------------------------------------------------ */
 
 typedef struct cvf_exec {
@@ -66,6 +81,7 @@ typedef struct cvf_exec {
     int stream;         /* store float32 output rows with non-temporal stores */
     int in_place;       /* input rows are contiguous in the compute type: read them as they are */
     cvf_corr_fn corr;
+    const cvf_cvt *cvt;
     int threads;
 } cvf_exec;
 
@@ -164,7 +180,7 @@ static inline size_t cvf_div_up(size_t a, size_t b)
 /*
  * Column tile width *tw and band height *rb for items that each hold
  * `ring_rows` rows of a tile (plus the K2 - 1 halo) in cache, with `outer`
- * items per band and tile (channels, planes), enough items for the threads,
+ * items per band and tile (planes), enough items for the threads,
  * and bands tall enough that their K1 - 1 halo rows cost little. With
  * band_rows_max > 0, bands are at most that tall.
  */

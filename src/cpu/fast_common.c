@@ -87,6 +87,15 @@ void cvf_plan_tiles(const cvi_problem *p, size_t es, int threads, size_t ring_ro
         h = hmin;
     if (band_rows_max && h > band_rows_max)
         h = band_rows_max;
+    /* an item does every channel of its band: with interleaved channels the
+     * band's output lines are written once per channel, so keep them cached */
+    if (p->channels > 1) {
+        size_t cap = ((size_t)192 << 10) / (w * p->channels * convolve_dtype_size(p->out_type));
+        if (cap < hmin)
+            cap = hmin;
+        if (h > cap)
+            h = cap;
+    }
     if (h > n1)
         h = n1;
     *tw = w;
@@ -108,6 +117,7 @@ void cvf_exec_init(cvf_exec *e, const cvi_problem *p, const void *in, void *out)
     e->es = e->dbl ? sizeof(double) : sizeof(float);
     e->isa = cvf_isa();
     e->corr = cvf_corr_kernel(e->dbl, e->isa);
+    e->cvt = cvf_cvt_kernels(e->isa);
     e->threads = cvi_cpu_threads(p);
     e->in_place = p->in_type == (e->dbl ? CONVOLVE_FLOAT64 : CONVOLVE_FLOAT32) &&
                   p->in_strides[2] == (ptrdiff_t)e->es;
@@ -133,7 +143,8 @@ void cvf_exec_init(cvf_exec *e, const cvi_problem *p, const void *in, void *out)
                 (DST)[i] = *(const T *)(const void *)(src + (ptrdiff_t)i * stride); \
     } while (0)
 
-static void load_float(convolve_dtype t, const char *src, ptrdiff_t stride, size_t n, float *dst)
+static void load_float(const cvf_cvt *cvt, convolve_dtype t, const char *src, ptrdiff_t stride,
+                       size_t n, float *dst)
 {
     switch (t) {
     case CONVOLVE_FLOAT32:
@@ -143,8 +154,18 @@ static void load_float(convolve_dtype t, const char *src, ptrdiff_t stride, size
             CVF_LOAD_LOOP(float, dst);
         break;
     case CONVOLVE_FLOAT64: CVF_LOAD_LOOP(double, dst); break;
-    case CONVOLVE_UINT8: CVF_LOAD_LOOP(uint8_t, dst); break;
-    default: CVF_LOAD_LOOP(uint16_t, dst); break;
+    case CONVOLVE_UINT8:
+        if (cvt && stride == 1)
+            cvt->from_u8(dst, src, n);
+        else
+            CVF_LOAD_LOOP(uint8_t, dst);
+        break;
+    default:
+        if (cvt && stride == (ptrdiff_t)sizeof(uint16_t))
+            cvt->from_u16(dst, src, n);
+        else
+            CVF_LOAD_LOOP(uint16_t, dst);
+        break;
     }
 }
 
@@ -168,7 +189,7 @@ void cvf_load(const cvf_exec *e, const char *src, ptrdiff_t stride, size_t n, vo
     if (e->dbl)
         load_double(e->p->in_type, src, stride, n, dst);
     else
-        load_float(e->p->in_type, src, stride, n, dst);
+        load_float(e->cvt, e->p->in_type, src, stride, n, dst);
 }
 
 void cvf_fill(const cvf_exec *e, void *dst, size_t n, double v)
@@ -300,14 +321,15 @@ void cvf_filter_row(const cvf_exec *e, const char *row, size_t xa, size_t wdt, s
 /* ---- stores ---------------------------------------------------------------- */
 
 /* Round to nearest (ties to even) and saturate, from float: the same result
- * as cvi_saturate_u8/u16 of the value widened to double. Branch-free so that
- * it vectorises; 0x1p23f forces the rounding (values below 2^23). */
+ * as cvi_saturate_u8/u16 of the value widened to double. Adding and taking
+ * away 2^23 rounds values below 2^23 in the default rounding mode; larger
+ * ones (and infinities) clamp to hi, negative ones and NaN to 0. Free of
+ * branches (the selects are max and min), so that it vectorises. */
 static inline float sat_round(float v, float hi)
 {
     float r = (v + 0x1p23f) - 0x1p23f;
-    r = v < 0x1p23f ? r : v;
-    r = r < hi ? r : hi;
-    return v > 0.0f ? r : 0.0f;
+    r = r > 0.0f ? r : 0.0f;
+    return r < hi ? r : hi;
 }
 
 #if CVF_HAVE_SSE2
@@ -338,6 +360,25 @@ static void stream_f32(float *dst, const float *src, size_t n)
                 *(T *)(void *)(dst + (ptrdiff_t)i * stride) = (T)(EXPR);        \
     } while (0)
 
+/* Integer outputs with a stride: converted in chunks into a contiguous
+ * buffer (vectorised), then copied element by element. */
+#define CVF_STORE_INT_CHUNKED(T, HI, FN)                                        \
+    do {                                                                        \
+        T buf[256];                                                             \
+        void (*fn_)(void *, const float *, size_t) = FN;                        \
+        for (size_t i0 = 0; i0 < n; i0 += 256) {                                \
+            size_t m = n - i0 < 256 ? n - i0 : 256;                             \
+            if (fn_)                                                            \
+                fn_(buf, s + i0, m);                                            \
+            else                                                                \
+                for (size_t i = 0; i < m; i++)                                  \
+                    buf[i] = (T)sat_round(s[i0 + i], HI);                       \
+            char *d = dst + (ptrdiff_t)i0 * stride;                             \
+            for (size_t i = 0; i < m; i++)                                      \
+                *(T *)(void *)(d + (ptrdiff_t)i * stride) = buf[i];             \
+        }                                                                       \
+    } while (0)
+
 static void store_float(const cvf_exec *e, char *dst, ptrdiff_t stride, size_t n, const float *s)
 {
     switch (e->p->out_type) {
@@ -354,8 +395,22 @@ static void store_float(const cvf_exec *e, char *dst, ptrdiff_t stride, size_t n
             CVF_STORE_LOOP(float, s[i]);
         break;
     case CONVOLVE_FLOAT64: CVF_STORE_LOOP(double, s[i]); break;
-    case CONVOLVE_UINT8: CVF_STORE_LOOP(uint8_t, sat_round(s[i], 255.0f)); break;
-    default: CVF_STORE_LOOP(uint16_t, sat_round(s[i], 65535.0f)); break;
+    case CONVOLVE_UINT8:
+        if (stride == 1 && e->cvt)
+            e->cvt->to_u8(dst, s, n);
+        else if (stride == 1)
+            CVF_STORE_LOOP(uint8_t, sat_round(s[i], 255.0f));
+        else
+            CVF_STORE_INT_CHUNKED(uint8_t, 255.0f, e->cvt ? e->cvt->to_u8 : NULL);
+        break;
+    default:
+        if (stride == (ptrdiff_t)sizeof(uint16_t) && e->cvt)
+            e->cvt->to_u16(dst, s, n);
+        else if (stride == (ptrdiff_t)sizeof(uint16_t))
+            CVF_STORE_LOOP(uint16_t, sat_round(s[i], 65535.0f));
+        else
+            CVF_STORE_INT_CHUNKED(uint16_t, 65535.0f, e->cvt ? e->cvt->to_u16 : NULL);
+        break;
     }
 }
 

@@ -173,12 +173,12 @@ convolve_status cvf_direct(const cvi_problem *p, const void *in, void *out)
     d.R = d.corr4 ? CVF_RB : 1;
     d.Q = K1 + d.R - 1;
     const size_t P = K0 * d.Q;
-    cvf_plan_tiles(p, e->es, e->threads, P + d.R, p->channels * p->shape[0], 0, &d.tw, &d.rb);
+    cvf_plan_tiles(p, e->es, e->threads, P + d.R, p->shape[0], 0, &d.tw, &d.rb);
     d.ntw = cvf_div_up(p->shape[2], d.tw);
     d.nrb = cvf_div_up(p->shape[1], d.rb);
     d.lpad = cvf_round16(CVF_ROUND(d.tw) + K2 - 1);
     d.epad = cvf_edge_pad(K2);
-    const size_t items = p->channels * p->shape[0] * d.nrb * d.ntw;
+    const size_t items = p->shape[0] * d.nrb * d.ntw;
     int nt = e->threads;
     if ((size_t)nt > items)
         nt = (int)items;
@@ -219,15 +219,16 @@ convolve_status cvf_direct(const cvi_problem *p, const void *in, void *out)
 #pragma omp for schedule(dynamic, 1)
         for (ptrdiff_t it = 0; it < (ptrdiff_t)items; it++) {
             size_t r = (size_t)it;
-            size_t c = r % p->channels;
-            r /= p->channels;
             size_t x = r % d.ntw;
             r /= d.ntw;
             size_t b = r % d.nrb;
             size_t i0 = r / d.nrb;
             size_t xa = x * d.tw, wdt = p->shape[2] - xa < d.tw ? p->shape[2] - xa : d.tw;
             size_t ra = b * d.rb, rz = ra + d.rb < p->shape[1] ? ra + d.rb : p->shape[1];
-            direct_item(&d, s, c, i0, ra, rz, xa, wdt);
+            /* all channels here: interleaved channels share cache lines,
+             * which two threads must not write at once */
+            for (size_t c = 0; c < p->channels; c++)
+                direct_item(&d, s, c, i0, ra, rz, xa, wdt);
         }
         cvf_store_done(e);
     }

@@ -16,6 +16,7 @@
  */
 #include "fast.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /* ---- portable ----------------------------------------------------------- */
@@ -235,7 +236,149 @@ CVF_SIMD_CORR4(corr4_avx512_d, CVF_AVX512, 4, double, __m512d, 8, _mm512_setzero
                _mm512_set1_pd, _mm512_loadu_pd, _mm512_storeu_pd, MULADD)
 #undef MULADD
 
+/* ---- conversions (see cvf_cvt) ----------------------------------------------
+ * min(hi, v) keeps NaN (the second operand) and clamps +inf; the conversion
+ * rounds to nearest even and turns NaN and -inf into INT_MIN, which max(., 0)
+ * makes 0; the unsigned saturating narrow does the rest. */
+CVF_AVX512 static void to_u8_avx512(void *dst, const float *src, size_t n)
+{
+    uint8_t *d = dst;
+    const __m512 hi = _mm512_set1_ps(255.0f);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i v = _mm512_cvtps_epi32(_mm512_min_ps(hi, _mm512_loadu_ps(src + i)));
+        _mm_storeu_si128((__m128i *)(void *)(d + i),
+                         _mm512_cvtusepi32_epi8(_mm512_max_epi32(v, _mm512_setzero_si512())));
+    }
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        __m512i v = _mm512_cvtps_epi32(_mm512_min_ps(hi, _mm512_maskz_loadu_ps(m, src + i)));
+        _mm512_mask_cvtusepi32_storeu_epi8(d + i, m, _mm512_max_epi32(v, _mm512_setzero_si512()));
+    }
+}
+
+CVF_AVX512 static void to_u16_avx512(void *dst, const float *src, size_t n)
+{
+    uint16_t *d = dst;
+    const __m512 hi = _mm512_set1_ps(65535.0f);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i v = _mm512_cvtps_epi32(_mm512_min_ps(hi, _mm512_loadu_ps(src + i)));
+        _mm256_storeu_si256((__m256i *)(void *)(d + i),
+                            _mm512_cvtusepi32_epi16(_mm512_max_epi32(v, _mm512_setzero_si512())));
+    }
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        __m512i v = _mm512_cvtps_epi32(_mm512_min_ps(hi, _mm512_maskz_loadu_ps(m, src + i)));
+        _mm512_mask_cvtusepi32_storeu_epi16(d + i, m, _mm512_max_epi32(v, _mm512_setzero_si512()));
+    }
+}
+
+CVF_AVX512 static void from_u8_avx512(float *dst, const void *src, size_t n)
+{
+    const uint8_t *s = src;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(dst + i, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                                      _mm_loadu_si128((const __m128i *)(const void *)(s + i)))));
+    for (; i < n; i++)
+        dst[i] = (float)s[i];
+}
+
+CVF_AVX512 static void from_u16_avx512(float *dst, const void *src, size_t n)
+{
+    const uint16_t *s = src;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(dst + i, _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(
+                                      _mm256_loadu_si256((const __m256i *)(const void *)(s + i)))));
+    for (; i < n; i++)
+        dst[i] = (float)s[i];
+}
+
+/* AVX2: the same steps; signed saturating packs are exact after max(., 0)
+ * and a clamp to hi, and the lane order is restored by a permute. */
+CVF_AVX2 static void to_u8_avx2(void *dst, const float *src, size_t n)
+{
+    uint8_t *d = dst;
+    const __m256 hi = _mm256_set1_ps(255.0f);
+    const __m256i zero = _mm256_setzero_si256();
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256i a = _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_loadu_ps(src + i))), zero);
+        __m256i b = _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_loadu_ps(src + i + 8))), zero);
+        __m256i c = _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_loadu_ps(src + i + 16))), zero);
+        __m256i e = _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_loadu_ps(src + i + 24))), zero);
+        __m256i ab = _mm256_packs_epi32(a, b), ce = _mm256_packs_epi32(c, e);
+        __m256i r = _mm256_packus_epi16(ab, ce);
+        r = _mm256_permutevar8x32_epi32(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)(void *)(d + i), r);
+    }
+    for (; i < n; i++) {
+        float r = (src[i] + 0x1p23f) - 0x1p23f;
+        r = r > 0.0f ? r : 0.0f;
+        d[i] = (uint8_t)(r < 255.0f ? r : 255.0f);
+    }
+}
+
+CVF_AVX2 static void to_u16_avx2(void *dst, const float *src, size_t n)
+{
+    uint16_t *d = dst;
+    const __m256 hi = _mm256_set1_ps(65535.0f);
+    const __m256i zero = _mm256_setzero_si256();
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256i a = _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_loadu_ps(src + i))), zero);
+        __m256i b = _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_loadu_ps(src + i + 8))), zero);
+        __m256i r = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
+        _mm256_storeu_si256((__m256i *)(void *)(d + i), r);
+    }
+    for (; i < n; i++) {
+        float r = (src[i] + 0x1p23f) - 0x1p23f;
+        r = r > 0.0f ? r : 0.0f;
+        d[i] = (uint16_t)(r < 65535.0f ? r : 65535.0f);
+    }
+}
+
+CVF_AVX2 static void from_u8_avx2(float *dst, const void *src, size_t n)
+{
+    const uint8_t *s = src;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                                      _mm_loadl_epi64((const __m128i *)(const void *)(s + i)))));
+    for (; i < n; i++)
+        dst[i] = (float)s[i];
+}
+
+CVF_AVX2 static void from_u16_avx2(float *dst, const void *src, size_t n)
+{
+    const uint16_t *s = src;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(
+                                      _mm_loadu_si128((const __m128i *)(const void *)(s + i)))));
+    for (; i < n; i++)
+        dst[i] = (float)s[i];
+}
+
+static const cvf_cvt cvt_avx512 = {to_u8_avx512, to_u16_avx512, from_u8_avx512, from_u16_avx512};
+static const cvf_cvt cvt_avx2 = {to_u8_avx2, to_u16_avx2, from_u8_avx2, from_u16_avx2};
+
 #endif /* x86-64 */
+
+const cvf_cvt *cvf_cvt_kernels(int isa)
+{
+#if CVF_X86
+    if (isa >= CVF_ISA_AVX512)
+        return &cvt_avx512;
+    if (isa >= CVF_ISA_AVX2)
+        return &cvt_avx2;
+#else
+    (void)isa;
+#endif
+    return NULL;
+}
 
 cvf_corr_fn cvf_corr_kernel(int dbl, int isa)
 {

@@ -163,19 +163,19 @@ convolve_status cvf_separable(const cvi_problem *p, const void *in, void *out)
     /* tiles: the rings of H rows (and of Z bands) stay in cache */
     size_t ring = (d.vpass ? K1 : 0) + 2;
     if (d.zpass) {
-        cvf_plan_tiles(p, e->es, e->threads, ring, p->channels, 0, &d.tw, &d.rb);
+        cvf_plan_tiles(p, e->es, e->threads, ring, 1, 0, &d.tw, &d.rb);
         size_t maxrb = CVF_ZRING_BYTES / (K0 * cvf_round16(CVF_ROUND(d.tw)) * e->es);
         if (maxrb < 8)
             maxrb = 8;
-        cvf_plan_tiles(p, e->es, e->threads, ring, p->channels, maxrb, &d.tw, &d.rb);
+        cvf_plan_tiles(p, e->es, e->threads, ring, 1, maxrb, &d.tw, &d.rb);
     } else {
-        cvf_plan_tiles(p, e->es, e->threads, ring, p->channels * p->shape[0], 0, &d.tw, &d.rb);
+        cvf_plan_tiles(p, e->es, e->threads, ring, p->shape[0], 0, &d.tw, &d.rb);
     }
     d.ntw = cvf_div_up(p->shape[2], d.tw);
     d.nrb = cvf_div_up(p->shape[1], d.rb);
     d.lpad = cvf_round16(CVF_ROUND(d.tw) + K2 - 1);
     d.tpad = cvf_round16(CVF_ROUND(d.tw));
-    const size_t items = p->channels * d.nrb * d.ntw * (d.zpass ? 1 : p->shape[0]);
+    const size_t items = d.nrb * d.ntw * (d.zpass ? 1 : p->shape[0]);
     int nt = e->threads;
     if ((size_t)nt > items)
         nt = (int)items;
@@ -227,18 +227,20 @@ convolve_status cvf_separable(const cvi_problem *p, const void *in, void *out)
 #pragma omp for schedule(dynamic, 1)
         for (ptrdiff_t it = 0; it < (ptrdiff_t)items; it++) {
             size_t r = (size_t)it;
-            size_t c = r % p->channels;
-            r /= p->channels;
             size_t x = r % d.ntw;
             r /= d.ntw;
             size_t b = r % d.nrb;
             size_t i0 = r / d.nrb;
             size_t xa = x * d.tw, wdt = p->shape[2] - xa < d.tw ? p->shape[2] - xa : d.tw;
             size_t ra = b * d.rb, rz = ra + d.rb < p->shape[1] ? ra + d.rb : p->shape[1];
-            if (d.zpass)
-                sep_stream(&d, s, c, ra, rz, xa, wdt);
-            else
-                sep_rows(&d, s, c, (ptrdiff_t)i0, ra, rz, xa, wdt, NULL, 0, i0);
+            /* all channels here: interleaved channels share cache lines,
+             * which two threads must not write at once */
+            for (size_t c = 0; c < p->channels; c++) {
+                if (d.zpass)
+                    sep_stream(&d, s, c, ra, rz, xa, wdt);
+                else
+                    sep_rows(&d, s, c, (ptrdiff_t)i0, ra, rz, xa, wdt, NULL, 0, i0);
+            }
         }
         cvf_store_done(e);
     }
