@@ -146,8 +146,8 @@ typedef struct {
 static void describe(const fcase *c, char *s, size_t n)
 {
     snprintf(s, n,
-             "%dD %zux%zux%zu c%zu k=%zux%zux%zu%s %s->%s in%d out%d %s %s cval=%g origin=%td,%td,%td "
-             "threads=%d",
+             "%dD %zux%zux%zu c%zu k=%zux%zux%zu%s %s->%s in%d out%d %s %s cval=%g "
+             "origin=%td,%td,%td threads=%d",
              c->ndim, c->shape[0], c->shape[1], c->shape[2], c->channels, c->kshape[0],
              c->kshape[1], c->kshape[2], c->separable ? " sep" : "", convolve_dtype_name(c->tin),
              convolve_dtype_name(c->tout), c->in_kind, c->out_kind,
@@ -281,10 +281,11 @@ static int run_case(const fcase *c, const char *only)
             double floor_norm = c->positive ? 0.0 : 0.1 * scale * sqrt((double)count);
             double l2 = d.rel_l2 * (rnorm > 0 ? rnorm : 1.0);
             double limit = prec < 1e-10 ? 1e-10 : prec;
-            CHECK(d.bad == 0 && l2 <= limit * (rnorm > floor_norm ? rnorm : floor_norm), "%s: %s: %zu bad (first %zu: %g vs %g), max err "
-                  "%g, rel L2 %g", tag, k_strategies[s], d.bad, d.first_bad,
-                  d.bad ? got[d.first_bad] : 0.0, d.bad ? ref[d.first_bad] : 0.0, d.max_abs,
-                  d.rel_l2);
+            double denom = rnorm > floor_norm ? rnorm : floor_norm;
+            CHECK(d.bad == 0 && l2 <= limit * denom,
+                  "%s: %s: %zu bad (first %zu: %g vs %g), max err %g, rel L2 %g", tag,
+                  k_strategies[s], d.bad, d.first_bad, d.bad ? got[d.first_bad] : 0.0,
+                  d.bad ? ref[d.first_bad] : 0.0, d.max_abs, d.rel_l2);
         } else {
             /* within 1 of the reference's rounding; further only where the
              * float sum lies within tolerance of a rounding boundary */
@@ -330,7 +331,9 @@ static fcase random_case(int big)
     c.in_kind = (int)h_randint(0, 4);
     c.out_kind = (int)h_randint(0, 3);
     for (int a = 0; a < c.ndim; a++) {
-        long maxn = c.ndim == 1 ? (big ? 5000 : 70) : c.ndim == 2 ? (big ? 300 : 23) : (big ? 40 : 9);
+        long maxn = c.ndim == 1   ? (big ? 5000 : 70)
+                    : c.ndim == 2 ? (big ? 300 : 23)
+                                  : (big ? 40 : 9);
         c.shape[a] = (size_t)(h_randint(0, 5) ? h_randint(1, maxn) : 1);
         long maxk = c.ndim == 1 ? 40 : c.ndim == 2 ? 12 : 6;
         if (big)
@@ -338,7 +341,9 @@ static fcase random_case(int big)
         c.kshape[a] = (size_t)h_randint(1, maxk); /* may exceed the input */
         long K = (long)c.kshape[a];
         int end = (int)h_randint(0, 3); /* origins at both ends sometimes */
-        c.opt.origin[a] = end == 0 ? -(K / 2) : end == 1 ? (K - 1) / 2 : h_randint(-(K / 2), (K - 1) / 2);
+        c.opt.origin[a] = end == 0   ? -(K / 2)
+                          : end == 1 ? (K - 1) / 2
+                                     : h_randint(-(K / 2), (K - 1) / 2);
     }
     return c;
 }

@@ -287,7 +287,8 @@ void cvf_split_columns(const cvf_exec *e, size_t xa, size_t wdt, size_t *xl, siz
     if (!e->in_place)
         return;
     size_t lo = xa + cvf_round16((size_t)koff2 > xa ? (size_t)koff2 - xa : 0);
-    ptrdiff_t lim = (ptrdiff_t)p->shape[2] - (ptrdiff_t)K2 + 1 + koff2; /* the middle ends by here */
+    /* the middle ends by here */
+    ptrdiff_t lim = (ptrdiff_t)p->shape[2] - (ptrdiff_t)K2 + 1 + koff2;
     size_t end = lim < (ptrdiff_t)(xa + wdt) ? (lim > 0 ? (size_t)lim : 0) : xa + wdt;
     if (end > lo && (end - lo) / 16 > 0) {
         *xl = lo;

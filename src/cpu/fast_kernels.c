@@ -304,11 +304,11 @@ CVF_AVX2 static void to_u8_avx2(void *dst, const float *src, size_t n)
     const __m256 hi = _mm256_set1_ps(255.0f);
     const __m256i zero = _mm256_setzero_si256();
     size_t i = 0;
+#define CVF_TO_I32(p)                                                                   \
+    _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_loadu_ps(p))), zero)
     for (; i + 32 <= n; i += 32) {
-        __m256i a = _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_loadu_ps(src + i))), zero);
-        __m256i b = _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_loadu_ps(src + i + 8))), zero);
-        __m256i c = _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_loadu_ps(src + i + 16))), zero);
-        __m256i e = _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_loadu_ps(src + i + 24))), zero);
+        __m256i a = CVF_TO_I32(src + i), b = CVF_TO_I32(src + i + 8);
+        __m256i c = CVF_TO_I32(src + i + 16), e = CVF_TO_I32(src + i + 24);
         __m256i ab = _mm256_packs_epi32(a, b), ce = _mm256_packs_epi32(c, e);
         __m256i r = _mm256_packus_epi16(ab, ce);
         r = _mm256_permutevar8x32_epi32(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
@@ -328,8 +328,7 @@ CVF_AVX2 static void to_u16_avx2(void *dst, const float *src, size_t n)
     const __m256i zero = _mm256_setzero_si256();
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        __m256i a = _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_loadu_ps(src + i))), zero);
-        __m256i b = _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_loadu_ps(src + i + 8))), zero);
+        __m256i a = CVF_TO_I32(src + i), b = CVF_TO_I32(src + i + 8);
         __m256i r = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
         _mm256_storeu_si256((__m256i *)(void *)(d + i), r);
     }
@@ -361,6 +360,8 @@ CVF_AVX2 static void from_u16_avx2(float *dst, const void *src, size_t n)
     for (; i < n; i++)
         dst[i] = (float)s[i];
 }
+
+#undef CVF_TO_I32
 
 static const cvf_cvt cvt_avx512 = {to_u8_avx512, to_u16_avx512, from_u8_avx512, from_u16_avx512};
 static const cvf_cvt cvt_avx2 = {to_u8_avx2, to_u16_avx2, from_u8_avx2, from_u16_avx2};

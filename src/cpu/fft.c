@@ -288,6 +288,14 @@ CVF_T_AVX2 static inline void tr4_d(double *dst, size_t ds, const double *src, s
     _mm256_storeu_pd(dst + 3 * ds, _mm256_permute2f128_pd(t1, t3, 0x31));
 }
 
+/* x, y <- the two-source permutes of x and y by the tables va and vb */
+#define CVF_XSWAP(T, x, y)                                                     \
+    do {                                                                       \
+        a = _mm512_permutex2var_##T(x, va, y);                                 \
+        y = _mm512_permutex2var_##T(x, vb, y);                                 \
+        x = a;                                                                 \
+    } while (0)
+
 /* 16 x 16 floats (and 8 x 8 doubles): stages that swap the off-diagonal
  * s x s sub-blocks of rows i and i + s (s = 8, 4, 2, 1) with two-source
  * permutes; the index tables say where each element comes from. */
@@ -323,47 +331,47 @@ CVF_T_AVX512 static inline void tr16_f(float *dst, size_t ds, const float *src, 
     __m512 a;
     { /* swap the off-diagonal 8 x 8 sub-blocks */
         __m512i va = _mm512_load_si512(k_tr16[0][0]), vb = _mm512_load_si512(k_tr16[0][1]);
-        a = _mm512_permutex2var_ps(r0, va, r8); r8 = _mm512_permutex2var_ps(r0, vb, r8); r0 = a;
-        a = _mm512_permutex2var_ps(r1, va, r9); r9 = _mm512_permutex2var_ps(r1, vb, r9); r1 = a;
-        a = _mm512_permutex2var_ps(r2, va, r10); r10 = _mm512_permutex2var_ps(r2, vb, r10); r2 = a;
-        a = _mm512_permutex2var_ps(r3, va, r11); r11 = _mm512_permutex2var_ps(r3, vb, r11); r3 = a;
-        a = _mm512_permutex2var_ps(r4, va, r12); r12 = _mm512_permutex2var_ps(r4, vb, r12); r4 = a;
-        a = _mm512_permutex2var_ps(r5, va, r13); r13 = _mm512_permutex2var_ps(r5, vb, r13); r5 = a;
-        a = _mm512_permutex2var_ps(r6, va, r14); r14 = _mm512_permutex2var_ps(r6, vb, r14); r6 = a;
-        a = _mm512_permutex2var_ps(r7, va, r15); r15 = _mm512_permutex2var_ps(r7, vb, r15); r7 = a;
+        CVF_XSWAP(ps, r0, r8);
+        CVF_XSWAP(ps, r1, r9);
+        CVF_XSWAP(ps, r2, r10);
+        CVF_XSWAP(ps, r3, r11);
+        CVF_XSWAP(ps, r4, r12);
+        CVF_XSWAP(ps, r5, r13);
+        CVF_XSWAP(ps, r6, r14);
+        CVF_XSWAP(ps, r7, r15);
     }
     { /* swap the off-diagonal 4 x 4 sub-blocks */
         __m512i va = _mm512_load_si512(k_tr16[1][0]), vb = _mm512_load_si512(k_tr16[1][1]);
-        a = _mm512_permutex2var_ps(r0, va, r4); r4 = _mm512_permutex2var_ps(r0, vb, r4); r0 = a;
-        a = _mm512_permutex2var_ps(r1, va, r5); r5 = _mm512_permutex2var_ps(r1, vb, r5); r1 = a;
-        a = _mm512_permutex2var_ps(r2, va, r6); r6 = _mm512_permutex2var_ps(r2, vb, r6); r2 = a;
-        a = _mm512_permutex2var_ps(r3, va, r7); r7 = _mm512_permutex2var_ps(r3, vb, r7); r3 = a;
-        a = _mm512_permutex2var_ps(r8, va, r12); r12 = _mm512_permutex2var_ps(r8, vb, r12); r8 = a;
-        a = _mm512_permutex2var_ps(r9, va, r13); r13 = _mm512_permutex2var_ps(r9, vb, r13); r9 = a;
-        a = _mm512_permutex2var_ps(r10, va, r14); r14 = _mm512_permutex2var_ps(r10, vb, r14); r10 = a;
-        a = _mm512_permutex2var_ps(r11, va, r15); r15 = _mm512_permutex2var_ps(r11, vb, r15); r11 = a;
+        CVF_XSWAP(ps, r0, r4);
+        CVF_XSWAP(ps, r1, r5);
+        CVF_XSWAP(ps, r2, r6);
+        CVF_XSWAP(ps, r3, r7);
+        CVF_XSWAP(ps, r8, r12);
+        CVF_XSWAP(ps, r9, r13);
+        CVF_XSWAP(ps, r10, r14);
+        CVF_XSWAP(ps, r11, r15);
     }
     { /* swap the off-diagonal 2 x 2 sub-blocks */
         __m512i va = _mm512_load_si512(k_tr16[2][0]), vb = _mm512_load_si512(k_tr16[2][1]);
-        a = _mm512_permutex2var_ps(r0, va, r2); r2 = _mm512_permutex2var_ps(r0, vb, r2); r0 = a;
-        a = _mm512_permutex2var_ps(r1, va, r3); r3 = _mm512_permutex2var_ps(r1, vb, r3); r1 = a;
-        a = _mm512_permutex2var_ps(r4, va, r6); r6 = _mm512_permutex2var_ps(r4, vb, r6); r4 = a;
-        a = _mm512_permutex2var_ps(r5, va, r7); r7 = _mm512_permutex2var_ps(r5, vb, r7); r5 = a;
-        a = _mm512_permutex2var_ps(r8, va, r10); r10 = _mm512_permutex2var_ps(r8, vb, r10); r8 = a;
-        a = _mm512_permutex2var_ps(r9, va, r11); r11 = _mm512_permutex2var_ps(r9, vb, r11); r9 = a;
-        a = _mm512_permutex2var_ps(r12, va, r14); r14 = _mm512_permutex2var_ps(r12, vb, r14); r12 = a;
-        a = _mm512_permutex2var_ps(r13, va, r15); r15 = _mm512_permutex2var_ps(r13, vb, r15); r13 = a;
+        CVF_XSWAP(ps, r0, r2);
+        CVF_XSWAP(ps, r1, r3);
+        CVF_XSWAP(ps, r4, r6);
+        CVF_XSWAP(ps, r5, r7);
+        CVF_XSWAP(ps, r8, r10);
+        CVF_XSWAP(ps, r9, r11);
+        CVF_XSWAP(ps, r12, r14);
+        CVF_XSWAP(ps, r13, r15);
     }
     { /* swap the off-diagonal 1 x 1 sub-blocks */
         __m512i va = _mm512_load_si512(k_tr16[3][0]), vb = _mm512_load_si512(k_tr16[3][1]);
-        a = _mm512_permutex2var_ps(r0, va, r1); r1 = _mm512_permutex2var_ps(r0, vb, r1); r0 = a;
-        a = _mm512_permutex2var_ps(r2, va, r3); r3 = _mm512_permutex2var_ps(r2, vb, r3); r2 = a;
-        a = _mm512_permutex2var_ps(r4, va, r5); r5 = _mm512_permutex2var_ps(r4, vb, r5); r4 = a;
-        a = _mm512_permutex2var_ps(r6, va, r7); r7 = _mm512_permutex2var_ps(r6, vb, r7); r6 = a;
-        a = _mm512_permutex2var_ps(r8, va, r9); r9 = _mm512_permutex2var_ps(r8, vb, r9); r8 = a;
-        a = _mm512_permutex2var_ps(r10, va, r11); r11 = _mm512_permutex2var_ps(r10, vb, r11); r10 = a;
-        a = _mm512_permutex2var_ps(r12, va, r13); r13 = _mm512_permutex2var_ps(r12, vb, r13); r12 = a;
-        a = _mm512_permutex2var_ps(r14, va, r15); r15 = _mm512_permutex2var_ps(r14, vb, r15); r14 = a;
+        CVF_XSWAP(ps, r0, r1);
+        CVF_XSWAP(ps, r2, r3);
+        CVF_XSWAP(ps, r4, r5);
+        CVF_XSWAP(ps, r6, r7);
+        CVF_XSWAP(ps, r8, r9);
+        CVF_XSWAP(ps, r10, r11);
+        CVF_XSWAP(ps, r12, r13);
+        CVF_XSWAP(ps, r14, r15);
     }
     _mm512_storeu_ps(dst + 0 * ds, r0);
     _mm512_storeu_ps(dst + 1 * ds, r1);
@@ -405,24 +413,24 @@ CVF_T_AVX512 static inline void tr8_d(double *dst, size_t ds, const double *src,
     __m512d a;
     { /* swap the off-diagonal 4 x 4 sub-blocks */
         __m512i va = _mm512_load_si512(k_tr8[0][0]), vb = _mm512_load_si512(k_tr8[0][1]);
-        a = _mm512_permutex2var_pd(r0, va, r4); r4 = _mm512_permutex2var_pd(r0, vb, r4); r0 = a;
-        a = _mm512_permutex2var_pd(r1, va, r5); r5 = _mm512_permutex2var_pd(r1, vb, r5); r1 = a;
-        a = _mm512_permutex2var_pd(r2, va, r6); r6 = _mm512_permutex2var_pd(r2, vb, r6); r2 = a;
-        a = _mm512_permutex2var_pd(r3, va, r7); r7 = _mm512_permutex2var_pd(r3, vb, r7); r3 = a;
+        CVF_XSWAP(pd, r0, r4);
+        CVF_XSWAP(pd, r1, r5);
+        CVF_XSWAP(pd, r2, r6);
+        CVF_XSWAP(pd, r3, r7);
     }
     { /* swap the off-diagonal 2 x 2 sub-blocks */
         __m512i va = _mm512_load_si512(k_tr8[1][0]), vb = _mm512_load_si512(k_tr8[1][1]);
-        a = _mm512_permutex2var_pd(r0, va, r2); r2 = _mm512_permutex2var_pd(r0, vb, r2); r0 = a;
-        a = _mm512_permutex2var_pd(r1, va, r3); r3 = _mm512_permutex2var_pd(r1, vb, r3); r1 = a;
-        a = _mm512_permutex2var_pd(r4, va, r6); r6 = _mm512_permutex2var_pd(r4, vb, r6); r4 = a;
-        a = _mm512_permutex2var_pd(r5, va, r7); r7 = _mm512_permutex2var_pd(r5, vb, r7); r5 = a;
+        CVF_XSWAP(pd, r0, r2);
+        CVF_XSWAP(pd, r1, r3);
+        CVF_XSWAP(pd, r4, r6);
+        CVF_XSWAP(pd, r5, r7);
     }
     { /* swap the off-diagonal 1 x 1 sub-blocks */
         __m512i va = _mm512_load_si512(k_tr8[2][0]), vb = _mm512_load_si512(k_tr8[2][1]);
-        a = _mm512_permutex2var_pd(r0, va, r1); r1 = _mm512_permutex2var_pd(r0, vb, r1); r0 = a;
-        a = _mm512_permutex2var_pd(r2, va, r3); r3 = _mm512_permutex2var_pd(r2, vb, r3); r2 = a;
-        a = _mm512_permutex2var_pd(r4, va, r5); r5 = _mm512_permutex2var_pd(r4, vb, r5); r4 = a;
-        a = _mm512_permutex2var_pd(r6, va, r7); r7 = _mm512_permutex2var_pd(r6, vb, r7); r6 = a;
+        CVF_XSWAP(pd, r0, r1);
+        CVF_XSWAP(pd, r2, r3);
+        CVF_XSWAP(pd, r4, r5);
+        CVF_XSWAP(pd, r6, r7);
     }
     _mm512_storeu_pd(dst + 0 * ds, r0);
     _mm512_storeu_pd(dst + 1 * ds, r1);
