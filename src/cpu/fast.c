@@ -31,7 +31,7 @@ static int input_finite(const cvi_problem *p, const void *in)
     unsigned bad = 0;
     int threads = cvi_cpu_threads(p);
     (void)threads;
-#pragma omp parallel for schedule(static) num_threads(threads) reduction(| : bad)
+CVF_OMP(omp parallel for schedule(static) num_threads(threads) reduction(| : bad))
     for (ptrdiff_t r = 0; r < rows; r++) {
         size_t c = (size_t)r % p->channels, i = (size_t)r / p->channels;
         const char *row = (const char *)in + (ptrdiff_t)(i / p->shape[1]) * p->in_strides[0] +

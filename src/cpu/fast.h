@@ -15,6 +15,14 @@
 
 #include "cpu_backend.h"
 
+/* OpenMP directives that vanish (without warnings) when OpenMP is off:
+ * CVF_OMP(omp parallel ...). */
+#ifdef _OPENMP
+#define CVF_OMP(directive) _Pragma(#directive)
+#else
+#define CVF_OMP(directive)
+#endif
+
 /* ---- instruction sets ------------------------------------------------- */
 
 enum { CVF_ISA_PORTABLE = 0, CVF_ISA_AVX2 = 1, CVF_ISA_AVX512 = 2 };

@@ -209,14 +209,14 @@ convolve_status cvf_direct(const cvi_problem *p, const void *in, void *out)
                 (char *)th[t].ring + (P * d.lpad + r * cvf_round16(CVF_ROUND(d.tw))) * e->es;
     }
 
-#pragma omp parallel num_threads(nt)
+CVF_OMP(omp parallel num_threads(nt))
     {
         int tid = 0;
 #ifdef _OPENMP
         tid = omp_get_thread_num();
 #endif
         dthread *s = &th[tid];
-#pragma omp for schedule(dynamic, 1)
+CVF_OMP(omp for schedule(dynamic, 1))
         for (ptrdiff_t it = 0; it < (ptrdiff_t)items; it++) {
             size_t r = (size_t)it;
             size_t x = r % d.ntw;

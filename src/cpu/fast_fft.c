@@ -381,14 +381,14 @@ convolve_status cvf_fft(const cvi_problem *p, const void *in, void *out)
     }
     make_spectrum(&d, &th[0]);
 
-#pragma omp parallel num_threads(nt)
+CVF_OMP(omp parallel num_threads(nt))
     {
         int tid = 0;
 #ifdef _OPENMP
         tid = omp_get_thread_num();
 #endif
         fthread *s = &th[tid];
-#pragma omp for schedule(dynamic, 1)
+CVF_OMP(omp for schedule(dynamic, 1))
         for (ptrdiff_t it = 0; it < (ptrdiff_t)pairs; it++) {
             size_t a = 2 * (size_t)it, b = a + 1;
             job_gather(&d, a, s->re);

@@ -217,14 +217,14 @@ convolve_status cvf_separable(const cvi_problem *p, const void *in, void *out)
         s->zring = (char *)s->orow + d.tpad * e->es;
     }
 
-#pragma omp parallel num_threads(nt)
+CVF_OMP(omp parallel num_threads(nt))
     {
         int tid = 0;
 #ifdef _OPENMP
         tid = omp_get_thread_num();
 #endif
         sthread *s = &th[tid];
-#pragma omp for schedule(dynamic, 1)
+CVF_OMP(omp for schedule(dynamic, 1))
         for (ptrdiff_t it = 0; it < (ptrdiff_t)items; it++) {
             size_t r = (size_t)it;
             size_t x = r % d.ntw;
