@@ -15,6 +15,11 @@ finds to be rank one) and to sepFilter2D as its taps. Checks that convolve's
 output agrees with the peers', and prints the ratios ours / filter2D,
 ours / sepFilter2D and ours / copy.
 
+On a shared machine other work only ever adds time, and it comes and goes:
+each measurement (a median of --repeat runs) is taken --rounds times,
+interleaved (ours, peer, ours, peer, ...), and each side's best median is
+used; the spread over the rounds is printed as the noise.
+
 Use Debian's /usr/bin/python3 (numpy, scipy, cv2). Example:
   /usr/bin/python3 bench/cpu_peers.py --cli build/convolve --repeat 10
 """
@@ -86,6 +91,8 @@ def main():
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--radii", default="1,2,3,7,15")
     ap.add_argument("--repeat", type=int, default=10, help="timed runs per measurement")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="interleaved rounds of every measurement; the best median counts")
     ap.add_argument("--threads", type=int, default=2, help="threads for convolve and OpenCV")
     ap.add_argument("--scipy-max-radius", type=int, default=15,
                     help="time scipy only up to this radius (it is slow); -1 for never")
@@ -108,28 +115,42 @@ def main():
     tmp = tempfile.mkdtemp(prefix="convolve_peers_")
     inp = os.path.join(tmp, "in.npy")
     res = os.path.join(tmp, "out.npy")
-    wpath = os.path.join(tmp, "w.npy")
     np.save(inp, x)
 
-    print("convolve CPU vs peers: %dx%d float32, reflect, correlate, %d threads, median of %d"
-          % (n, n, args.threads, args.repeat))
+    print("convolve CPU vs peers: %dx%d float32, reflect, correlate, %d threads; best of %d "
+          "rounds of a median of %d" % (n, n, args.threads, args.rounds, args.repeat))
     print("numpy %s, OpenCV %s, scipy %s" % (np.__version__, cv2.__version__,
                                              __import__("scipy").__version__ if ndi else "-"))
-    copy_ms = median_ms(lambda: np.copyto(out, x), args.repeat)
+    copies = []
     alloc_ms = median_ms(lambda: x.copy(), args.repeat)
-    print("memory copy: %.2f ms (np.copyto, %.1f GB/s read+write); x.copy() with allocation %.2f ms"
-          % (copy_ms, 2 * x.nbytes / copy_ms * 1e-6, alloc_ms))
-    print()
+
+    def spread(v):
+        return "%.2f-%.2f" % (min(v), max(v))
 
     rows = []
     worst = 0.0
     for r in radii:
         K = 2 * r + 1
         w = (rng.random((K, K), dtype=np.float32) / (K * K)).astype(np.float32)
-        np.save(wpath, w)
-        ours, y = run_cli(args.cli, inp, res, wpath, args.repeat, args.threads)
-        f2d = median_ms(lambda: cv2.filter2D(x, -1, w, dst=out, borderType=cv2.BORDER_REFLECT),
-                        args.repeat)
+        g = gaussian_taps(r)
+        wdense = os.path.join(tmp, "w%d.npy" % r)
+        wsep = os.path.join(tmp, "g%d.npy" % r)
+        np.save(wdense, w)
+        np.save(wsep, np.outer(g.astype(np.float64), g.astype(np.float64)))
+        t = {"ours": [], "f2d": [], "ours_s": [], "sep": []}
+        for _ in range(max(1, args.rounds)):
+            copies.append(median_ms(lambda: np.copyto(out, x), args.repeat))
+            ms, y = run_cli(args.cli, inp, res, wdense, args.repeat, args.threads)
+            t["ours"].append(ms)
+            t["f2d"].append(median_ms(lambda: cv2.filter2D(x, -1, w, dst=out,
+                                                           borderType=cv2.BORDER_REFLECT),
+                                      args.repeat))
+            if not args.no_separable:
+                ms, ys = run_cli(args.cli, inp, res, wsep, args.repeat, args.threads)
+                t["ours_s"].append(ms)
+                t["sep"].append(median_ms(lambda: cv2.sepFilter2D(x, -1, g, g, dst=out,
+                                                                  borderType=cv2.BORDER_REFLECT),
+                                          args.repeat))
         ref = cv2.filter2D(x, -1, w, borderType=cv2.BORDER_REFLECT)
         err = rel_err(y, ref)
         worst = max(worst, err)
@@ -139,22 +160,21 @@ def main():
                            args.scipy_repeat, warmup=0)
             err_sp = rel_err(y, ndi.correlate(x, w, mode="reflect"))
             worst = max(worst, err_sp)
-        row = {"r": r, "ours": ours, "f2d": f2d, "err": err, "scipy": sp}
+        row = {"r": r, "ours": min(t["ours"]), "f2d": min(t["f2d"]), "err": err, "scipy": sp,
+               "noise": "ours %s, filter2D %s" % (spread(t["ours"]), spread(t["f2d"]))}
         if not args.no_separable:
-            g = gaussian_taps(r)
-            np.save(wpath, np.outer(g.astype(np.float64), g.astype(np.float64)))
-            ours_s, ys = run_cli(args.cli, inp, res, wpath, args.repeat, args.threads)
-            sep = median_ms(lambda: cv2.sepFilter2D(x, -1, g, g, dst=out,
-                                                    borderType=cv2.BORDER_REFLECT), args.repeat)
             ref_s = cv2.sepFilter2D(x, -1, g, g, borderType=cv2.BORDER_REFLECT)
             err_s = rel_err(ys, ref_s)
             worst = max(worst, err_s)
-            row.update({"ours_s": ours_s, "sep": sep, "err_s": err_s})
+            row.update({"ours_s": min(t["ours_s"]), "sep": min(t["sep"]), "err_s": err_s})
+            row["noise"] += "; Gaussian ours %s, sepFilter2D %s" % (spread(t["ours_s"]),
+                                                                    spread(t["sep"]))
         rows.append(row)
-        print("r=%2d measured (dense %.2f ms, filter2D %.2f ms%s)" % (
-            r, ours, f2d, ", sep %.2f ms, sepFilter2D %.2f ms" % (row["ours_s"], row["sep"])
-            if "sep" in row else ""), flush=True)
+        print("r=%2d medians over %d rounds (ms): %s" % (r, args.rounds, row["noise"]), flush=True)
 
+    copy_ms = min(copies)
+    print("memory copy: %.2f ms (np.copyto, %.1f GB/s read+write; rounds %s); x.copy() with "
+          "allocation %.2f ms" % (copy_ms, 2 * x.nbytes / copy_ms * 1e-6, spread(copies), alloc_ms))
     print()
     head = ("  r | ours dense | filter2D | ours/f2D | ours Gauss | sepFilter2D | ours/sep |"
             " scipy      | ours/copy | rel.err vs OpenCV")

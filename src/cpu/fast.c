@@ -30,7 +30,8 @@ static int input_finite(const cvi_problem *p, const void *in)
     const ptrdiff_t rows = (ptrdiff_t)(p->shape[0] * p->shape[1] * p->channels);
     unsigned bad = 0;
     int threads = cvi_cpu_threads(p);
-    (void)threads;
+    if ((double)rows * (double)p->shape[2] < 4e6)
+        threads = 1;
 CVF_OMP(omp parallel for schedule(static) num_threads(threads) reduction(| : bad))
     for (ptrdiff_t r = 0; r < rows; r++) {
         size_t c = (size_t)r % p->channels, i = (size_t)r / p->channels;

@@ -95,6 +95,12 @@ typedef struct cvf_exec {
 
 void cvf_exec_init(cvf_exec *e, const cvi_problem *p, const void *in, void *out);
 
+/* Uses no more threads than `work` (multiply-adds, about) keeps busy: below a
+ * few milliseconds of work, waking and joining threads costs more than it
+ * saves, and a second thread that has to wait for a busy core can cost a
+ * whole scheduler time slice. */
+void cvf_limit_threads(cvf_exec *e, double work);
+
 /* The input's element (j0, j1, column 0) of channel c: the start of a row;
  * NULL when j0 or j1 is -1 (a row of cval in CONSTANT mode). */
 static inline const char *cvf_in_row(const cvf_exec *e, size_t c, ptrdiff_t j0, ptrdiff_t j1)

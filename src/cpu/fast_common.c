@@ -131,6 +131,18 @@ void cvf_exec_init(cvf_exec *e, const cvi_problem *p, const void *in, void *out)
 #endif
 }
 
+/* Multiply-adds worth a thread of its own. */
+#define CVF_WORK_PER_THREAD 4e6
+
+void cvf_limit_threads(cvf_exec *e, double work)
+{
+    double most = work / CVF_WORK_PER_THREAD;
+    if (most < 1.0)
+        e->threads = 1;
+    else if (most < (double)e->threads)
+        e->threads = (int)most;
+}
+
 /* ---- loads ---------------------------------------------------------------- */
 
 #define CVF_LOAD_LOOP(T, DST)                                                   \

@@ -166,6 +166,8 @@ convolve_status cvf_direct(const cvi_problem *p, const void *in, void *out)
 {
     dplan d;
     cvf_exec_init(&d.e, p, in, out);
+    const double outputs = (double)(p->shape[0] * p->shape[1] * p->shape[2] * p->channels);
+    cvf_limit_threads(&d.e, outputs * (double)p->kcount);
     const cvf_exec *e = &d.e;
     const size_t K0 = p->ksize[0], K1 = p->ksize[1], K2 = p->ksize[2];
     /* the 4-row kernel pays once rows are long enough to share (measured) */

@@ -347,6 +347,8 @@ convolve_status cvf_fft(const cvi_problem *p, const void *in, void *out)
     const cvf_exec *e = &d.e;
     if (!choose_tiles(p, e->es, &d.t))
         return CONVOLVE_ERROR_UNSUPPORTED;
+    cvf_limit_threads(&d.e, (double)(p->shape[0] * p->shape[1] * p->shape[2] * p->channels) *
+                                d.t.cost * 4.0);
     d.ops = cvf_fft_get(e->dbl, e->isa);
     const size_t n = d.t.block, pairs = cvf_div_up(d.t.jobs, 2);
     int nt = e->threads;

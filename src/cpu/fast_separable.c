@@ -154,6 +154,8 @@ convolve_status cvf_separable(const cvi_problem *p, const void *in, void *out)
 {
     splan d;
     cvf_exec_init(&d.e, p, in, out);
+    const double outputs = (double)(p->shape[0] * p->shape[1] * p->shape[2] * p->channels);
+    cvf_limit_threads(&d.e, outputs * (double)(p->ksize[0] + p->ksize[1] + p->ksize[2] + 4));
     const cvf_exec *e = &d.e;
     const size_t K0 = p->ksize[0], K1 = p->ksize[1], K2 = p->ksize[2];
     d.vpass = K1 > 1;
