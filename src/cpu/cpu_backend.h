@@ -24,4 +24,9 @@ convolve_status cvi_cpu_reference(const cvi_problem *p, const void *in, void *ou
 /* The number of threads to use for p: its own setting, else all there are. */
 int cvi_cpu_threads(const cvi_problem *p);
 
+/* Caps the instruction set of the fast strategies: 0 portable C, 1 AVX2+FMA,
+ * 2 AVX-512F; -1 removes the cap. For tests of every path on one machine;
+ * not thread-safe (set it before planning). */
+void cvi_cpu_fast_limit_isa(int isa);
+
 #endif
