@@ -317,7 +317,10 @@ CONVOLVE_API const char *convolve_plan_strategy(const convolve_plan *plan);
 /*
  * Runs the plan on host memory: `in` and `out` point at element 0 of arrays
  * laid out as planned. Returns when `out` is written. `out` must not overlap
- * `in`. Errors: INVALID_ARGUMENT (NULL, misaligned, overlapping), OUT_OF_MEMORY,
+ * `in`. A plan made with backend AUTO and no strategy named that runs out
+ * of device memory here moves to the CPU for good and still writes `out`
+ * (convolve_plan_backend then reports CPU); any other plan returns the error.
+ * Errors: INVALID_ARGUMENT (NULL, misaligned, overlapping), OUT_OF_MEMORY,
  * DEVICE, DEVICE_OUT_OF_MEMORY.
  */
 CONVOLVE_API convolve_status convolve_execute(convolve_plan *plan, const void *in, void *out);

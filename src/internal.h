@@ -128,6 +128,8 @@ struct convolve_plan {
     double *taps[3];            /* owned storage behind problem.taps */
     const cvi_strategy *strategy;
     void *backend_state;        /* CUDA: the device-side plan */
+    int cpu_fallback;           /* AUTO, no strategy named: on device out of
+                                   memory, move to the CPU (convolve_execute) */
 };
 
 /* ---- element conversion ------------------------------------------------- */

@@ -185,6 +185,8 @@ static convolve_status choose(convolve_plan *plan, const convolve_options *o)
         }
     }
     plan->strategy = s;
+    plan->cpu_fallback = s->backend == CONVOLVE_BACKEND_CUDA &&
+                         o->backend == CONVOLVE_BACKEND_AUTO && !named;
     return CONVOLVE_OK;
 }
 
@@ -293,9 +295,18 @@ convolve_status convolve_execute(convolve_plan *plan, const void *in, void *out)
     convolve_status st = check_pointers(plan, in, out, 1);
     if (st != CONVOLVE_OK)
         return st;
-    if (plan->strategy->backend == CONVOLVE_BACKEND_CUDA)
+    if (plan->strategy->backend == CONVOLVE_BACKEND_CUDA) {
         st = cvi_cuda_execute_host(plan->ctx, plan->backend_state, in, out);
-    else
+        if (st == CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY && plan->cpu_fallback) {
+            /* AUTO chose the GPU and its memory ran out: the plan moves to
+             * the CPU for good (convolve_plan_backend then says so) */
+            cvi_cuda_release(plan->backend_state);
+            plan->backend_state = NULL;
+            plan->strategy = cvi_cpu_pick(&plan->problem);
+            plan->cpu_fallback = 0;
+            st = cvi_cpu_execute(plan->ctx, plan->strategy, &plan->problem, in, out);
+        }
+    } else
         st = cvi_cpu_execute(plan->ctx, plan->strategy, &plan->problem, in, out);
     return st == CONVOLVE_OK ? cvi_ok(plan->ctx) : st;
 }

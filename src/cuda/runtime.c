@@ -43,6 +43,8 @@ static convolve_status cuda_error(convolve_context *ctx, cudaError_t e, const ch
 {
     convolve_status st = e == cudaErrorMemoryAllocation ? CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY
                                                         : CONVOLVE_ERROR_DEVICE;
+    if (e == cudaErrorMemoryAllocation)
+        (void)cudaGetLastError(); /* not sticky: keep it from the next launch check */
     return cvi_error(ctx, st, "CUDA: %s failed: %s (%s)", what, cudaGetErrorString(e),
                      cudaGetErrorName(e));
 }
