@@ -1,11 +1,13 @@
 # The two set-up commands of the README, and a few conveniences.
 #   make demo   build, then blur the bundled photo
 #   make test   build, then run every test (GPU tests report "skipped" without a GPU)
+#   make test-sanitize   the same tests, host code built with AddressSanitizer
+#               and UndefinedBehaviorSanitizer, without CUDA (in build-sanitize)
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all build demo test clean
+.PHONY: all build demo test test-sanitize clean
 all: build
 
 build:
@@ -18,5 +20,11 @@ demo: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+test-sanitize:
+	cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONVOLVE_SANITIZE=ON \
+	      -DCONVOLVE_WITH_CUDA=OFF
+	cmake --build build-sanitize -j $(JOBS)
+	cd build-sanitize && ctest --output-on-failure -j $(JOBS)
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-sanitize

@@ -64,8 +64,13 @@ def main():
         def find_package(static):
             def run():
                 b = os.path.join(tmp, "ex-static" if static else "ex-shared")
+                extra = []
+                if static and os.environ.get("CONVOLVE_SANITIZED") == "1":
+                    # a sanitised static library needs its runtime in the program
+                    extra = ["-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined"]
                 sh(["cmake", "-S", os.path.join(SRC, "examples"), "-B", b,
-                    f"-DCMAKE_PREFIX_PATH={prefix}", f"-DEXAMPLE_STATIC={'ON' if static else 'OFF'}"])
+                    f"-DCMAKE_PREFIX_PATH={prefix}", f"-DEXAMPLE_STATIC={'ON' if static else 'OFF'}",
+                    *extra])
                 sh(["cmake", "--build", b])
                 out_png = os.path.join(tmp, f"blur-{static}.png")
                 sh([os.path.join(b, "blur"), os.path.join(DATA, "grace_hopper.jpg"), out_png, "1.5"])
