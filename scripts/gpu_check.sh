@@ -195,19 +195,32 @@ step "bench 1-D 2^26 f32" "$OUT/bench.txt" 60 \
     "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 67108864 --radius 1,3,15 --runs 20
 step "bench 3-D 256^3 f32" "$OUT/bench.txt" 60 \
     "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 256x256x256 --radius 1,2,3 --runs 20
+step "bench 2-D reflect direct" "$OUT/bench.txt" 60 \
+    "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 8192x8192 --radius 1,2,3 --mode reflect \
+    --strategy direct --runs 20
+step "bench 2-D gaussian separable" "$OUT/bench.txt" 60 \
+    "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 8192x8192 --radius 2,4,8,16 \
+    --filter gaussian --strategy separable --runs 20
 [ -z "${GPU_CHECK_SKIP_LARGE:-}" ] &&
     step "test --large (>2^31 elements)" "$OUT/tests.log" 200 "$TEST" --large
 if [ -n "${GPU_CHECK_PROFILE:-}" ]; then
     # Nsight Compute on the fast kernels (clocks left alone), into bench.txt
     NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-    for spec in "direct 2-D r=1:--radius 1 --strategy direct" \
-        "direct 2-D r=3:--radius 3 --strategy direct" "direct 2-D r=7:--radius 7 --strategy direct" \
-        "separable r=16:--radius 16 --strategy separable --filter gaussian"; do
-        # shellcheck disable=SC2086 # the spec's options split on purpose
-        step "ncu ${spec%%:*}" "$OUT/bench.txt" 90 "$NCU" --clock-control none -k regex:fd_kernel \
+    # each: LABEL|KERNEL REGEX|bench options (the shapes of the issue's targets)
+    for spec in "direct 2-D r=1|fd_kernel|--shape 8192x8192 --radius 1 --strategy direct" \
+        "direct 2-D r=3|fd_kernel|--shape 8192x8192 --radius 3 --strategy direct" \
+        "direct 2-D r=4|fd_kernel|--shape 8192x8192 --radius 4 --strategy direct" \
+        "direct 2-D r=7|fd_kernel|--shape 8192x8192 --radius 7 --strategy direct" \
+        "separable r=2|fd_kernel|--shape 8192x8192 --radius 2 --strategy separable --filter gaussian" \
+        "separable r=16|fd_kernel|--shape 8192x8192 --radius 16 --strategy separable --filter gaussian" \
+        "u8 RGB r=1|fd_kernel|--shape 8192x8192 --radius 1 --strategy direct --dtype uint8 --channels 3" \
+        "direct 3-D r=1|f3_kernel|--shape 512x512x512 --radius 1 --strategy direct"; do
+        IFS='|' read -r label regex opts <<<"$spec"
+        # shellcheck disable=SC2086 # the options split on purpose
+        step "ncu $label" "$OUT/bench.txt" 90 "$NCU" --clock-control none -k "regex:$regex" \
             --launch-skip 3 --launch-count 1 --section SpeedOfLight --section Occupancy \
             --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
-            "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 8192x8192 --runs 20 ${spec#*:}
+            "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --runs 20 $opts
     done
     step "fft sizes" "$OUT/bench.txt" 60 "$PY" "$ROOT/bench/fft_sizes.py"
 fi
