@@ -284,6 +284,9 @@ typedef struct convolve_options {
     convolve_backend backend;           /* default AUTO */
     const char *strategy;               /* NULL or "auto" (default), or a strategy name */
     int threads;                        /* CPU threads; 0 = all available */
+    int autotune;                       /* 1: with no strategy named, time the
+                                           strategies that serve and keep the
+                                           fastest (see convolve_wisdom_save); default 0 */
 } convolve_options;
 
 /* Fills *options with the defaults above. */
@@ -358,6 +361,28 @@ typedef struct convolve_timing {
  */
 CONVOLVE_API convolve_status convolve_plan_benchmark(convolve_plan *plan, int warmup, int runs,
                                                      convolve_timing *timing);
+
+/*
+ * Wisdom: what options.autotune measured. A plan made with autotune = 1 and
+ * no strategy named times each strategy of its backend that serves the case
+ * (convolve_plan_benchmark: 1 warm-up, median of 5) and keeps the fastest;
+ * the context remembers the choice for the problem's class (device, or CPU
+ * threads; dimensionality; element types; channels; filter extents, dense or
+ * separable; mode; each extent rounded up to a power of two), so later plans
+ * of that class are made without timing. Save it to a file to keep it across
+ * runs, like FFTW's wisdom; a remembered strategy that no longer serves (or
+ * is unknown) is measured again.
+ */
+/* Writes the context's wisdom to path (text; replaced atomically).
+ * Errors: INVALID_ARGUMENT, IO, OUT_OF_MEMORY. */
+CONVOLVE_API convolve_status convolve_wisdom_save(convolve_context *ctx, const char *path);
+/* Adds the wisdom in path to the context's (its entries win). A malformed
+ * file changes nothing. Errors: INVALID_ARGUMENT, IO, FORMAT, OUT_OF_MEMORY. */
+CONVOLVE_API convolve_status convolve_wisdom_load(convolve_context *ctx, const char *path);
+/* Problem classes the context has wisdom for; 0 for NULL. */
+CONVOLVE_API size_t convolve_wisdom_count(const convolve_context *ctx);
+/* Drops the context's wisdom. NULL is accepted. */
+CONVOLVE_API void convolve_wisdom_forget(convolve_context *ctx);
 
 /*
  * Measures device-to-device copy bandwidth with a copy of `bytes` bytes

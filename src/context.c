@@ -37,6 +37,8 @@ convolve_status convolve_context_create(convolve_context **ctx)
 
 void convolve_context_free(convolve_context *ctx)
 {
+    if (ctx)
+        cvi_wisdom_free(ctx->wisdom);
     free(ctx);
 }
 

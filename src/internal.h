@@ -26,7 +26,10 @@ struct convolve_context {
     int cuda_probed;                    /* 1 once the device was looked at */
     convolve_device_info device;        /* what the probe found */
     size_t shared_memory_per_block;     /* opt-in maximum, bytes (CUDA) */
+    struct cvi_wisdom *wisdom;          /* autotune results (tune.c), or NULL */
 };
+
+void cvi_wisdom_free(struct cvi_wisdom *w);
 
 /* Records a formatted message on ctx (which may be NULL) and returns status. */
 convolve_status cvi_error(convolve_context *ctx, convolve_status status, const char *fmt, ...)
@@ -114,6 +117,14 @@ struct cvi_strategy {
 };
 
 /* The registry (src/strategy.c). */
+/* The measured autotune (tune.c): *chosen = the fastest strategy of
+ * `backend` serving p, from the context's wisdom or timed now (and then
+ * remembered); NULL if none serves. Errors: OUT_OF_MEMORY. */
+convolve_status cvi_tune(convolve_context *ctx, const convolve_layout *in,
+                         const convolve_layout *out, const convolve_filter *filter,
+                         const convolve_options *o, const struct cvi_problem *p,
+                         convolve_backend backend, const cvi_strategy **chosen);
+
 size_t cvi_strategy_total(void);
 const cvi_strategy *cvi_strategy_at(size_t i);
 const cvi_strategy *cvi_strategy_find(convolve_backend backend, const char *name);

@@ -37,6 +37,9 @@ static convolve_status check_options(convolve_context *ctx, const convolve_optio
     if (!convolve_backend_name(o->backend))
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "unknown backend %d",
                          (int)o->backend);
+    if (o->autotune != 0 && o->autotune != 1)
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "autotune is %d; use 0 or 1",
+                         o->autotune);
     if (o->threads < 0)
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                          "threads is %d; use 0 for all, or a positive count", o->threads);
@@ -110,7 +113,8 @@ static convolve_status build_problem(convolve_plan *plan, const convolve_filter 
 
 /* Picks backend and strategy; on success plan->strategy is set and, for
  * CUDA, plan->backend_state is prepared. */
-static convolve_status choose(convolve_plan *plan, const convolve_options *o)
+static convolve_status choose(convolve_plan *plan, const convolve_filter *filter,
+                              const convolve_options *o)
 {
     convolve_context *ctx = plan->ctx;
     const cvi_problem *p = &plan->problem;
@@ -141,8 +145,15 @@ static convolve_status choose(convolve_plan *plan, const convolve_options *o)
         backend = gpu ? CONVOLVE_BACKEND_CUDA : CONVOLVE_BACKEND_CPU;
     }
 
-    const cvi_strategy *s;
-    if (named) {
+    const cvi_strategy *s = NULL;
+    if (!named && o->autotune) {
+        convolve_status st = cvi_tune(ctx, &plan->in, &plan->out, filter, o, p, backend, &s);
+        if (st != CONVOLVE_OK)
+            return st;
+    }
+    if (s) {
+        /* the autotune's choice, which serves */
+    } else if (named) {
         s = cvi_strategy_find(backend, name);
         if (!s) {
             char list[512] = "";
@@ -232,7 +243,7 @@ convolve_status convolve_plan_create(convolve_context *ctx, convolve_plan **out_
     plan->in = *in;
     plan->out = *out;
     if ((st = build_problem(plan, filter, options)) != CONVOLVE_OK ||
-        (st = choose(plan, options)) != CONVOLVE_OK) {
+        (st = choose(plan, filter, options)) != CONVOLVE_OK) {
         convolve_plan_free(plan);
         return st;
     }

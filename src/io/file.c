@@ -249,8 +249,8 @@ static int write_all(int fd, const unsigned char *p, size_t size)
  * O_EXCL and mode 0644, so the umask applies), fsyncs and closes it, then
  * renames it over path. On failure the temporary file is removed.
  */
-static convolve_status write_atomic(convolve_context *ctx, const char *path,
-                                    const unsigned char *data, size_t size)
+convolve_status cvi_write_file_atomic(convolve_context *ctx, const char *path,
+                                      const unsigned char *data, size_t size)
 {
     static atomic_uint_fast64_t counter;
     const char *slash = strrchr(path, '/');
@@ -353,7 +353,7 @@ static convolve_status save_bytes(convolve_context *ctx, const char *path,
         st = cvi_error(ctx, CONVOLVE_ERROR_IO, "cannot save '%s': it exists and is not a regular "
                        "file", path);
     else
-        st = write_atomic(ctx, target, data, size);
+        st = cvi_write_file_atomic(ctx, target, data, size);
     free(real);
     return st;
 }

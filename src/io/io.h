@@ -55,6 +55,11 @@ static inline int cvi_little_endian(void)
     return *(const unsigned char *)&one == 1;
 }
 
+/* Writes size bytes to path through a temporary file beside it, fsynced and
+ * renamed over path: the old file stays whole on any failure (IO). */
+convolve_status cvi_write_file_atomic(convolve_context *ctx, const char *path,
+                                      const unsigned char *data, size_t size);
+
 /* ---- readers: bytes in memory to a new array ----------------------------- */
 /* Each returns OK and sets *array, or FORMAT (malformed, truncated or an
  * unsupported variant; the message says which), SIZE_OVERFLOW or OUT_OF_MEMORY. */
