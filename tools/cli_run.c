@@ -97,7 +97,8 @@ static int apply_option(run_args *a, const char *name, const char *val, int *don
             memcpy(item, p, len);
             item[len] = '\0';
             if (!parse_long(item, -1000000000L, 1000000000L, &l))
-                return cli_fail(CLI_BAD_INPUT, "--origin '%s': '%s' is not an integer", val, item);
+                return cli_fail(CLI_BAD_INPUT, "--origin '%s': '%s' is not an integer from "
+                                "-1000000000 to 1000000000", val, item);
             a->origin[a->n_origin++] = l;
             if (!p[len])
                 break;

@@ -98,10 +98,9 @@ void cli_usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        cli_usage(stderr);
-        return CLI_BAD_INPUT;
-    }
+    if (argc < 2)
+        return cli_fail(CLI_BAD_INPUT, "no arguments; usage: convolve INPUT OUTPUT (--weights "
+                        "FILE | --filter NAME[:ARGS]) [options] (see convolve --help)");
     const char *cmd = argv[1];
     if (!strcmp(cmd, "info"))
         return cli_info(argc - 1, argv + 1);

@@ -1,10 +1,11 @@
 /*
  * file.c - files and formats: format detection (extension, magic bytes),
- * convolve_array_load / _load_memory (read the whole file within a size
- * limit, then parse it in memory) and convolve_array_save (encode into
- * memory, then write a temporary file beside the target, fsync it and rename
- * it over the target, so that a failure leaves any old file untouched;
- * symbolic links are followed, targets that are not regular files refused).
+ * convolve_array_load / _load_memory (read the whole file or pipe within a
+ * size limit, then parse it in memory; directories and devices are refused)
+ * and convolve_array_save (encode into memory, then write a temporary file
+ * beside the target, fsync it and rename it over the target, so that a
+ * failure leaves any old file untouched; symbolic links are followed,
+ * targets that are not regular files refused).
  */
 #define _XOPEN_SOURCE 700 /* realpath */
 
@@ -128,6 +129,11 @@ static convolve_status read_file(convolve_context *ctx, const char *path, unsign
     if (S_ISDIR(sb.st_mode)) {
         close(fd);
         return cvi_error(ctx, CONVOLVE_ERROR_IO, "cannot read '%s': it is a directory", path);
+    }
+    if (S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode)) { /* /dev/zero would never end */
+        close(fd);
+        return cvi_error(ctx, CONVOLVE_ERROR_IO, "cannot read '%s': it is a device, not a file",
+                         path);
     }
     if (S_ISREG(sb.st_mode) && (uintmax_t)sb.st_size > CVI_IO_MAX_FILE_BYTES) {
         close(fd);

@@ -223,7 +223,8 @@ convolve_status cvi_read_npy(convolve_context *ctx, const unsigned char *data, s
                                  "overflows");
             if (nd < 0)
                 return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                                 ".npy header: 'shape' must be a tuple of integers");
+                                 ".npy header: 'shape' must be a tuple of non-negative "
+                                 "integers");
         } else {
             return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy header: unexpected key '%s'", key);
         }

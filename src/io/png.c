@@ -27,21 +27,28 @@ typedef struct {
     unsigned char **rows;
     convolve_array *array;
     char msg[256];              /* libpng's error message */
+    char detail[128];           /* the IHDR warning that explains "Invalid IHDR data" */
     int bad_data;               /* a warning said the image data is damaged */
 } png_state;
 
 static void on_error(png_structp png, png_const_charp msg)
 {
     png_state *s = png_get_error_ptr(png);
-    snprintf(s->msg, sizeof s->msg, "%s", msg);
+    if (s->detail[0] && strstr(msg, "IHDR"))
+        snprintf(s->msg, sizeof s->msg, "%s (%s)", msg, s->detail);
+    else
+        snprintf(s->msg, sizeof s->msg, "%s", msg);
     png_longjmp(png, 1);
 }
 
 /* Warnings about the image stream mean pixels are missing or wrong; those
- * about ancillary chunks (colour profiles, text) do not. */
+ * about ancillary chunks (colour profiles, text) do not. libpng explains a
+ * bad header (zero or huge width, ...) only in a warning before its error. */
 static void on_warning(png_structp png, png_const_charp msg)
 {
     png_state *s = png_get_error_ptr(png);
+    if (strstr(msg, "in IHDR") && !s->detail[0])
+        snprintf(s->detail, sizeof s->detail, "%s", msg);
     if (strstr(msg, "IDAT") || strstr(msg, "image data") || strstr(msg, "Read Error") ||
         strstr(msg, "runcat")) {
         if (!s->bad_data)
