@@ -155,6 +155,13 @@ static convolve_status choose(convolve_plan *plan, const convolve_filter *filter
         /* the autotune's choice, which serves */
     } else if (named) {
         s = cvi_strategy_find(backend, name);
+        if (!s && backend == CONVOLVE_BACKEND_CPU && o->backend == CONVOLVE_BACKEND_AUTO &&
+            cvi_strategy_find(CONVOLVE_BACKEND_CUDA, name))
+            return cvi_error(ctx, CONVOLVE_ERROR_BACKEND_UNAVAILABLE,
+                             "strategy '%s' runs on the GPU, and no GPU can be used: %s", name,
+                             convolve_backend_built(CONVOLVE_BACKEND_CUDA)
+                                 ? ctx->device.reason
+                                 : "this libconvolve was built without CUDA");
         if (!s) {
             char list[512] = "";
             for (size_t i = 0, n = cvi_strategy_total(); i < n; i++) {
@@ -224,8 +231,9 @@ convolve_status convolve_plan_create(convolve_context *ctx, convolve_plan **out_
         return st;
     if (in->ndim != out->ndim || in->channels != out->channels)
         return cvi_error(ctx, CONVOLVE_ERROR_BAD_LAYOUT,
-                         "input (%d-D, %zu channels) and output (%d-D, %zu channels) differ",
-                         in->ndim, in->channels, out->ndim, out->channels);
+                         "input (%d-D, %zu channel%s) and output (%d-D, %zu channel%s) differ",
+                         in->ndim, in->channels, in->channels == 1 ? "" : "s", out->ndim,
+                         out->channels, out->channels == 1 ? "" : "s");
     for (int a = 0; a < in->ndim; a++)
         if (in->shape[a] != out->shape[a])
             return cvi_error(ctx, CONVOLVE_ERROR_BAD_LAYOUT,

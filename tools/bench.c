@@ -271,7 +271,7 @@ static int run_bench(bench_options *o)
     convolve_context *ctx = NULL;
     if (convolve_context_create(&ctx) != CONVOLVE_OK) {
         fprintf(stderr, "convolve bench: out of memory\n");
-        return 1;
+        return 2;
     }
     convolve_device_info dev;
     convolve_device_query(ctx, &dev);
@@ -281,7 +281,7 @@ static int run_bench(bench_options *o)
                 convolve_backend_built(CONVOLVE_BACKEND_CUDA) ? dev.reason
                                                               : "built without CUDA");
         convolve_context_free(ctx);
-        return 1;
+        return 2;
     }
     convolve_backend listed = o->backend == CONVOLVE_BACKEND_AUTO
                                   ? (gpu ? CONVOLVE_BACKEND_CUDA : CONVOLVE_BACKEND_CPU)
@@ -304,7 +304,7 @@ static int run_bench(bench_options *o)
     if (st != CONVOLVE_OK) {
         fprintf(stderr, "convolve bench: bad shape: %s\n", convolve_status_description(st));
         convolve_context_free(ctx);
-        return 2;
+        return 1;
     }
     const size_t count = convolve_layout_count(&layout);
     const size_t esize = convolve_dtype_size(o->dtype);
@@ -333,7 +333,7 @@ static int run_bench(bench_options *o)
     bench_row *rows = calloc(nrows ? nrows : 1, sizeof *rows);
     if (!rows) {
         convolve_context_free(ctx);
-        return 1;
+        return 2;
     }
     int failures = 0;
     size_t r = 0;
@@ -488,7 +488,7 @@ static int run_bench(bench_options *o)
     }
     free(rows);
     convolve_context_free(ctx);
-    return failures ? 1 : 0;
+    return failures ? 2 : 0; /* a strategy failed to run: a device or resource failure */
 }
 
 int convolve_bench_main(int argc, char **argv)
@@ -585,7 +585,7 @@ int convolve_bench_main(int argc, char **argv)
         if (!ok)
             fprintf(stderr, "convolve bench: bad value '%s' for %s\n", val, arg);
     }
-    int rc = 2;
+    int rc = 1; /* usage */
     if (ok)
         rc = run_bench(&o);
     else

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct {
     const char *input, *output;
@@ -26,6 +27,7 @@ typedef struct {
     int time;
     long repeat;
     int force;
+    const char *wisdom;
 } run_args;
 
 typedef enum { OPT_NONE, OPT_VALUE } opt_kind;
@@ -39,7 +41,7 @@ static const struct {
     {"backend", OPT_VALUE}, {"strategy", OPT_VALUE},  {"output-dtype", OPT_VALUE},
     {"threads", OPT_VALUE}, {"quality", OPT_VALUE},   {"time", OPT_NONE},
     {"repeat", OPT_VALUE},  {"force", OPT_NONE},      {"help", OPT_NONE},
-    {"version", OPT_NONE},
+    {"version", OPT_NONE},  {"autotune", OPT_NONE},   {"wisdom", OPT_VALUE},
 };
 
 /* Parses all of s as a long in [lo, hi]. */
@@ -134,6 +136,13 @@ static int apply_option(run_args *a, const char *name, const char *val, int *don
             return cli_fail(CLI_BAD_INPUT, "--repeat '%s': give a count from 1 to 1000000", val);
     } else if (!strcmp(name, "force")) {
         a->force = 1;
+    } else if (!strcmp(name, "autotune")) {
+        a->opt.autotune = 1;
+    } else if (!strcmp(name, "wisdom")) {
+        if (!*val)
+            return cli_fail(CLI_BAD_INPUT, "--wisdom needs a file name");
+        a->wisdom = val;
+        a->opt.autotune = 1;
     } else if (!strcmp(name, "help")) {
         cli_usage(stdout);
         *done = 1;
@@ -337,10 +346,21 @@ static int compute(convolve_context *ctx, const run_args *a, const convolve_arra
                    const convolve_filter *f, convolve_array *out)
 {
     convolve_plan *plan = NULL;
-    convolve_status st = convolve_plan_create(ctx, &plan, convolve_array_layout(in),
-                                              convolve_array_layout(out), f, &a->opt);
+    convolve_status st;
+    if (a->wisdom && access(a->wisdom, F_OK) == 0 &&
+        (st = convolve_wisdom_load(ctx, a->wisdom)) != CONVOLVE_OK)
+        return cli_fail(cli_exit_code(st), "--wisdom: %s", convolve_last_error(ctx));
+    const size_t known = convolve_wisdom_count(ctx);
+    st = convolve_plan_create(ctx, &plan, convolve_array_layout(in), convolve_array_layout(out), f,
+                              &a->opt);
     if (st != CONVOLVE_OK)
         return cli_fail(cli_exit_code(st), "%s", convolve_last_error(ctx));
+    if (a->wisdom && convolve_wisdom_count(ctx) != known &&
+        (st = convolve_wisdom_save(ctx, a->wisdom)) != CONVOLVE_OK) {
+        convolve_plan_free(plan);
+        return cli_fail(cli_exit_code(st), "--wisdom: %s", convolve_last_error(ctx));
+    }
+
     double *ms = malloc((size_t)a->repeat * sizeof *ms);
     if (!ms) {
         convolve_plan_free(plan);

@@ -542,7 +542,11 @@ class ErrorsTable(unittest.TestCase):
         c("CLI", "unknown strategy", "`--strategy warp-speed`",
           base + f + ["--strategy", "warp-speed"], 1, "no strategy 'warp-speed'")
         c("CLI", "GPU strategy, no GPU (backend auto)", "`--strategy tiled-in`",
-          base + f + ["--strategy", "tiled-in"], 1, "no strategy 'tiled-in' on the cpu")
+          base + f + ["--strategy", "tiled-in"], 2, "strategy 'tiled-in' runs on the GPU",
+          no_cuda=(1, "built without CUDA"))
+        write_file(self.p("wisdom.txt"), b"convolve-wisdom 1\nkey without tabs\n")
+        c("CLI", "malformed wisdom file", "`--wisdom` file with a bad line",
+          base + f + ["--wisdom", self.p("wisdom.txt")], 1, "line 2")
         c("CLI", "strategy that cannot serve the case", "`--filter laplacian --strategy separable`",
           base + ["--filter", "laplacian", "--strategy", "separable"], 1, "not separable")
         c("CLI", "unknown filter", "`--filter blur:3`", base + ["--filter", "blur:3"], 1,
