@@ -67,7 +67,7 @@ int main(void)
                             {"bench", "--frobnicate", NULL}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rc = run_captured(bad[i], out, sizeof out);
-        CHECK(rc == 2, "'%s %s' should be refused (exit 2), got %d", bad[i][1],
+        CHECK(rc == 1, "'%s %s' should be refused (exit 1: usage), got %d", bad[i][1],
               bad[i][2] ? bad[i][2] : "", rc);
     }
 

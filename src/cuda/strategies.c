@@ -178,8 +178,9 @@ static const cvi_strategy k_cuda_strategies[] = {
      check_banked, {CVK_CACHED_X, CVK_CACHED_Y, CVK_CACHED_Z}},
     /* the fast path (src/cuda/fast.c) */
     {"direct", CONVOLVE_BACKEND_CUDA, 7u, CVS_DIRECT,
-     "fast: warps stream rows (3-D: plane tiles through shared memory), windows by shuffles, K "
-     "rolling accumulators in registers, weights as constant operands", cvf_check, {0, 0, 0}},
+     "fast: warps stream rows through a cp.async ring in shared memory (1-D: windows by "
+     "shuffles; 3-D: plane tiles), K rolling accumulators in registers, weights as constant "
+     "operands", cvf_check, {0, 0, 0}},
     {"separable", CONVOLVE_BACKEND_CUDA, 2u, CVS_SEPARABLE,
      "fast: separable filters in one fused pass, the intermediate never leaves registers",
      cvf_check, {0, 0, 0}},

@@ -543,7 +543,7 @@ class ErrorsTable(unittest.TestCase):
           base + f + ["--strategy", "warp-speed"], 1, "no strategy 'warp-speed'")
         c("CLI", "GPU strategy, no GPU (backend auto)", "`--strategy tiled-in`",
           base + f + ["--strategy", "tiled-in"], 2, "strategy 'tiled-in' runs on the GPU",
-          no_cuda=(1, "built without CUDA"))
+          no_cuda=(1, "no strategy 'tiled-in' on the cpu backend"))
         write_file(self.p("wisdom.txt"), b"convolve-wisdom 1\nkey without tabs\n")
         c("CLI", "malformed wisdom file", "`--wisdom` file with a bad line",
           base + f + ["--wisdom", self.p("wisdom.txt")], 1, "line 2")
