@@ -255,8 +255,8 @@ step "sass scan" "$OUT/sass.txt" 60 bash -c sass_scan
 {
     echo
     echo "elapsed: $(elapsed)s"
-    grep -hE "^test_gpu_(strategies|fast): [0-9]+ cases|checks, [0-9]+ failures|^FAIL|tests passed|tests failed" \
-        "$OUT/tests.log" | head -30
+    grep -hE "^test_gpu_(strategies|fast): [0-9]+ cases|checks, [0-9]+ failures|^FAIL|^ERROR|Error:|tests passed|tests failed|\((Failed|Timeout|SEGFAULT|Subprocess aborted)\)|Exception" \
+        "$OUT/tests.log" | head -40
     grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|========= (Invalid|Uninitialized|Race|Error)" \
         "$OUT/sanitizer.log" | sort | uniq -c | head -20
     echo
