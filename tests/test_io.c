@@ -745,6 +745,7 @@ static void pnm_inputs(void)
         {"P5\n2 1\n100\n\x01\xC8", 0, "above maxval"},
         {"P5\n2 1\n255", 0, "truncated"},
         {"P6\n100000 100000\n255\n", 0, "limit"},
+        {"P3 46000 46000 255\n0 1 2\n", 0, "cannot hold"}, /* found by fuzzing */
         {"P1\n2 2\n0 1 1 0\n", 0, "PBM"},
         {"P4\n2 2\n", 0, "PBM"},
         {"P7\nWIDTH 2\n", 0, "PAM"},
