@@ -133,7 +133,8 @@ convolve_status convolve_filter_create_named(convolve_context *ctx, convolve_fil
         double sum = 0.0;
         for (size_t i = 0; i < len; i++) {
             double x = (double)i - (double)r;
-            t[i] = exp(-0.5 * x * x / (sigma * sigma));
+            /* the centre is 1 even where sigma * sigma underflows to 0 */
+            t[i] = x == 0.0 ? 1.0 : exp(-0.5 * x * x / (sigma * sigma));
             sum += t[i];
         }
         for (size_t i = 0; i < len; i++)

@@ -480,6 +480,12 @@ static void named_filters(void)
     convolve_filter_free(g);
     CHECK_OK(ctx, convolve_filter_create_named(ctx, &g, "box:100000", 1));
     convolve_filter_free(g);
+    /* a sigma whose square underflows gave a NaN centre */
+    CHECK_OK(ctx, convolve_filter_create_named(ctx, &g, "gaussian:1e-200", 2));
+    double one = 0;
+    CHECK(convolve_filter_extent(g, 0) == 1 && convolve_filter_weights(g, &one, 1) == CONVOLVE_OK &&
+              one == 1.0, "gaussian:1e-200 is the identity");
+    convolve_filter_free(g);
     /* a dense rank-one filter is found separable; a Laplacian is not */
     CHECK_OK(ctx, convolve_filter_create_named(ctx, &g, "sobel-x", 2));
     CHECK(convolve_filter_is_separable(g), "sobel-x is rank one");
