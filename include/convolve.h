@@ -227,8 +227,10 @@ CONVOLVE_API convolve_status convolve_filter_create_separable(convolve_context *
  *   laplacian      3x3 (2-D) 4-neighbour Laplacian; 1-D: [1 -2 1]; 3-D: 6-neighbour
  *   sharpen        3x3 unsharp kernel (2-D only)
  *   emboss         3x3 emboss kernel (2-D only)
+ * Box and gaussian radii go up to 100000, and their weights (taps per axis
+ * to the power ndim) up to 2^24.
  * Errors: INVALID_ARGUMENT (NULL), BAD_FILTER (unknown name, bad argument,
- * wrong ndim for that name), OUT_OF_MEMORY.
+ * wrong ndim for that name, over those limits), OUT_OF_MEMORY.
  */
 CONVOLVE_API convolve_status convolve_filter_create_named(convolve_context *ctx,
                                                           convolve_filter **filter,

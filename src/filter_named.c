@@ -14,6 +14,24 @@
 /* Radius cap for box and gaussian: far past any useful filter, and small
  * enough that the taps cannot exhaust memory. */
 #define CVI_NAMED_MAX_RADIUS 100000
+/* Weight cap for box and gaussian, whose dense form is kept too: 128 MiB
+ * (radius 2047 in 2-D, 127 in 3-D), so a short spec cannot ask for petabytes
+ * ("box:100000" in 3-D). */
+#define CVI_NAMED_MAX_WEIGHTS ((size_t)1 << 24)
+
+/* A BAD_FILTER error if len^ndim weights pass CVI_NAMED_MAX_WEIGHTS. */
+static convolve_status check_weights(convolve_context *ctx, const char *spec, size_t len, int ndim)
+{
+    size_t n = 1;
+    for (int a = 0; a < ndim; a++) {
+        n *= len; /* at most 2^24 * (2 * CVI_NAMED_MAX_RADIUS + 1): no overflow */
+        if (n > CVI_NAMED_MAX_WEIGHTS)
+            return cvi_error(ctx, CONVOLVE_ERROR_BAD_FILTER,
+                             "%s: %zu taps per axis in %d dimensions is more than the limit of "
+                             "%zu weights", spec, len, ndim, CVI_NAMED_MAX_WEIGHTS);
+    }
+    return CONVOLVE_OK;
+}
 
 /* Parses all of s as a finite double. */
 static int parse_double(const char *s, double *v)
@@ -84,12 +102,15 @@ convolve_status convolve_filter_create_named(convolve_context *ctx, convolve_fil
                              "box:%s: the radius must be an integer from 0 to %d", arg,
                              CVI_NAMED_MAX_RADIUS);
         size_t len = 2 * (size_t)r + 1;
+        convolve_status st = check_weights(ctx, spec, len, ndim);
+        if (st != CONVOLVE_OK)
+            return st;
         double *t = malloc(len * sizeof(double));
         if (!t)
             return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory");
         for (size_t i = 0; i < len; i++)
             t[i] = 1.0 / (double)len;
-        convolve_status st = separable_same(ctx, filter, ndim, t, len);
+        st = separable_same(ctx, filter, ndim, t, len);
         free(t);
         return st;
     }
@@ -103,18 +124,22 @@ convolve_status convolve_filter_create_named(convolve_context *ctx, convolve_fil
             return cvi_error(ctx, CONVOLVE_ERROR_BAD_FILTER,
                              "gaussian:%s: radius %.0f exceeds %d", arg, rr, CVI_NAMED_MAX_RADIUS);
         size_t r = (size_t)rr, len = 2 * r + 1;
+        convolve_status st = check_weights(ctx, spec, len, ndim);
+        if (st != CONVOLVE_OK)
+            return st;
         double *t = malloc(len * sizeof(double));
         if (!t)
             return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory");
         double sum = 0.0;
         for (size_t i = 0; i < len; i++) {
             double x = (double)i - (double)r;
-            t[i] = exp(-0.5 * x * x / (sigma * sigma));
+            /* the centre is 1 even where sigma * sigma underflows to 0 */
+            t[i] = x == 0.0 ? 1.0 : exp(-0.5 * x * x / (sigma * sigma));
             sum += t[i];
         }
         for (size_t i = 0; i < len; i++)
             t[i] /= sum;
-        convolve_status st = separable_same(ctx, filter, ndim, t, len);
+        st = separable_same(ctx, filter, ndim, t, len);
         free(t);
         return st;
     }

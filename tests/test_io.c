@@ -577,6 +577,23 @@ static void png_inputs(void)
     k += png_chunk(f + k, "IEND", NULL, 0);
     EXPECT_MEM(f, k, CONVOLVE_FORMAT_PNG, CONVOLVE_ERROR_FORMAT, "huge png");
     EXPECT_MSG("limit");
+    /* found by fuzzing: 40000 x 40000 RGB within the limit, but 12 bytes of
+     * image data (refused before allocating 4.8 GB) */
+    k = 8;
+    unsigned char ih40k[13] = {0, 0, 0x9C, 0x40, 0, 0, 0x9C, 0x40, 8, 2, 0, 0, 0};
+    k += png_chunk(f + k, "IHDR", ih40k, 13);
+    k += png_chunk(f + k, "IDAT", z, zn);
+    k += png_chunk(f + k, "IEND", NULL, 0);
+    EXPECT_MEM(f, k, CONVOLVE_FORMAT_PNG, CONVOLVE_ERROR_FORMAT, "png without its data");
+    EXPECT_MSG("cannot hold");
+    /* found by fuzzing: a chunk claiming 1 GiB past the end of the file
+     * (libpng allocated that much before reading it) */
+    k = 8;
+    k += png_chunk(f + k, "IHDR", ih40k, 13);
+    memcpy(f + k, "\x40\0\0\0tEXtab", 10);
+    k += 10;
+    EXPECT_MEM(f, k, CONVOLVE_FORMAT_PNG, CONVOLVE_ERROR_FORMAT, "png chunk past the end");
+    EXPECT_MSG("past the end");
     /* hand-made: a 2x2 gray+alpha 16-bit image, and 2x1 palette 4-bit */
     k = 8;
     unsigned char ih2[13] = {0, 0, 0, 2, 0, 0, 0, 2, 16, 4, 0, 0, 0};
@@ -745,6 +762,7 @@ static void pnm_inputs(void)
         {"P5\n2 1\n100\n\x01\xC8", 0, "above maxval"},
         {"P5\n2 1\n255", 0, "truncated"},
         {"P6\n100000 100000\n255\n", 0, "limit"},
+        {"P3 46000 46000 255\n0 1 2\n", 0, "cannot hold"}, /* found by fuzzing */
         {"P1\n2 2\n0 1 1 0\n", 0, "PBM"},
         {"P4\n2 2\n", 0, "PBM"},
         {"P7\nWIDTH 2\n", 0, "PAM"},

@@ -467,6 +467,25 @@ static void named_filters(void)
     CHECK_OK(ctx, convolve_filter_create_named(ctx, &g, "box:1", 3));
     CHECK(convolve_filter_extent(g, 2) == 3 && convolve_filter_ndim(g) == 3, "box:1 in 3-D");
     convolve_filter_free(g);
+    /* found by fuzzing: a short spec asked for petabytes of weights */
+    CHECK_STATUS(ctx, convolve_filter_create_named(ctx, &g, "box:100000", 3),
+                 CONVOLVE_ERROR_BAD_FILTER);
+    CHECK(strstr(convolve_last_error(ctx), "limit") != NULL, "weight limit: %s",
+          convolve_last_error(ctx));
+    CHECK_STATUS(ctx, convolve_filter_create_named(ctx, &g, "gaussian:1125", 3),
+                 CONVOLVE_ERROR_BAD_FILTER);
+    CHECK_STATUS(ctx, convolve_filter_create_named(ctx, &g, "box:128", 3),
+                 CONVOLVE_ERROR_BAD_FILTER);
+    CHECK_OK(ctx, convolve_filter_create_named(ctx, &g, "box:127", 3)); /* 255^3 <= 2^24 */
+    convolve_filter_free(g);
+    CHECK_OK(ctx, convolve_filter_create_named(ctx, &g, "box:100000", 1));
+    convolve_filter_free(g);
+    /* a sigma whose square underflows gave a NaN centre */
+    CHECK_OK(ctx, convolve_filter_create_named(ctx, &g, "gaussian:1e-200", 2));
+    double one = 0;
+    CHECK(convolve_filter_extent(g, 0) == 1 && convolve_filter_weights(g, &one, 1) == CONVOLVE_OK &&
+              one == 1.0, "gaussian:1e-200 is the identity");
+    convolve_filter_free(g);
     /* a dense rank-one filter is found separable; a Laplacian is not */
     CHECK_OK(ctx, convolve_filter_create_named(ctx, &g, "sobel-x", 2));
     CHECK(convolve_filter_is_separable(g), "sobel-x is rank one");

@@ -6,6 +6,8 @@
  * channel); 16-bit images load as uint16 in host byte order. Interlaced
  * images are de-interlaced. The whole file must be there: a truncated or
  * corrupt image stream is a FORMAT error, never a partly filled picture.
+ * Before anything is allocated, each chunk must lie within the file and the
+ * image stream be long enough to inflate to the pixels the header declares.
  * Write: uint8 or uint16 2-D arrays of 1 to 4 channels.
  *
  * libpng reports errors by longjmp: everything a decode or encode changes
@@ -15,6 +17,8 @@
 
 #include <png.h>
 #include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +33,7 @@ typedef struct {
     char msg[256];              /* libpng's error message */
     char detail[128];           /* the IHDR warning that explains "Invalid IHDR data" */
     int bad_data;               /* a warning said the image data is damaged */
+    uint64_t idat;              /* read: bytes of its IDAT chunks */
 } png_state;
 
 static void on_error(png_structp png, png_const_charp msg)
@@ -66,6 +71,30 @@ static void read_fn(png_structp png, png_bytep dst, png_size_t n)
     s->pos += n;
 }
 
+/* Largest ratio of inflated to deflated bytes a zlib stream can reach
+ * (a 258-byte match in 2 bits). */
+#define PNG_MAX_INFLATE_RATIO 1032
+
+/* Walks the chunks up to IEND, adding the IDAT bytes (the image stream) into
+ * *idat. Returns 0, or the offset of a chunk that runs past the end of the
+ * data: libpng would allocate the length it claims before finding that out. */
+static size_t scan_chunks(const unsigned char *d, size_t size, uint64_t *idat)
+{
+    *idat = 0;
+    for (size_t pos = 8; size - pos >= 8;) {
+        size_t len = (size_t)d[pos] << 24 | (size_t)d[pos + 1] << 16 | (size_t)d[pos + 2] << 8 |
+                     d[pos + 3];
+        if (len > size - pos - 8 || size - pos - 8 - len < 4) /* data and CRC */
+            return pos;
+        if (memcmp(d + pos + 4, "IDAT", 4) == 0)
+            *idat += len;
+        if (memcmp(d + pos + 4, "IEND", 4) == 0)
+            break;
+        pos += 12 + len;
+    }
+    return 0;
+}
+
 /* The part of the decode that libpng may leave by longjmp: 0 on success,
  * else -1 with s->msg set, or a convolve_status > 0 with ctx's message set. */
 static int decode(convolve_context *ctx, png_state *s)
@@ -77,6 +106,15 @@ static int decode(convolve_context *ctx, png_state *s)
     png_uint_32 w, h;
     int depth, color, interlace;
     png_get_IHDR(s->png, s->info, &w, &h, &depth, &color, &interlace, NULL, NULL);
+    /* Refuse an image stream too short for the pixels the header declares
+     * before allocating them (a few bytes may declare gigabytes). */
+    uint64_t pixels = (uint64_t)w * h;
+    if (pixels <= CVI_IO_MAX_PIXELS && /* else refused below */
+        pixels * depth * png_get_channels(s->png, s->info) / 8 / PNG_MAX_INFLATE_RATIO > s->idat) {
+        snprintf(s->msg, sizeof s->msg, "%llu bytes of image data cannot hold %lux%lu pixels "
+                 "(truncated?)", (unsigned long long)s->idat, (unsigned long)w, (unsigned long)h);
+        return -1;
+    }
     png_set_expand(s->png); /* palette -> RGB, gray < 8 bits -> 8, tRNS -> alpha */
     if (depth == 16 && cvi_little_endian())
         png_set_swap(s->png);
@@ -122,6 +160,10 @@ convolve_status cvi_read_png(convolve_context *ctx, const unsigned char *data, s
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "not a PNG file (bad signature)");
     png_state s;
     memset(&s, 0, sizeof s);
+    size_t bad = scan_chunks(data, size, &s.idat);
+    if (bad)
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "malformed PNG: the chunk at byte %zu runs "
+                         "past the end of the file (truncated?)", bad);
     s.data = data;
     s.size = size;
     s.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &s, on_error, on_warning);
@@ -131,6 +173,13 @@ convolve_status cvi_read_png(convolve_context *ctx, const unsigned char *data, s
         png_destroy_read_struct(s.png ? &s.png : NULL, NULL, NULL);
         return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "PNG: out of memory");
     }
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+    /* tests/fuzz: mutated chunks keep their old checksums; decode them anyway */
+    png_set_crc_action(s.png, PNG_CRC_QUIET_USE, PNG_CRC_QUIET_USE);
+#ifdef PNG_IGNORE_ADLER32
+    png_set_option(s.png, PNG_IGNORE_ADLER32, PNG_OPTION_ON);
+#endif
+#endif
     int r = decode(ctx, &s);
     png_destroy_read_struct(&s.png, &s.info, NULL);
     free(s.rows);

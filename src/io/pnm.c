@@ -116,6 +116,12 @@ convolve_status cvi_read_pnm(convolve_context *ctx, const unsigned char *data, s
                 return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                                  "PNM file has %zu bytes after its raster (only one image per "
                                  "file is supported)", p.n - p.i - need);
+    } else if ((p.n - p.i) / 2 < count) {
+        /* each sample takes a digit and the whitespace before it: refuse a
+         * header that claims more than the file holds before allocating */
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                         "PNM data truncated: %zu bytes cannot hold the %zu samples of %zux%zu",
+                         p.n - p.i, count, width, height);
     }
     size_t shape[2] = {height, width};
     convolve_array *a;
