@@ -392,6 +392,24 @@ int main(int argc, char **argv)
         base_case(&c, "fft", 2, 1, 200, 300, 1, 31, CONVOLVE_FLOAT32);
         run_case(&c);
     }
+    /* FFT in tiles (overlap-save): arrays large enough that the plan cuts
+     * them; every mode, an origin, uneven last tiles, channels, 1-D too */
+    for (int m = 0; m < 5; m++) {
+        if (g_small && m > 1)
+            break;
+        base_case(&c, "fft", 2, 1, g_small ? 1100 : 1500, g_small ? 1030 : 1301, 1, 9,
+                  CONVOLVE_FLOAT32);
+        c.mode = (convolve_mode)m;
+        c.K[0] = 7;
+        c.origin[1] = m % 2 ? 4 : -3;
+        run_case(&c);
+    }
+    base_case(&c, "fft", 2, 1, 1100, 1000, 3, 9, CONVOLVE_UINT8);
+    run_case(&c);
+    base_case(&c, "fft", 1, 1, 1, g_small ? 300001 : 1000003, 1, 33, CONVOLVE_FLOAT32);
+    run_case(&c);
+    base_case(&c, "fft", 2, 1, 1100, 1000, 1, 11, CONVOLVE_FLOAT64);
+    run_case(&c);
 
     printf("test_gpu_fast: %d cases\n", g_cases);
     convolve_context_free(ctx);

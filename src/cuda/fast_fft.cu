@@ -9,6 +9,15 @@
  * the correlation out[i] = sum_k w[k] ext[i + k] is IFFT(R * F) at
  * i < shape: no wrap-around can reach those outputs. float64 data is
  * transformed in double precision, everything else in single.
+ *
+ * Large arrays are cut into tiles (overlap-save): along an axis, tiles of
+ * T points step by B = T - K + 1, each tile holds the extension from its
+ * first output on, and its first B outputs are exact (the same argument per
+ * tile). One batched cuFFT plan transforms all tiles of all channels; tiles
+ * of a few hundred points transform in fewer passes over memory than one
+ * transform of the whole array, which pays more than the K - 1 points each
+ * tile repeats (fft_choose_tiles weighs the two), and keeps every transform
+ * far inside cuFFT's 32-bit sizes.
  */
 #include "fast_fft.h"
 #include "device_common.cuh"
@@ -21,6 +30,9 @@ struct cvi_fft_plan {
     int dbl;                /* double precision */
     int rank;               /* transformed axes: the last `rank` of the 3 */
     long long n[3];         /* transform extents (1 on axes not transformed) */
+    long long tiles[3];     /* tiles per axis (1: the whole axis in one transform) */
+    long long step[3];      /* outputs per tile along each axis: n - K + 1 */
+    long long ntiles;       /* tiles[0] * tiles[1] * tiles[2] */
     long long half;         /* n[2] / 2 + 1: complex extent of the last axis */
     long long plane;        /* complex elements of one channel's spectrum */
     int channels;
@@ -44,14 +56,77 @@ static long long smooth_at_least(long long m)
     }
 }
 
-/* Transform extents for p; 0 on overflow. */
-static int fft_extents(const cvi_problem *p, long long n[3], long long *half, long long *plane)
+/* Relative cost of one transform point (measured on an H100 with nvcc 13.0:
+ * batched tiles of 2^k or 3*2^k points, up to 2^22 points a tile, cost about
+ * 35 ps a point for a whole round trip; one transform of a whole array, of a
+ * 7-smooth size, about 60 ps past 2^20 points and 50 below). */
+static double fft_point_cost(double total, int whole)
 {
+    if (whole)
+        return total <= 1048576.0 ? 1.15 : 1.7;
+    return total <= 4194304.0 ? 1.0 : 1.2;
+}
+
+/* The next tile size above t: 2^k or 3 * 2^k. */
+static long long next_tile(long long t)
+{
+    for (long long v = t + 1;; v++) {
+        long long r = v;
+        while (r % 2 == 0)
+            r /= 2;
+        if (r == 1 || r == 3)
+            return v;
+    }
+}
+
+/* Transform extents and tiling for p; 0 on overflow. The whole array in one
+ * transform per channel (smooth sizes >= shape + K - 1), or tiles of T
+ * points per axis (T = 2^k or 3*2^k, 4K <= T <= 16384; an axis that fits one tile
+ * keeps its own size), whichever costs less by fft_point_cost. */
+static int fft_extents(const cvi_problem *p, long long n[3], long long tiles[3], long long step[3],
+                       long long *ntiles, long long *half, long long *plane)
+{
+    const int first = 3 - p->ndim;
+    double whole = 1;
+    long long wn[3], ws[3]; /* the whole axes */
     for (int a = 0; a < 3; a++) {
-        long long need = (long long)p->shape[a] + (long long)p->ksize[a] - 1;
-        n[a] = (a >= 3 - p->ndim) ? smooth_at_least(need) : 1;
-        if (n[a] > 0x7fffffffLL)
+        wn[a] = n[a] = a >= first ? smooth_at_least((long long)(p->shape[a] + p->ksize[a] - 1)) : 1;
+        tiles[a] = 1;
+        ws[a] = step[a] = a >= first ? n[a] - (long long)p->ksize[a] + 1 : 1;
+        whole *= (double)n[a];
+    }
+    double best = whole * fft_point_cost(whole, 1);
+    long long kmax = 1;
+    for (int a = first; a < 3; a++)
+        if ((long long)p->ksize[a] > kmax)
+            kmax = (long long)p->ksize[a];
+    const long long lo = 4 * kmax > 64 ? 4 * kmax : 64;
+    for (long long t = next_tile(lo - 1); t <= 16384; t = next_tile(t)) {
+        long long tn[3], tt[3], ts[3];
+        double points = 1, per = 1;
+        for (int a = 0; a < 3; a++) {
+            tn[a] = wn[a], tt[a] = 1, ts[a] = ws[a];
+            if (a >= first && wn[a] > t) {
+                const long long b = t - (long long)p->ksize[a] + 1;
+                tn[a] = t;
+                tt[a] = ((long long)p->shape[a] + b - 1) / b;
+                ts[a] = b;
+            }
+            points *= (double)(tn[a] * tt[a]);
+            per *= (double)tn[a];
+        }
+        if (points * fft_point_cost(per, 0) < best) {
+            best = points * fft_point_cost(per, 0);
+            for (int a = 0; a < 3; a++)
+                n[a] = tn[a], tiles[a] = tt[a], step[a] = ts[a];
+        }
+    }
+    *ntiles = 1;
+    for (int a = 0; a < 3; a++) {
+        if (n[a] > 0x7fffffffLL || tiles[a] > 0x7fffffffLL ||
+            tiles[a] * step[a] < (long long)p->shape[a]) /* the tiles cover the axis */
             return 0;
+        *ntiles *= tiles[a];
     }
     *half = n[2] / 2 + 1;
     size_t pl;
@@ -63,11 +138,12 @@ static int fft_extents(const cvi_problem *p, long long n[3], long long *half, lo
 
 extern "C" size_t cvi_fft_workspace_bytes(const cvi_problem *p)
 {
-    long long n[3], half, plane;
-    if (!fft_extents(p, n, &half, &plane))
+    long long n[3], tiles[3], step[3], ntiles, half, plane;
+    if (!fft_extents(p, n, tiles, step, &ntiles, &half, &plane))
         return 0;
-    size_t csize = p->in_type == CONVOLVE_FLOAT64 ? 16 : 8, bytes;
-    if (!cvi_mul_size((size_t)plane, csize * (p->channels + 1), &bytes))
+    size_t csize = p->in_type == CONVOLVE_FLOAT64 ? 16 : 8, bytes, batches;
+    if (!cvi_mul_size((size_t)ntiles, p->channels, &batches) ||
+        !cvi_mul_size((size_t)plane, csize * (batches + 1), &bytes))
         return 0;
     return bytes;
 }
@@ -97,10 +173,12 @@ __device__ __forceinline__ void fft_store(int type, char *p, double v)
 /* Geometry shared by the kernels, by value. */
 typedef struct fft_geom {
     long long shape[3], ksize[3], koff[3], n[3];
+    long long tiles[3], step[3], ntiles;
     long long in_str[3], in_cstr, out_str[3], out_cstr;
     long long row;          /* real elements per row of the buffer: 2 * half */
-    long long plane_real;   /* real elements per channel: n0 * n1 * row */
+    long long plane_real;   /* real elements per tile: n0 * n1 * row */
     int channels, mode, in_type, out_type;
+    int ext_xper, crop_xper; /* elements a thread handles along x (1..FFT_XPER) */
     double cval;
 } fft_geom;
 
@@ -111,65 +189,106 @@ __device__ __forceinline__ long long fft_row_index()
     return (long long)blockIdx.y + (long long)blockIdx.z * 65535;
 }
 
-/* buf[c][z][y][x] = extended input at (z, y, x) - koff, zero past the
- * extended extents (shape + K - 1) and in the row padding. */
+/* Each thread handles up to FFT_XPER elements of a row (xper: as many as
+ * make a block cover the row), blockDim apart, so the row's index
+ * arithmetic (64-bit divisions) is paid once per row and thread. */
+#define FFT_XPER 8
+
+/* buf[c][tile][z][y][x] = extended input at tile origin + (z, y, x) - koff,
+ * zero past the extended extents (shape + K - 1) and in the row padding. */
 template <typename R>
 __global__ void fft_extend_kernel(const __grid_constant__ fft_geom g, const char *in, R *buf)
 {
-    const long long x = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const long long zy = fft_row_index();
-    if (x >= g.row || zy >= g.n[0] * g.n[1])
+    const long long r = fft_row_index(); /* (tile, z, y) */
+    if (r >= g.ntiles * g.n[0] * g.n[1])
         return;
-    const long long y = zy % g.n[1], z = zy / g.n[1];
-    R *dst = buf + zy * g.row + x;
-    if (x >= g.shape[2] + g.ksize[2] - 1 || y >= g.shape[1] + g.ksize[1] - 1 ||
-        z >= g.shape[0] + g.ksize[0] - 1) {
+    const long long zy = r % (g.n[0] * g.n[1]), tile = r / (g.n[0] * g.n[1]);
+    const long long t2 = tile % g.tiles[2], t01 = tile / g.tiles[2];
+    const long long t1 = t01 % g.tiles[1], t0 = t01 / g.tiles[1];
+    const long long y = zy % g.n[1] + t1 * g.step[1], z = zy / g.n[1] + t0 * g.step[0];
+    const long long x0 = t2 * g.step[2];
+    const long long per_channel = g.ntiles * g.plane_real;
+    const bool outside = y >= g.shape[1] + g.ksize[1] - 1 || z >= g.shape[0] + g.ksize[0] - 1;
+    const ptrdiff_t j0 = cvi_boundary_index(z - g.koff[0], g.shape[0], g.mode);
+    const ptrdiff_t j1 = cvi_boundary_index(y - g.koff[1], g.shape[1], g.mode);
+    const char *src_row = in + j0 * g.in_str[0] + j1 * g.in_str[1];
+    R *dst_row = buf + r * g.row;
+    const long long xs = (long long)blockIdx.x * blockDim.x * g.ext_xper + threadIdx.x;
+#pragma unroll 1 /* (unrolling this stalls nvcc 13's cicc for many minutes) */
+    for (int k = 0; k < g.ext_xper; k++) {
+        const long long x = xs + (long long)k * blockDim.x;
+        if (x >= g.row)
+            break;
+        const long long gx = x + x0;
+        R *dst = dst_row + x;
+        if (outside || x >= g.n[2] || gx >= g.shape[2] + g.ksize[2] - 1) {
+            for (int c = 0; c < g.channels; c++)
+                dst[c * per_channel] = 0;
+            continue;
+        }
+        const ptrdiff_t j2 = cvi_boundary_index(gx - g.koff[2], g.shape[2], g.mode);
+        if (j0 < 0 || j1 < 0 || j2 < 0) {
+            for (int c = 0; c < g.channels; c++)
+                dst[c * per_channel] = (R)g.cval;
+            continue;
+        }
+        const char *src = src_row + j2 * g.in_str[2];
         for (int c = 0; c < g.channels; c++)
-            dst[c * g.plane_real] = 0;
-        return;
+            dst[c * per_channel] = fft_load<R>(g.in_type, src + c * g.in_cstr);
     }
-    ptrdiff_t j0 = cvi_boundary_index(z - g.koff[0], g.shape[0], g.mode);
-    ptrdiff_t j1 = cvi_boundary_index(y - g.koff[1], g.shape[1], g.mode);
-    ptrdiff_t j2 = cvi_boundary_index(x - g.koff[2], g.shape[2], g.mode);
-    if (j0 < 0 || j1 < 0 || j2 < 0) {
-        for (int c = 0; c < g.channels; c++)
-            dst[c * g.plane_real] = (R)g.cval;
-        return;
-    }
-    const char *src = in + j0 * g.in_str[0] + j1 * g.in_str[1] + j2 * g.in_str[2];
-    for (int c = 0; c < g.channels; c++)
-        dst[c * g.plane_real] = fft_load<R>(g.in_type, src + c * g.in_cstr);
 }
 
-/* spectra[c][i] *= filt[i] */
+/* spectra[b][i] *= filt[i] for each of `batches` spectra (channels x
+ * tiles): blockIdx.y picks a group of batches, x runs along the plane. */
 template <typename CX>
-__global__ void fft_multiply_kernel(CX *spectra, const CX *filt, long long plane, int channels)
+__global__ void fft_multiply_kernel(CX *spectra, const CX *filt, long long plane, int batches)
 {
+    const int per = (batches + (int)gridDim.y - 1) / (int)gridDim.y;
+    const int b0 = (int)blockIdx.y * per, b1 = b0 + per < batches ? b0 + per : batches;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < plane;
          i += (long long)gridDim.x * blockDim.x) {
-        const CX b = filt[i];
-        for (int c = 0; c < channels; c++) {
+        const CX w = filt[i];
+        for (int c = b0; c < b1; c++) {
             CX a = spectra[c * plane + i], r;
-            r.x = a.x * b.x - a.y * b.y;
-            r.y = a.x * b.y + a.y * b.x;
+            r.x = a.x * w.x - a.y * w.y;
+            r.y = a.x * w.y + a.y * w.x;
             spectra[c * plane + i] = r;
         }
     }
 }
 
-/* out[z][y][x][c] = buf[c][z][y][x] over the output's extents. */
+/* out[z][y][x][c] = buf[c][tile][z'][y'][x'] over the output's extents,
+ * (z, y, x) = tile origin + (z', y', x'), each of those below the step.
+ * Along x the tile and the offset in it advance without divisions. */
 template <typename R>
 __global__ void fft_crop_kernel(const __grid_constant__ fft_geom g, const R *buf, char *out)
 {
-    const long long x = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long zy = fft_row_index();
-    if (x >= g.shape[2] || zy >= g.shape[0] * g.shape[1])
+    if (zy >= g.shape[0] * g.shape[1])
         return;
     const long long y = zy % g.shape[1], z = zy / g.shape[1];
-    const R *src = buf + (z * g.n[1] + y) * g.row + x;
-    char *dst = out + z * g.out_str[0] + y * g.out_str[1] + x * g.out_str[2];
-    for (int c = 0; c < g.channels; c++)
-        fft_store(g.out_type, dst + c * g.out_cstr, (double)src[c * g.plane_real]);
+    const long long t0 = z / g.step[0], t1 = y / g.step[1];
+    const long long row_off = ((z - t0 * g.step[0]) * g.n[1] + (y - t1 * g.step[1])) * g.row;
+    const long long tile_row = (t0 * g.tiles[1] + t1) * g.tiles[2];
+    const long long per_channel = g.ntiles * g.plane_real;
+    char *dst_row = out + z * g.out_str[0] + y * g.out_str[1];
+    const long long xs = (long long)blockIdx.x * blockDim.x * g.crop_xper + threadIdx.x;
+    long long t2 = xs / g.step[2], lx = xs - t2 * g.step[2];
+#pragma unroll 1 /* (unrolling this stalls nvcc 13's cicc for many minutes) */
+    for (int k = 0; k < g.crop_xper; k++) {
+        const long long x = xs + (long long)k * blockDim.x;
+        if (x >= g.shape[2])
+            break;
+        const R *src = buf + (tile_row + t2) * g.plane_real + row_off + lx;
+        char *dst = dst_row + x * g.out_str[2];
+        for (int c = 0; c < g.channels; c++)
+            fft_store(g.out_type, dst + c * g.out_cstr, (double)src[c * per_channel]);
+        lx += blockDim.x;
+        while (lx >= g.step[2]) {
+            lx -= g.step[2];
+            t2++;
+        }
+    }
 }
 
 /* filt[k0][k1][k2] (real view, rows of `row`) = w[k], zero elsewhere (the
@@ -247,6 +366,8 @@ static void fft_geometry(const cvi_fft_plan *f, const cvi_problem *p, fft_geom *
         g->ksize[a] = (long long)p->ksize[a];
         g->koff[a] = p->koff[a];
         g->n[a] = f->n[a];
+        g->tiles[a] = f->tiles[a];
+        g->step[a] = f->step[a];
         g->in_str[a] = p->in_strides[a];
         g->out_str[a] = p->out_strides[a];
     }
@@ -254,6 +375,10 @@ static void fft_geometry(const cvi_fft_plan *f, const cvi_problem *p, fft_geom *
     g->out_cstr = p->out_cstride;
     g->row = 2 * f->half;
     g->plane_real = f->n[0] * f->n[1] * g->row;
+    g->ntiles = f->ntiles;
+    long long e = (g->row + 255) / 256, c = ((long long)p->shape[2] + 255) / 256;
+    g->ext_xper = (int)(e < 1 ? 1 : e > FFT_XPER ? FFT_XPER : e);
+    g->crop_xper = (int)(c < 1 ? 1 : c > FFT_XPER ? FFT_XPER : c);
     g->channels = (int)p->channels;
     g->mode = p->mode;
     g->in_type = p->in_type;
@@ -326,15 +451,18 @@ extern "C" convolve_status cvi_fft_create(const cvi_problem *p, cvi_fft_plan **o
     double *d_w = NULL;
     cufftHandle f1, i1;
     int have1 = 0;
-    if (!fft_extents(p, f->n, &f->half, &f->plane)) {
+    if (!fft_extents(p, f->n, f->tiles, f->step, &f->ntiles, &f->half, &f->plane) ||
+        (long long)f->channels * f->ntiles > 0x7fffffffLL) {
         snprintf(err, n, "FFT sizes overflow");
         st = CONVOLVE_ERROR_SIZE_OVERFLOW;
         goto fail;
     }
-    if ((st = make_plans(f, f->channels, &f->fwd, &f->inv, err, n)) != CONVOLVE_OK)
+    if ((st = make_plans(f, (int)(f->channels * f->ntiles), &f->fwd, &f->inv, err, n)) !=
+        CONVOLVE_OK)
         goto fail;
     f->have_fwd = f->have_inv = 1;
-    if ((st = cuda_status(cudaMalloc(&f->buf, (size_t)f->plane * csize * f->channels),
+    if ((st = cuda_status(cudaMalloc(&f->buf, (size_t)f->plane * csize * f->channels *
+                                                  (size_t)f->ntiles),
                           "cudaMalloc (FFT buffer)", err, n)) != CONVOLVE_OK ||
         (st = cuda_status(cudaMalloc(&f->filt, (size_t)f->plane * csize), "cudaMalloc (filter)",
                           err, n)) != CONVOLVE_OK ||
@@ -411,8 +539,15 @@ extern "C" convolve_status cvi_fft_execute(cvi_fft_plan *f, const cvi_problem *p
         (st = cufft_status(cufftSetStream(f->inv, stream), "cufftSetStream", err, n)) != CONVOLVE_OK)
         return st;
     dim3 ext_grid, crop_grid;
-    if (!row_grid(g.row, g.n[0] * g.n[1], &ext_grid) ||
-        !row_grid(g.shape[2], g.shape[0] * g.shape[1], &crop_grid)) {
+    /* multiply: enough blocks in all (~4 per thread slot of the GPU) */
+    const long long batches = (long long)f->channels * f->ntiles;
+    const unsigned mx = fft_blocks(f->plane);
+    long long my = (2048 + mx - 1) / mx;
+    my = my < 1 ? 1 : my > batches ? batches : my > 65535 ? 65535 : my;
+    const dim3 mul_grid(mx, (unsigned)my);
+    if (!row_grid((g.row + g.ext_xper - 1) / g.ext_xper, g.ntiles * g.n[0] * g.n[1], &ext_grid) ||
+        !row_grid((g.shape[2] + g.crop_xper - 1) / g.crop_xper, g.shape[0] * g.shape[1],
+                  &crop_grid)) {
         snprintf(err, n, "FFT grid too large");
         return CONVOLVE_ERROR_UNSUPPORTED;
     }
@@ -424,7 +559,7 @@ extern "C" convolve_status cvi_fft_execute(cvi_fft_plan *f, const cvi_problem *p
                                             (cufftDoubleComplex *)f->buf),
                                "forward FFT", err, n)) != CONVOLVE_OK)
             return st;
-        CVK_LAUNCH(fft_multiply_kernel<cufftDoubleComplex>, fft_blocks(f->plane), FFT_THREADS, 0, stream, ((cufftDoubleComplex *)f->buf, (const cufftDoubleComplex *)f->filt, f->plane, f->channels));
+        CVK_LAUNCH(fft_multiply_kernel<cufftDoubleComplex>, mul_grid, FFT_THREADS, 0, stream, ((cufftDoubleComplex *)f->buf, (const cufftDoubleComplex *)f->filt, f->plane, (int)(f->channels * f->ntiles)));
         if ((st = cuda_status(cudaGetLastError(), "FFT multiply kernel", err, n)) != CONVOLVE_OK)
             return st;
         if ((st = cufft_status(cufftExecZ2D(f->inv, (cufftDoubleComplex *)f->buf,
@@ -439,7 +574,7 @@ extern "C" convolve_status cvi_fft_execute(cvi_fft_plan *f, const cvi_problem *p
         if ((st = cufft_status(cufftExecR2C(f->fwd, (cufftReal *)f->buf, (cufftComplex *)f->buf),
                                "forward FFT", err, n)) != CONVOLVE_OK)
             return st;
-        CVK_LAUNCH(fft_multiply_kernel<cufftComplex>, fft_blocks(f->plane), FFT_THREADS, 0, stream, ((cufftComplex *)f->buf, (const cufftComplex *)f->filt, f->plane, f->channels));
+        CVK_LAUNCH(fft_multiply_kernel<cufftComplex>, mul_grid, FFT_THREADS, 0, stream, ((cufftComplex *)f->buf, (const cufftComplex *)f->filt, f->plane, (int)(f->channels * f->ntiles)));
         if ((st = cuda_status(cudaGetLastError(), "FFT multiply kernel", err, n)) != CONVOLVE_OK)
             return st;
         if ((st = cufft_status(cufftExecC2R(f->inv, (cufftComplex *)f->buf, (cufftReal *)f->buf),
