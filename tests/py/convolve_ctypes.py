@@ -20,7 +20,7 @@ class Layout(C.Structure):
 class Options(C.Structure):
     _fields_ = [("operation", C.c_int), ("mode", C.c_int), ("cval", C.c_double),
                 ("origin", C.c_ssize_t * MAXD), ("backend", C.c_int),
-                ("strategy", C.c_char_p), ("threads", C.c_int)]
+                ("strategy", C.c_char_p), ("threads", C.c_int), ("autotune", C.c_int)]
 
 
 class StrategyInfo(C.Structure):
