@@ -81,7 +81,7 @@ static long long next_tile(long long t)
 
 /* Transform extents and tiling for p; 0 on overflow. The whole array in one
  * transform per channel (smooth sizes >= shape + K - 1), or tiles of T
- * points per axis (T = 2^k or 3*2^k, 4K <= T <= 16384; an axis that fits one tile
+ * points per axis (T = 2^k or 3*2^k, max(4K, 256 or 64 in 3-D) <= T <= 16384; an axis that fits one tile
  * keeps its own size), whichever costs less by fft_point_cost. */
 static int fft_extents(const cvi_problem *p, long long n[3], long long tiles[3], long long step[3],
                        long long *ntiles, long long *half, long long *plane)
@@ -100,7 +100,10 @@ static int fft_extents(const cvi_problem *p, long long n[3], long long tiles[3],
     for (int a = first; a < 3; a++)
         if ((long long)p->ksize[a] > kmax)
             kmax = (long long)p->ksize[a];
-    const long long lo = 4 * kmax > 64 ? 4 * kmax : 64;
+    /* tiles of at least 4K points, and at least 256 (64 in 3-D): smaller
+     * ones measured slower per point than their count says */
+    const long long floor_t = p->ndim == 3 ? 64 : 256;
+    const long long lo = 4 * kmax > floor_t ? 4 * kmax : floor_t;
     for (long long t = next_tile(lo - 1); t <= 16384; t = next_tile(t)) {
         long long tn[3], tt[3], ts[3];
         double points = 1, per = 1;
