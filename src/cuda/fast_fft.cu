@@ -81,8 +81,9 @@ static long long next_tile(long long t)
 
 /* Transform extents and tiling for p; 0 on overflow. The whole array in one
  * transform per channel (smooth sizes >= shape + K - 1), or tiles of T
- * points per axis (T = 2^k or 3*2^k, max(4K, 256 or 64 in 3-D) <= T <= 16384; an axis that fits one tile
- * keeps its own size), whichever costs less by fft_point_cost. */
+ * points per axis (T = 2^k or 3*2^k, max(4K, 256 or 64 in 3-D) <= T <=
+ * 16384; an axis that fits one tile keeps its own size), whichever costs
+ * less by fft_point_cost. */
 static int fft_extents(const cvi_problem *p, long long n[3], long long tiles[3], long long step[3],
                        long long *ntiles, long long *half, long long *plane)
 {
