@@ -82,27 +82,36 @@ static cvi_wisdom_entry *find(struct cvi_wisdom *w, const char *key)
     return NULL;
 }
 
+/* A new entry at the end of w (growing it), or NULL when out of memory. */
+static cvi_wisdom_entry *append(struct cvi_wisdom *w)
+{
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 16;
+        cvi_wisdom_entry *ne = realloc(w->e, cap * sizeof *ne);
+        if (!ne)
+            return NULL;
+        w->e = ne;
+        w->cap = cap;
+    }
+    return &w->e[w->n++];
+}
+
+static void set_entry(cvi_wisdom_entry *e, const char *key, const char *strategy, double ms)
+{
+    snprintf(e->key, sizeof e->key, "%s", key);
+    snprintf(e->strategy, sizeof e->strategy, "%s", strategy);
+    e->ms = ms;
+}
+
 /* Adds or replaces an entry; 0 when out of memory. */
 static int put(convolve_context *ctx, const char *key, const char *strategy, double ms)
 {
     if (!ctx->wisdom && !(ctx->wisdom = calloc(1, sizeof *ctx->wisdom)))
         return 0;
-    struct cvi_wisdom *w = ctx->wisdom;
-    cvi_wisdom_entry *e = find(w, key);
-    if (!e) {
-        if (w->n == w->cap) {
-            size_t cap = w->cap ? 2 * w->cap : 16;
-            cvi_wisdom_entry *ne = realloc(w->e, cap * sizeof *ne);
-            if (!ne)
-                return 0;
-            w->e = ne;
-            w->cap = cap;
-        }
-        e = &w->e[w->n++];
-    }
-    snprintf(e->key, sizeof e->key, "%s", key);
-    snprintf(e->strategy, sizeof e->strategy, "%s", strategy);
-    e->ms = ms;
+    cvi_wisdom_entry *e = find(ctx->wisdom, key);
+    if (!e && !(e = append(ctx->wisdom)))
+        return 0;
+    set_entry(e, key, strategy, ms);
     return 1;
 }
 
@@ -265,20 +274,12 @@ convolve_status convolve_wisdom_load(convolve_context *ctx, const char *path)
                            path, lineno);
             break;
         }
-        if (staged.n == staged.cap) {
-            size_t cap = staged.cap ? 2 * staged.cap : 16;
-            cvi_wisdom_entry *ne = realloc(staged.e, cap * sizeof *ne);
-            if (!ne) {
-                st = cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for wisdom");
-                break;
-            }
-            staged.e = ne;
-            staged.cap = cap;
+        cvi_wisdom_entry *e = append(&staged);
+        if (!e) {
+            st = cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for wisdom");
+            break;
         }
-        cvi_wisdom_entry *e = &staged.e[staged.n++];
-        snprintf(e->key, sizeof e->key, "%s", key);
-        snprintf(e->strategy, sizeof e->strategy, "%s", strategy);
-        e->ms = ms;
+        set_entry(e, key, strategy, ms);
     }
     if (st == CONVOLVE_OK && lineno == 0)
         st = cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "wisdom file '%s' is empty", path);

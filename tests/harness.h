@@ -120,6 +120,24 @@ static inline void h_poison(convolve_dtype t, void *data, size_t n)
         memset(data, 0xAB, n * convolve_dtype_size(t));
 }
 
+/* The bytes a layout spans (*bytes, from its lowest to its highest
+ * element) and where element 0 lies in them (*origin): strides may be
+ * negative. */
+static inline void h_layout_extent(const convolve_layout *l, size_t *bytes, size_t *origin)
+{
+    ptrdiff_t lo = 0, hi = 0;
+    for (int a = 0; a <= l->ndim; a++) {
+        const ptrdiff_t r = a < l->ndim ? (ptrdiff_t)(l->shape[a] - 1) * l->strides[a]
+                                        : (ptrdiff_t)(l->channels - 1) * l->channel_stride;
+        if (r < 0)
+            lo += r;
+        else
+            hi += r;
+    }
+    *bytes = (size_t)(hi - lo) + convolve_dtype_size(l->dtype);
+    *origin = (size_t)(-lo);
+}
+
 static inline double h_get(convolve_dtype t, const void *data, size_t i)
 {
     switch (t) {

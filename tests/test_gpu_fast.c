@@ -63,21 +63,7 @@ static void make_layout(convolve_layout *l, convolve_dtype dt, int ndim, const s
         }
         l->channel_stride = step;
     }
-    ptrdiff_t lo = 0, hi = 0;
-    for (int a = 0; a < ndim; a++) {
-        ptrdiff_t r = (ptrdiff_t)(shape[a] - 1) * l->strides[a];
-        if (r < 0)
-            lo += r;
-        else
-            hi += r;
-    }
-    ptrdiff_t r = (ptrdiff_t)(C - 1) * l->channel_stride;
-    if (r < 0)
-        lo += r;
-    else
-        hi += r;
-    *bytes = (size_t)(hi - lo) + es;
-    *origin = (size_t)(-lo);
+    h_layout_extent(l, bytes, origin);
 }
 
 /* Copies between a packed array (C order, channels last) and a layout. */

@@ -109,21 +109,7 @@ static void make_layout(tlayout *t, convolve_dtype dt, int ndim, const size_t *s
         }
         l->channel_stride = step + (ptrdiff_t)(2 * es); /* planes with a gap */
     }
-    ptrdiff_t lo = 0, hi = 0;
-    for (int a = 0; a < ndim; a++) {
-        ptrdiff_t r = (ptrdiff_t)(shape[a] - 1) * l->strides[a];
-        if (r < 0)
-            lo += r;
-        else
-            hi += r;
-    }
-    ptrdiff_t r = (ptrdiff_t)(C - 1) * l->channel_stride;
-    if (r < 0)
-        lo += r;
-    else
-        hi += r;
-    t->bytes = (size_t)(hi - lo) + es;
-    t->origin = (size_t)(-lo);
+    h_layout_extent(l, &t->bytes, &t->origin);
 }
 
 /* Byte offset from element 0 of element i (C-order index over the shape,

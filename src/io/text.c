@@ -15,6 +15,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Closes a plane of *plane_rows rows: the first sets *rows, later ones must
+ * match it. Returns 0 on a mismatch (the counts are left as they were). */
+static int end_plane(size_t *planes, size_t *rows, size_t *plane_rows)
+{
+    if (*planes == 0)
+        *rows = *plane_rows;
+    else if (*plane_rows != *rows)
+        return 0;
+    (*planes)++;
+    *plane_rows = 0;
+    return 1;
+}
+
+static convolve_status plane_error(convolve_context *ctx, size_t start_line, size_t plane_rows,
+                                   size_t rows)
+{
+    return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                     "text plane at line %zu has %zu rows where the first has %zu", start_line,
+                     plane_rows, rows);
+}
+
 /* Switches this thread to the "C" numeric locale; returns the old one
  * (or 0 when it could not switch, and nothing needs restoring). */
 static locale_t c_locale_begin(locale_t *c)
@@ -113,26 +134,13 @@ static convolve_status parse_text(convolve_context *ctx, const char *s, size_t s
                 plane_start_line = line;
             plane_rows++;
         } else if (stop == end && plane_rows > 0) { /* a blank line ends a plane */
-            if (planes == 0)
-                rows = plane_rows;
-            else if (plane_rows != rows)
-                return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                                 "text plane at line %zu has %zu rows where the first has %zu",
-                                 plane_start_line, plane_rows, rows);
-            planes++;
-            plane_rows = 0;
+            if (!end_plane(&planes, &rows, &plane_rows))
+                return plane_error(ctx, plane_start_line, plane_rows, rows);
         }
         i = end + 1;
     }
-    if (plane_rows > 0) {
-        if (planes == 0)
-            rows = plane_rows;
-        else if (plane_rows != rows)
-            return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                             "text plane at line %zu has %zu rows where the first has %zu",
-                             plane_start_line, plane_rows, rows);
-        planes++;
-    }
+    if (plane_rows > 0 && !end_plane(&planes, &rows, &plane_rows))
+        return plane_error(ctx, plane_start_line, plane_rows, rows);
     if (vals->n == 0)
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "text holds no numbers");
     shape[0] = planes;
