@@ -3,9 +3,8 @@
  * kernels_1d.cu, kernels_2d.cu and kernels_3d.cu: loads converted to the
  * accumulation type, ghost-cell fetches through cvi_boundary_index, the
  * output store (a switch on the output type, with rounding and saturation
- * for integers), the filter bank's typed view, the grid-stride helpers,
- * the instantiation of a kernel template for each input type, and the
- * cp.async wrappers of the fast kernels.
+ * for integers), the filter bank's typed view, the grid-stride helpers and
+ * the instantiation of a kernel template for each input type.
  */
 #ifndef CONVOLVE_CUDA_DEVICE_COMMON_CUH
 #define CONVOLVE_CUDA_DEVICE_COMMON_CUH
@@ -162,45 +161,5 @@ static inline long long cvk_ceil_div(long long a, long long b) { return (a + b -
                                          (int)(smem));                                        \
         }                                                                                     \
     } while (0)
-
-
-/* ---- asynchronous copies global -> shared (cp.async, sm_80+) ------------
- * cvk_cp16 copies 16 bytes (both addresses 16-byte aligned), cvk_cp4 4
- * bytes; cvk_cp_commit closes a group of copies, cvk_cp_wait<N> waits until
- * at most N groups are in flight. The fast kernels (fast_direct.cuh,
- * fast_direct3d.cu) fill their shared-memory rings with them. */
-#ifdef CVK_EMULATE /* the CPU emulation of tests/emu/ copies at once */
-__device__ __forceinline__ void cvk_cp16(void *smem, const void *gmem)
-{
-    for (int i = 0; i < 16; i++)
-        ((char *)smem)[i] = ((const char *)gmem)[i];
-}
-__device__ __forceinline__ void cvk_cp4(void *smem, const void *gmem)
-{
-    for (int i = 0; i < 4; i++)
-        ((char *)smem)[i] = ((const char *)gmem)[i];
-}
-__device__ __forceinline__ void cvk_cp_commit() {}
-template <int N> __device__ __forceinline__ void cvk_cp_wait() {}
-#else
-__device__ __forceinline__ void cvk_cp16(void *smem, const void *gmem)
-{
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
-}
-__device__ __forceinline__ void cvk_cp4(void *smem, const void *gmem)
-{
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem));
-}
-__device__ __forceinline__ void cvk_cp_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::);
-}
-template <int N> __device__ __forceinline__ void cvk_cp_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-#endif
 
 #endif

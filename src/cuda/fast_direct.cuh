@@ -187,6 +187,40 @@ __device__ __forceinline__ void fd_window(const float (&r)[V + 1], int lane,
 
 #define FD_RING 8 /* rows a warp holds: up to FD_RING - 1 in flight */
 
+#ifdef CVK_EMULATE /* the CPU emulation of tests/emu/ copies at once */
+__device__ __forceinline__ void fd_cp16(void *smem, const void *gmem)
+{
+    for (int i = 0; i < 16; i++)
+        ((char *)smem)[i] = ((const char *)gmem)[i];
+}
+__device__ __forceinline__ void fd_cp4(void *smem, const void *gmem)
+{
+    for (int i = 0; i < 4; i++)
+        ((char *)smem)[i] = ((const char *)gmem)[i];
+}
+__device__ __forceinline__ void fd_cp_commit() {}
+template <int N> __device__ __forceinline__ void fd_cp_wait() {}
+#else
+__device__ __forceinline__ void fd_cp16(void *smem, const void *gmem)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void fd_cp4(void *smem, const void *gmem)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void fd_cp_commit()
+{
+    asm volatile("cp.async.commit_group;\n" ::);
+}
+template <int N> __device__ __forceinline__ void fd_cp_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+#endif
+
 /* The ring's geometry for element type T, V elements a lane, halo HALO
  * elements: a row slot holds the warp's segment and HP >= HALO elements each
  * side, HP a whole number of 16-byte chunks. */
@@ -218,7 +252,7 @@ __device__ __noinline__ void fd_ring_fill_mapped(const fd_params &p, const char 
             if (mp < 0)
                 dst[i] = (T)p.cval;
             else
-                cvk_cp4(dst + i, (const T *)row + mp * C + (g - pix * C));
+                fd_cp4(dst + i, (const T *)row + mp * C + (g - pix * C));
         }
     } else {
         /* bytes: all of the lane's loads first, then the stores */
@@ -263,12 +297,12 @@ __device__ __forceinline__ void fd_ring_issue(const fd_params &p, long long y, l
             const char *src = row + (we0 - G::HP) * (long long)sizeof(T);
 #pragma unroll
             for (int c = lane; c < G::CHUNKS; c += 32)
-                cvk_cp16((char *)dst + 16 * c, src + 16 * c);
+                fd_cp16((char *)dst + 16 * c, src + 16 * c);
         } else {
             fd_ring_fill_mapped<T, V, HALO, C>(p, row, we0, lane, dst);
         }
     }
-    cvk_cp_commit();
+    fd_cp_commit();
 }
 
 /* Loads V elements at p (aligned to V elements) as floats. */
@@ -415,7 +449,7 @@ __global__ void __launch_bounds__(FD_WARPS * 32) fd_kernel(const __grid_constant
         if (t < total)
             fd_ring_issue<T, V, HALO, C>(p, ybase + t, we0, lane, interior, ring, t, &cval_rows);
         else
-            cvk_cp_commit();
+            fd_cp_commit();
     }
 
 #pragma unroll 1
@@ -430,8 +464,8 @@ __global__ void __launch_bounds__(FD_WARPS * 32) fd_kernel(const __grid_constant
                 fd_ring_issue<T, V, HALO, C>(p, ybase + ahead, we0, lane, interior, ring,
                                              ahead % FD_RING, &cval_rows);
             else
-                cvk_cp_commit();
-            cvk_cp_wait<FD_RING - 1>(); /* row t's group is done */
+                fd_cp_commit();
+            fd_cp_wait<FD_RING - 1>(); /* row t's group is done */
             __syncwarp();
             const int slot = t % FD_RING;
             float win[WIN];

@@ -41,6 +41,42 @@ typedef struct f3_params {
     float w[CVI_F3_MAX_K * CVI_F3_MAX_K * CVI_F3_MAX_K];
 } f3_params;
 
+#ifdef CVK_EMULATE /* the CPU emulation of tests/emu/ copies at once */
+__device__ __forceinline__ void f3_cp16(float *smem, const float *gmem)
+{
+    for (int i = 0; i < 4; i++)
+        smem[i] = gmem[i];
+}
+__device__ __forceinline__ void f3_cp4(float *smem, const float *gmem)
+{
+    *smem = *gmem;
+}
+__device__ __forceinline__ void f3_commit() {}
+template <int N> __device__ __forceinline__ void f3_wait() {}
+#else
+__device__ __forceinline__ void f3_cp16(float *smem, const float *gmem)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+
+__device__ __forceinline__ void f3_cp4(float *smem, const float *gmem)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem));
+}
+
+__device__ __forceinline__ void f3_commit()
+{
+    asm volatile("cp.async.commit_group;\n" ::);
+}
+
+template <int N> __device__ __forceinline__ void f3_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+#endif
+
 /* Stores v as element x of an output row of the given type. */
 __device__ __forceinline__ void f3_store_one(int type, char *row, long long x, float v)
 {
@@ -69,7 +105,7 @@ __device__ __forceinline__ void f3_load_plane(const f3_params &p, float *buf, lo
             } else {
                 const float *src = (const float *)(p.in + mz * p.in_str[0] + my * p.in_str[1]) +
                                    (x0 - F3_XP + 4 * q);
-                cvk_cp16(dst, src);
+                f3_cp16(dst, src);
             }
         }
     } else {
@@ -81,7 +117,7 @@ __device__ __forceinline__ void f3_load_plane(const f3_params &p, float *buf, lo
             if (mz < 0 || my < 0 || mx < 0)
                 *dst = p.cval;
             else
-                cvk_cp4(dst, (const float *)(p.in + mz * p.in_str[0] + my * p.in_str[1]) + mx);
+                f3_cp4(dst, (const float *)(p.in + mz * p.in_str[0] + my * p.in_str[1]) + mx);
         }
     }
 }
@@ -109,17 +145,17 @@ __global__ void __launch_bounds__(F3_THREADS) f3_kernel(const __grid_constant__ 
     const int total = planes + K - 1; /* >= K >= 3 */
     const long long zbase = z0 - p.koffz;
     f3_load_plane(p, tile[0], zbase, y0, x0, ROWS, fast);
-    cvk_cp_commit();
+    f3_commit();
     f3_load_plane(p, tile[1], zbase + 1, y0, x0, ROWS, fast);
-    cvk_cp_commit();
+    f3_commit();
 
 #pragma unroll 1
     for (int t = 0; t < total; t++) {
-        cvk_cp_wait<1>();    /* plane t's copies are done (t + 1's may fly on) */
+        f3_wait<1>();    /* plane t's copies are done (t + 1's may fly on) */
         __syncthreads(); /* ...everyone's; and plane t - 1's readers are done */
         if (t + 2 < total) /* into the buffer plane t - 1 used */
             f3_load_plane(p, tile[(t + 2) % 3], zbase + t + 2, y0, x0, ROWS, fast);
-        cvk_cp_commit();
+        f3_commit();
         const float *buf = tile[t % 3];
         /* plane t adds to outputs t-kz (weight slice kz) in acc[K-1-kz] */
 #pragma unroll
