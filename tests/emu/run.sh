@@ -23,12 +23,12 @@ inc="-I$root/tests/emu -I$root/include -I$root/src -I$root/tests"
 
 jobs=()
 for f in "$root"/src/cuda/*.cu "$root"/tests/emu/emu_runtime.cpp "$root"/tests/emu/emu_cufft.cpp; do
-    jobs+=("g++ -std=c++17 $flags $defs $inc -x c++ -c $f -o $out/obj/$(basename "$f").o")
+    jobs+=("g++ -std=c++17 $flags $defs $inc -x c++ -c $f -o $out/obj/$(basename "$(dirname "$f")")_$(basename "$f").o")
 done
 for f in "$root"/src/*.c "$root"/src/cpu/*.c "$root"/src/io/*.c "$root"/src/cuda/*.c; do
     [ -e "$f" ] || continue
     case "$f" in */unavailable.c) continue ;; esac
-    jobs+=("gcc -std=c11 -fopenmp -Wall -Wextra $flags $defs $inc -c $f -o $out/obj/$(basename "$f").o")
+    jobs+=("gcc -std=c11 -fopenmp -Wall -Wextra $flags $defs $inc -c $f -o $out/obj/$(basename "$(dirname "$f")")_$(basename "$f").o")
 done
 for f in "$root"/tests/test_gpu_strategies.c "$root"/tests/test_gpu_fast.c "$root"/bench/convolve_bench.c; do
     jobs+=("gcc -std=c11 -fopenmp -Wall -Wextra $flags $defs $inc -c $f -o $out/$(basename "$f").o")
