@@ -19,7 +19,7 @@
 #include <string.h>
 
 #define CVI_WISDOM_MAGIC "convolve-wisdom 1"
-#define CVI_KEY_SIZE 384
+#define CVI_KEY_SIZE 640 /* longer than any key make_key can write */
 #define CVI_NAME_SIZE 32
 #define CVI_WISDOM_MAX_BYTES ((size_t)1 << 24)
 
