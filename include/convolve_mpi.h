@@ -105,6 +105,10 @@ CONVOLVE_MPI_API void convolve_mpi_plan_free(convolve_mpi_plan *plan);
 /*
  * Runs the plan: `in` and `out` point at element 0 of this rank's boxes,
  * laid out as planned; returns when this rank's `out` is written.
+ * The halo messages are posted first and travel while the box's interior is
+ * computed; when MPI was initialised with MPI_THREAD_SERIALIZED or more
+ * (MPI_Init_thread), a helper thread drives them meanwhile (the environment
+ * variable CONVOLVE_MPI_PROGRESS=0, read when plans are made, turns it off).
  * Collective. Errors: INVALID_ARGUMENT (NULL or overlapping pointers, on
  * any rank), the errors of convolve_execute, IO when an MPI call fails.
  */

@@ -3,11 +3,21 @@
  * send what the other ranks need, copy this rank's own halo elements,
  * compute the box's interior while the messages travel, wait for them,
  * compute the edge pieces from the halos, and agree on the status.
+ *
+ * Messages move during the interior's computation only if something drives
+ * MPI meanwhile: a transport with its own progress, or, when MPI was
+ * initialised with MPI_THREAD_SERIALIZED or more, this file's progress
+ * thread, which tests the requests (backing off from 10 us to 1 ms) until
+ * they complete or the interior is done. The main thread makes no MPI call
+ * while it runs, as SERIALIZED demands.
  */
 #include "mpi_internal.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 typedef int (*post_fn)(void *buf, int count, MPI_Datatype t, int peer, int tag, MPI_Comm comm,
                        MPI_Request *req);
@@ -37,6 +47,28 @@ static int irecv(void *buf, int count, MPI_Datatype t, int peer, int tag, MPI_Co
                  MPI_Request *req)
 {
     return MPI_Irecv(buf, count, t, peer, tag, comm, req);
+}
+
+typedef struct {
+    MPI_Request *req;
+    int n;
+    atomic_int stop;
+} progress;
+
+static void *progress_main(void *arg)
+{
+    progress *pg = arg;
+    long ns = 10000;
+    while (!atomic_load(&pg->stop)) {
+        int done = 0;
+        if (MPI_Testall(pg->n, pg->req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS || done)
+            break;
+        struct timespec ts = {0, ns};
+        nanosleep(&ts, NULL);
+        if (ns < 1000000)
+            ns *= 2;
+    }
+    return NULL;
 }
 
 /* 1 if the byte spans of the caller's boxes overlap. */
@@ -111,7 +143,15 @@ convolve_status convolve_mpi_execute(convolve_mpi_plan *p, const void *in, void 
     const double t1 = MPI_Wtime();
 
     if (usable && p->run_interior) {
+        progress pg = {p->req, p->nreq, 0};
+        pthread_t thread;
+        int threaded = p->progress_thread && p->nreq > 0 &&
+                       pthread_create(&thread, NULL, progress_main, &pg) == 0;
         convolve_status s = convolve_execute(p->interior, in, out);
+        if (threaded) {
+            atomic_store(&pg.stop, 1);
+            pthread_join(thread, NULL);
+        }
         if (s != CONVOLVE_OK) {
             st = cvmpi_fail_core(ctx, s, "computing this rank's box");
             usable = 0;

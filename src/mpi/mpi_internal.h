@@ -178,6 +178,7 @@ struct convolve_mpi_plan {
     cvmpi_link self;                /* own elements into own pieces */
     MPI_Request *req;
     int nreq;
+    int progress_thread;            /* MPI allows a thread to test requests meanwhile */
     convolve_backend backend;       /* what the local plans run */
     char strategy[64];
     int device;

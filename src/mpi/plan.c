@@ -374,6 +374,10 @@ static convolve_status build(convolve_mpi_plan *p, convolve_status st, const agr
     p->run_interior = 1;
     for (int a = 0; a < 3; a++)
         p->run_interior &= p->work.inner[a].hi > p->work.inner[a].lo;
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    const char *env = getenv("CONVOLVE_MPI_PROGRESS");
+    p->progress_thread = level >= MPI_THREAD_SERIALIZED && !(env && !strcmp(env, "0"));
     st = make_pieces(p, in, out, filter, &lopt);
     if (st == CONVOLVE_OK)
         st = make_links(p);

@@ -467,7 +467,8 @@ static void error_paths(convolve_context *ctx)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    int level; /* SERIALIZED: the plans' progress thread runs (CONVOLVE_MPI_PROGRESS=0: not) */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &level);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
     int cases = argc > 1 ? atoi(argv[1]) : 300;
