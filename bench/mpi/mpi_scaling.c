@@ -50,7 +50,8 @@ static void die(int rank, const char *what, convolve_status st, convolve_context
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    int level; /* SERIALIZED lets the plan's progress thread drive the halos */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &level);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
