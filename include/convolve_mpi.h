@@ -58,7 +58,9 @@ CONVOLVE_MPI_API const char *convolve_mpi_last_error(const convolve_context *ctx
  * This rank's box of a global array of `ndim` dimensions (1..3) and extents
  * global_shape[0..ndim-1] split over the communicator's ranks on a grid:
  * grid[a] ranks along axis a (their product must be the communicator's
- * size), or grid NULL for slabs along axis 0 ({size, 1, 1}). Along each axis
+ * size; entries 0 are chosen by MPI_Dims_create, as balanced as it can: all
+ * zeros give a 3-D grid of near-cubes, what docs/scale.md recommends on many
+ * nodes), or grid NULL for slabs along axis 0 ({size, 1, 1}). Along each axis
  * the extent is split as evenly as possible (the first parts one element
  * longer); rank r has grid coordinates in C order (r = (c0 * g1 + c1) * g2 + c2).
  * Writes block_start[0..ndim-1] and block_shape[0..ndim-1]. Not collective.

@@ -141,14 +141,23 @@ convolve_status convolve_mpi_decompose(convolve_context *ctx, MPI_Comm comm, int
         return cvmpi_fail_mpi(ctx, err, "MPI_Comm_size/rank");
     int g[CONVOLVE_MAX_DIMS] = {1, 1, 1};
     long long product = 1;
+    int free_axes = 0;
     for (int a = 0; a < ndim; a++) {
         g[a] = grid ? grid[a] : (a == 0 ? size : 1);
-        if (g[a] < 1)
+        if (g[a] < 0)
             return cvmpi_fail(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
-                              "convolve_mpi_decompose: grid[%d] is %d; give at least 1", a, g[a]);
-        product *= g[a];
+                              "convolve_mpi_decompose: grid[%d] is %d; give 0 (free) or more",
+                              a, g[a]);
+        free_axes += g[a] == 0;
+        product *= g[a] ? g[a] : 1;
         if (product > size)
             break;
+    }
+    if (free_axes && product <= size && size % product == 0) {
+        /* MPI's balanced choice for the free axes */
+        if ((err = MPI_Dims_create(size, ndim, g)) != MPI_SUCCESS)
+            return cvmpi_fail_mpi(ctx, err, "MPI_Dims_create");
+        product = size;
     }
     if (product != size)
         return cvmpi_fail(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,

@@ -368,6 +368,49 @@ static void fft_case(convolve_context *ctx, int ndim)
     free(bo);
 }
 
+/* convolve_mpi_decompose's balanced grid (all axes free) on a 3-D volume,
+ * mirror mode, a dense 5x3x4 filter: the boxes it gives serve a plan whose
+ * result is one process's. */
+static void decompose_case(convolve_context *ctx)
+{
+    size_t n[3] = {21, 18, 16}, k[3] = {5, 3, 4}, start[3], shape[3];
+    int grid[3] = {0, 0, 0};
+    CHECK_OK(ctx, convolve_mpi_decompose(ctx, MPI_COMM_WORLD, 3, n, grid, start, shape));
+    double w[60];
+    h_fill(w, 60);
+    convolve_filter *f;
+    CHECK_OK(ctx, convolve_filter_create(ctx, &f, 3, k, w));
+    convolve_layout g, b;
+    convolve_layout_init(&g, CONVOLVE_FLOAT32, 3, n, 1);
+    convolve_layout_init(&b, CONVOLVE_FLOAT32, 3, shape, 1);
+    size_t count = n[0] * n[1] * n[2], bc = shape[0] * shape[1] * shape[2];
+    float *gi = malloc(count * 4), *go = malloc(count * 4), *bi = malloc(bc * 4),
+          *bo = malloc(bc * 4), *want = malloc(bc * 4);
+    h_fill_typed(CONVOLVE_FLOAT32, gi, count, 5.0);
+    extract((unsigned char *)gi, n, start, &b, (unsigned char *)bi);
+    convolve_options opt;
+    convolve_options_init(&opt);
+    opt.backend = CONVOLVE_BACKEND_CPU;
+    opt.mode = CONVOLVE_MODE_MIRROR;
+    opt.threads = 1;
+    convolve_mpi_plan *plan = NULL;
+    CHECK_OK(ctx, convolve_mpi_plan_create(ctx, &plan, MPI_COMM_WORLD, n, start, &b, &b, f, &opt));
+    if (plan) {
+        CHECK_OK(ctx, convolve_mpi_execute(plan, bi, bo));
+        CHECK_OK(ctx, convolve_run(ctx, &g, gi, &g, go, f, &opt));
+        extract((unsigned char *)go, n, start, &b, (unsigned char *)want);
+        CHECK(memcmp(bo, want, bc * 4) == 0, "balanced grid: box at %zu,%zu,%zu differs",
+              start[0], start[1], start[2]);
+    }
+    convolve_mpi_plan_free(plan);
+    convolve_filter_free(f);
+    free(gi);
+    free(go);
+    free(bi);
+    free(bo);
+    free(want);
+}
+
 /* Every rank must fail alike, with a message. */
 static void check_all_fail(convolve_context *ctx, convolve_status st, convolve_status want,
                            const char *what)
@@ -497,6 +540,7 @@ int main(int argc, char **argv)
     fft_case(ctx, 1);
     fft_case(ctx, 2);
     fft_case(ctx, 3);
+    decompose_case(ctx);
     error_paths(ctx);
     convolve_context_free(ctx);
 

@@ -127,7 +127,8 @@ static void usage(void)
         "                    distributed convolution alone (slowest rank; no file I/O)\n"
         "  --repeat N        run the convolution N times for --time (default 1)\n"
         "  --force           allow OUTPUT to be the input or weights file\n"
-        "  --grid AxBxC      ranks along each axis (default: slabs, N x 1 x 1)\n"
+        "  --grid AxBxC      ranks along each axis (default: slabs, N x 1 x 1); 0 lets MPI\n"
+        "                    choose an axis's count; auto: a balanced grid (docs/scale.md)\n"
         "  -h, --help        this text;   --version   the version\n"
         "\n"
         "OUTPUT is written to a temporary file beside it, renamed over OUTPUT when every\n"
@@ -230,9 +231,12 @@ static int apply(args *a, const char *name, const char *val, int *done)
         if (!parse_long(val, 1, 1000000, &a->repeat))
             return say(CLI_BAD_INPUT, "--repeat '%s': give a count from 1 to 1000000", val);
     } else if (!strcmp(name, "grid")) {
-        int n = parse_list(val, 'x', 1, 1 << 20, list);
+        int n = !strcmp(val, "auto") ? 3 : parse_list(val, 'x', 0, 1 << 20, list);
+        if (!strcmp(val, "auto"))
+            list[0] = list[1] = list[2] = 0;
         if (n < 1)
-            return say(CLI_BAD_INPUT, "--grid '%s': give ranks per axis, e.g. 2x2x1", val);
+            return say(CLI_BAD_INPUT, "--grid '%s': give ranks per axis, e.g. 2x2x1 (0: "
+                       "chosen), or auto", val);
         for (int k = 0; k < CONVOLVE_MAX_DIMS; k++)
             a->grid[k] = k < n ? (int)list[k] : 1;
         a->have_grid = n;
@@ -480,7 +484,8 @@ static int run(convolve_context *ctx, const args *a)
     for (int k = 0; k < nd; k++)
         o.origin[k] = a->n_origin == 0 ? 0 : a->origin[a->n_origin == 1 ? 0 : k];
     size_t start[CONVOLVE_MAX_DIMS], box[CONVOLVE_MAX_DIMS];
-    if (rc == CLI_OK && a->have_grid > nd)
+    int auto_grid = a->have_grid && !a->grid[0] && !a->grid[1] && !a->grid[2];
+    if (rc == CLI_OK && a->have_grid > nd && !auto_grid)
         rc = say(CLI_BAD_INPUT, "--grid has %d axes and the input %d", a->have_grid, nd);
     if (rc == CLI_OK &&
         (st = convolve_mpi_decompose(ctx, MPI_COMM_WORLD, nd, s.h.shape,
