@@ -16,7 +16,10 @@
  * tolerance instead. Then the error paths: ranks that disagree, boxes that
  * do not form a grid, a bad origin, a NULL pointer on one rank at execution.
  *
- * Usage: mpirun -n N test_mpi_exact [CASES]; CONVOLVE_TEST_SEED replays.
+ * Usage: mpirun -n N test_mpi_exact [CASES]; CONVOLVE_TEST_SEED replays;
+ * CONVOLVE_TEST_BACKEND=cuda runs the random cases on the ranks' GPUs
+ * (strategies chosen by the GPU, compared with one process on the GPU with
+ * the strategy the distributed plan reports for its box).
  */
 #include "convolve_mpi.h"
 #include "harness.h"
@@ -24,6 +27,7 @@
 #include <stdint.h>
 
 static int g_rank, g_size;
+static convolve_backend g_backend = CONVOLVE_BACKEND_CPU; /* CONVOLVE_TEST_BACKEND=cuda: GPUs */
 
 typedef struct {
     int ndim;
@@ -129,7 +133,7 @@ static void random_case(tcase *c, int kind)
     c->tout = h_randint(0, 1) ? c->tin : (convolve_dtype)h_randint(0, 3);
     c->separable = c->ndim > 1 && h_randint(0, 2) == 0;
     convolve_options_init(&c->opt);
-    c->opt.backend = CONVOLVE_BACKEND_CPU;
+    c->opt.backend = g_backend;
     c->opt.threads = h_randint(0, 4) == 0 ? 2 : 1;
     convolve_mode_parse(k_mode_names[h_randint(0, 4)], &c->opt.mode);
     c->opt.cval = h_randint(0, 2) == 0 ? 0.0 : h_uniform(-3, 3);
@@ -165,6 +169,8 @@ static void random_case(tcase *c, int kind)
     long s = h_randint(0, 9);
     c->strategy = s == 0 ? "direct" : s == 1 ? "reference" : s == 2 && c->separable ? "separable"
                                                                                    : NULL;
+    if (g_backend != CONVOLVE_BACKEND_CPU)
+        c->strategy = NULL; /* the GPU's own choice */
 }
 
 /* The box of rank r: its starts and extents. */
@@ -303,7 +309,7 @@ static int run_case(convolve_context *ctx, const tcase *c)
                   what, diff, bout, one.strategy);
         }
         /* "auto" in one process is `fast`, which picks the FFT only from 64 taps */
-        if (!c->strategy && c->k[0] * c->k[1] * c->k[2] < 64) {
+        if (!c->strategy && c->k[0] * c->k[1] * c->k[2] < 64 && g_backend == CONVOLVE_BACKEND_CPU) {
             one.strategy = NULL;
             CHECK_OK(ctx, convolve_run(ctx, &gin, gi, &gout, ga, f, &one));
             CHECK(memcmp(ga, go, count * eso) == 0,
@@ -515,6 +521,9 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
     int cases = argc > 1 ? atoi(argv[1]) : 300;
+    const char *backend = getenv("CONVOLVE_TEST_BACKEND");
+    if (backend && convolve_backend_parse(backend, &g_backend) != CONVOLVE_OK)
+        g_backend = CONVOLVE_BACKEND_CPU;
     unsigned long long seed = 0;
     if (g_rank == 0) {
         const char *env = getenv("CONVOLVE_TEST_SEED");
