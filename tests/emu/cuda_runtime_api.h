@@ -38,7 +38,16 @@ enum cudaMemcpyKind {
 };
 
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
-enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16 };
+enum cudaDeviceAttr {
+    cudaDevAttrMultiProcessorCount = 16,
+    cudaDevAttrComputeCapabilityMajor = 75,
+    cudaDevAttrComputeCapabilityMinor = 76,
+    cudaDevAttrMaxSharedMemoryPerBlockOptin = 97
+};
+
+/* Run-time loaded code (src/cuda/jit.c): never available here. */
+typedef struct cvk_emu_library *cudaLibrary_t;
+typedef struct cvk_emu_kernel *cudaKernel_t;
 
 #define cudaStreamNonBlocking 0x01
 
@@ -82,6 +91,11 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t cudaEventDestroy(cudaEvent_t event);
 cudaError_t cudaGetLastError(void);
+cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code, void *jit_options,
+                                void **jit_values, unsigned n_jit, void *lib_options,
+                                void **lib_values, unsigned n_lib);
+cudaError_t cudaLibraryGetKernel(cudaKernel_t *kernel, cudaLibrary_t library, const char *name);
+cudaError_t cudaLibraryUnload(cudaLibrary_t library);
 const char *cudaGetErrorString(cudaError_t error);
 const char *cudaGetErrorName(cudaError_t error);
 
