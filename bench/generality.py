@@ -291,7 +291,9 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", default="")
     ap.add_argument("--no-strategies", action="store_true",
-                    help="time auto and the peers only, not every strategy")
+                    help="time auto and the peers only, not the other strategies")
+    ap.add_argument("--strategies", default=",".join(CUDA_STRATEGIES),
+                    help="the strategies timed to find the best (default: all CUDA ones)")
     ap.add_argument("--json")
     a = ap.parse_args()
     ours = Ours(os.path.abspath(a.build))
@@ -318,7 +320,9 @@ def main():
             xt = x
         yc = cp.empty(xc.shape, dtype=case.out_dtype)
         yt = torch.as_tensor(yc, device="cuda")
+        t0 = time.perf_counter()
         plan, ran = ours.plan(case)
+        plan_ms = (time.perf_counter() - t0) * 1e3
         if plan is None:
             print(f"  {case.name}: auto refused: {ran}", flush=True)
             rows.append(dict(case=case.name, error=ran))
@@ -354,7 +358,7 @@ def main():
         # every strategy that serves
         best, best_ms = None, None
         if not a.no_strategies:
-            for s in CUDA_STRATEGIES:
+            for s in a.strategies.split(","):
                 p2, r2 = ours.plan(case, s)
                 if p2 is None:
                     continue
@@ -366,7 +370,7 @@ def main():
                                                       np.dtype(case.out_dtype).itemsize)
         floor_ms = nbytes / (copy_gbps * 1e9) * 1e3
         flops = int(np.prod(case.shape)) * case.C * case.flops_per_output()
-        row = dict(case=case.name, ran=ran, ours_ms=t_auto, first_call_ms=first_ms,
+        row = dict(case=case.name, ran=ran, ours_ms=t_auto, first_call_ms=first_ms, plan_ms=plan_ms,
                    cupy_ms=t_cupy, cudnn_ms=t_dnn, pct_copy=100 * floor_ms / t_auto,
                    pct_fma=100 * flops / (t_auto * 1e-3) / peak, vs_cupy=t_cupy / t_auto,
                    vs_cudnn=t_dnn / t_auto if t_dnn else None, best=best, best_ms=best_ms,
@@ -375,8 +379,8 @@ def main():
         print(f"  {case.name:36s} {ran:10s} {t_auto:8.3f} ms  {row['pct_copy']:5.1f}% copy "
               f"{row['pct_fma']:5.1f}% FMA  CuPy {t_cupy:8.3f} ({row['vs_cupy']:5.2f}x)  "
               f"cuDNN {t_dnn if t_dnn else float('nan'):8.3f}  best {best} "
-              f"{best_ms if best_ms else float('nan'):.3f}  {agree}  (first call "
-              f"{first_ms:.0f} ms)", flush=True)
+              f"{best_ms if best_ms else float('nan'):.3f}  {agree}  (plan {plan_ms:.0f} ms, "
+              f"first call {first_ms:.0f} ms)", flush=True)
         del x, xc, yc, xt, yt
     print("\n| case | auto picks | ms | % copy | % FMA | CuPy ms | vs CuPy | cuDNN ms | vs cuDNN "
           "| best strategy (ms) | auto / best | agreement |")

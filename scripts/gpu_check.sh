@@ -205,9 +205,11 @@ if want peers && [ -x "$BUILD/convolve" ]; then
         --json "$OUT/peers.json"
 fi
 if want generality; then
+    GEN_STRATS=()
+    [ -n "${GPU_CHECK_FAST_STRATEGIES:-}" ] && GEN_STRATS=(--strategies direct,separable,fft)
     step "generality suite" "$OUT/generality.txt" 300 \
         env PYTHONUNBUFFERED=1 "$PY" "$ROOT/bench/generality.py" --build "$BUILD" --runs 15 \
-        --json "$OUT/generality.json"
+        ${GEN_STRATS[@]+"${GEN_STRATS[@]}"} --json "$OUT/generality.json"
     step "generality, generated kernels only" "$OUT/generality.txt" 120 \
         env PYTHONUNBUFFERED=1 CONVOLVE_DIRECT_KERNELS=generated "$PY" \
         "$ROOT/bench/generality.py" --build "$BUILD" --runs 15 --no-strategies --only "f32"
@@ -260,6 +262,17 @@ if [ -n "${GPU_CHECK_PROFILE:-}" ]; then
             --launch-skip 3 --launch-count 1 --section SpeedOfLight --section Occupancy \
             --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
             "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --runs 20 $opts
+    done
+    # the generated kernels, run by bench/generality.py (one case each)
+    for spec in "gen tile f32 4x4|f32 8192^2 even 4x4" "gen tile f64 3x3|f64 8192^2 dense 3x3" \
+        "gen strip u8 RGB|u8 RGB 4096^2 gaussian:2.5" "gen strip f32 65|gaussian:8 (65" \
+        "gen 3-D separable|3-D 512^3 gaussian:1.5" "gen tile u16 5x5|u16 8192^2 dense 5x5"; do
+        IFS='|' read -r label only <<<"$spec"
+        step "ncu $label" "$OUT/bench.txt" 90 "$NCU" --clock-control none -k "regex:cvk_gen" \
+            --launch-skip 4 --launch-count 1 --section SpeedOfLight --section Occupancy \
+            --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+            --section LaunchStats "$PY" "$ROOT/bench/generality.py" --build "$BUILD" --runs 3 \
+            --no-strategies --only "$only"
     done
     step "fft sizes" "$OUT/bench.txt" 60 "$PY" "$ROOT/bench/fft_sizes.py"
 fi

@@ -22,6 +22,7 @@ struct cvcu_gen_plan {
     void *d_weights;            /* the weights in device memory (shape.nw == 0) */
     size_t smem;
     unsigned block;
+    unsigned blocks;            /* persistent grid: blocks launched */
     int in_size, out_size, interleaved;
     char how[320];
 };
@@ -59,17 +60,21 @@ size_t cvk_gen_shared_bytes(const cvk_gen_shape *s, const int k[3], int C)
 /* ---- geometry ---------------------------------------------------------------- */
 
 /* The block shape for problem p in family fam (bx elements and by rows a
- * thread; tx x ty threads). */
-static void choose_geometry(const cvi_problem *p, int fam, int dbl, cvk_gen_shape *s)
+ * thread; tx x ty threads). Interleaved channels widen a thread's run of
+ * elements to whole pixels, so each staged row feeds more FMAs. */
+static void choose_geometry(const cvi_problem *p, int fam, int dbl, int C, cvk_gen_shape *s)
 {
-    s->bx = dbl ? 2 : 4;
+    const int px = C >= 2 && C <= 4 ? C : 1;
+    s->bx = (dbl ? 2 : 4) * px;
     s->tx = 32, s->ty = 8, s->by = 2;
     if (p->ndim == 1) {
         s->tx = 256, s->ty = 1, s->by = 1;
     } else if (fam == CVK_GEN_STRIP) {
-        s->by = 2;
+        s->by = s->bx >= 8 ? 2 : 4;
     } else if (p->ndim == 2) {
         s->by = p->ksize[1] >= 7 ? 8 : 4;
+        if (s->bx >= 8)
+            s->by /= 2;
     } else {
         /* rolling accumulators along z: kz * by * bx of them */
         s->by = p->ksize[0] * 2 * (size_t)s->bx <= 64 ? 2 : 1;
@@ -187,7 +192,7 @@ convolve_status cvcu_gen_prepare(convolve_context *ctx, const cvi_problem *p, in
                                           p->in_strides[2] == (ptrdiff_t)(esize * p->channels));
     const int C = g->interleaved ? (int)p->channels : 1;
     s->C = C;
-    choose_geometry(p, fam, dbl, s);
+    choose_geometry(p, fam, dbl, C, s);
 
     size_t count = 0;
     g->bank = pack_weights(p, fam, s->sep, dbl, &count);
@@ -301,6 +306,16 @@ convolve_status cvcu_gen_prepare(convolve_context *ctx, const cvi_problem *p, in
     g->in_size = (int)esize;
     g->out_size = (int)convolve_dtype_size(p->out_type);
     g->block = (unsigned)(s->tx * s->ty);
+    /* persistent blocks: as many as the device holds at once */
+    int occ = 0;
+    e = g->jit_fn ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, g->jit_fn, (int)g->block,
+                                                                  g->smem)
+                  : g->pre_fn(NULL, NULL, NULL, NULL, g->block, g->smem, NULL, &occ);
+    if (e != cudaSuccess || occ < 1) {
+        (void)cudaGetLastError();
+        occ = 1;
+    }
+    g->blocks = (unsigned)((sms > 0 ? sms : 132) * occ);
     const long long SW = (long long)s->tx * s->bx;
     const long long WC = q->n[2] * q->C;
     q->tiles_x = (WC + SW - 1) / SW;
@@ -328,13 +343,6 @@ convolve_status cvcu_gen_prepare(convolve_context *ctx, const cvi_problem *p, in
         }
         q->zchunk = zc;
         q->nz = (q->n[0] + zc - 1) / zc;
-    }
-    if (q->nz * q->nbatch > 65535) {
-        cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED, "the direct kernels cannot serve this case: "
-                  "%lld channel batches x %lld plane chunks are over the grid's 65535",
-                  (long long)q->nbatch, q->nz);
-        cvcu_gen_release(g);
-        return CONVOLVE_ERROR_UNSUPPORTED;
     }
     *out = g;
     return CONVOLVE_OK;
@@ -365,13 +373,15 @@ cudaError_t cvcu_gen_launch(const cvcu_gen_plan *g, const void *in, void *out,
     q.out_vec = q.out_contig && (uintptr_t)out % 16 == 0 &&
                 (q.n[1] == 1 || os[1] * ob % 16 == 0) && (q.n[0] == 1 || os[0] * ob % 16 == 0) &&
                 (q.nbatch == 1 || q.obs * ob % 16 == 0);
-    const unsigned grid[3] = {(unsigned)(q.tiles_x < 0x7fffffffLL ? q.tiles_x : 0x7fffffffLL),
-                              (unsigned)(q.tiles_y < 65535 ? q.tiles_y : 65535),
-                              (unsigned)(q.nz * q.nbatch)};
+    /* persistent blocks walk the tiles, loading each next tile while they
+     * compute the one before: a few blocks a multiprocessor */
+    const long long total = q.tiles_x * q.tiles_y * q.nz * q.nbatch;
+    const long long want = (long long)g->blocks;
+    const unsigned grid[3] = {(unsigned)(total < want ? total : want), 1, 1};
     const void *gw = g->d_weights;
     if (g->jit_fn) {
         void *args[3] = {&q, g->bank, (void *)&gw};
         return cvk_gen_launch_kernel(g->jit_fn, grid, g->block, args, g->smem, stream);
     }
-    return g->pre_fn(&q, g->bank, gw, grid, g->block, g->smem, stream);
+    return g->pre_fn(&q, g->bank, gw, grid, g->block, g->smem, stream, NULL);
 }

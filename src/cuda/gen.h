@@ -65,10 +65,12 @@ size_t cvk_gen_shared_bytes(const cvk_gen_shape *s, const int k[3], int C);
 
 /* Launches a precompiled instance: the parameter block, the weights for
  * its parameter bank (nw of them; one when nw is 0), the weights in device
- * memory (nw 0), the grid, the block's threads, dynamic shared memory. */
+ * memory (nw 0), the grid, the block's threads, dynamic shared memory.
+ * With `occupancy` not NULL it launches nothing and stores there how many
+ * such blocks a multiprocessor holds. */
 typedef cudaError_t (*cvk_gen_launch_fn)(const cvk_gen_params *p, const void *bank,
                                          const void *gw, const unsigned grid[3], unsigned block,
-                                         size_t smem, cudaStream_t stream);
+                                         size_t smem, cudaStream_t stream, int *occupancy);
 
 /* The launcher of the precompiled instance for s, or NULL when none was
  * compiled: the generic instances (zero extents, C 0, ox -1, out_type -1)

@@ -386,10 +386,100 @@ __device__ __forceinline__ void cvk_gen_taps(const A *s, int pitch, const A *w, 
     }
 }
 
+/* ---- staging ahead of use ---------------------------------------------------- *
+ * A stage (a plane's rows of a tile, or a chunk of a strip's rows) is R rows
+ * of L elements; a thread's share is its 16-byte units u = tid + k * NT.
+ * cvk_gen_prefetch issues their loads into registers, so they are in
+ * flight while the block computes the stage before; cvk_gen_commit writes
+ * them to shared memory as A, units that reach past an edge mapped there. */
+
+template <int UN> struct cvk_gen_pref {
+    uint4 raw[UN > 0 ? UN : 1];
+    unsigned edge; /* bit k: unit k reaches past an edge (or is outside the stage) */
+};
+
+template <typename T, int NT, int UN>
+__device__ __forceinline__ void cvk_gen_prefetch(const cvk_gen_params &p, const T *base,
+                                                 long long z, long long y0, int R, long long g0,
+                                                 int L, int C, cvk_gen_pref<UN> &pf)
+{
+    enum { VW = 16 / sizeof(T) };
+    const long long WC = p.n[2] * C;
+    const int LQ = L / VW, units = R * LQ;
+    const long long zm = cvk_gen_map(z, p.n[0], p.mode);
+    const T *plane = base + (zm < 0 ? 0 : zm) * p.is[0];
+    pf.edge = 0;
+#pragma unroll
+    for (int k = 0; k < UN; k++) {
+        const int u = threadIdx.x + k * NT;
+        const int r = u / LQ, q = u - r * LQ;
+        const long long ym = cvk_gen_map(y0 + r, p.n[1], p.mode);
+        const long long g = g0 + (long long)q * VW;
+        if (u < units && zm >= 0 && ym >= 0 && g >= 0 && g + VW <= WC)
+            pf.raw[k] = __ldg((const uint4 *)(plane + ym * p.is[1] + g));
+        else
+            pf.edge |= 1u << k;
+    }
+}
+
+template <typename T, typename A, int NT, int UN>
+__device__ __forceinline__ void cvk_gen_commit(const cvk_gen_params &p, const T *base, long long z,
+                                               long long y0, int R, long long g0, int L, int C,
+                                               const cvk_gen_pref<UN> &pf, A *s)
+{
+    enum { VW = 16 / sizeof(T) };
+    const long long WC = p.n[2] * C;
+    const int LQ = L / VW, units = R * LQ;
+#pragma unroll
+    for (int k = 0; k < UN; k++) {
+        const int u = threadIdx.x + k * NT;
+        if (u >= units)
+            break;
+        A v[VW];
+        if (pf.edge >> k & 1) {
+            const int r = u / LQ, q = u - r * LQ;
+            const long long zm = cvk_gen_map(z, p.n[0], p.mode);
+            const long long ym = zm < 0 ? -1 : cvk_gen_map(y0 + r, p.n[1], p.mode);
+            const T *row = ym < 0 ? (const T *)0 : base + zm * p.is[0] + ym * p.is[1];
+            for (int i = 0; i < VW; i++)
+                v[i] = cvk_gen_fetch<T, A>(p, row, g0 + (long long)q * VW + i, WC, C);
+        } else {
+            cvk_gen_unpack<T, A, VW>(pf.raw[k], v);
+        }
+        cvk_gen_sts<A, VW>(s + (long long)u * VW, v);
+    }
+}
+
+/* Units a thread stages ahead (0: the stage is staged when needed). */
+#define CVK_GEN_MAX_UNITS 8
+#define CVK_GEN_UNITS(R, L, VW, NT) (((R) * ((L) / (VW)) + (NT) - 1) / (NT))
+
 /* ---- cvk_gen_tile ---------------------------------------------------------- */
 
 /* Rolling accumulators along z are used when KZ is known and they fit. */
 #define CVK_GEN_ROLL(KZ, BY, BX) ((KZ) > 0 && (KZ) * (BY) * (BX) <= 64)
+
+/* Where tile t of the flattened grid (x tiles, y tiles, z chunks, batches) lies. */
+struct cvk_gen_tpos {
+    long long e_tile, y_tile, zs, ze, batch;
+};
+
+__device__ __forceinline__ cvk_gen_tpos cvk_gen_tile_at(const cvk_gen_params &p, long long t,
+                                                        int SW, int PH)
+{
+    cvk_gen_tpos q;
+    const long long tx = t % p.tiles_x;
+    t /= p.tiles_x;
+    const long long ty = t % p.tiles_y;
+    t /= p.tiles_y;
+    const long long zc = t % p.nz;
+    q.batch = t / p.nz;
+    q.e_tile = tx * SW;
+    q.y_tile = ty * PH;
+    q.zs = zc * p.zchunk;
+    q.ze = q.zs + p.zchunk < p.n[0] ? q.zs + p.zchunk : p.n[0];
+    return q;
+}
 
 template <typename T, typename A, int OT, int CC, int KX, int KY, int KZ, int OX, int SEP, int BX,
           int BY, int TX, int TY, int NW>
@@ -399,8 +489,14 @@ __global__ void __launch_bounds__(TX * TY, CVK_GEN_MIN_BLOCKS)
 {
     enum { NT = TX * TY, SW = TX * BX, PH = TY * BY, VW = 16 / sizeof(T) };
     enum { SPEC = KX > 0 && KY > 0 && KZ > 0 && CC > 0 && OX >= 0 };
-    /* the horizontal window offset, known when specialised */
-    enum { DD = SPEC ? ((OX * (CC > 0 ? CC : 1) + VW - 1) / VW * VW - OX * (CC > 0 ? CC : 1)) : -1 };
+    enum { Cc = CC > 0 ? CC : 1, KXc = KX > 0 ? KX : 1, KYc = KY > 0 ? KY : 1 };
+    /* the horizontal window offset and the staged row, known when
+     * specialised (as cvk_gen_geometry computes them) */
+    enum { HLa_ = (OX * Cc + VW - 1) / VW * VW, DD = SPEC ? HLa_ - OX * Cc : -1 };
+    enum { L_ = (HLa_ + SW + (KXc - 1 - OX) * Cc + VW - 1) / VW * VW, R_ = PH + KYc - 1 };
+    enum { UN0 = SPEC ? CVK_GEN_UNITS(R_, L_, VW, NT) : 0 };
+    enum { UN = UN0 <= CVK_GEN_MAX_UNITS ? UN0 : 0 };
+    enum { ROLL = CVK_GEN_ROLL(KZ, BY, BX), KZR = ROLL ? KZ : 1 };
     const int C = CVK_CT(CC, p.C);
     const int kx = CVK_CT(KX, p.k[2]), ky = CVK_CT(KY, p.k[1]), kz = CVK_CT(KZ, p.k[0]);
     const int kk[3] = {kz, ky, kx};
@@ -421,146 +517,115 @@ __global__ void __launch_bounds__(TX * TY, CVK_GEN_MIN_BLOCKS)
     }
     /* separable: z taps, then y, then x */
     const A *wz = w, *wy = w + kz, *wx = w + kz + ky;
-
     const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
-    const long long batch = blockIdx.z % p.nbatch, zc = blockIdx.z / p.nbatch;
-    const T *base = (const T *)p.in + batch * p.ibs;
-    const long long boff = batch * p.obs;
-    const long long zs = zc * p.zchunk;
-    const long long ze = zs + p.zchunk < p.n[0] ? zs + p.zchunk : p.n[0];
     const long long WC = p.n[2] * C;
+    const long long total = p.tiles_x * p.tiles_y * p.nz * p.nbatch;
+    /* stages of a tile: ROLL, its planes and KZ - 1 more; else kz per output plane */
+    const long long extra = ROLL ? KZR - 1 : 0, mult = ROLL ? 1 : kz;
 
-    for (long long tyi = blockIdx.y; tyi < p.tiles_y; tyi += gridDim.y) {
-        for (long long txi = blockIdx.x; txi < p.tiles_x; txi += gridDim.x) {
-            const long long e_tile = txi * SW, y_tile = tyi * PH;
-            const long long y0 = y_tile - p.koff[1], g0 = e_tile - HLa;
-            const long long e = e_tile + tx * BX;
-            const long long yo = y_tile + ty * BY;
-            const A *s_me = s_in + ty * BY * L + tx * BX;
-
-            if (CVK_GEN_ROLL(KZ, BY, BX)) {
-                enum { KZR = KZ > 0 ? KZ : 1 };
-                A acc[KZR][BY][BX];
+    cvk_gen_pref<UN> pf;
+    long long t = blockIdx.x, j = 0;
+    cvk_gen_tpos q = cvk_gen_tile_at(p, t, SW, PH);
+    if (UN && p.in_vec && t < total)
+        cvk_gen_prefetch<T, NT, UN>(p, (const T *)p.in + q.batch * p.ibs, q.zs - p.koff[0],
+                                    q.y_tile - p.koff[1], R, q.e_tile - HLa, L, C, pf);
+    A acc[KZR][BY][BX];
+    while (t < total) {
+        const T *base = (const T *)p.in + q.batch * p.ibs;
+        const long long stages = (q.ze - q.zs) * mult + extra;
+        const long long y0 = q.y_tile - p.koff[1], g0 = q.e_tile - HLa;
+        /* this stage's output plane z and its kz index k */
+        const long long z = ROLL ? q.zs + j - (KZR - 1) : q.zs + j / mult;
+        const int k = ROLL ? 0 : (int)(j % mult);
+        const long long zin = ROLL ? q.zs - p.koff[0] + j : z - p.koff[0] + k;
+        if (j == 0 || (!ROLL && k == 0)) {
 #pragma unroll
-                for (int j = 0; j < KZR; j++)
+            for (int a = 0; a < KZR; a++)
 #pragma unroll
-                    for (int o = 0; o < BY; o++)
+                for (int o = 0; o < BY; o++)
 #pragma unroll
-                        for (int i = 0; i < BX; i++)
-                            acc[j][o][i] = (A)0;
-                const long long planes = ze - zs + KZR - 1;
-                for (long long pz = 0; pz < planes; pz++) {
-                    __syncthreads();
-                    cvk_gen_stage<T, A, NT>(p, base, zs - p.koff[0] + pz, y0, R, g0, L, C, s_in);
-                    __syncthreads();
-                    if (SEP) {
-                        /* x taps on every staged row, then y taps, then z */
-                        for (int u = threadIdx.x; u < R * TX; u += NT) {
-                            const int r = u / TX, xb = u - r * TX;
-                            A h[1][BX];
-#pragma unroll
-                            for (int i = 0; i < BX; i++)
-                                h[0][i] = (A)0;
-                            cvk_gen_taps<A, KX, 1, CC, DD, 1, BX>(s_in + r * L + xb * BX, L, wx, h,
-                                                                 kx, 1, C, D);
-                            cvk_gen_sts<A, BX>(s_h + r * SW + xb * BX, h[0]);
-                        }
-                        __syncthreads();
-                        A pl[BY][BX];
-#pragma unroll
-                        for (int o = 0; o < BY; o++)
-#pragma unroll
-                            for (int i = 0; i < BX; i++)
-                                pl[o][i] = (A)0;
-                        cvk_gen_taps<A, 1, KY, 1, 0, BY, BX>(s_h + ty * BY * SW + tx * BX, SW, wy,
-                                                             pl, 1, ky, 1, 0);
-#pragma unroll
-                        for (int j = 0; j < KZR; j++) {
-                            const A wk = wz[KZR - 1 - j];
-#pragma unroll
-                            for (int o = 0; o < BY; o++)
-#pragma unroll
-                                for (int i = 0; i < BX; i++)
-                                    acc[j][o][i] += wk * pl[o][i];
-                        }
-                    } else {
-#pragma unroll
-                        for (int j = 0; j < KZR; j++)
-                            cvk_gen_taps<A, KX, KY, CC, DD, BY, BX>(
-                                s_me, L, w + (KZR - 1 - j) * ky * kx, acc[j], kx, ky, C, D);
-                    }
-                    /* acc[0] holds output plane zs + pz - (KZ - 1): complete */
-                    const long long z = zs + pz - (KZR - 1);
-                    if (z >= zs) {
-#pragma unroll
-                        for (int o = 0; o < BY; o++)
-                            if (yo + o < p.n[1] && e < WC)
-                                cvk_gen_store<OT, A, BX>(p, boff, z, yo + o, e, C, acc[0][o]);
-                    }
-#pragma unroll
-                    for (int j = 0; j + 1 < KZR; j++)
-#pragma unroll
-                        for (int o = 0; o < BY; o++)
-#pragma unroll
-                            for (int i = 0; i < BX; i++)
-                                acc[j][o][i] = acc[j + 1][o][i];
-#pragma unroll
-                    for (int o = 0; o < BY; o++)
-#pragma unroll
-                        for (int i = 0; i < BX; i++)
-                            acc[KZR - 1][o][i] = (A)0;
-                }
-            } else {
-                /* each output plane sums its kz input planes, staged in turn */
-                for (long long z = zs; z < ze; z++) {
-                    A acc[BY][BX];
-#pragma unroll
-                    for (int o = 0; o < BY; o++)
-#pragma unroll
-                        for (int i = 0; i < BX; i++)
-                            acc[o][i] = (A)0;
-                    for (int k = 0; k < kz; k++) {
-                        __syncthreads();
-                        cvk_gen_stage<T, A, NT>(p, base, z - p.koff[0] + k, y0, R, g0, L, C, s_in);
-                        __syncthreads();
-                        if (SEP) {
-                            for (int u = threadIdx.x; u < R * TX; u += NT) {
-                                const int r = u / TX, xb = u - r * TX;
-                                A h[1][BX];
-#pragma unroll
-                                for (int i = 0; i < BX; i++)
-                                    h[0][i] = (A)0;
-                                cvk_gen_taps<A, KX, 1, CC, DD, 1, BX>(s_in + r * L + xb * BX, L,
-                                                                     wx, h, kx, 1, C, D);
-                                cvk_gen_sts<A, BX>(s_h + r * SW + xb * BX, h[0]);
-                            }
-                            __syncthreads();
-                            A pl[BY][BX];
-#pragma unroll
-                            for (int o = 0; o < BY; o++)
-#pragma unroll
-                                for (int i = 0; i < BX; i++)
-                                    pl[o][i] = (A)0;
-                            cvk_gen_taps<A, 1, KY, 1, 0, BY, BX>(s_h + ty * BY * SW + tx * BX, SW,
-                                                                 wy, pl, 1, ky, 1, 0);
-                            const A wk = wz[k];
-#pragma unroll
-                            for (int o = 0; o < BY; o++)
-#pragma unroll
-                                for (int i = 0; i < BX; i++)
-                                    acc[o][i] += wk * pl[o][i];
-                        } else {
-                            cvk_gen_taps<A, KX, KY, CC, DD, BY, BX>(s_me, L, w + k * ky * kx, acc,
-                                                                    kx, ky, C, D);
-                        }
-                    }
-#pragma unroll
-                    for (int o = 0; o < BY; o++)
-                        if (yo + o < p.n[1] && e < WC)
-                            cvk_gen_store<OT, A, BX>(p, boff, z, yo + o, e, C, acc[o]);
-                }
-            }
+                    for (int i = 0; i < BX; i++)
+                        acc[a][o][i] = (A)0;
         }
+        __syncthreads();
+        if (UN && p.in_vec)
+            cvk_gen_commit<T, A, NT, UN>(p, base, zin, y0, R, g0, L, C, pf, s_in);
+        else
+            cvk_gen_stage<T, A, NT>(p, base, zin, y0, R, g0, L, C, s_in);
+        __syncthreads();
+        /* the next stage: its loads fly while this one computes */
+        long long tn = t, jn = j + 1;
+        cvk_gen_tpos qn = q;
+        if (jn >= stages) {
+            tn = t + gridDim.x, jn = 0;
+            qn = cvk_gen_tile_at(p, tn, SW, PH);
+        }
+        if (UN && p.in_vec && tn < total) {
+            const long long zn = ROLL ? qn.zs - p.koff[0] + jn
+                                      : qn.zs + jn / mult - p.koff[0] + jn % mult;
+            cvk_gen_prefetch<T, NT, UN>(p, (const T *)p.in + qn.batch * p.ibs, zn,
+                                        qn.y_tile - p.koff[1], R, qn.e_tile - HLa, L, C, pf);
+        }
+        const A *s_me = s_in + ty * BY * L + tx * BX;
+        if (SEP) {
+            /* x taps on every staged row, then y taps, then z */
+            for (int u = threadIdx.x; u < R * TX; u += NT) {
+                const int r = u / TX, xb = u - r * TX;
+                A h[1][BX];
+#pragma unroll
+                for (int i = 0; i < BX; i++)
+                    h[0][i] = (A)0;
+                cvk_gen_taps<A, KX, 1, CC, DD, 1, BX>(s_in + r * L + xb * BX, L, wx, h, kx, 1, C,
+                                                     D);
+                cvk_gen_sts<A, BX>(s_h + r * SW + xb * BX, h[0]);
+            }
+            __syncthreads();
+            A pl[BY][BX];
+#pragma unroll
+            for (int o = 0; o < BY; o++)
+#pragma unroll
+                for (int i = 0; i < BX; i++)
+                    pl[o][i] = (A)0;
+            cvk_gen_taps<A, 1, KY, 1, 0, BY, BX>(s_h + ty * BY * SW + tx * BX, SW, wy, pl, 1, ky,
+                                                 1, 0);
+#pragma unroll
+            for (int a = 0; a < KZR; a++) {
+                const A wk = wz[ROLL ? KZR - 1 - a : k];
+#pragma unroll
+                for (int o = 0; o < BY; o++)
+#pragma unroll
+                    for (int i = 0; i < BX; i++)
+                        acc[a][o][i] += wk * pl[o][i];
+            }
+        } else {
+#pragma unroll
+            for (int a = 0; a < KZR; a++)
+                cvk_gen_taps<A, KX, KY, CC, DD, BY, BX>(
+                    s_me, L, w + (ROLL ? KZR - 1 - a : k) * ky * kx, acc[a], kx, ky, C, D);
+        }
+        /* acc[0] holds output plane z once its last input plane is in */
+        if (ROLL ? z >= q.zs : k == kz - 1) {
+            const long long e = q.e_tile + tx * BX, yo = q.y_tile + ty * BY;
+#pragma unroll
+            for (int o = 0; o < BY; o++)
+                if (yo + o < p.n[1] && e < WC)
+                    cvk_gen_store<OT, A, BX>(p, q.batch * p.obs, z, yo + o, e, C, acc[0][o]);
+        }
+        if (ROLL) {
+#pragma unroll
+            for (int a = 0; a + 1 < KZR; a++)
+#pragma unroll
+                for (int o = 0; o < BY; o++)
+#pragma unroll
+                    for (int i = 0; i < BX; i++)
+                        acc[a][o][i] = acc[a + 1][o][i];
+#pragma unroll
+            for (int o = 0; o < BY; o++)
+#pragma unroll
+                for (int i = 0; i < BX; i++)
+                    acc[KZR - 1][o][i] = (A)0;
+        }
+        t = tn, j = jn, q = qn;
     }
 }
 
@@ -574,7 +639,11 @@ __global__ void __launch_bounds__(TX * TY, CVK_GEN_MIN_BLOCKS)
 {
     enum { NT = TX * TY, SW = TX * BX, RC = TY * BY, VW = 16 / sizeof(T) };
     enum { SPEC = KX > 0 && KY > 0 && CC > 0 && OX >= 0 };
-    enum { DD = SPEC ? ((OX * (CC > 0 ? CC : 1) + VW - 1) / VW * VW - OX * (CC > 0 ? CC : 1)) : -1 };
+    enum { Cc = CC > 0 ? CC : 1, KXc = KX > 0 ? KX : 1 };
+    enum { HLa_ = (OX * Cc + VW - 1) / VW * VW, DD = SPEC ? HLa_ - OX * Cc : -1 };
+    enum { L_ = (HLa_ + SW + (KXc - 1 - OX) * Cc + VW - 1) / VW * VW };
+    enum { UN0 = SPEC ? CVK_GEN_UNITS(RC, L_, VW, NT) : 0 };
+    enum { UN = UN0 <= CVK_GEN_MAX_UNITS ? UN0 : 0 };
     const int C = CVK_CT(CC, p.C);
     const int kx = CVK_CT(KX, p.k[2]), ky = CVK_CT(KY, p.k[1]);
     const int kk[3] = {1, ky, kx};
@@ -594,70 +663,90 @@ __global__ void __launch_bounds__(TX * TY, CVK_GEN_MIN_BLOCKS)
         __syncthreads();
     }
     const A *wy = w, *wx = w + ky;
-
     const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
-    const long long batch = blockIdx.z % p.nbatch;
-    const long long zplane = 0; /* 1-D and 2-D only */
-    const T *base = (const T *)p.in + batch * p.ibs;
-    const long long boff = batch * p.obs;
     const long long H = p.n[1], WC = p.n[2] * C;
+    const long long total = p.tiles_x * p.tiles_y * p.nbatch;
 
-    for (long long si = blockIdx.y; si < p.tiles_y; si += gridDim.y) {
-        for (long long txi = blockIdx.x; txi < p.tiles_x; txi += gridDim.x) {
-            const long long e_tile = txi * SW, g0 = e_tile - HLa;
-            const long long ys = si * p.zchunk;
-            const long long ye = ys + p.zchunk < H ? ys + p.zchunk : H;
-            const long long e = e_tile + tx * BX;
-            /* input rows t = 0, 1, ... are ys - koffy + t; row t lives in ring slot t % RING */
-            long long staged = 0; /* input rows x-filtered into the ring so far */
-            const long long need_total = ye - ys + ky - 1;
-            for (long long yo0 = ys; yo0 < ye; yo0 += RC) {
-                /* outputs [yo0, yo0 + RC) need input rows up to t = yo0 - ys + RC + ky - 2 */
-                long long need = yo0 - ys + RC + ky - 1;
-                need = need < need_total ? need : need_total;
-                while (staged < need) {
-                    const int nr = need - staged < RC ? (int)(need - staged) : RC;
-                    __syncthreads();
-                    cvk_gen_stage<T, A, NT>(p, base, zplane, ys - p.koff[1] + staged, nr, g0, L,
-                                            C, s_in);
-                    __syncthreads();
-                    for (int u = threadIdx.x; u < nr * TX; u += NT) {
-                        const int r = u / TX, xb = u - r * TX;
-                        A h[1][BX];
-#pragma unroll
-                        for (int i = 0; i < BX; i++)
-                            h[0][i] = (A)0;
-                        cvk_gen_taps<A, KX, 1, CC, DD, 1, BX>(s_in + r * L + xb * BX, L, wx, h, kx,
-                                                             1, C, D);
-                        /* slots past the period repeat its first rows, so every
-                         * window of BY + ky - 1 rows is contiguous */
-                        const int sl = (int)((staged + r) % RING);
-                        cvk_gen_sts<A, BX>(ring + sl * SW + xb * BX, h[0]);
-                        if (sl < G.H - RING)
-                            cvk_gen_sts<A, BX>(ring + (sl + RING) * SW + xb * BX, h[0]);
-                    }
-                    staged += nr;
-                }
-                __syncthreads();
-                /* y taps: this thread's BY rows from the ring (slots wrap) */
-                A acc[BY][BX];
-#pragma unroll
-                for (int o = 0; o < BY; o++)
-#pragma unroll
-                    for (int i = 0; i < BX; i++)
-                        acc[o][i] = (A)0;
-                const long long t0 = yo0 - ys + ty * BY;
-                const int slot0 = (int)(t0 % RING);
-                cvk_gen_taps<A, 1, KY, 1, 0, BY, BX>(ring + slot0 * SW + tx * BX, SW, wy, acc, 1,
-                                                     ky, 1, 0);
-#pragma unroll
-                for (int o = 0; o < BY; o++)
-                    if (yo0 + ty * BY + o < ye && e < WC)
-                        cvk_gen_store<OT, A, BX>(p, boff, zplane, yo0 + ty * BY + o, e, C, acc[o]);
-            }
-            __syncthreads();
-        }
+    /* A strip's stages: stage j stages and x-filters input rows
+     * [j RC, (j + 1) RC) (relative to its first output row minus koff),
+     * then outputs [(j + 1) RC - ky + 1 - RC, (j + 1) RC - ky + 1), as far
+     * as they lie in the strip, take their y taps. */
+    cvk_gen_pref<UN> pf;
+    long long t = blockIdx.x, j = 0;
+#define CVK_GEN_STRIP_AT(t_, e_tile_, ys_, ye_, batch_)                                        \
+    do {                                                                                       \
+        const long long tx_ = (t_) % p.tiles_x, r_ = (t_) / p.tiles_x;                         \
+        e_tile_ = tx_ * SW;                                                                    \
+        ys_ = (r_ % p.tiles_y) * p.zchunk;                                                     \
+        ye_ = ys_ + p.zchunk < H ? ys_ + p.zchunk : H;                                         \
+        batch_ = r_ / p.tiles_y;                                                               \
+    } while (0)
+    long long e_tile = 0, ys = 0, ye = 0, batch = 0;
+    if (t < total) {
+        CVK_GEN_STRIP_AT(t, e_tile, ys, ye, batch);
+        if (UN && p.in_vec)
+            cvk_gen_prefetch<T, NT, UN>(p, (const T *)p.in + batch * p.ibs, 0, ys - p.koff[1], RC,
+                                        e_tile - HLa, L, C, pf);
     }
+    while (t < total) {
+        const T *base = (const T *)p.in + batch * p.ibs;
+        const long long stages = (ye - ys + ky - 1 + RC - 1) / RC;
+        const long long g0 = e_tile - HLa;
+        __syncthreads();
+        if (UN && p.in_vec)
+            cvk_gen_commit<T, A, NT, UN>(p, base, 0, ys - p.koff[1] + j * RC, RC, g0, L, C, pf,
+                                         s_in);
+        else
+            cvk_gen_stage<T, A, NT>(p, base, 0, ys - p.koff[1] + j * RC, RC, g0, L, C, s_in);
+        __syncthreads();
+        long long tn = t, jn = j + 1, en = e_tile, ysn = ys, yen = ye, bn = batch;
+        if (jn >= stages) {
+            tn = t + gridDim.x, jn = 0;
+            if (tn < total)
+                CVK_GEN_STRIP_AT(tn, en, ysn, yen, bn);
+        }
+        if (UN && p.in_vec && tn < total)
+            cvk_gen_prefetch<T, NT, UN>(p, (const T *)p.in + bn * p.ibs, 0,
+                                        ysn - p.koff[1] + jn * RC, RC, en - HLa, L, C, pf);
+        /* x taps into the ring: slots past its period repeat its first rows,
+         * so every window of BY + ky - 1 rows is contiguous */
+        for (int u = threadIdx.x; u < RC * TX; u += NT) {
+            const int r = u / TX, xb = u - r * TX;
+            A h[1][BX];
+#pragma unroll
+            for (int i = 0; i < BX; i++)
+                h[0][i] = (A)0;
+            cvk_gen_taps<A, KX, 1, CC, DD, 1, BX>(s_in + r * L + xb * BX, L, wx, h, kx, 1, C, D);
+            const int sl = (int)((j * RC + r) % RING);
+            cvk_gen_sts<A, BX>(ring + sl * SW + xb * BX, h[0]);
+            if (sl < G.H - RING)
+                cvk_gen_sts<A, BX>(ring + (sl + RING) * SW + xb * BX, h[0]);
+        }
+        __syncthreads();
+        /* y taps for the outputs whose rows are all in */
+        const long long o0 = (j + 1) * RC - ky + 1 - RC + ty * BY; /* relative to ys */
+        if (o0 + BY > 0 && ys + o0 < ye) {
+            A acc[BY][BX];
+#pragma unroll
+            for (int o = 0; o < BY; o++)
+#pragma unroll
+                for (int i = 0; i < BX; i++)
+                    acc[o][i] = (A)0;
+            /* rows o0 .. o0 + BY + ky - 2; outputs before the strip's first
+             * read slots of rows not staged (o0 < 0): computed, not stored */
+            const long long first = o0 < 0 ? o0 + RING : o0;
+            const int slot0 = (int)(first % RING);
+            cvk_gen_taps<A, 1, KY, 1, 0, BY, BX>(ring + slot0 * SW + tx * BX, SW, wy, acc, 1, ky,
+                                                 1, 0);
+            const long long e = e_tile + tx * BX;
+#pragma unroll
+            for (int o = 0; o < BY; o++)
+                if (o0 + o >= 0 && ys + o0 + o < ye && e < WC)
+                    cvk_gen_store<OT, A, BX>(p, batch * p.obs, 0, ys + o0 + o, e, C, acc[o]);
+        }
+        t = tn, j = jn, e_tile = en, ys = ysn, ye = yen, batch = bn;
+    }
+#undef CVK_GEN_STRIP_AT
 }
 
 #endif

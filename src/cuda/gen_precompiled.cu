@@ -18,9 +18,8 @@
 #define CVK_GEN_LAUNCHER(NAME, KERNEL, A, NW)                                                   \
     static cudaError_t NAME(const cvk_gen_params *p, const void *bank, const void *gw,         \
                             const unsigned g3[3], unsigned block, size_t smem,                 \
-                            cudaStream_t stream)                                               \
+                            cudaStream_t stream, int *occupancy)                               \
     {                                                                                          \
-        const dim3 grid(g3[0], g3[1], g3[2]);                                                  \
         if (smem > CVK_DEFAULT_SHARED) {                                                       \
             cudaError_t e = cudaFuncSetAttribute((const void *)(KERNEL),                       \
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,  \
@@ -28,6 +27,11 @@
             if (e != cudaSuccess)                                                              \
                 return e;                                                                      \
         }                                                                                      \
+        if (occupancy)                                                                         \
+            return cudaOccupancyMaxActiveBlocksPerMultiprocessor(occupancy,                    \
+                                                                 (const void *)(KERNEL),       \
+                                                                 (int)block, smem);            \
+        const dim3 grid(g3[0], g3[1], g3[2]);                                                  \
         const cvk_gen_params q = *p;                                                           \
         const cvk_gen_wbank<A, NW> b = *(const cvk_gen_wbank<A, NW> *)bank;                    \
         const A *g = (const A *)gw;                                                            \
@@ -60,8 +64,8 @@ CVK_GEN_GENERIC(g_u16, unsigned short, float, 3, 0, 4)
  * exercises the specialised code): float32 gray 3x3 dense, a 5-tap
  * separable strip, uint8 RGB 3x3, a 3x3x3 volume and a 1-D 31-tap filter. */
 CVK_GEN_TILE_I(s_f32_3x3, float, float, 0, 0, 1, 3, 3, 1, 1, 0, 4, 4, 32, 8, 9)
-CVK_GEN_STRIP_I(s_f32_sep5, float, float, 0, 0, 1, 5, 5, 2, 4, 2, 32, 8, 10)
-CVK_GEN_TILE_I(s_u8c3_3x3, unsigned char, float, 2, 0, 3, 3, 3, 1, 1, 0, 4, 4, 32, 8, 9)
+CVK_GEN_STRIP_I(s_f32_sep5, float, float, 0, 0, 1, 5, 5, 2, 4, 4, 32, 8, 10)
+CVK_GEN_TILE_I(s_u8c3_3x3, unsigned char, float, 2, 0, 3, 3, 3, 1, 1, 0, 12, 2, 32, 8, 9)
 CVK_GEN_TILE_I(s_f32_3x3x3, float, float, 0, 0, 1, 3, 3, 3, 1, 0, 4, 2, 32, 8, 27)
 CVK_GEN_TILE_I(s_f32_1d31, float, float, 0, 0, 1, 31, 1, 1, 15, 0, 4, 1, 256, 1, 31)
 
@@ -86,8 +90,8 @@ static const cvk_gen_entry k_entries[] = {
     E_GENERIC(g_u8, 2, 0, 4),
     E_GENERIC(g_u16, 3, 0, 4),
     E_T(s_f32_3x3, 0, 0, 1, 3, 3, 1, 1, 0, 4, 4, 32, 8, 9),
-    E_S(s_f32_sep5, 0, 0, 1, 5, 5, 2, 4, 2, 32, 8, 10),
-    E_T(s_u8c3_3x3, 2, 0, 3, 3, 3, 1, 1, 0, 4, 4, 32, 8, 9),
+    E_S(s_f32_sep5, 0, 0, 1, 5, 5, 2, 4, 4, 32, 8, 10),
+    E_T(s_u8c3_3x3, 2, 0, 3, 3, 3, 1, 1, 0, 12, 2, 32, 8, 9),
     E_T(s_f32_3x3x3, 0, 0, 1, 3, 3, 3, 1, 0, 4, 2, 32, 8, 27),
     E_T(s_f32_1d31, 0, 0, 1, 31, 1, 1, 15, 0, 4, 1, 256, 1, 31),
 };

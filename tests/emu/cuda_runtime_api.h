@@ -72,6 +72,8 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device);
 cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device);
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr, const void *func);
 cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value);
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, const void *func,
+                                                          int block_size, size_t smem);
 cudaError_t cudaMalloc(void **ptr, size_t size);
 cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width, size_t height);
 cudaError_t cudaFree(void *ptr);
