@@ -7,6 +7,11 @@ which discounts other processes on a shared machine), and prints Markdown
 tables with the parallel efficiency:
   weak:   E(n) = T(1) / T(n)        (each rank holds SIZE^3)
   strong: E(n) = T(1) / (n T(n))    (the global array is SIZE^3)
+and, for weak scaling, the same against what the machine gives n
+independent processes computing the same boxes with plain plans at once
+(no MPI layer: "together"): E_mpi(n) = T_together(n) / T(n). On a machine
+whose cores share memory bandwidth (or another job's load), E(n) cannot
+exceed T(1) / T_together(n); E_mpi is what the MPI layer costs.
 
 usage: bench/mpi/mpi_scaling.py [--build DIR] [--ranks 1,2,3,4] [--size 256]
        [--filters box:1,dense:3] [--rounds 3] [--runs 10] [--backend cpu]
@@ -54,7 +59,12 @@ def main():
             r = run(cmd, env)
             key = (s, f, n)
             if key not in best or float(r["median_ms"]) < float(best[key]["median_ms"]):
+                keep = best.get(key, {}).get("together_ms")
                 best[key] = r
+                if keep and float(keep) < float(r["together_ms"]):
+                    best[key]["together_ms"] = keep
+            elif float(r["together_ms"]) < float(best[key]["together_ms"]):
+                best[key]["together_ms"] = r["together_ms"]
             print("round %d: %s" % (rnd + 1, " ".join("%s=%s" % kv for kv in r.items())),
                   file=sys.stderr, flush=True)
     for s in a.scalings.split(","):
@@ -64,17 +74,19 @@ def main():
             print("\n%s scaling, %s, %s, %s, %d thread(s) per rank, size %d%s:\n" % (
                 s, f, r0["strategy"], r0["mode"], a.threads, a.size,
                 " per rank" if s == "weak" else ""))
-            print("| ranks | global | ms (max over ranks) | efficiency | interior ms | wait ms"
-                  " | edges ms | halo MB | one box alone ms |")
-            print("|---|---|---|---|---|---|---|---|---|")
+            print("| ranks | global | ms (max over ranks) | efficiency | plain plans together ms"
+                  " | vs together | interior ms | wait ms | edges ms | halo MB |")
+            print("|---|---|---|---|---|---|---|---|---|---|")
             for n in ranks:
                 r = best[(s, f, n)]
                 t = float(r["median_ms"])
                 eff = (t1 / ranks[0]) / t if s == "weak" else t1 / (n * t)
-                print("| %d | %s | %.1f | %.0f%% | %.1f | %.2f | %.1f | %.2f | %.1f |" % (
-                    n, r["global"], t, 100 * eff, float(r["interior_ms"]),
-                    float(r["wait_ms"]), float(r["edges_ms"]), float(r["halo_MB"]),
-                    float(r["plain_ms"])))
+                tog = float(r["together_ms"])
+                print("| %d | %s | %.1f | %.0f%% | %.1f | %s | %.1f | %.2f | %.1f | %.2f |" % (
+                    n, r["global"], t, 100 * eff, tog,
+                    "%.0f%%" % (100 * tog / t) if s == "weak" else "-",
+                    float(r["interior_ms"]), float(r["wait_ms"]), float(r["edges_ms"]),
+                    float(r["halo_MB"])))
 
 
 if __name__ == "__main__":
