@@ -24,7 +24,7 @@ progress thread, or NIC offload), interior ranks (edge ranks have fewer
 neighbours), boxes as even as the grid allows, and no other traffic.
 
 usage: bench/mpi/scale_model.py [--alpha 2e-6] [--beta 25e9] [--pcie 50e9]
-       [--tgpu 4.64e-12] [--tcpu 90e-12] [--radius 1]
+       [--tgpu 4.64e-12] [--tcpu 40e-12] [--radius 1]
 """
 import argparse
 import math
@@ -92,7 +92,7 @@ def main():
     ap.add_argument("--beta", type=float, default=25e9, help="network bytes/s per node")
     ap.add_argument("--pcie", type=float, default=50e9, help="host<->GPU bytes/s (staging)")
     ap.add_argument("--tgpu", type=float, default=4.64e-12, help="s per output, GPU node")
-    ap.add_argument("--tcpu", type=float, default=90e-12, help="s per output, CPU node")
+    ap.add_argument("--tcpu", type=float, default=40e-12, help="s per output, CPU node")
     ap.add_argument("--radius", type=int, default=1, help="filter radius (K = 2r+1)")
     a = ap.parse_args()
     r = a.radius

@@ -6,7 +6,8 @@
  *
  * Piece boxes are contiguous C-order arrays with interleaved channels; the
  * caller's boxes may have any strides (a view). A run along the last axis
- * is one memcpy when the view is contiguous there.
+ * is one memcpy when the view is contiguous there. Copies of 2 MB and more
+ * share their rows among `threads` OpenMP threads (the plan's CPU threads).
  */
 #include "mpi_internal.h"
 
@@ -48,121 +49,118 @@ static void scatter_row(unsigned char *dst, const unsigned char *src, const cvmp
             memcpy(dst + (ptrdiff_t)c * v->cstride, src, v->esize);
 }
 
-/* One run along axis 2 of a transfer: the byte offset of its first source
- * element in the sender's view, the element index of its first position in
- * the receiver's piece box, its length and the source's step. */
-typedef void (*row_fn)(void *arg, ptrdiff_t src_off, size_t dst_index, size_t len, int step);
-
-/* Calls fn for every run along axis 2 of transfer t, in packing order (C
- * order of the box positions): sender view strides st, box extents e. */
-static void for_each_row(const cvmpi_transfer *t, const ptrdiff_t *st, const size_t *e, row_fn fn,
-                         void *arg)
-{
-    const cvmpi_list *l = t->axis;
-    for (size_t r0 = 0; r0 < l[0].nruns; r0++) {
-        const cvmpi_run *u0 = &l[0].runs[r0];
-        for (size_t i0 = 0; i0 < u0->len; i0++) {
-            const ptrdiff_t s0 = ((ptrdiff_t)u0->src + u0->step * (ptrdiff_t)i0) * st[0];
-            const size_t p0 = u0->pos + i0;
-            for (size_t r1 = 0; r1 < l[1].nruns; r1++) {
-                const cvmpi_run *u1 = &l[1].runs[r1];
-                for (size_t i1 = 0; i1 < u1->len; i1++) {
-                    const ptrdiff_t s1 =
-                        s0 + ((ptrdiff_t)u1->src + u1->step * (ptrdiff_t)i1) * st[1];
-                    const size_t p1 = p0 * e[1] + u1->pos + i1;
-                    for (size_t r2 = 0; r2 < l[2].nruns; r2++) {
-                        const cvmpi_run *u2 = &l[2].runs[r2];
-                        fn(arg, s1 + (ptrdiff_t)u2->src * st[2], p1 * e[2] + u2->pos, u2->len,
-                           u2->step);
-                    }
-                }
-            }
-        }
-    }
-}
-
 static void box_extents(const cvmpi_piece *pc, size_t *e)
 {
     for (int a = 0; a < 3; a++)
         e[a] = (size_t)(pc->in[a].hi - pc->in[a].lo);
 }
 
-typedef struct {
-    const unsigned char *base; /* the sender's view */
-    const cvmpi_view *v;
-    unsigned char *dst;        /* packed: the next element; box: its first element */
-    size_t elem;
-} copy_arg;
-
-static void pack_row(void *p, ptrdiff_t src_off, size_t dst_index, size_t len, int step)
+/*
+ * The rows of a transfer: every pair (j0, j1) of positions along axes 0 and
+ * 1 (the lists expanded: pos and src per position) is one row of the axis-2
+ * runs; row k = j0 * n1 + j1 holds the packed elements [k * n2, (k+1) * n2).
+ * Rows are independent: threads share them out (copies of 2 MB and up).
+ */
+static int threads_for(size_t bytes, int threads)
 {
-    copy_arg *c = p;
-    (void)dst_index;
-    gather_row(c->dst, c->base + src_off, c->v, len, step);
-    c->dst += len * c->elem;
+    return bytes < ((size_t)1 << 21) ? 1 : threads;
 }
 
 void cvmpi_pack(const cvmpi_link *link, const unsigned char *base, const cvmpi_view *v,
-                unsigned char *dst)
+                unsigned char *dst, int threads)
 {
-    const size_t e[3] = {0, 0, 0}; /* box positions are not needed */
-    copy_arg c = {base, v, dst, v->channels * v->esize};
-    for (int k = 0; k < link->nt; k++)
-        for_each_row(&link->t[k], v->stride, e, pack_row, &c);
-}
-
-static void unpack_row(void *p, ptrdiff_t src_off, size_t dst_index, size_t len, int step)
-{
-    copy_arg *c = p; /* base: the packed elements, advancing */
-    (void)src_off;
-    (void)step;
-    memcpy(c->dst + dst_index * c->elem, c->base, len * c->elem);
-    c->base += len * c->elem;
-}
-
-void cvmpi_unpack(const cvmpi_link *link, const unsigned char *src, cvmpi_piece_run *pr,
-                  const cvmpi_work *w)
-{
-    const ptrdiff_t none[3] = {0, 0, 0}; /* source offsets are not needed */
-    copy_arg c = {src, NULL, NULL, 0};
+    const size_t elem = v->channels * v->esize;
     for (int k = 0; k < link->nt; k++) {
         const cvmpi_transfer *t = &link->t[k];
-        size_t e[3];
-        box_extents(&w->piece[t->piece], e);
-        c.dst = pr[t->piece].in;
-        c.elem = pr[t->piece].in_view.channels * pr[t->piece].in_view.esize;
-        for_each_row(t, none, e, unpack_row, &c);
+        const cvmpi_list *l = t->axis;
+        const ptrdiff_t n0 = (ptrdiff_t)l[0].count, n1 = (ptrdiff_t)l[1].count;
+        const size_t n2 = l[2].count;
+        CVMPI_OMP(omp parallel for collapse(2) schedule(static)
+                  num_threads(threads_for(t->count * elem, threads)))
+        for (ptrdiff_t j0 = 0; j0 < n0; j0++)
+            for (ptrdiff_t j1 = 0; j1 < n1; j1++) {
+                const unsigned char *row = base + (ptrdiff_t)l[0].src[j0] * v->stride[0] +
+                                           (ptrdiff_t)l[1].src[j1] * v->stride[1];
+                unsigned char *d = dst + (size_t)(j0 * n1 + j1) * n2 * elem;
+                for (size_t r = 0; r < l[2].nruns; r++) {
+                    const cvmpi_run *u = &l[2].runs[r];
+                    gather_row(d, row + (ptrdiff_t)u->src * v->stride[2], v, u->len, u->step);
+                    d += u->len * elem;
+                }
+            }
+        dst += t->count * elem;
     }
 }
 
-static void self_row(void *p, ptrdiff_t src_off, size_t dst_index, size_t len, int step)
+void cvmpi_unpack(const cvmpi_link *link, const unsigned char *src, cvmpi_piece_run *pr,
+                  const cvmpi_work *w, int threads)
 {
-    copy_arg *c = p;
-    gather_row(c->dst + dst_index * c->elem, c->base + src_off, c->v, len, step);
+    for (int k = 0; k < link->nt; k++) {
+        const cvmpi_transfer *t = &link->t[k];
+        const cvmpi_list *l = t->axis;
+        size_t e[3];
+        box_extents(&w->piece[t->piece], e);
+        unsigned char *box = pr[t->piece].in;
+        const size_t elem = pr[t->piece].in_view.channels * pr[t->piece].in_view.esize;
+        const ptrdiff_t n0 = (ptrdiff_t)l[0].count, n1 = (ptrdiff_t)l[1].count;
+        const size_t n2 = l[2].count;
+        CVMPI_OMP(omp parallel for collapse(2) schedule(static)
+                  num_threads(threads_for(t->count * elem, threads)))
+        for (ptrdiff_t j0 = 0; j0 < n0; j0++)
+            for (ptrdiff_t j1 = 0; j1 < n1; j1++) {
+                const unsigned char *from = src + (size_t)(j0 * n1 + j1) * n2 * elem;
+                unsigned char *row = box + (l[0].pos[j0] * e[1] + l[1].pos[j1]) * e[2] * elem;
+                for (size_t r = 0; r < l[2].nruns; r++) {
+                    const cvmpi_run *u = &l[2].runs[r];
+                    memcpy(row + u->pos * elem, from, u->len * elem);
+                    from += u->len * elem;
+                }
+            }
+        src += t->count * elem;
+    }
 }
 
 void cvmpi_copy_self(const cvmpi_link *link, const unsigned char *base, const cvmpi_view *v,
-                     cvmpi_piece_run *pr, const cvmpi_work *w)
+                     cvmpi_piece_run *pr, const cvmpi_work *w, int threads)
 {
-    copy_arg c = {base, v, NULL, v->channels * v->esize};
+    const size_t elem = v->channels * v->esize;
     for (int k = 0; k < link->nt; k++) {
         const cvmpi_transfer *t = &link->t[k];
+        const cvmpi_list *l = t->axis;
         size_t e[3];
         box_extents(&w->piece[t->piece], e);
-        c.dst = pr[t->piece].in;
-        for_each_row(t, v->stride, e, self_row, &c);
+        unsigned char *box = pr[t->piece].in;
+        const ptrdiff_t n0 = (ptrdiff_t)l[0].count, n1 = (ptrdiff_t)l[1].count;
+        CVMPI_OMP(omp parallel for collapse(2) schedule(static)
+                  num_threads(threads_for(t->count * elem, threads)))
+        for (ptrdiff_t j0 = 0; j0 < n0; j0++)
+            for (ptrdiff_t j1 = 0; j1 < n1; j1++) {
+                const unsigned char *from = base + (ptrdiff_t)l[0].src[j0] * v->stride[0] +
+                                            (ptrdiff_t)l[1].src[j1] * v->stride[1];
+                unsigned char *row = box + (l[0].pos[j0] * e[1] + l[1].pos[j1]) * e[2] * elem;
+                for (size_t r = 0; r < l[2].nruns; r++) {
+                    const cvmpi_run *u = &l[2].runs[r];
+                    gather_row(row + u->pos * elem, from + (ptrdiff_t)u->src * v->stride[2], v,
+                               u->len, u->step);
+                }
+            }
     }
 }
 
 void cvmpi_store_piece(const cvmpi_piece *pc, const cvmpi_piece_run *r, unsigned char *base,
-                       const cvmpi_view *v, const cvmpi_work *w)
+                       const cvmpi_view *v, const cvmpi_work *w, int threads)
 {
     size_t e[3];
     box_extents(pc, e);
     const size_t elem = v->channels * v->esize;
     const size_t n2 = (size_t)(pc->out[2].hi - pc->out[2].lo);
-    for (ptrdiff_t o0 = pc->out[0].lo; o0 < pc->out[0].hi; o0++)
-        for (ptrdiff_t o1 = pc->out[1].lo; o1 < pc->out[1].hi; o1++) {
+    const ptrdiff_t lo0 = pc->out[0].lo, hi0 = pc->out[0].hi, lo1 = pc->out[1].lo,
+                    hi1 = pc->out[1].hi;
+    const size_t bytes = (size_t)(hi0 - lo0) * (size_t)(hi1 - lo1) * n2 * elem;
+    CVMPI_OMP(omp parallel for collapse(2) schedule(static)
+              num_threads(threads_for(bytes, threads)))
+    for (ptrdiff_t o0 = lo0; o0 < hi0; o0++)
+        for (ptrdiff_t o1 = lo1; o1 < hi1; o1++) {
             size_t at = ((size_t)(o0 - pc->in[0].lo) * e[1] + (size_t)(o1 - pc->in[1].lo)) * e[2] +
                         (size_t)(pc->out[2].lo - pc->in[2].lo);
             unsigned char *dst = base + (o0 - w->box[0].lo) * v->stride[0] +

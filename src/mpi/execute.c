@@ -126,7 +126,7 @@ convolve_status convolve_mpi_execute(convolve_mpi_plan *p, const void *in, void 
     }
     for (int i = 0; i < p->nsends && err == MPI_SUCCESS; i++) {
         if (usable)
-            cvmpi_pack(&p->sends[i], in, &p->user_in, p->sends[i].buf);
+            cvmpi_pack(&p->sends[i], in, &p->user_in, p->sends[i].buf, p->threads);
         err = post(isend, &p->sends[i], p->comm, &p->req[nreq]);
         nreq += p->sends[i].nreq;
         p->stats.bytes_sent += p->sends[i].bytes;
@@ -139,7 +139,7 @@ convolve_status convolve_mpi_execute(convolve_mpi_plan *p, const void *in, void 
         usable = 0;
     }
     if (usable)
-        cvmpi_copy_self(&p->self, in, &p->user_in, p->pr, &p->work);
+        cvmpi_copy_self(&p->self, in, &p->user_in, p->pr, &p->work, p->threads);
     const double t1 = MPI_Wtime();
 
     if (usable && p->run_interior) {
@@ -168,13 +168,14 @@ convolve_status convolve_mpi_execute(convolve_mpi_plan *p, const void *in, void 
 
     if (usable) {
         for (int i = 0; i < p->nrecvs; i++)
-            cvmpi_unpack(&p->recvs[i], p->recvs[i].buf, p->pr, &p->work);
+            cvmpi_unpack(&p->recvs[i], p->recvs[i].buf, p->pr, &p->work, p->threads);
         for (int k = 0; k < p->work.npieces && st == CONVOLVE_OK; k++) {
             convolve_status s = convolve_execute(p->pr[k].plan, p->pr[k].in, p->pr[k].out);
             if (s != CONVOLVE_OK)
                 st = cvmpi_fail_core(ctx, s, "computing an edge piece");
             else
-                cvmpi_store_piece(&p->work.piece[k], &p->pr[k], out, &p->user_out, &p->work);
+                cvmpi_store_piece(&p->work.piece[k], &p->pr[k], out, &p->user_out, &p->work,
+                                  p->threads);
         }
         p->stats.pieces = p->work.npieces;
     }

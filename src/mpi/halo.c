@@ -132,7 +132,26 @@ static int list_build(const cvmpi_geometry *geo, int a, cvmpi_range in, int part
         if (!list_add(l, &cap, (size_t)(t - in.lo), (size_t)g - lo))
             return 0;
     }
+    if (!l->count)
+        return 1;
+    l->pos = malloc(l->count * sizeof *l->pos);
+    l->src = malloc(l->count * sizeof *l->src);
+    if (!l->pos || !l->src)
+        return 0;
+    size_t k = 0;
+    for (size_t r = 0; r < l->nruns; r++)
+        for (size_t i = 0; i < l->runs[r].len; i++, k++) {
+            l->pos[k] = l->runs[r].pos + i;
+            l->src[k] = (size_t)((ptrdiff_t)l->runs[r].src + l->runs[r].step * (ptrdiff_t)i);
+        }
     return 1;
+}
+
+static void list_free(cvmpi_list *l)
+{
+    free(l->runs);
+    free(l->pos);
+    free(l->src);
 }
 
 void cvmpi_link_free(cvmpi_link *link)
@@ -141,7 +160,7 @@ void cvmpi_link_free(cvmpi_link *link)
         return;
     for (int i = 0; i < link->nt; i++)
         for (int a = 0; a < 3; a++)
-            free(link->t[i].axis[a].runs);
+            list_free(&link->t[i].axis[a]);
     free(link->t);
     free(link->buf);
     memset(link, 0, sizeof *link);
@@ -171,7 +190,7 @@ int cvmpi_link_build(const cvmpi_geometry *geo, const cvmpi_work *wr, int sender
             continue;
         }
         for (int a = 0; a < 3; a++)
-            free(t->axis[a].runs);
+            list_free(&t->axis[a]);
         if (!ok) {
             cvmpi_link_free(link);
             return 0;

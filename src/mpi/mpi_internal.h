@@ -16,6 +16,13 @@
 #include <stddef.h>
 
 #define CVMPI_MSG_SIZE 1024
+/* OpenMP directives that vanish when OpenMP is off: CVMPI_OMP(omp parallel ...). */
+#ifdef _OPENMP
+#define CVMPI_OMP(directive) _Pragma(#directive)
+#else
+#define CVMPI_OMP(directive)
+#endif
+
 /* One MPI message carries at most this many bytes (counts are ints). */
 #define CVMPI_CHUNK_BYTES ((size_t)1 << 30)
 
@@ -114,10 +121,12 @@ typedef struct cvmpi_run {
     int step;
 } cvmpi_run;
 
-/* The positions of one piece box along one axis that one sender owns. */
+/* The positions of one piece box along one axis that one sender owns: as
+ * runs, and expanded (position and source index of each, in order). */
 typedef struct cvmpi_list {
     cvmpi_run *runs;
     size_t nruns, count;
+    size_t *pos, *src;
 } cvmpi_list;
 
 /* The elements of one of the receiver's pieces that one sender owns: the
@@ -179,26 +188,27 @@ struct convolve_mpi_plan {
     MPI_Request *req;
     int nreq;
     int progress_thread;            /* MPI allows a thread to test requests meanwhile */
+    int threads;                    /* for copies: options.threads, or all (0) */
     convolve_backend backend;       /* what the local plans run */
     char strategy[64];
     int device;
     convolve_mpi_stats stats;
 };
 
-/* Packs the elements of `link` read from the box at `base` (view v,
- * box starting at global index box_lo) into dst. */
+/* Packs the elements of `link` read from the sender's box at `base` (view
+ * v) into dst. The copies below use up to `threads` OpenMP threads. */
 void cvmpi_pack(const cvmpi_link *link, const unsigned char *base, const cvmpi_view *v,
-                unsigned char *dst);
+                unsigned char *dst, int threads);
 /* Unpacks a link's packed elements into the receiver's piece input boxes. */
 void cvmpi_unpack(const cvmpi_link *link, const unsigned char *src, cvmpi_piece_run *pr,
-                  const cvmpi_work *w);
+                  const cvmpi_work *w, int threads);
 /* Copies own elements straight from the caller's box into own piece boxes. */
 void cvmpi_copy_self(const cvmpi_link *link, const unsigned char *base, const cvmpi_view *v,
-                     cvmpi_piece_run *pr, const cvmpi_work *w);
+                     cvmpi_piece_run *pr, const cvmpi_work *w, int threads);
 /* Copies the region piece.out from a piece's output box into the caller's
  * output box (view v, box w->box). */
 void cvmpi_store_piece(const cvmpi_piece *piece, const cvmpi_piece_run *r, unsigned char *base,
-                       const cvmpi_view *v, const cvmpi_work *w);
+                       const cvmpi_view *v, const cvmpi_work *w, int threads);
 
 /* ---- GPU choice (device.c) ---------------------------------------------------- */
 

@@ -11,6 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 /* What every rank must pass alike; compared with rank 0's. */
 typedef struct {
     int ndim, in_dtype, out_dtype, mode, operation, backend, autotune, named;
@@ -378,6 +382,11 @@ static convolve_status build(convolve_mpi_plan *p, convolve_status st, const agr
     MPI_Query_thread(&level);
     const char *env = getenv("CONVOLVE_MPI_PROGRESS");
     p->progress_thread = level >= MPI_THREAD_SERIALIZED && !(env && !strcmp(env, "0"));
+#ifdef _OPENMP
+    p->threads = o->threads > 0 ? o->threads : omp_get_max_threads();
+#else
+    p->threads = 1;
+#endif
     st = make_pieces(p, in, out, filter, &lopt);
     if (st == CONVOLVE_OK)
         st = make_links(p);

@@ -374,14 +374,21 @@ static void fft_case(convolve_context *ctx, int ndim)
     free(bo);
 }
 
-/* convolve_mpi_decompose's balanced grid (all axes free) on a 3-D volume,
+/* convolve_mpi_decompose's balanced grid (all axes free, or slabs of wide
+ * planes whose halos and edges are copied by 2 threads) on a 3-D volume,
  * mirror mode, a dense 5x3x4 filter: the boxes it gives serve a plan whose
  * result is one process's. */
-static void decompose_case(convolve_context *ctx)
+static void decompose_case(convolve_context *ctx, int wide)
 {
     size_t n[3] = {21, 18, 16}, k[3] = {5, 3, 4}, start[3], shape[3];
-    int grid[3] = {0, 0, 0};
-    CHECK_OK(ctx, convolve_mpi_decompose(ctx, MPI_COMM_WORLD, 3, n, grid, start, shape));
+    int grid[3] = {0, 0, 0}, slabs[3] = {g_size, 1, 1};
+    if (wide) {
+        n[0] = (size_t)(2 * g_size + 3);
+        n[1] = 440;
+        n[2] = 430;
+    }
+    CHECK_OK(ctx, convolve_mpi_decompose(ctx, MPI_COMM_WORLD, 3, n, wide ? slabs : grid, start,
+                                         shape));
     double w[60];
     h_fill(w, 60);
     convolve_filter *f;
@@ -398,15 +405,15 @@ static void decompose_case(convolve_context *ctx)
     convolve_options_init(&opt);
     opt.backend = CONVOLVE_BACKEND_CPU;
     opt.mode = CONVOLVE_MODE_MIRROR;
-    opt.threads = 1;
+    opt.threads = wide ? 2 : 1;
     convolve_mpi_plan *plan = NULL;
     CHECK_OK(ctx, convolve_mpi_plan_create(ctx, &plan, MPI_COMM_WORLD, n, start, &b, &b, f, &opt));
     if (plan) {
         CHECK_OK(ctx, convolve_mpi_execute(plan, bi, bo));
         CHECK_OK(ctx, convolve_run(ctx, &g, gi, &g, go, f, &opt));
         extract((unsigned char *)go, n, start, &b, (unsigned char *)want);
-        CHECK(memcmp(bo, want, bc * 4) == 0, "balanced grid: box at %zu,%zu,%zu differs",
-              start[0], start[1], start[2]);
+        CHECK(memcmp(bo, want, bc * 4) == 0, "%s: box at %zu,%zu,%zu differs",
+              wide ? "wide slabs" : "balanced grid", start[0], start[1], start[2]);
     }
     convolve_mpi_plan_free(plan);
     convolve_filter_free(f);
@@ -549,7 +556,8 @@ int main(int argc, char **argv)
     fft_case(ctx, 1);
     fft_case(ctx, 2);
     fft_case(ctx, 3);
-    decompose_case(ctx);
+    decompose_case(ctx, 0);
+    decompose_case(ctx, 1);
     error_paths(ctx);
     convolve_context_free(ctx);
 
