@@ -97,9 +97,9 @@ def main():
     a = ap.parse_args()
     r = a.radius
     # GPU node: one H200 with its own NIC, boxes resident on the device
-    # (copies on the device); CPU node: 64 cores, copies on one core as
-    # src/mpi/copy.c does them
-    nodes = (("GPU node", a.tgpu, a.pcie, 141e9, 1e12), ("CPU node", a.tcpu, None, 512e9, 10e9))
+    # (copies on the device, ~1 TB/s); CPU node: 64 cores, copies shared by
+    # all of them as src/mpi/copy.c does (~100 GB/s copied)
+    nodes = (("GPU node", a.tgpu, a.pcie, 141e9, 1e12), ("CPU node", a.tcpu, None, 512e9, 100e9))
     for name, t_c, pcie, mem, copy_bw in nodes:
         print("\n%s: t_c = %.3g ps/output, alpha = %.3g us, beta = %.3g GB/s%s, %.0f GB of "
               "memory, filter %dx%dx%d\n"
