@@ -81,12 +81,15 @@ CONVOLVE_MPI_API convolve_status convolve_mpi_decompose(convolve_context *ctx, M
  * filter and options; the boxes must form a Cartesian grid that covers the
  * array once. Collective over comm (the plan works on a duplicate of it).
  *
- * Backend and strategy: options->backend CPU, or AUTO without a usable GPU,
- * runs on the CPU; with strategy NULL/"auto"/"fast" the plan picks what the
- * CPU's `fast` strategy would, `separable` for a separable filter with taps
- * along 2+ axes, else `direct` (never `fft`, which would not be exact; name
- * it to have it). CUDA (or AUTO with a usable GPU) uses device
- * (rank within its node) % (devices), staging halos through host memory.
+ * Backend and strategy: AUTO takes the backend one process would take for
+ * the whole array (the GPU when one is usable and the work pays). On the
+ * CPU, with strategy NULL/"auto"/"fast", the plan picks what the CPU's
+ * `fast` strategy would, `separable` for a separable filter with taps along
+ * 2+ axes, else `direct` (never `fft`, which would not be exact; name it to
+ * have it). On the GPU (device (rank within its node) % (devices); data
+ * and halos staged through host memory) the local plans prefer the
+ * strategy one process would run on the whole array, and take their own
+ * choice where that one cannot serve them.
  * With options->autotune and no strategy named, rank 0 times the
  * strategies on its box and every rank uses its choice.
  *

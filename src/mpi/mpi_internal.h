@@ -191,6 +191,7 @@ struct convolve_mpi_plan {
     int threads;                    /* for copies: options.threads, or all (0) */
     convolve_backend backend;       /* what the local plans run */
     char strategy[64];
+    char gpu_choice[64];            /* one process's GPU strategy, preferred ("": none) */
     int device;
     convolve_mpi_stats stats;
 };

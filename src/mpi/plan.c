@@ -156,6 +156,21 @@ static void reach(cvmpi_geometry *geo, const convolve_filter *f, const convolve_
     }
 }
 
+/* A local plan; one process's GPU strategy (preferred, not named by the
+ * caller) gives way to the GPU's own choice where it cannot serve. */
+static convolve_status local_plan(convolve_mpi_plan *p, convolve_plan **plan,
+                                  const convolve_layout *in, const convolve_layout *out,
+                                  const convolve_filter *filter, const convolve_options *lopt)
+{
+    convolve_status st = convolve_plan_create(p->ctx, plan, in, out, filter, lopt);
+    if (st == CONVOLVE_ERROR_UNSUPPORTED && p->gpu_choice[0] && lopt->strategy == p->gpu_choice) {
+        convolve_options any = *lopt;
+        any.strategy = NULL;
+        st = convolve_plan_create(p->ctx, plan, in, out, filter, &any);
+    }
+    return st;
+}
+
 static convolve_status make_pieces(convolve_mpi_plan *p, const convolve_layout *in,
                                    const convolve_layout *out, const convolve_filter *filter,
                                    const convolve_options *lopt)
@@ -180,7 +195,7 @@ static convolve_status make_pieces(convolve_mpi_plan *p, const convolve_layout *
                               "out of memory for an edge piece of %zu elements", count);
         view_of(&li, &r->in_view);
         view_of(&lo, &r->out_view);
-        if ((st = convolve_plan_create(p->ctx, &r->plan, &li, &lo, filter, lopt)) != CONVOLVE_OK)
+        if ((st = local_plan(p, &r->plan, &li, &lo, filter, lopt)) != CONVOLVE_OK)
             return cvmpi_fail_core(p->ctx, st, "planning an edge piece");
     }
     return CONVOLVE_OK;
@@ -325,14 +340,35 @@ static convolve_status build(convolve_mpi_plan *p, convolve_status st, const agr
                    (o->backend == CONVOLVE_BACKEND_AUTO &&
                     convolve_backend_built(CONVOLVE_BACKEND_CUDA));
     p->device = cvmpi_select_device(p->comm, want_gpu);
-    if (o->backend == CONVOLVE_BACKEND_AUTO) {
+    int named = strategy_named(o->strategy) && strcmp(o->strategy, "fast") != 0;
+    /* what one process would choose for the whole array (plans allocate no
+     * array memory: this costs little): AUTO's backend (the GPU only when
+     * the work pays) and, on the GPU, the strategy, which local plans then
+     * prefer */
+    if (want_gpu && !(o->autotune && !named)) {
+        convolve_layout gi, go;
+        size_t shape[CONVOLVE_MAX_DIMS];
+        for (int a = 0; a < p->ndim; a++)
+            shape[a] = p->geo.n[3 - p->ndim + a];
+        convolve_plan *probe = NULL;
+        if (convolve_layout_init(&gi, in->dtype, p->ndim, shape, in->channels) == CONVOLVE_OK &&
+            convolve_layout_init(&go, out->dtype, p->ndim, shape, in->channels) == CONVOLVE_OK &&
+            convolve_plan_create(ctx, &probe, &gi, &go, filter, &lopt) == CONVOLVE_OK) {
+            if (o->backend == CONVOLVE_BACKEND_AUTO)
+                lopt.backend = convolve_plan_backend(probe);
+            if (convolve_plan_backend(probe) == CONVOLVE_BACKEND_CUDA && !named)
+                snprintf(p->gpu_choice, sizeof p->gpu_choice, "%s",
+                         convolve_plan_strategy(probe));
+        }
+        convolve_plan_free(probe);
+    }
+    if (lopt.backend == CONVOLVE_BACKEND_AUTO) { /* no probe, or it failed */
         convolve_device_info info;
         int gpu = want_gpu && convolve_device_query(ctx, &info) == CONVOLVE_OK && info.available;
         lopt.backend = gpu ? CONVOLVE_BACKEND_CUDA : CONVOLVE_BACKEND_CPU;
     }
     if (lopt.backend != CONVOLVE_BACKEND_CUDA)
         p->device = -1;
-    int named = strategy_named(o->strategy) && strcmp(o->strategy, "fast") != 0;
     if (!named && o->autotune) {
         /* rank 0 measures; everyone runs its choice */
         char name[64] = "";
@@ -356,11 +392,13 @@ static convolve_status build(convolve_mpi_plan *p, convolve_status st, const agr
     } else if (!named && lopt.backend == CONVOLVE_BACKEND_CPU) {
         lopt.strategy = cpu_choice(filter, p->ndim);
     } else if (!named) {
-        lopt.strategy = NULL; /* the GPU's own choice, per local plan */
+        /* one process's GPU strategy where a local plan can run it, else the
+         * GPU's own choice for that plan */
+        lopt.strategy = p->gpu_choice[0] ? p->gpu_choice : NULL;
     }
 
     /* the plan over the caller's box: it also checks layouts, filter, origin */
-    st = convolve_plan_create(ctx, &p->interior, in, out, filter, &lopt);
+    st = local_plan(p, &p->interior, in, out, filter, &lopt);
     if (st != CONVOLVE_OK)
         cvmpi_fail_core(ctx, st, "planning this rank's box");
     if ((st = cvmpi_agree(ctx, p->comm, st)) != CONVOLVE_OK)
