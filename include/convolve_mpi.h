@@ -89,7 +89,8 @@ CONVOLVE_MPI_API convolve_status convolve_mpi_decompose(convolve_context *ctx, M
  * have it). On the GPU (device (rank within its node) % (devices); data
  * and halos staged through host memory) the local plans prefer the
  * strategy one process would run on the whole array, and take their own
- * choice where that one cannot serve them.
+ * choice where that one cannot serve them. Wanting a GPU (CUDA, or AUTO in
+ * a build with CUDA) makes the rank's device current for the calling thread.
  * With options->autotune and no strategy named, rank 0 times the
  * strategies on its box and every rank uses its choice.
  *
