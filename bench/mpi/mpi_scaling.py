@@ -15,7 +15,7 @@ exceed T(1) / T_together(n); E_mpi is what the MPI layer costs.
 
 usage: bench/mpi/mpi_scaling.py [--build DIR] [--ranks 1,2,3,4] [--size 256]
        [--filters box:1,dense:3] [--rounds 3] [--runs 10] [--backend cpu]
-       [--threads 1] [--mpirun "mpirun --oversubscribe"]
+       [--threads 1] [--mpirun "mpirun --oversubscribe --bind-to none"]
 """
 import argparse
 import os
@@ -43,7 +43,7 @@ def main():
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--backend", default="cpu")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--mpirun", default="mpirun --oversubscribe")
+    ap.add_argument("--mpirun", default="mpirun --oversubscribe --bind-to none")
     a = ap.parse_args()
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     exe = os.path.join(a.build, "bench", "mpi_scaling")
