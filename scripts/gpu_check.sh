@@ -247,8 +247,9 @@ want large && [ -z "${GPU_CHECK_SKIP_LARGE:-}" ] &&
 if [ -n "${GPU_CHECK_PROFILE:-}" ]; then
     # Nsight Compute on the fast kernels (clocks left alone), into bench.txt
     NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-    # each: LABEL|KERNEL REGEX|bench options (the shapes of the targets)
-    for spec in "direct 2-D r=1|fd_kernel|--shape 8192x8192 --radius 1 --strategy direct" \
+    # each: LABEL|KERNEL REGEX|bench options (the shapes of the targets);
+    # GPU_CHECK_PROFILE=gen profiles the generated kernels only
+    [ "$GPU_CHECK_PROFILE" = gen ] || for spec in "direct 2-D r=1|fd_kernel|--shape 8192x8192 --radius 1 --strategy direct" \
         "direct 2-D r=3|fd_kernel|--shape 8192x8192 --radius 3 --strategy direct" \
         "direct 2-D r=4|fd_kernel|--shape 8192x8192 --radius 4 --strategy direct" \
         "direct 2-D r=7|fd_kernel|--shape 8192x8192 --radius 7 --strategy direct" \
@@ -274,7 +275,7 @@ if [ -n "${GPU_CHECK_PROFILE:-}" ]; then
             --section LaunchStats "$PY" "$ROOT/bench/generality.py" --build "$BUILD" --runs 3 \
             --no-strategies --only "$only"
     done
-    step "fft sizes" "$OUT/bench.txt" 60 "$PY" "$ROOT/bench/fft_sizes.py"
+    [ "$GPU_CHECK_PROFILE" = gen ] || step "fft sizes" "$OUT/bench.txt" 60 "$PY" "$ROOT/bench/fft_sizes.py"
 fi
 
 # ---- registers and spills from the SASS -------------------------------------
