@@ -69,7 +69,7 @@ _CACHE_MAX = 256
 _POOL_MAX = 4
 _cache = {}
 _cache_lock = threading.Lock()
-stats = {"hits": 0, "misses": 0}
+stats = {"hits": 0, "misses": 0, "input_copies": 0, "output_buffers": 0}
 
 
 def clear_plan_cache():
@@ -202,11 +202,10 @@ def _make_plan(inp_shape, sin, sout, in_name, out_name, isz, osz, filt, origins,
     if not spatial:
         spatial = [[1, isz, osz, None, 0]]
     srcs = [v[3] for v in spatial]
-    if in_name != "float64" and out_name != "float64":  # the library computes in float
-        if kind == "dense":
-            fdata = _sum_preserving_f32(fdata)
-        else:
-            fdata = [None if t is None else _sum_preserving_f32(t) for t in fdata]
+    if in_name != "float64" and out_name != "float64" and kind != "dense":
+        # the library computes in float (dense weights stay: their rank-one
+        # test, which picks the separable path, wants them as given)
+        fdata = [None if t is None else _sum_preserving_f32(t) for t in fdata]
     if kind == "dense":
         act = [a for a in range(nd) if fext[a] > 1]
         w = np.asarray(fdata, dtype=np.float64).reshape([fext[a] for a in act])
@@ -277,6 +276,10 @@ def _store(ops, out, tmp, cfg):
     if cfg.saturate and odt.kind in "iu":
         info = np.iinfo(odt)
         ops.round_clip(tmp, float(info.min), float(info.max))
+    elif odt.kind in "iu" and odt.itemsize < 8:
+        # scipy's C cast: truncation to a machine integer, then its low bits
+        # (numpy's own float-to-small-integer casts may clamp instead)
+        tmp = ops.astype(tmp, np.int64)
     ops.copy_into(out, tmp)
 
 
@@ -389,6 +392,7 @@ def apply(ops, inp, out, filt, origins, mode, cval, cfg=DEFAULT, divide=None):
         _apply_split(ops, inp, out, fdata, origins, mode, cval, cfg)
         return
     if not ops.usable(inp):
+        stats["input_copies"] += 1
         inp = ops.astype(inp, _work_input_dtype(ops.dtype(inp)))
     odt = ops.dtype(out)
     if not ops.writeable(out):
@@ -403,6 +407,7 @@ def apply(ops, inp, out, filt, origins, mode, cval, cfg=DEFAULT, divide=None):
         tdt = _F32                      # float16 outputs
     else:
         tdt = _F64
+    stats["output_buffers"] += 1
     tmp = ops.empty(shape, tdt, like=inp)
     _run(ops, inp, tmp, filt, origins, mode, cval, cfg)
     if divide is not None:

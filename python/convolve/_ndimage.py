@@ -118,10 +118,11 @@ def _get_output(ops, output, input, shape=None, complex_output=False):
     left uninitialised: every element is written)."""
     if shape is None:
         shape = input.shape
-    if output is None:
+    if output is None:  # native byte order, as scipy's dtype=input.dtype.name
+        dt = ops.dtype(input).newbyteorder("=")
         if not complex_output:
-            return ops.empty(shape, ops.dtype(input), like=input)
-        return ops.empty(shape, np.promote_types(ops.dtype(input), np.complex64), like=input)
+            return ops.empty(shape, dt, like=input)
+        return ops.empty(shape, np.promote_types(dt, np.complex64), like=input)
     dt = _dtype_arg(ops, output)
     if dt is not None:
         if complex_output and dt.kind != "c":
