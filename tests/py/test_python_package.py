@@ -420,10 +420,45 @@ def test_errors():
           ndi.correlate(x, np.ones((2, 2)), mode="constant", cval=np.nan))
 
 
+def test_install():
+    """make install-python's step, into a staging directory (DESTDIR): the
+    installed package imports from there, alone, and computes."""
+    import shutil
+    import subprocess
+    import tempfile
+    build = os.path.abspath(os.environ.get("CONVOLVE_BUILD_DIR", "build"))
+    if not shutil.which("cmake") or not os.path.exists(os.path.join(build, "cmake_install.cmake")):
+        print("test_install: skipped (no cmake or no build tree)")
+        return
+    with tempfile.TemporaryDirectory() as stage:
+        env = dict(os.environ, DESTDIR=stage)
+        r = subprocess.run(["cmake", "--install", build, "--component", "python"], env=env,
+                           capture_output=True, text=True)
+        COUNT[0] += 1
+        if r.returncode != 0:
+            FAILS.append("install: %s%s" % (r.stdout[-1000:], r.stderr[-1000:]))
+            return
+        sites = [d for d, _, files in os.walk(stage) if "__init__.py" in files and
+                 os.path.basename(d) == "convolve"]
+        COUNT[0] += 1
+        if len(sites) != 1:
+            FAILS.append("install: the package is not where expected: %s" % sites)
+            return
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(sites[0]))
+        code = ("import convolve, numpy as np; assert convolve.__file__.startswith(%r); "
+                "print(convolve.correlate1d([2, 8, 0, 4, 1, 9, 9, 0], [1, 3]).tolist())"
+                % stage)
+        r = subprocess.run([sys.executable, "-c", code], env=env, cwd=stage,
+                           capture_output=True, text=True)
+        COUNT[0] += 1
+        if r.returncode != 0 or r.stdout.strip() != "[8, 26, 8, 12, 7, 28, 36, 9]":
+            FAILS.append("installed package: %s%s" % (r.stdout[-1000:], r.stderr[-1000:]))
+
+
 def main():
     print("test_python_package: seed %d (CONVOLVE_TEST_SEED replays it)" % SEED)
     tests = [test_functions_modes, test_mode_per_axis, test_dtypes, test_saturate,
-             test_layouts, test_cache_and_threads, test_errors]
+             test_layouts, test_cache_and_threads, test_errors, test_install]
     for t in tests:
         n0, f0 = COUNT[0], len(FAILS)
         try:
