@@ -7,6 +7,8 @@ object: allocation, casting copies, views, strides in bytes, element
 pointers and how a plan runs on them. PyTorch CPU tensors are handled in
 _ndimage.py by viewing them as numpy arrays.
 """
+import contextlib
+
 import numpy as np
 
 NATIVE = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
@@ -90,6 +92,10 @@ class NumpyOps:
         return None
 
     @staticmethod
+    def scope(a):
+        return contextlib.nullcontext()
+
+    @staticmethod
     def execute(plan, inp, out):
         plan.execute(inp, out)
 
@@ -171,6 +177,9 @@ class CupyOps:
         with self.cp.cuda.Device(a.device.id):
             return (a.device.id, self.cp.cuda.get_current_stream().ptr)
 
+    def scope(self, a):
+        return self.cp.cuda.Device(a.device.id)
+
     def execute(self, plan, inp, out):
         dev = inp.device.id
         with self.cp.cuda.Device(dev):
@@ -198,7 +207,7 @@ class TorchOps:
             if hasattr(t, name):
                 pairs.append((getattr(t, name), npt))
         self.to_np = {a: np.dtype(b) for a, b in pairs}
-        self.to_torch = {np.dtype(b): a for a, b in pairs}
+        self.to_torch = {np.dtype(b).name: a for a, b in pairs}
 
     def dtype(self, a):
         try:
@@ -208,7 +217,7 @@ class TorchOps:
 
     def tdtype(self, dtype):
         try:
-            return self.to_torch[np.dtype(dtype)]
+            return self.to_torch[np.dtype(dtype).name]
         except KeyError:
             raise TypeError("array type %s not supported by torch" % (np.dtype(dtype),)) from None
 
@@ -268,6 +277,9 @@ class TorchOps:
     def stream_key(self, a):
         return (a.device.index, self.torch.cuda.current_stream(a.device).cuda_stream)
 
+    def scope(self, a):
+        return self.torch.cuda.device(a.device)
+
     def execute(self, plan, inp, out):
         stream = self.torch.cuda.current_stream(inp.device).cuda_stream
         with self.torch.cuda.device(inp.device):
@@ -277,6 +289,15 @@ class TorchOps:
 NUMPY = NumpyOps()
 _cupy_ops = None
 _torch_ops = None
+
+
+def torch_ops():
+    """The TorchOps (PyTorch must be importable)."""
+    global _torch_ops
+    if _torch_ops is None:
+        import torch
+        _torch_ops = TorchOps(torch)
+    return _torch_ops
 
 
 def ops_for(x):
@@ -297,9 +318,7 @@ def ops_for(x):
         if isinstance(x, torch.Tensor):
             if not x.is_cuda:
                 return None
-            if _torch_ops is None:
-                _torch_ops = TorchOps(torch)
-            return _torch_ops
+            return torch_ops()
     return NUMPY
 
 

@@ -223,7 +223,7 @@ def _make_plan(inp_shape, sin, sout, in_name, out_name, isz, osz, filt, origins,
     ch = channel if channel is not None else [1, isz, osz]
     lin = (in_name, tuple(v[0] for v in spatial), ch[0], tuple(v[1] for v in spatial), ch[1])
     lout = (out_name, tuple(v[0] for v in spatial), ch[0], tuple(v[2] for v in spatial), ch[2])
-    backend = cfg.backend or ("cuda" if device else "cpu")
+    backend = "cuda" if device else (cfg.backend or "cpu")
     opts = ("correlate", mode, float(cval), org, backend, cfg.strategy, cfg.threads,
             cfg.autotune)
     btup = tuple((v[0], v[1], v[2]) for v in batch)
@@ -251,8 +251,9 @@ def _run(ops, inp, out, filt, origins, mode, cval, cfg):
     plan = _take_plan(key)
     if plan is None:
         stats["misses"] += 1
-        plan = _make_plan(shape, sin, sout, NATIVE[idt], NATIVE[odt], idt.itemsize,
-                          odt.itemsize, filt, origins, mode, cval, cfg, ops.device)
+        with ops.scope(inp):  # a CUDA plan lives on the array's device
+            plan = _make_plan(shape, sin, sout, NATIVE[idt], NATIVE[odt], idt.itemsize,
+                              odt.itemsize, filt, origins, mode, cval, cfg, ops.device)
     try:
         ops.execute(plan, inp, out)
     finally:

@@ -91,9 +91,8 @@ def _dtype_arg(ops, output):
         return np.dtype(output)
     mod = type(output).__module__ or ""
     if mod.startswith("torch") and type(output).__name__ == "dtype":
-        from ._arrays import TorchOps
-        import torch
-        return TorchOps(torch).to_np[output]
+        from ._arrays import torch_ops
+        return torch_ops().to_np[output]
     return None
 
 
@@ -188,7 +187,7 @@ def _public(output_pos):
 
 def _torch_cpu(f, output_pos, input, args, kwargs):
     import torch
-    from ._arrays import TorchOps
+    from ._arrays import torch_ops
     args = list(args)
     given = None
     if "output" in kwargs:
@@ -199,7 +198,7 @@ def _torch_cpu(f, output_pos, input, args, kwargs):
     if isinstance(given, torch.Tensor):
         conv = given.numpy()
     elif isinstance(given, torch.dtype):
-        conv = TorchOps(torch).to_np[given]
+        conv = torch_ops().to_np[given]
     if "output" in kwargs:
         kwargs["output"] = conv
     elif len(args) >= output_pos:
