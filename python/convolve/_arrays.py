@@ -46,11 +46,13 @@ class NumpyOps:
 
     @staticmethod
     def astype(a, dtype):
-        return np.array(a, dtype=dtype, order="K", copy=True)
+        with np.errstate(invalid="ignore"):
+            return np.array(a, dtype=dtype, order="K", copy=True)
 
     @staticmethod
     def copy_into(dst, src):
-        np.copyto(dst, src, casting="unsafe")
+        with np.errstate(invalid="ignore"):  # out-of-range casts: as scipy, silently
+            np.copyto(dst, src, casting="unsafe")
 
     @staticmethod
     def strides(a):
@@ -82,6 +84,13 @@ class NumpyOps:
     @staticmethod
     def sqrt_into(a):
         np.sqrt(a, a, casting="unsafe")
+
+    @staticmethod
+    def snap_integers(a, rel):
+        """a's values within rel * max(|a|, 1) of an integer become it."""
+        r = np.rint(a)
+        near = np.abs(a - r) <= rel * np.maximum(np.abs(r), 1.0)
+        np.copyto(a, r, where=near)
 
     @staticmethod
     def multiply_into(a, b):
@@ -172,6 +181,13 @@ class CupyOps:
     def multiply_into(self, a, b):
         with self.cp.cuda.Device(a.device.id):
             self.cp.multiply(a, b, out=a)
+
+    def snap_integers(self, a, rel):
+        cp = self.cp
+        with cp.cuda.Device(a.device.id):
+            r = cp.rint(a)
+            near = cp.abs(a - r) <= rel * cp.maximum(cp.abs(r), 1.0)
+            cp.copyto(a, r, where=near)
 
     def stream_key(self, a):
         with self.cp.cuda.Device(a.device.id):
@@ -273,6 +289,11 @@ class TorchOps:
     @staticmethod
     def multiply_into(a, b):
         a.mul_(b)
+
+    def snap_integers(self, a, rel):
+        r = self.torch.round(a)
+        near = (a - r).abs() <= rel * r.abs().clamp(min=1.0)
+        a.copy_(self.torch.where(near, r, a))
 
     def stream_key(self, a):
         return (a.device.index, self.torch.cuda.current_stream(a.device).cuda_stream)

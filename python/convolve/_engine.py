@@ -271,16 +271,25 @@ def _work_input_dtype(dt):
     raise TypeError("array type %s not supported" % (dt,))
 
 
+_SNAP = 1e-11   # relative distance to an integer taken as rounding noise
+
+
 def _store(ops, out, tmp, cfg):
     """out[...] = tmp with scipy's cast (truncation), or rounded and clamped."""
     odt = ops.dtype(out)
     if cfg.saturate and odt.kind in "iu":
         info = np.iinfo(odt)
         ops.round_clip(tmp, float(info.min), float(info.max))
-    elif odt.kind in "iu" and odt.itemsize < 8:
-        # scipy's C cast: truncation to a machine integer, then its low bits
-        # (numpy's own float-to-small-integer casts may clamp instead)
-        tmp = ops.astype(tmp, np.int64)
+    elif odt.kind in "iu":
+        # sums within a few ulps of an integer are that integer: scipy sums
+        # symmetric filters in pairs, and an exact integer result (a Gaussian
+        # of a ramp) must not truncate to the one below because of the order
+        # of summation
+        ops.snap_integers(tmp, _SNAP)
+        if odt.itemsize < 8:
+            # scipy's C cast: truncation to a machine integer, then its low
+            # bits (numpy's float-to-small-integer casts may clamp instead)
+            tmp = ops.astype(tmp, np.int64)
     ops.copy_into(out, tmp)
 
 

@@ -300,7 +300,7 @@ def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *
 
     >>> import numpy as np, convolve
     >>> a = np.arange(25).reshape(5, 5)
-    >>> convolve.correlate(a, [[0, 1, 0], [1, 1, 1], [0, 1, 0]])[2, 2]
+    >>> int(convolve.correlate(a, [[0, 1, 0], [1, 1, 1], [0, 1, 0]])[2, 2])
     60
     """
     return _correlate_or_convolve(input, weights, output, mode, cval, origin, False, kw)
@@ -583,7 +583,15 @@ def _uniform_passes(ops, input, output, axes, cval, cfg):
 def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=0, *,
                    axes=None, **kw):
     """Multidimensional uniform filter, as scipy.ndimage.uniform_filter:
-    size, mode and origin per axis or one for all; axes (scipy >= 1.11)."""
+    size, mode and origin per axis or one for all; axes (scipy >= 1.11).
+
+    >>> import numpy as np, convolve
+    >>> convolve.uniform_filter(np.arange(16.0).reshape(4, 4), size=(1, 3), mode='nearest')
+    array([[ 0.33333333,  1.        ,  2.        ,  2.66666667],
+           [ 4.33333333,  5.        ,  6.        ,  6.66666667],
+           [ 8.33333333,  9.        , 10.        , 10.66666667],
+           [12.33333333, 13.        , 14.        , 14.66666667]])
+    """
     ops = ops_for(input)
     input = _asarray(ops, input)
     cfg = _config(kw)
@@ -635,7 +643,13 @@ def sobel(input, axis=-1, output=None, mode="reflect", cval=0.0, **kw):
 @_public(3)
 def prewitt(input, axis=-1, output=None, mode="reflect", cval=0.0, **kw):
     """Prewitt filter: the derivative [-1, 0, 1] along `axis`, smoothed by
-    [1, 1, 1] along every other axis, as scipy.ndimage.prewitt."""
+    [1, 1, 1] along every other axis, as scipy.ndimage.prewitt.
+
+    >>> import numpy as np, convolve
+    >>> convolve.prewitt(np.array([[0., 0, 1, 1], [0, 0, 1, 1]]), axis=1)
+    array([[0., 3., 3., 0.],
+           [0., 3., 3., 0.]])
+    """
     return _edge_filter(input, axis, output, mode, cval, kw, [1.0, 1.0, 1.0])
 
 
@@ -647,7 +661,15 @@ def generic_laplace(input, derivative2, output=None, mode="reflect", cval=0.0,
                     extra_arguments=(), extra_keywords=None):
     """Sum over axes of derivative2(input, axis, output, mode, cval, ...), as
     scipy.ndimage.generic_laplace (the first term written to output, the
-    others added to it in the output's type)."""
+    others added to it in the output's type).
+
+    >>> import numpy as np, convolve
+    >>> d2 = lambda x, axis, out, mode, cval: convolve.correlate1d(x, [1, -2, 1], axis, out,
+    ...                                                            mode, cval)
+    >>> x = np.random.default_rng(0).random((5, 6))
+    >>> bool(np.allclose(convolve.generic_laplace(x, d2), convolve.laplace(x)))
+    True
+    """
     if extra_keywords is None:
         extra_keywords = {}
     ops = ops_for(input)
@@ -728,7 +750,14 @@ def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, **kwar
 def generic_gradient_magnitude(input, derivative, output=None, mode="reflect", cval=0.0,
                                extra_arguments=(), extra_keywords=None):
     """sqrt of the sum over axes of derivative(input, axis, ...)**2, as
-    scipy.ndimage.generic_gradient_magnitude."""
+    scipy.ndimage.generic_gradient_magnitude.
+
+    >>> import numpy as np, convolve
+    >>> x = np.random.default_rng(0).random((5, 6))
+    >>> m = convolve.generic_gradient_magnitude(x, lambda *a: convolve.sobel(*a))
+    >>> bool(np.allclose(m, np.hypot(convolve.sobel(x, 0), convolve.sobel(x, 1))))
+    True
+    """
     if extra_keywords is None:
         extra_keywords = {}
     ops = ops_for(input)
@@ -754,7 +783,13 @@ def generic_gradient_magnitude(input, derivative, output=None, mode="reflect", c
 def gaussian_gradient_magnitude(input, sigma, output=None, mode="reflect", cval=0.0, **kwargs):
     """Gradient magnitude from Gaussian first derivatives, as
     scipy.ndimage.gaussian_gradient_magnitude (other keywords go to
-    gaussian_filter)."""
+    gaussian_filter).
+
+    >>> import numpy as np, convolve
+    >>> step = np.repeat([[0.0] * 4 + [1.0] * 4], 3, axis=0)
+    >>> convolve.gaussian_gradient_magnitude(step, 1.0)[1].round(3)
+    array([0.001, 0.014, 0.122, 0.364, 0.364, 0.122, 0.014, 0.001])
+    """
     ops = ops_for(input)
     input = _asarray(ops, input)
 

@@ -420,6 +420,24 @@ def test_errors():
           ndi.correlate(x, np.ones((2, 2)), mode="constant", cval=np.nan))
 
 
+def test_docstrings_and_axes():
+    """The docstrings' examples run and print what they say; axes= of
+    gaussian_filter and uniform_filter (scipy >= 1.11) match sigma 0 / size 1
+    on the other axes."""
+    import doctest
+    import convolve._ndimage
+    for mod in (convolve, convolve._ndimage):
+        r = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
+        COUNT[0] += r.attempted
+        if r.failed:
+            FAILS.append("%s: %d docstring examples failed" % (mod.__name__, r.failed))
+    x = data((7, 8, 9))
+    check("gaussian axes", cv.gaussian_filter(x, [1.0, 2.0], axes=(2, 0), order=[0, 1]),
+          ndi.gaussian_filter(x, [2.0, 0, 1.0], order=[1, 0, 0]))
+    check("uniform axes", cv.uniform_filter(x, 4, axes=(-1,), mode="wrap"),
+          ndi.uniform_filter(x, [1, 1, 4], mode="wrap"))
+
+
 def test_install():
     """make install-python's step, into a staging directory (DESTDIR): the
     installed package imports from there, alone, and computes."""
@@ -458,7 +476,7 @@ def test_install():
 def main():
     print("test_python_package: seed %d (CONVOLVE_TEST_SEED replays it)" % SEED)
     tests = [test_functions_modes, test_mode_per_axis, test_dtypes, test_saturate,
-             test_layouts, test_cache_and_threads, test_errors, test_install]
+             test_layouts, test_cache_and_threads, test_errors, test_docstrings_and_axes, test_install]
     for t in tests:
         n0, f0 = COUNT[0], len(FAILS)
         try:
