@@ -242,12 +242,34 @@ def _real_cval(cval):
 # ---- correlate, convolve ---------------------------------------------------------------------
 
 
-def _correlate_or_convolve(input, weights, output, mode, cval, origin, convolution, kw):
+def _expand_axes(weights, origin, ndim, axes):
+    """scipy >= 1.15's axes= of correlate and convolve: weights of len(axes)
+    dimensions for those axes (in that order) become weights of ndim
+    dimensions, extent 1 elsewhere; origins likewise."""
+    axes = _axes_arg(axes, ndim)
+    if weights.ndim != len(axes):
+        raise ArgumentError("weights.ndim (%d) must match len(axes) (%d)"
+                            % (weights.ndim, len(axes)))
+    origins = _normalize_sequence(origin, len(axes))
+    order = np.argsort(axes)
+    w = weights.transpose(order)
+    shape = [1] * ndim
+    full_origins = [0] * ndim
+    for i, a in enumerate(axes):
+        shape[a] = weights.shape[i]
+        full_origins[a] = origins[i]
+    return w.reshape(shape), full_origins
+
+
+def _correlate_or_convolve(input, weights, output, mode, cval, origin, convolution, kw,
+                           axes=None):
     ops = ops_for(input)
     input = _asarray(ops, input)
     cfg = _config(kw)
     _check_backend(ops, cfg)
     weights = np.asarray(host_array(weights))
+    if axes is not None:
+        weights, origin = _expand_axes(weights, origin, input.ndim, axes)
     complex_input = ops.dtype(input).kind == "c"
     complex_weights = weights.dtype.kind == "c"
     if complex_input or complex_weights:
@@ -286,7 +308,8 @@ def _correlate_or_convolve(input, weights, output, mode, cval, origin, convoluti
 
 
 @_public(2)
-def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, **kw):
+def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None,
+              **kw):
     """Multidimensional correlation, as scipy.ndimage.correlate.
 
     out[i] = sum over j of weights[j] * input[i + j - center - origin], the
@@ -294,20 +317,22 @@ def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *
     mirror, wrap; also grid-mirror, grid-constant, grid-wrap).
 
     Parameters: input (array: numpy, CuPy, PyTorch), weights (array of the
-    same dimensionality), output (array or dtype), mode, cval, origin (int
-    or one per axis); keyword-only backend, strategy, threads, saturate
-    (see the package's docstring).
+    same dimensionality, or of len(axes)), output (array or dtype), mode,
+    cval, origin (int or one per axis); keyword-only axes (scipy >= 1.15:
+    the axes the weights' axes apply to), backend, strategy, threads,
+    saturate (see the package's docstring).
 
     >>> import numpy as np, convolve
     >>> a = np.arange(25).reshape(5, 5)
     >>> int(convolve.correlate(a, [[0, 1, 0], [1, 1, 1], [0, 1, 0]])[2, 2])
     60
     """
-    return _correlate_or_convolve(input, weights, output, mode, cval, origin, False, kw)
+    return _correlate_or_convolve(input, weights, output, mode, cval, origin, False, kw, axes)
 
 
 @_public(2)
-def convolve(input, weights, output=None, mode="reflect", cval=0.0, origin=0, **kw):
+def convolve(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None,
+             **kw):
     """Multidimensional convolution, as scipy.ndimage.convolve: correlation
     with the weights reversed along every axis (origin negated, and moved one
     further for even extents).
@@ -321,7 +346,7 @@ def convolve(input, weights, output=None, mode="reflect", cval=0.0, origin=0, **
            [15, 12, 14,  7],
            [12,  3,  7,  0]])
     """
-    return _correlate_or_convolve(input, weights, output, mode, cval, origin, True, kw)
+    return _correlate_or_convolve(input, weights, output, mode, cval, origin, True, kw, axes)
 
 
 # ---- 1-D filters -----------------------------------------------------------------------------

@@ -434,6 +434,10 @@ def test_docstrings_and_axes():
     x = data((7, 8, 9))
     check("gaussian axes", cv.gaussian_filter(x, [1.0, 2.0], axes=(2, 0), order=[0, 1]),
           ndi.gaussian_filter(x, [2.0, 0, 1.0], order=[1, 0, 0]))
+    w = RNG.normal(size=(3, 2))
+    check("correlate axes", cv.correlate(x, w, axes=(2, 0), origin=(1, 0), mode="mirror"),
+          ndi.correlate(x, w.T[:, None, :], origin=(0, 0, 1), mode="mirror"))
+    check("convolve axes", cv.convolve(x, w, axes=(1, 2)), ndi.convolve(x, w[None]))
     check("uniform axes", cv.uniform_filter(x, 4, axes=(-1,), mode="wrap"),
           ndi.uniform_filter(x, [1, 1, 4], mode="wrap"))
 
