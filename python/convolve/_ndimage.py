@@ -20,6 +20,7 @@ otherwise as scipy does, pass after pass with the intermediate in the
 output's type.
 """
 import functools
+import inspect
 import numbers
 import warnings
 from collections.abc import Iterable
@@ -169,20 +170,20 @@ def _copy(ops, output, input):
 _engine_numpy = ops_for(np.empty(0))
 
 
-def _public(output_pos):
+def _public(f):
     """Wraps f(input, ..., output, ...): PyTorch CPU tensors run as numpy
     views of themselves and come back as tensors."""
-    def deco(f):
-        @functools.wraps(f)
-        def wrapper(input, *args, **kwargs):
-            mod = type(input).__module__ or ""
-            if mod.startswith("torch"):
-                import torch
-                if isinstance(input, torch.Tensor) and not input.is_cuda:
-                    return _torch_cpu(f, output_pos, input, args, kwargs)
-            return f(input, *args, **kwargs)
-        return wrapper
-    return deco
+    output_pos = list(inspect.signature(f).parameters).index("output")
+
+    @functools.wraps(f)
+    def wrapper(input, *args, **kwargs):
+        mod = type(input).__module__ or ""
+        if mod.startswith("torch"):
+            import torch
+            if isinstance(input, torch.Tensor) and not input.is_cuda:
+                return _torch_cpu(f, output_pos, input, args, kwargs)
+        return f(input, *args, **kwargs)
+    return wrapper
 
 
 def _torch_cpu(f, output_pos, input, args, kwargs):
@@ -307,7 +308,7 @@ def _correlate_or_convolve(input, weights, output, mode, cval, origin, convoluti
     return output
 
 
-@_public(2)
+@_public
 def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None,
               **kw):
     """Multidimensional correlation, as scipy.ndimage.correlate.
@@ -330,7 +331,7 @@ def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *
     return _correlate_or_convolve(input, weights, output, mode, cval, origin, False, kw, axes)
 
 
-@_public(2)
+@_public
 def convolve(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None,
              **kw):
     """Multidimensional convolution, as scipy.ndimage.convolve: correlation
@@ -358,7 +359,7 @@ def _line_taps(ndim, axis, w):
     return taps
 
 
-@_public(3)
+@_public
 def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, **kw):
     """1-D correlation along an axis, as scipy.ndimage.correlate1d.
 
@@ -397,7 +398,7 @@ def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, 
     return output
 
 
-@_public(3)
+@_public
 def convolve1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, **kw):
     """1-D convolution along an axis, as scipy.ndimage.convolve1d.
 
@@ -497,7 +498,7 @@ def _gaussian_taps(sigma, order, truncate, radius):
     return _gaussian_kernel1d(sigma, order, lw)[::-1]
 
 
-@_public(4)
+@_public
 def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect", cval=0.0,
                       truncate=4.0, *, radius=None, **kw):
     """1-D Gaussian filter (or its derivative of `order`) along an axis, as
@@ -523,7 +524,7 @@ def _axes_arg(axes, ndim):
     return axes
 
 
-@_public(4)
+@_public
 def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0, truncate=4.0,
                     *, radius=None, axes=None, **kw):
     """Multidimensional Gaussian filter, as scipy.ndimage.gaussian_filter:
@@ -558,7 +559,7 @@ def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0
     return _passes(ops, input, output, passes, cval, cfg)
 
 
-@_public(3)
+@_public
 def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0,
                      **kw):
     """1-D uniform (moving average) filter of `size` along an axis, as
@@ -604,7 +605,7 @@ def _uniform_passes(ops, input, output, axes, cval, cfg):
     _passes(ops, input, output, passes, cval, cfg)
 
 
-@_public(3)
+@_public
 def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=0, *,
                    axes=None, **kw):
     """Multidimensional uniform filter, as scipy.ndimage.uniform_filter:
@@ -652,7 +653,7 @@ def _edge_filter(input, axis, output, mode, cval, kw, smooth):
     return _passes(ops, input, output, passes, cval, cfg)
 
 
-@_public(3)
+@_public
 def sobel(input, axis=-1, output=None, mode="reflect", cval=0.0, **kw):
     """Sobel filter: the derivative [-1, 0, 1] along `axis`, smoothed by
     [1, 2, 1] along every other axis, as scipy.ndimage.sobel.
@@ -665,7 +666,7 @@ def sobel(input, axis=-1, output=None, mode="reflect", cval=0.0, **kw):
     return _edge_filter(input, axis, output, mode, cval, kw, [1.0, 2.0, 1.0])
 
 
-@_public(3)
+@_public
 def prewitt(input, axis=-1, output=None, mode="reflect", cval=0.0, **kw):
     """Prewitt filter: the derivative [-1, 0, 1] along `axis`, smoothed by
     [1, 1, 1] along every other axis, as scipy.ndimage.prewitt.
@@ -681,7 +682,7 @@ def prewitt(input, axis=-1, output=None, mode="reflect", cval=0.0, **kw):
 # ---- sums of filters: Laplacians, gradient magnitudes ----------------------------------------------
 
 
-@_public(3)
+@_public
 def generic_laplace(input, derivative2, output=None, mode="reflect", cval=0.0,
                     extra_arguments=(), extra_keywords=None):
     """Sum over axes of derivative2(input, axis, output, mode, cval, ...), as
@@ -713,7 +714,7 @@ def generic_laplace(input, derivative2, output=None, mode="reflect", cval=0.0,
     return output
 
 
-@_public(2)
+@_public
 def laplace(input, output=None, mode="reflect", cval=0.0, **kw):
     """Laplace filter from second differences [1, -2, 1] along every axis,
     as scipy.ndimage.laplace.
@@ -750,7 +751,7 @@ def laplace(input, output=None, mode="reflect", cval=0.0, **kw):
     return generic_laplace(input, derivative2, output, mode, cval)
 
 
-@_public(3)
+@_public
 def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, **kwargs):
     """Laplace filter from Gaussian second derivatives, as
     scipy.ndimage.gaussian_laplace (other keywords go to gaussian_filter).
@@ -771,7 +772,7 @@ def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, **kwar
                            extra_keywords=kwargs)
 
 
-@_public(3)
+@_public
 def generic_gradient_magnitude(input, derivative, output=None, mode="reflect", cval=0.0,
                                extra_arguments=(), extra_keywords=None):
     """sqrt of the sum over axes of derivative(input, axis, ...)**2, as
@@ -804,7 +805,7 @@ def generic_gradient_magnitude(input, derivative, output=None, mode="reflect", c
     return output
 
 
-@_public(3)
+@_public
 def gaussian_gradient_magnitude(input, sigma, output=None, mode="reflect", cval=0.0, **kwargs):
     """Gradient magnitude from Gaussian first derivatives, as
     scipy.ndimage.gaussian_gradient_magnitude (other keywords go to
