@@ -28,6 +28,7 @@ Results agree with the peer's (checked, max relative error printed).
 """
 import argparse
 import datetime
+import functools
 import os
 import platform
 import sys
@@ -131,14 +132,17 @@ def run_cpu(args):
     print()
     n = args.size
     print("Large arrays, %d x %d float32 (ms per call; package = the public function "
-          "with output= given; C = the same plan's execute alone):" % (n, n))
+          "with output= given; C = the same plan's execute alone; convolve with %s "
+          "threads, scipy with one):" % (n, n, args.threads or "all"))
     print()
     print("| call | scipy.ndimage | convolve package | C library | package / C | "
           "scipy / package |")
     print("|---|---|---|---|---|---|")
     x = rng.random((n, n), dtype=np.float32)
     y = np.empty_like(x)
-    cases = large_cases(cv, np.random.default_rng(2))
+    th = {"threads": args.threads} if args.threads else {}
+    cases = [(name, functools.partial(f, **th)) for name, f in
+             large_cases(cv, np.random.default_rng(2))]
     peers = large_cases(ndi, np.random.default_rng(2))
     for (name, fc), (_, fs) in zip(cases, peers):
         ref = fs(x)
@@ -159,7 +163,7 @@ def run_cpu(args):
     out = np.empty_like(img)
     fs = lambda: ndi.gaussian_filter(img, (2.0, 2.0, 0), output=out)  # noqa: E731
     fc = lambda: cv.gaussian_filter(img, (2.0, 2.0, 0), output=out,  # noqa: E731
-                                    saturate=True)
+                                    saturate=True, **th)
     t = alternate([fs, fc], 1, args.rounds)
     print("| gaussian_filter s=2, uint8 RGB %dx%dx3 (convolve: saturate=True) | %.1f | %.1f "
           "| - | - | %.1f |" % (n, n, t[0] * 1e3, t[1] * 1e3, t[0] / t[1]))
@@ -265,6 +269,8 @@ def main():
     ap.add_argument("--calls", type=int, default=200, help="calls per small-array batch")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds; best kept")
     ap.add_argument("--runs", type=int, default=20, help="GPU timed runs per median")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="CPU threads for convolve's large arrays (default 0: all)")
     args = ap.parse_args()
     both = not (args.cpu or args.gpu)
     print("python_peers.py, %s, %s" % (datetime.date.today().isoformat(), " ".join(sys.argv)))
