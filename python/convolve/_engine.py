@@ -41,7 +41,7 @@ _DIRECT_INT = (_U8, _U16)
 
 class Config:
     """Per-call options beyond scipy's: backend, strategy, threads, saturate."""
-    __slots__ = ("backend", "strategy", "threads", "saturate", "autotune")
+    __slots__ = ("backend", "strategy", "threads", "saturate", "autotune", "_key")
 
     def __init__(self, backend=None, strategy=None, threads=None, saturate=False,
                  autotune=False):
@@ -56,9 +56,10 @@ class Config:
         self.threads = int(threads or 0)
         self.saturate = bool(saturate)
         self.autotune = bool(autotune)
+        self._key = (self.backend, self.strategy, self.threads, self.autotune)
 
     def key(self):
-        return (self.backend, self.strategy, self.threads, self.autotune)
+        return self._key
 
 
 DEFAULT = Config()
@@ -381,7 +382,9 @@ def apply(ops, inp, out, filt, origins, mode, cval, cfg=DEFAULT, divide=None):
         scale = 1.0
         for t in fdata:
             if t is not None:
-                t = np.ascontiguousarray(t, dtype=np.float64).reshape(-1)
+                if not (type(t) is np.ndarray and t.dtype == _F64 and t.ndim == 1 and
+                        t.flags.c_contiguous):
+                    t = np.ascontiguousarray(t, dtype=np.float64).reshape(-1)
                 if t.size == 1:
                     scale *= float(t[0])
                     t = None

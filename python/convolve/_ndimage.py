@@ -235,6 +235,8 @@ def _complex_via_real_components(ops, func, input, weights, output, cval, **kwar
 
 
 def _real_cval(cval):
+    if type(cval) is float or type(cval) is int:
+        return float(cval)
     if np.iscomplexobj(cval):
         raise ValueError("Cannot provide a complex-valued cval when the input is real.")
     return float(cval)
