@@ -89,6 +89,7 @@ step() {
 : >"$OUT/sass.txt"
 : >"$OUT/peers.txt"
 : >"$OUT/generality.txt"
+: >"$OUT/tune.txt"
 
 {
     echo "date: $(date -u)"
@@ -210,9 +211,20 @@ if want generality; then
     step "generality suite" "$OUT/generality.txt" 300 \
         env PYTHONUNBUFFERED=1 "$PY" "$ROOT/bench/generality.py" --build "$BUILD" --runs 15 \
         ${GEN_STRATS[@]+"${GEN_STRATS[@]}"} --json "$OUT/generality.json"
-    step "generality, generated kernels only" "$OUT/generality.txt" 120 \
+    [ -n "${GPU_CHECK_GEN_ONLY:-}" ] && step "generality, generated kernels only" "$OUT/generality.txt" 120 \
         env PYTHONUNBUFFERED=1 CONVOLVE_DIRECT_KERNELS=generated "$PY" \
         "$ROOT/bench/generality.py" --build "$BUILD" --runs 15 --no-strategies --only "f32"
+fi
+if want tune; then
+    # the generated kernels under NVRTC options (GPU_CHECK_TUNE_VARIANTS, one
+    # per line) on a few cases, each variant compiled and timed alone
+    TUNE_CASES=${GPU_CHECK_TUNE_CASES:-"dense 3x3 zero|dense 9x9 zero|u8 RGB 4096^2 gaussian:2.5|gaussian:2 (17|u16 8192^2 dense 5x5|3-D 512^3 3x3x3|1-D 2^28 31|u8 gray"}
+    while IFS= read -r variant; do
+        step "tune [$variant]" "$OUT/tune.txt" 100 env PYTHONUNBUFFERED=1 \
+            CONVOLVE_DIRECT_KERNELS=generated CONVOLVE_JIT_DEFINES="$variant" "$PY" \
+            "$ROOT/bench/generality.py" --build "$BUILD" --runs 10 --no-strategies \
+            --only "$TUNE_CASES"
+    done <<<"${GPU_CHECK_TUNE_VARIANTS:-$(printf '%s\n' "" "-DCVK_GEN_MIN_BLOCKS=3" "-DCVK_GEN_MIN_BLOCKS=4" "-DCVK_GEN_MAX_UNITS=0")}"
 fi
 if want cpu; then
     if [ "$CMAKE_OK" -eq 1 ]; then
@@ -326,6 +338,9 @@ want sass && step "sass scan" "$OUT/sass.txt" 60 bash -c sass_scan
     echo
     echo "generality (generality.txt has the details):"
     grep -E "^\|" "$OUT/generality.txt"
+    echo
+    echo "tuning variants (tune.txt):"
+    grep -E "^=== tune|^\| [a-z0-9]" "$OUT/tune.txt" | grep -v "^| case"
 } >>"$OUT/summary.txt"
 rm -f "$OUT/.step"
 cat "$OUT/summary.txt"
