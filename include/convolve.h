@@ -219,22 +219,35 @@ CONVOLVE_API convolve_status convolve_filter_create_separable(convolve_context *
                                                               const double *const *taps);
 
 /*
- * A named filter of ndim dimensions, from a spec "NAME[:ARGS]":
- *   box:R          (2R+1)^ndim, all weights equal, summing to 1 (separable)
- *   gaussian:S     sampled Gaussian of sigma S > 0, radius int(4*S + 0.5), normalised (separable)
- *   identity       a single 1
- *   sobel-x, sobel-y   3x3 Sobel derivative along x (axis 1) or y (axis 0); 2-D only
- *   laplacian      3x3 (2-D) 4-neighbour Laplacian; 1-D: [1 -2 1]; 3-D: 6-neighbour
- *   sharpen        3x3 unsharp kernel (2-D only)
- *   emboss         3x3 emboss kernel (2-D only)
- * Box and gaussian radii go up to 100000, and their weights (taps per axis
- * to the power ndim) up to 2^24.
+ * A named filter of ndim dimensions, from a spec "NAME" or "NAME:ARG". The
+ * names, the argument each takes, the dimensions each serves and what each
+ * computes are listed by convolve_named_filter_get (box:R, gaussian:SIGMA,
+ * identity, laplacian, sobel-x, sobel-y, sharpen, emboss). Box and gaussian
+ * are separable; gaussian:S is scipy's sampled Gaussian of radius
+ * int(4*S + 0.5). Box and gaussian radii go up to 100000, and their weights
+ * (taps per axis to the power ndim) up to 2^24. Asymmetric filters are stored
+ * so that convolution (the default operation) gives the natural result.
  * Errors: INVALID_ARGUMENT (NULL), BAD_FILTER (unknown name, bad argument,
  * wrong ndim for that name, over those limits), OUT_OF_MEMORY.
  */
 CONVOLVE_API convolve_status convolve_filter_create_named(convolve_context *ctx,
                                                           convolve_filter **filter,
                                                           const char *spec, int ndim);
+
+/* A named filter, as convolve_filter_create_named knows it. */
+typedef struct convolve_named_filter_info {
+    const char *name;      /* e.g. "gaussian"; unique */
+    const char *argument;  /* what follows "NAME:" (e.g. "SIGMA"), or NULL when it takes none */
+    unsigned dims;         /* bit d-1 set when it has a d-dimensional form */
+    const char *summary;   /* one line: what it computes and what its argument means */
+} convolve_named_filter_info;
+
+/* Number of named filters. */
+CONVOLVE_API size_t convolve_named_filter_count(void);
+/* Describes named filter i (0 <= i < count), in a fixed order (the order the
+ * messages list them in). Errors: INVALID_ARGUMENT (index out of range, NULL). */
+CONVOLVE_API convolve_status convolve_named_filter_get(size_t index,
+                                                       convolve_named_filter_info *info);
 
 /* Frees a filter; NULL is accepted. */
 CONVOLVE_API void convolve_filter_free(convolve_filter *filter);
