@@ -8,11 +8,10 @@
  * of the copy bandwidth, GFLOP/s (2 flops per tap per output), and the
  * arithmetic intensity the convolution chapter derives for the strategy;
  * then the chapter's table of the tiled kernel's reduction in global-memory
- * accesses. Text or --json.
+ * accesses. Text or --json. Its options are a table (cli.h) like the
+ * CLI's, parsed and explained by the same machinery.
  */
 #include "bench.h"
-
-#include "convolve.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -38,7 +37,10 @@ typedef struct {
     int runs, warmup, json;
     size_t channels;             /* interleaved channels, each filtered alone */
     int gaussian;                /* separable Gaussian of radius r instead of dense weights */
+    char *strategy_arg;          /* --strategy's list, split in place (owned) */
 } bench_options;
+
+#define BENCH "convolve bench"
 
 typedef struct {
     const char *strategy;
@@ -50,28 +52,6 @@ typedef struct {
     convolve_timing t;
     double gbps, pct_copy, gflops, op_per_byte;
 } bench_row;
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: convolve bench [options]\n"
-            "  --shape N | HxW | DxHxW   array extents (default 8192x8192; 512x512 on the CPU)\n"
-            "  --radius LIST             filter radii, e.g. 1,2,3,7 or 1..7 (default 1..7);\n"
-            "                            the filter is (2r+1) per axis, dense, random weights\n"
-            "  --strategy LIST           strategy names (default: every one of the backend\n"
-            "                            that serves the shape's dimensionality)\n"
-            "  --dtype T                 float32 (default), float64, uint8, uint16\n"
-            "  --mode M                  constant (default), reflect, nearest, mirror, wrap\n"
-            "  --channels C              interleaved channels, each filtered alone (default 1)\n"
-            "  --filter dense|gaussian   random dense weights (default), or a separable Gaussian\n"
-            "                            of sigma r/4 (radius r, as scipy's truncate=4)\n"
-            "  (--strategy auto times the strategy the planner picks, named in the output)\n"
-            "  --backend B               cuda (default), cpu, auto\n"
-            "  --runs N                  timed runs, median reported (default and minimum %d)\n"
-            "  --warmup N                untimed runs first (default 3)\n"
-            "  --json                    one JSON object instead of the tables\n",
-            BENCH_MIN_RUNS);
-}
 
 static int parse_size(const char *s, size_t *v)
 {
@@ -270,18 +250,17 @@ static int run_bench(bench_options *o)
 {
     convolve_context *ctx = NULL;
     if (convolve_context_create(&ctx) != CONVOLVE_OK) {
-        fprintf(stderr, "convolve bench: out of memory\n");
-        return 2;
+        return cli_error(BENCH, CLI_RESOURCE, "out of memory");
     }
     convolve_device_info dev;
     convolve_device_query(ctx, &dev);
     int gpu = convolve_backend_built(CONVOLVE_BACKEND_CUDA) && dev.available;
     if (o->backend == CONVOLVE_BACKEND_CUDA && !gpu) {
-        fprintf(stderr, "convolve bench: the CUDA backend cannot be used: %s\n",
-                convolve_backend_built(CONVOLVE_BACKEND_CUDA) ? dev.reason
-                                                              : "built without CUDA");
+        cli_error(BENCH, CLI_RESOURCE, "the CUDA backend cannot be used: %s",
+                  convolve_backend_built(CONVOLVE_BACKEND_CUDA) ? dev.reason
+                                                                : "built without CUDA");
         convolve_context_free(ctx);
-        return 2;
+        return CLI_RESOURCE;
     }
     convolve_backend listed = o->backend == CONVOLVE_BACKEND_AUTO
                                   ? (gpu ? CONVOLVE_BACKEND_CUDA : CONVOLVE_BACKEND_CPU)
@@ -302,9 +281,9 @@ static int run_bench(bench_options *o)
     convolve_layout layout;
     convolve_status st = convolve_layout_init(&layout, o->dtype, o->ndim, o->shape, o->channels);
     if (st != CONVOLVE_OK) {
-        fprintf(stderr, "convolve bench: bad shape: %s\n", convolve_status_description(st));
+        cli_error(BENCH, CLI_BAD_INPUT, "bad shape: %s", convolve_status_description(st));
         convolve_context_free(ctx);
-        return 1;
+        return CLI_BAD_INPUT;
     }
     const size_t count = convolve_layout_count(&layout);
     const size_t esize = convolve_dtype_size(o->dtype);
@@ -333,7 +312,7 @@ static int run_bench(bench_options *o)
     bench_row *rows = calloc(nrows ? nrows : 1, sizeof *rows);
     if (!rows) {
         convolve_context_free(ctx);
-        return 2;
+        return cli_error(BENCH, CLI_RESOURCE, "out of memory");
     }
     int failures = 0;
     size_t r = 0;
@@ -488,10 +467,168 @@ static int run_bench(bench_options *o)
     }
     free(rows);
     convolve_context_free(ctx);
-    return failures ? 2 : 0; /* a strategy failed to run: a device or resource failure */
+    /* a strategy failed to run: a device or resource failure */
+    return failures ? CLI_RESOURCE : CLI_OK;
 }
 
-int convolve_bench_main(int argc, char **argv)
+/* ---- options ------------------------------------------------------------------ */
+
+#define OPTS(t) ((bench_options *)(t))
+
+static int set_shape(void *t, const char *v)
+{
+    OPTS(t)->shape_given = 1;
+    return parse_shape(v, OPTS(t)) ? CLI_OK : CLI_BAD_VALUE;
+}
+
+static int set_radius(void *t, const char *v)
+{
+    return parse_radii(v, OPTS(t)) ? CLI_OK : CLI_BAD_VALUE;
+}
+
+static int set_strategy(void *t, const char *v)
+{
+    bench_options *o = OPTS(t);
+    free(o->strategy_arg);
+    if (!(o->strategy_arg = strdup(v)))
+        return cli_error(BENCH, CLI_RESOURCE, "out of memory");
+    return parse_strategies(o->strategy_arg, o) ? CLI_OK : CLI_BAD_VALUE;
+}
+
+static int set_dtype(void *t, const char *v)
+{
+    return convolve_dtype_parse(v, &OPTS(t)->dtype) == CONVOLVE_OK ? CLI_OK : CLI_BAD_VALUE;
+}
+
+static int set_mode(void *t, const char *v)
+{
+    return convolve_mode_parse(v, &OPTS(t)->mode) == CONVOLVE_OK ? CLI_OK : CLI_BAD_VALUE;
+}
+
+static int set_backend(void *t, const char *v)
+{
+    return convolve_backend_parse(v, &OPTS(t)->backend) == CONVOLVE_OK ? CLI_OK : CLI_BAD_VALUE;
+}
+
+static int set_runs(void *t, const char *v)
+{
+    long n;
+    if (!cli_parse_long(v, BENCH_MIN_RUNS, 100000, &n))
+        return cli_error(BENCH, CLI_BAD_INPUT, "--runs '%s': give a count from %d to 100000", v,
+                         BENCH_MIN_RUNS);
+    OPTS(t)->runs = (int)n;
+    return CLI_OK;
+}
+
+static int set_warmup(void *t, const char *v)
+{
+    long n;
+    if (!cli_parse_long(v, 0, 100000, &n))
+        return CLI_BAD_VALUE;
+    OPTS(t)->warmup = (int)n;
+    return CLI_OK;
+}
+
+static int set_channels(void *t, const char *v)
+{
+    long n;
+    if (!cli_parse_long(v, 1, 64, &n))
+        return CLI_BAD_VALUE;
+    OPTS(t)->channels = (size_t)n;
+    return CLI_OK;
+}
+
+static const char *filter_kinds(size_t i)
+{
+    static const char *const k[] = {"dense", "gaussian"};
+    return i < 2 ? k[i] : NULL;
+}
+
+static int set_filter(void *t, const char *v)
+{
+    if (strcmp(v, "dense") != 0 && strcmp(v, "gaussian") != 0)
+        return CLI_BAD_VALUE;
+    OPTS(t)->gaussian = strcmp(v, "gaussian") == 0;
+    return CLI_OK;
+}
+
+static int set_json(void *t, const char *v)
+{
+    OPTS(t)->json = 1;
+    return CLI_OK;
+}
+
+static int show_help(void *t, const char *v)
+{
+    cli_print_help(&cli_bench_command, stdout);
+    return CLI_DONE;
+}
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+static const cli_option k_bench_options[] = {
+    {"shape", 0, "N | HxW | DxHxW", "array extents (default 8192x8192; 512x512 on the CPU)",
+     NULL, set_shape, CLI_COMPLETE_NONE, NULL, 0},
+    {"radius", 0, "LIST",
+     "filter radii, e.g. 1,2,3,7 or 1..7 (default 1..7); the filter is (2r+1) per axis, dense, "
+     "random weights",
+     NULL, set_radius, CLI_COMPLETE_NONE, NULL, 0},
+    {"strategy", 0, "LIST",
+     "strategy names, comma-separated (default: every one of the backend that serves the "
+     "shape's dimensionality); auto times the strategy the planner picks, named in the output",
+     NULL, set_strategy, CLI_COMPLETE_WORDS, cli_words_strategy, 0},
+    {"dtype", 0, "T", "float32 (default), float64, uint8, uint16", NULL, set_dtype,
+     CLI_COMPLETE_WORDS, cli_words_dtype, 0},
+    {"mode", 0, "M", "constant (default), reflect, nearest, mirror, wrap", NULL, set_mode,
+     CLI_COMPLETE_WORDS, cli_words_mode, 0},
+    {"channels", 0, "C", "interleaved channels, each filtered alone (default 1)", NULL,
+     set_channels, CLI_COMPLETE_NONE, NULL, 0},
+    {"filter", 0, "dense|gaussian",
+     "random dense weights (default), or a separable Gaussian of sigma r/4 (radius r, as "
+     "scipy's truncate=4)",
+     NULL, set_filter, CLI_COMPLETE_WORDS, filter_kinds, 0},
+    {"backend", 0, "B", "cuda (default), cpu, auto", NULL, set_backend, CLI_COMPLETE_WORDS,
+     cli_words_backend, 0},
+    {"runs", 0, "N", "timed runs, median reported (default and minimum " STR(BENCH_MIN_RUNS) ")",
+     NULL, set_runs, CLI_COMPLETE_NONE, NULL, 0},
+    {"warmup", 0, "N", "untimed runs first (default 3)", NULL, set_warmup, CLI_COMPLETE_NONE,
+     NULL, 0},
+    {"json", 0, NULL, "one JSON object instead of the tables", NULL, set_json,
+     CLI_COMPLETE_NONE, NULL, 0},
+    {"help", 'h', NULL, "this text", "the usage text", show_help, CLI_COMPLETE_NONE, NULL, 0},
+};
+
+static const cli_option_group k_bench_groups[] = {
+    {NULL, NULL, k_bench_options, sizeof k_bench_options / sizeof k_bench_options[0]},
+};
+
+static const cli_text k_bench_after[] = {
+    {"Exit codes",
+     "0 when every strategy ran (one that cannot serve the case is reported in its row); 1 for "
+     "unknown or malformed options and a bad shape; 2 when a strategy failed to run, when the "
+     "CUDA backend (the default) cannot be used, or when out of memory.",
+     0},
+};
+
+const cli_command cli_bench_command = {
+    BENCH,
+    "convolve bench --help",
+    "convolve bench [options]",
+    "time the strategies on one shape",
+    "Times strategies on one shape for a list of filter radii, through the public API: the "
+    "median time, the effective bandwidth (input read once, output written once), its share of "
+    "the device's copy bandwidth measured in the same run, GFLOP/s and the arithmetic intensity "
+    "the convolution chapter derives for the strategy; then the chapter's table of the tiled "
+    "kernel's reduction in global-memory accesses.",
+    NULL, 0,
+    k_bench_groups, 1,
+    k_bench_after, 1,
+    28,
+    NULL,
+};
+
+int cli_bench_main(int argc, char **argv)
 {
     bench_options o;
     memset(&o, 0, sizeof o);
@@ -503,93 +640,11 @@ int convolve_bench_main(int argc, char **argv)
     o.channels = 1;
     for (int r = 1; r <= 7; r++)
         add_radius(&o, r);
-    char *strategy_arg = NULL;
-    int ok = 1;
-    for (int i = 1; i < argc && ok; i++) {
-        const char *arg = argv[i], *val = NULL;
-        char name[32];
-        const char *eq = strchr(arg, '=');
-        if (strncmp(arg, "--", 2) == 0 && eq && (size_t)(eq - arg) < sizeof name) {
-            memcpy(name, arg, (size_t)(eq - arg));
-            name[eq - arg] = '\0';
-            arg = name;
-            val = eq + 1;
-        }
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            usage(stdout);
-            free(strategy_arg);
-            return 0;
-        }
-        if (strcmp(arg, "--json") == 0) {
-            o.json = 1;
-            continue;
-        }
-        static const char *const valued[] = {"--shape",  "--radius",   "--strategy",
-                                              "--dtype",  "--mode",     "--backend",
-                                              "--runs",   "--warmup",   "--channels",
-                                              "--filter"};
-        int known = 0;
-        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
-            known |= strcmp(arg, valued[k]) == 0;
-        if (!known) {
-            fprintf(stderr, "convolve bench: unknown option '%s'\n", argv[i]);
-            ok = 0;
-            break;
-        }
-        if (!val) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "convolve bench: %s needs a value\n", arg);
-                ok = 0;
-                break;
-            }
-            val = argv[++i];
-        }
-        char *end;
-        if (strcmp(arg, "--shape") == 0) {
-            ok = parse_shape(val, &o);
-            o.shape_given = 1;
-        } else if (strcmp(arg, "--radius") == 0) {
-            ok = parse_radii(val, &o);
-        } else if (strcmp(arg, "--strategy") == 0) {
-            free(strategy_arg);
-            strategy_arg = strdup(val);
-            ok = strategy_arg && parse_strategies(strategy_arg, &o);
-        } else if (strcmp(arg, "--dtype") == 0) {
-            ok = convolve_dtype_parse(val, &o.dtype) == CONVOLVE_OK;
-        } else if (strcmp(arg, "--mode") == 0) {
-            ok = convolve_mode_parse(val, &o.mode) == CONVOLVE_OK;
-        } else if (strcmp(arg, "--backend") == 0) {
-            ok = convolve_backend_parse(val, &o.backend) == CONVOLVE_OK;
-        } else if (strcmp(arg, "--runs") == 0) {
-            long v = strtol(val, &end, 10);
-            ok = *val && !*end && v >= BENCH_MIN_RUNS && v <= 100000;
-            if (ok)
-                o.runs = (int)v;
-            else
-                fprintf(stderr, "convolve bench: --runs needs a count of at least %d\n",
-                        BENCH_MIN_RUNS);
-        } else if (strcmp(arg, "--channels") == 0) {
-            long v = strtol(val, &end, 10);
-            ok = *val && !*end && v >= 1 && v <= 64;
-            if (ok)
-                o.channels = (size_t)v;
-        } else if (strcmp(arg, "--filter") == 0) {
-            ok = strcmp(val, "dense") == 0 || strcmp(val, "gaussian") == 0;
-            o.gaussian = strcmp(val, "gaussian") == 0;
-        } else {
-            long v = strtol(val, &end, 10);
-            ok = *val && !*end && v >= 0 && v <= 100000;
-            if (ok)
-                o.warmup = (int)v;
-        }
-        if (!ok)
-            fprintf(stderr, "convolve bench: bad value '%s' for %s\n", val, arg);
-    }
-    int rc = 1; /* usage */
-    if (ok)
+    int rc = cli_parse(&cli_bench_command, argc, argv, &o);
+    if (rc == CLI_OK)
         rc = run_bench(&o);
-    else
-        fprintf(stderr, "run 'convolve bench --help' for the options\n");
-    free(strategy_arg);
+    else if (rc == CLI_DONE)
+        rc = CLI_OK;
+    free(o.strategy_arg);
     return rc;
 }
