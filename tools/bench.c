@@ -604,7 +604,7 @@ static const cli_option_group k_bench_groups[] = {
 };
 
 static const cli_text k_bench_after[] = {
-    {"Exit codes",
+    {"Exit codes", NULL,
      "0 when every strategy ran (one that cannot serve the case is reported in its row); 1 for "
      "unknown or malformed options and a bad shape; 2 when a strategy failed to run, when the "
      "CUDA backend (the default) cannot be used, or when out of memory.",

@@ -99,6 +99,7 @@ typedef struct cli_option_group {
 /* A block of prose in the usage text and the man page. */
 typedef struct cli_text {
     const char *title;       /* "Exit codes"; NULL: none */
+    const char *note;        /* printed after the title in --help, in parentheses; or NULL */
     const char *text;        /* a paragraph (wrapped), or lines kept as they are */
     int verbatim;            /* 1: lines kept as they are */
 } cli_text;
@@ -143,6 +144,19 @@ void cli_print_help(const cli_command *cmd, FILE *f);
 void cli_markdown_options(const cli_command *cmd, FILE *f);
 /* The named filters (convolve_named_filter_get) as a Markdown table. */
 void cli_markdown_filters(FILE *f);
+
+/* A man page (troff, man macros, section 1) for cmd, with the `extra`
+ * commands (subcommands such as `convolve bench`) described after it. */
+void cli_man_page(const cli_command *cmd, const cli_command *const *extra, size_t nextra,
+                  FILE *f);
+
+/* A bash completion script for cmd: its options, and the values each option
+ * completes; `subcommands` complete as the first argument; each `extra`
+ * command completes its own options after its name (the last word of its
+ * program, e.g. "bench"). */
+void cli_bash_completion(const cli_command *cmd, const char *const *subcommands,
+                         size_t nsubcommands, const cli_command *const *extra, size_t nextra,
+                         FILE *f);
 
 /* Word lists from the library, for cli_option.words. */
 const char *cli_words_mode(size_t i);

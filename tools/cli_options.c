@@ -167,16 +167,14 @@ static void print_option(FILE *f, const cli_option *o, int column)
 static void print_text(FILE *f, const cli_text *t)
 {
     fputc('\n', f);
+    int col = 0;
+    if (t->title)
+        col = fprintf(f, "%s%s%s%s:", t->title, t->note ? " (" : "", t->note ? t->note : "",
+                      t->note ? ")" : "");
     if (t->verbatim) {
-        if (t->title)
-            fprintf(f, "%s:\n", t->title);
+        fputs(t->title ? "\n" : "", f);
         fputs(t->text, f);
         return;
-    }
-    int col = 0;
-    if (t->title) {
-        fprintf(f, "%s:", t->title);
-        col = (int)strlen(t->title) + 1;
     }
     wrap(f, t->text, &col, 0);
     fputc('\n', f);

@@ -270,7 +270,7 @@ const cli_option_group cli_run_groups[] = {
 const size_t cli_run_group_count = COUNT(cli_run_groups);
 
 static const cli_text k_before[] = {
-    {"Files (format by extension; on input also by magic number)",
+    {"Files", "format by extension; on input also by magic number",
      "  .npy              float32, float64, uint8, uint16; C order; 1 to 3 dimensions\n"
      "  .png              8/16-bit gray, gray+alpha, RGB, RGBA (weights apply per channel)\n"
      "  .jpg .jpeg        8-bit gray or RGB\n"
@@ -280,16 +280,16 @@ static const cli_text k_before[] = {
 };
 
 static const cli_text k_after[] = {
-    {NULL,
-     "The output is written to a temporary file renamed over OUTPUT when complete: a failed "
-     "run leaves any old OUTPUT untouched.",
+    {"Output", NULL,
+     "written to a temporary file renamed over OUTPUT when complete: a failed run leaves any "
+     "old OUTPUT untouched.",
      0},
-    {"Exit codes",
+    {"Exit codes", NULL,
      "0 success; 1 bad input or usage (options, unreadable or malformed files, bad filters or "
      "origins, unsupported combinations); 2 resource or device failure (out of memory, CUDA "
      "error, writing the output failed).",
      0},
-    {"Examples",
+    {"Examples", NULL,
      "  convolve photo.jpg blurred.png --filter gaussian:2\n"
      "  convolve scan.png edges.png --filter sobel-x --mode nearest\n"
      "  convolve signal.npy out.npy --weights taps.txt --mode wrap --correlate\n"

@@ -2,18 +2,22 @@
 OUTPUT` and of `convolve bench`) and of named filters are the ones made from
 the option tables (tools/cli_spec.c, tools/bench.c) and the library's table of
 named filters by build/convolve_doc, and --help shows the same options and
-filters.
+filters. The man page and the bash completion script made from the same
+tables at build time (build/convolve.1, build/convolve.bash) are current,
+name every option and filter, render without groff warnings (when groff is
+installed), and complete what they should in bash.
 
 Each generated table lies in docs/cli.md between <!-- NAME:begin --> and
 <!-- NAME:end -->; the test fails when one differs from what convolve_doc
 writes. CONVOLVE_UPDATE_DOCS=1 rewrites them:
     CONVOLVE_UPDATE_DOCS=1 ctest -R cli_docs
 Environment: CONVOLVE_DOC (the generator), CONVOLVE_CLI (the convolve
-binary); skipped (77) when the tools are not built.
+binary), CONVOLVE_BUILD_DIR; skipped (77) when the tools are not built.
 """
 import difflib
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -117,6 +121,80 @@ class CliDocs(unittest.TestCase):
         known = re.search(r"\(known: (.*)\)", r.stderr)
         self.assertIsNotNone(known, r.stderr)
         self.assertEqual(known.group(1).split(", "), specs)
+
+    def built(self, name, what):
+        """The build's copy of a generated file, checked to be current."""
+        text = self.generated(what)
+        build = os.environ.get("CONVOLVE_BUILD_DIR")
+        path = os.path.join(build, name) if build else None
+        if path and os.path.exists(path):
+            with open(path) as f:
+                self.assertEqual(f.read(), text, "%s is not what convolve_doc %s writes now"
+                                 % (path, what))
+        return text
+
+    def test_man_page(self):
+        man = self.built("convolve.1", "man")
+        self.assertTrue(man.startswith('.\\" Made by convolve_doc'), man[:80])
+        for what in ("markdown-options", "markdown-bench-options"):
+            for name in option_names(self.generated(what)):
+                self.assertIn("\\fB\\-\\-%s\\fR" % name.replace("-", "\\-"), man, name)
+        for spec in re.findall(r"^\| `([\w-]+)", self.generated("markdown-filters"), re.M):
+            self.assertIn("\\fB%s\\fR" % spec.replace("-", "\\-"), man, spec)
+        for section in ("NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "\"NAMED FILTERS\"",
+                        "\"EXIT CODES\"", "EXAMPLES", "COMMANDS"):
+            self.assertIn("\n.SH %s\n" % section, man)
+        groff = shutil.which("groff")
+        if groff:
+            with tempfile.TemporaryDirectory() as tmp:
+                page = os.path.join(tmp, "convolve.1")
+                with open(page, "w") as f:
+                    f.write(man)
+                r = subprocess.run([groff, "-man", "-Tutf8", "-ww", "-z", page],
+                                   stderr=subprocess.PIPE, text=True, timeout=60)
+                self.assertEqual((r.returncode, r.stderr), (0, ""), "groff warns")
+
+    def complete(self, script, words):
+        """What the completion function offers for words (the last is the one
+        being completed), in an empty folder (no files to offer)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "completion.bash")
+            with open(path, "w") as f:
+                f.write(script)
+            quoted = " ".join("'%s'" % w for w in words)
+            cmd = ('complete() { :; }; compopt() { :; }; source %s; COMP_WORDS=(%s); '
+                   'COMP_CWORD=%d; _convolve; printf "%%s\\n" "${COMPREPLY[@]}"'
+                   % (path, quoted, len(words) - 1))
+            r = subprocess.run(["bash", "--norc", "-c", cmd], cwd=tmp, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return [w for w in r.stdout.split("\n") if w]
+
+    def test_bash_completion(self):
+        if not shutil.which("bash"):
+            self.skipTest("no bash")
+        script = self.built("convolve.bash", "bash-completion")
+        c = lambda *w: self.complete(script, ["convolve"] + list(w))  # noqa: E731
+        run_opts = option_names(self.generated("markdown-options"))
+        bench_opts = option_names(self.generated("markdown-bench-options"))
+        self.assertEqual(sorted(o for o in c("--") if o.startswith("--")),
+                         sorted("--" + n for n in run_opts))
+        self.assertEqual(sorted(o for o in c("bench", "--") if o.startswith("--")),
+                         sorted("--" + n for n in bench_opts))
+        self.assertEqual(c("--mo"), ["--mode"])
+        self.assertEqual(c("x.npy", "--mode", ""), ["reflect", "constant", "nearest", "mirror",
+                                                     "wrap"])
+        self.assertEqual(c("x.npy", "--mode", "=", "ne"), ["nearest"])
+        self.assertEqual(c("x.npy", "--filter", "ga"), ["gaussian:"])
+        self.assertEqual(c("x.npy", "--output-dtype", "uint"), ["uint8", "uint16"])
+        self.assertEqual(c("x.npy", "--cval", ""), [])
+        self.assertIn("auto", c("x.npy", "--strategy", ""))
+        self.assertIn("reference", c("x.npy", "--strategy", ""))
+        self.assertEqual(c("be"), ["bench"])
+        self.assertEqual(c("bench", "--sh"), ["--shape"])
+        self.assertEqual(c("bench", "--dtype", "f"), ["float32", "float64"])
+        self.assertEqual(c("bench", "--filter", ""), ["dense", "gaussian"])
+        self.assertEqual(c("info", ""), [])
 
 
 if __name__ == "__main__":
