@@ -66,11 +66,17 @@ static const double k_emboss[9] = {2, 1, 0, 1, 1, -1, 0, -1, -2};
 
 typedef struct named_filter named_filter;
 
-/* Builds the filter `spec` names (its argument, if any, is arg) in ndim
- * dimensions, which the entry serves. */
+/* A parsed spec: the table entry, the spec as given, its argument (NULL
+ * when none) and the dimensions asked, which the entry serves. */
+typedef struct {
+    const named_filter *nf;
+    const char *spec, *arg;
+    int ndim;
+} named_request;
+
+/* Builds the filter a request names. */
 typedef convolve_status (*named_make)(convolve_context *ctx, convolve_filter **filter,
-                                      const named_filter *nf, const char *spec, const char *arg,
-                                      int ndim);
+                                      const named_request *rq);
 
 struct named_filter {
     convolve_named_filter_info info;
@@ -98,8 +104,9 @@ static convolve_status separable_taps(convolve_context *ctx, convolve_filter **f
     return st;
 }
 
-static void fill_box(double *t, size_t len, double unused)
+static void fill_box(double *t, size_t len, double param)
 {
+    (void)param;
     for (size_t i = 0; i < len; i++)
         t[i] = 1.0 / (double)len;
 }
@@ -118,44 +125,41 @@ static void fill_gaussian(double *t, size_t len, double sigma)
 }
 
 static convolve_status make_box(convolve_context *ctx, convolve_filter **filter,
-                                const named_filter *nf, const char *spec, const char *arg,
-                                int ndim)
+                                const named_request *rq)
 {
     double r;
-    if (!parse_double(arg, &r) || r < 0 || r != floor(r) || r > CVI_NAMED_MAX_RADIUS)
+    if (!parse_double(rq->arg, &r) || r < 0 || r != floor(r) || r > CVI_NAMED_MAX_RADIUS)
         return cvi_error(ctx, CONVOLVE_ERROR_BAD_FILTER,
-                         "box:%s: the radius must be an integer from 0 to %d", arg,
+                         "box:%s: the radius must be an integer from 0 to %d", rq->arg,
                          CVI_NAMED_MAX_RADIUS);
-    return separable_taps(ctx, filter, spec, ndim, 2 * (size_t)r + 1, fill_box, 0.0);
+    return separable_taps(ctx, filter, rq->spec, rq->ndim, 2 * (size_t)r + 1, fill_box, 0.0);
 }
 
 static convolve_status make_gaussian(convolve_context *ctx, convolve_filter **filter,
-                                     const named_filter *nf, const char *spec, const char *arg,
-                                     int ndim)
+                                     const named_request *rq)
 {
     double sigma;
-    if (!parse_double(arg, &sigma) || !(sigma > 0))
+    if (!parse_double(rq->arg, &sigma) || !(sigma > 0))
         return cvi_error(ctx, CONVOLVE_ERROR_BAD_FILTER,
-                         "gaussian:%s: sigma must be a number > 0", arg);
+                         "gaussian:%s: sigma must be a number > 0", rq->arg);
     double rr = floor(4.0 * sigma + 0.5); /* scipy: int(truncate * sigma + 0.5) */
     if (rr > CVI_NAMED_MAX_RADIUS)
         return cvi_error(ctx, CONVOLVE_ERROR_BAD_FILTER,
-                         "gaussian:%s: radius %.0f exceeds %d", arg, rr, CVI_NAMED_MAX_RADIUS);
-    return separable_taps(ctx, filter, spec, ndim, 2 * (size_t)rr + 1, fill_gaussian, sigma);
+                         "gaussian:%s: radius %.0f exceeds %d", rq->arg, rr, CVI_NAMED_MAX_RADIUS);
+    return separable_taps(ctx, filter, rq->spec, rq->ndim, 2 * (size_t)rr + 1, fill_gaussian, sigma);
 }
 
 static convolve_status make_identity(convolve_context *ctx, convolve_filter **filter,
-                                     const named_filter *nf, const char *spec, const char *arg,
-                                     int ndim)
+                                     const named_request *rq)
 {
     static const double one = 1.0;
-    return separable_same(ctx, filter, ndim, &one, 1);
+    return separable_same(ctx, filter, rq->ndim, &one, 1);
 }
 
 static convolve_status make_laplacian(convolve_context *ctx, convolve_filter **filter,
-                                      const named_filter *nf, const char *spec, const char *arg,
-                                      int ndim)
+                                      const named_request *rq)
 {
+    const int ndim = rq->ndim;
     size_t shape[3] = {3, 3, 3};
     double w[27] = {0};
     size_t count = 1;
@@ -171,11 +175,10 @@ static convolve_status make_laplacian(convolve_context *ctx, convolve_filter **f
 }
 
 static convolve_status make_kernel3(convolve_context *ctx, convolve_filter **filter,
-                                    const named_filter *nf, const char *spec, const char *arg,
-                                    int ndim)
+                                    const named_request *rq)
 {
     static const size_t shape[2] = {3, 3};
-    return convolve_filter_create(ctx, filter, 2, shape, nf->kernel3);
+    return convolve_filter_create(ctx, filter, 2, shape, rq->nf->kernel3);
 }
 
 #define ALL_DIMS 7u  /* 1-D, 2-D and 3-D */
@@ -272,5 +275,6 @@ convolve_status convolve_filter_create_named(convolve_context *ctx, convolve_fil
                          "filter '%s' is %s; the input has %d dimension%s", name, dims, ndim,
                          ndim == 1 ? "" : "s");
     }
-    return nf->make(ctx, filter, nf, spec, arg, ndim);
+    const named_request rq = {nf, spec, arg, ndim};
+    return nf->make(ctx, filter, &rq);
 }
