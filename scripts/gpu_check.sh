@@ -126,7 +126,7 @@ fallback_build() {
     local cuda=${CUDA_HOME:-/usr/local/cuda} obj=$BUILD/manual
     local nvcc
     nvcc=$(command -v nvcc || echo "$cuda/bin/nvcc")
-    local flags=(-I"$ROOT/include" -I"$ROOT/src" -I"$ROOT/tests" -I"$cuda/include"
+    local flags=(-I"$ROOT/include" -I"$ROOT/src" -I"$ROOT/tests" -I"$ROOT/tools" -I"$cuda/include"
         -DCONVOLVE_WITH_CUDA -D_POSIX_C_SOURCE=200809L -DCONVOLVE_DATA_DIR="\"$ROOT/data\"")
     mkdir -p "$obj" "$BUILD/tests" "$BUILD/bench"
     local pids=() f
@@ -143,14 +143,17 @@ fallback_build() {
         pids+=($!)
     done
     for f in "${pids[@]}"; do wait "$f"; done
+    for f in cli_common cli_options bench; do # the tools library's part bench uses
+        gcc -O2 -std=c11 "${flags[@]}" -c "$ROOT/tools/$f.c" -o "$obj/tools_$f.o"
+    done
     for t in test_gpu_strategies test_gpu_fast test_semantics test_bench; do
         gcc -O2 -std=c11 -fopenmp "${flags[@]}" -c "$ROOT/tests/$t.c" -o "$obj/$t.main.o"
-        "$nvcc" -arch=sm_90 -o "$BUILD/tests/$t" "$obj/$t.main.o" "$obj"/*.c.o "$obj"/*.cu.o \
-            -Xcompiler -fopenmp -lcufft -lm
+        "$nvcc" -arch=sm_90 -o "$BUILD/tests/$t" "$obj/$t.main.o" "$obj"/tools_*.o "$obj"/*.c.o \
+            "$obj"/*.cu.o -Xcompiler -fopenmp -lcufft -lm
     done
     gcc -O2 -std=c11 "${flags[@]}" -c "$ROOT/bench/convolve_bench.c" -o "$obj/bench.main.o"
-    "$nvcc" -arch=sm_90 -o "$BUILD/bench/convolve_bench" "$obj/bench.main.o" "$obj"/*.c.o \
-        "$obj"/*.cu.o -Xcompiler -fopenmp -lcufft -lm
+    "$nvcc" -arch=sm_90 -o "$BUILD/bench/convolve_bench" "$obj/bench.main.o" "$obj"/tools_*.o \
+        "$obj"/*.c.o "$obj"/*.cu.o -Xcompiler -fopenmp -lcufft -lm
 }
 if [ "$CMAKE_OK" -eq 0 ]; then
     export -f fallback_build
