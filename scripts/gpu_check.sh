@@ -90,6 +90,7 @@ step() {
 : >"$OUT/peers.txt"
 : >"$OUT/generality.txt"
 : >"$OUT/tune.txt"
+: >"$OUT/python.txt"
 
 {
     echo "date: $(date -u)"
@@ -217,6 +218,16 @@ if want generality; then
     [ -n "${GPU_CHECK_GEN_ONLY:-}" ] && step "generality, generated kernels only" "$OUT/generality.txt" 120 \
         env PYTHONUNBUFFERED=1 CONVOLVE_DIRECT_KERNELS=generated "$PY" \
         "$ROOT/bench/generality.py" --build "$BUILD" --runs 15 --no-strategies --only "f32"
+fi
+if want python; then
+    # the Python package on device arrays: scipy's own filter tests with CuPy
+    # arrays and PyTorch tensors in place of numpy ones, and its benchmark
+    for arrays in cupy torch; do
+        step "scipy suite on $arrays" "$OUT/python.txt" 150 env PYTHONUNBUFFERED=1 \
+            CONVOLVE_BUILD_DIR="$BUILD" "$PY" "$ROOT/tests/py/test_scipy_suite.py" --arrays "$arrays"
+    done
+    step "python peers (GPU)" "$OUT/python.txt" 120 env PYTHONUNBUFFERED=1 \
+        CONVOLVE_BUILD_DIR="$BUILD" "$PY" "$ROOT/bench/python_peers.py" --gpu
 fi
 if want tune; then
     # the generated kernels under NVRTC options (GPU_CHECK_TUNE_VARIANTS, one
