@@ -11,9 +11,10 @@
  * loses nothing and leaves no partial file. The output is the file
  * `convolve IN.npy OUT.npy` writes, byte for byte.
  *
- * Options are convolve's core options (same names, values and exit codes),
- * plus --grid. Messages are printed once, by rank 0.
+ * Options are convolve's (its option rows from the tools library, less
+ * --quality and --wisdom), plus --grid. Messages are printed once, by rank 0.
  */
+#include "convolve_cli.h"
 #include "convolve_mpi.h"
 #include "npy_mpi.h"
 
@@ -28,11 +29,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { CLI_OK = 0, CLI_BAD_INPUT = 1, CLI_RESOURCE = 2 };
-
 static int g_rank, g_size;
 
 /* Prints "convolve-mpi: <message>" on rank 0; returns code. */
+static int say(int code, const char *fmt, ...) CLI_PRINTF(2, 3);
 static int say(int code, const char *fmt, ...)
 {
     if (g_rank == 0) {
@@ -46,23 +46,11 @@ static int say(int code, const char *fmt, ...)
     return code;
 }
 
-/* The exit code for a failed library call, as `convolve` maps it. */
+/* The exit code for a failed library call: convolve's mapping, and an MPI
+ * failure (IO from libconvolve_mpi) is a resource failure. */
 static int exit_code(convolve_status st)
 {
-    switch (st) {
-    case CONVOLVE_OK:
-        return CLI_OK;
-    case CONVOLVE_ERROR_OUT_OF_MEMORY:
-    case CONVOLVE_ERROR_DEVICE:
-    case CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY:
-    case CONVOLVE_ERROR_INTERNAL:
-    case CONVOLVE_ERROR_IO:
-        return CLI_RESOURCE;
-    case CONVOLVE_ERROR_BACKEND_UNAVAILABLE:
-        return convolve_backend_built(CONVOLVE_BACKEND_CUDA) ? CLI_RESOURCE : CLI_BAD_INPUT;
-    default:
-        return CLI_BAD_INPUT;
-    }
+    return st == CONVOLVE_ERROR_IO ? CLI_RESOURCE : cli_exit_code(st);
 }
 
 /*
@@ -94,229 +82,165 @@ static int agree(int rc, const char *msg)
     return m.rc;
 }
 
-static void usage(void)
-{
-    if (g_rank != 0)
-        return;
-    fputs(
-        "usage: mpirun -n N convolve-mpi INPUT.npy OUTPUT.npy (--weights FILE | --filter SPEC)\n"
-        "                                [options]\n"
-        "\n"
-        "Convolves (or correlates) a 1-D, 2-D or 3-D .npy array distributed over the MPI\n"
-        "ranks: each rank reads its box of INPUT with MPI-IO, exchanges halos with the\n"
-        "others, and writes its box of OUTPUT. The result is the file `convolve INPUT\n"
-        "OUTPUT` writes with the same options, byte for byte (CPU, strategies other than\n"
-        "fft).\n"
-        "\n"
-        "Filter (exactly one):\n"
-        "  --weights FILE    .npy with as many dimensions as the input, or a text file of\n"
-        "                    numbers (read by rank 0)\n"
-        "  --filter SPEC     box:R  gaussian:SIGMA  sobel-x  sobel-y  laplacian  sharpen\n"
-        "                    emboss  identity\n"
-        "\n"
-        "Options (as convolve's):\n"
-        "  --mode M          reflect (default), constant, nearest, mirror, wrap\n"
-        "  --cval V          the value outside the input in constant mode (default 0)\n"
-        "  --origin O[,O[,O]]  shift of the filter per axis, as scipy; one value for all axes\n"
-        "  --correlate       correlate instead of convolve\n"
-        "  --backend B       auto (default), cpu, cuda (each rank: GPU local-rank % count)\n"
-        "  --strategy NAME   a strategy from `convolve info` (default auto)\n"
-        "  --output-dtype T  float32, float64, uint8, uint16 (default: the input's)\n"
-        "  --threads N       CPU threads per rank (default 0: all the rank may use)\n"
-        "  --time            print `time_ms: <median> (n=<N>)` on standard error: the\n"
-        "                    distributed convolution alone (slowest rank; no file I/O)\n"
-        "  --repeat N        run the convolution N times for --time (default 1)\n"
-        "  --force           allow OUTPUT to be the input or weights file\n"
-        "  --grid AxBxC      ranks along each axis (default: slabs, N x 1 x 1); 0 lets MPI\n"
-        "                    choose an axis's count; auto: a balanced grid (docs/scale.md)\n"
-        "  -h, --help        this text;   --version   the version\n"
-        "\n"
-        "OUTPUT is written to a temporary file beside it, renamed over OUTPUT when every\n"
-        "rank succeeded: a failed run leaves any old OUTPUT untouched.\n"
-        "\n"
-        "Exit codes: 0 success; 1 bad input or usage; 2 resource, device or I/O failure.\n"
-        "\n"
-        "Example:\n"
-        "  mpirun -n 4 convolve-mpi volume.npy out.npy --filter gaussian:2 --mode wrap\n",
-        stdout);
-}
+/* ---- the command: convolve's option rows, and --grid ------------------------- */
 
+/* convolve's arguments first (its option rows apply to them), then ours. */
 typedef struct {
-    const char *input, *output, *weights, *filter;
-    convolve_options opt;
-    int n_origin;
-    long origin[CONVOLVE_MAX_DIMS];
-    int have_dtype;
-    convolve_dtype out_dtype;
+    cli_run_args run;
     int have_grid;
     int grid[CONVOLVE_MAX_DIMS];
-    int time, force;
-    long repeat;
 } args;
 
-static int parse_long(const char *s, long lo, long hi, long *v)
+static int set_grid(void *t, const char *v)
 {
-    char *end;
-    errno = 0;
-    long x = *s ? strtol(s, &end, 10) : 0;
-    if (!*s || *end || errno == ERANGE || x < lo || x > hi)
-        return 0;
-    *v = x;
-    return 1;
-}
-
-/* "A", "A,B" or "A,B,C" (sep ','), or "AxBxC" (sep 'x'): the count, or -1. */
-static int parse_list(const char *s, char sep, long lo, long hi, long *out)
-{
+    args *a = t;
+    if (!strcmp(v, "auto")) {
+        a->grid[0] = a->grid[1] = a->grid[2] = 0;
+        a->have_grid = -1;
+        return CLI_OK;
+    }
     int n = 0;
-    for (;;) {
-        char item[64];
-        size_t len = strcspn(s, sep == ',' ? "," : "x");
+    for (const char *p = v;; n++) {
+        char item[32];
+        size_t len = strcspn(p, "x");
+        long l;
         if (n == CONVOLVE_MAX_DIMS || len == 0 || len >= sizeof item)
-            return -1;
-        memcpy(item, s, len);
+            return CLI_BAD_VALUE;
+        memcpy(item, p, len);
         item[len] = '\0';
-        if (!parse_long(item, lo, hi, &out[n++]))
-            return -1;
-        if (!s[len])
-            return n;
-        s += len + 1;
+        if (!cli_parse_long(item, 0, 1 << 20, &l))
+            return CLI_BAD_VALUE;
+        a->grid[n] = (int)l;
+        if (!p[len])
+            break;
+        p += len + 1;
     }
-}
-
-static const char *const k_valued[] = {"weights", "filter", "mode", "cval", "origin", "backend",
-                                       "strategy", "output-dtype", "threads", "repeat", "grid"};
-static const char *const k_flags[] = {"correlate", "time", "force", "help", "version"};
-
-static int apply(args *a, const char *name, const char *val, int *done)
-{
-    long l, list[CONVOLVE_MAX_DIMS];
-    char *end;
-    if (!strcmp(name, "weights")) {
-        a->weights = val;
-    } else if (!strcmp(name, "filter")) {
-        a->filter = val;
-    } else if (!strcmp(name, "mode")) {
-        if (convolve_mode_parse(val, &a->opt.mode))
-            return say(CLI_BAD_INPUT, "unknown mode '%s': use reflect, constant, nearest, "
-                       "mirror or wrap", val);
-    } else if (!strcmp(name, "cval")) {
-        errno = 0;
-        a->opt.cval = strtod(val, &end);
-        if (!*val || *end || errno == ERANGE || !isfinite(a->opt.cval))
-            return say(CLI_BAD_INPUT, "--cval '%s' is not a finite number", val);
-    } else if (!strcmp(name, "origin")) {
-        if ((a->n_origin = parse_list(val, ',', -1000000000L, 1000000000L, a->origin)) < 0)
-            return say(CLI_BAD_INPUT, "--origin '%s': give 1 to 3 integers separated by "
-                       "commas, e.g. --origin=-1,0,1", val);
-    } else if (!strcmp(name, "correlate")) {
-        a->opt.operation = CONVOLVE_OP_CORRELATE;
-    } else if (!strcmp(name, "backend")) {
-        if (convolve_backend_parse(val, &a->opt.backend))
-            return say(CLI_BAD_INPUT, "unknown backend '%s': use auto, cpu or cuda", val);
-    } else if (!strcmp(name, "strategy")) {
-        if (!*val)
-            return say(CLI_BAD_INPUT, "--strategy needs a name (see convolve info)");
-        a->opt.strategy = val;
-    } else if (!strcmp(name, "output-dtype")) {
-        if (convolve_dtype_parse(val, &a->out_dtype))
-            return say(CLI_BAD_INPUT, "unknown output dtype '%s': use float32, float64, uint8 "
-                       "or uint16", val);
-        a->have_dtype = 1;
-    } else if (!strcmp(name, "threads")) {
-        if (!parse_long(val, 0, 4096, &l))
-            return say(CLI_BAD_INPUT, "--threads '%s': give a count from 0 (all) to 4096", val);
-        a->opt.threads = (int)l;
-    } else if (!strcmp(name, "repeat")) {
-        if (!parse_long(val, 1, 1000000, &a->repeat))
-            return say(CLI_BAD_INPUT, "--repeat '%s': give a count from 1 to 1000000", val);
-    } else if (!strcmp(name, "grid")) {
-        int n = !strcmp(val, "auto") ? 3 : parse_list(val, 'x', 0, 1 << 20, list);
-        if (!strcmp(val, "auto"))
-            list[0] = list[1] = list[2] = 0;
-        if (n < 1)
-            return say(CLI_BAD_INPUT, "--grid '%s': give ranks per axis, e.g. 2x2x1 (0: "
-                       "chosen), or auto", val);
-        for (int k = 0; k < CONVOLVE_MAX_DIMS; k++)
-            a->grid[k] = k < n ? (int)list[k] : 1;
-        a->have_grid = n;
-    } else if (!strcmp(name, "time")) {
-        a->time = 1;
-    } else if (!strcmp(name, "force")) {
-        a->force = 1;
-    } else if (!strcmp(name, "help")) {
-        usage();
-        *done = 1;
-    } else if (!strcmp(name, "version")) {
-        if (g_rank == 0)
-            printf("convolve-mpi %s\n", convolve_version_string());
-        *done = 1;
-    }
+    for (int k = n + 1; k < CONVOLVE_MAX_DIMS; k++)
+        a->grid[k] = 1;
+    a->have_grid = n + 1;
     return CLI_OK;
 }
 
-/* GNU-style options, as convolve parses them. Every rank parses alike. */
-static int parse(int argc, char **argv, args *a, int *done)
+static const cli_command *k_self; /* the command, for --help */
+
+static int show_help(void *t, const char *v)
 {
+    (void)t;
+    (void)v;
+    cli_print_help(k_self, stdout);
+    return CLI_DONE;
+}
+
+static int show_version(void *t, const char *v)
+{
+    (void)t;
+    (void)v;
+    printf("convolve-mpi %s\n", convolve_version_string());
+    return CLI_DONE;
+}
+
+static const cli_option k_mpi_options[] = {
+    {"grid", 0, "AxBxC",
+     "ranks along each axis (default: slabs, N x 1 x 1); 0 lets MPI choose an axis's count; "
+     "auto: a balanced grid, best on many nodes (docs/scale.md)",
+     NULL, set_grid, CLI_COMPLETE_NONE, NULL, 0},
+    {"help", 'h', NULL, "this text", NULL, show_help, CLI_COMPLETE_NONE, NULL, 0},
+    {"version", 0, NULL, "the version", NULL, show_version, CLI_COMPLETE_NONE, NULL, 0},
+};
+
+/* convolve's rows that convolve-mpi has no use for (image quality, a wisdom
+ * file) or answers itself (help, version). */
+static int skipped(const char *name)
+{
+    static const char *const names[] = {"quality", "wisdom", "help", "version"};
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++)
+        if (!strcmp(name, names[k]))
+            return 1;
+    return 0;
+}
+
+static const cli_text k_after[] = {
+    {"Files", NULL,
+     "INPUT and OUTPUT are .npy files (float32, float64, uint8, uint16; C order; 1 to 3 "
+     "dimensions). Each rank reads its box of INPUT and writes its box of OUTPUT with MPI-IO; "
+     "OUTPUT is written to a temporary file beside it, renamed over OUTPUT by rank 0 when "
+     "every rank succeeded: a failed run leaves any old OUTPUT untouched.", 0},
+    {"Exit codes", NULL,
+     "0 success; 1 bad input or usage; 2 resource, device, MPI or I/O failure.", 0},
+    {"Example", NULL, "  mpirun -n 4 convolve-mpi volume.npy out.npy --filter gaussian:2 --mode wrap",
+     1},
+};
+
+/* Builds the command (its option groups are made at run time from
+ * convolve's) and parses argv; messages only on rank 0. */
+static int parse(int argc, char **argv, args *a)
+{
+    static cli_option rows[64];
+    static cli_option_group groups[2];
+    static cli_command cmd;
+    size_t n = 0;
+    const cli_option_group *other = &cli_run_groups[1];
+    for (size_t k = 0; k < other->count && n < 60; k++)
+        if (!skipped(other->options[k].name))
+            rows[n++] = other->options[k];
+    for (size_t k = 0; k < sizeof k_mpi_options / sizeof *k_mpi_options; k++)
+        rows[n++] = k_mpi_options[k];
+    groups[0] = cli_run_groups[0];
+    groups[1] = *other;
+    groups[1].options = rows;
+    groups[1].count = n;
+    cmd = cli_run_command;
+    cmd.program = "convolve-mpi";
+    cmd.help_hint = "convolve-mpi --help";
+    cmd.synopsis = "mpirun -n N convolve-mpi INPUT.npy OUTPUT.npy (--weights FILE | --filter "
+                   "NAME[:ARGS]) [options]";
+    cmd.summary = "convolve a .npy array distributed over MPI ranks";
+    cmd.description = "Convolves (or correlates) a 1-D, 2-D or 3-D .npy array distributed over "
+                      "the MPI ranks: each rank reads its box of INPUT, exchanges halos with the "
+                      "others and writes its box of OUTPUT. The result is the file `convolve "
+                      "INPUT OUTPUT` writes with the same options, byte for byte (on the CPU, "
+                      "wherever convolve's `fast` does not pick its FFT; name --strategy direct "
+                      "to be sure).";
+    cmd.before = NULL;
+    cmd.nbefore = 0;
+    cmd.groups = groups;
+    cmd.ngroups = 2;
+    cmd.after = k_after;
+    cmd.nafter = sizeof k_after / sizeof *k_after;
+    k_self = &cmd;
+
     memset(a, 0, sizeof *a);
-    convolve_options_init(&a->opt);
-    a->repeat = 1;
-    const char *pos[2];
-    int npos = 0, only_positional = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (only_positional || arg[0] != '-' || !strcmp(arg, "-")) {
-            if (npos == 2)
-                return say(CLI_BAD_INPUT, "unexpected argument '%s': give one INPUT and one "
-                           "OUTPUT (see convolve-mpi --help)", arg);
-            pos[npos++] = arg;
-            continue;
+    cli_run_args_init(&a->run);
+    /* the option rows print their own messages: on rank 0 only */
+    int out = -1, err = -1;
+    if (g_rank != 0) {
+        fflush(stdout);
+        fflush(stderr);
+        int null = open("/dev/null", O_WRONLY);
+        out = dup(1);
+        err = dup(2);
+        if (null >= 0) {
+            dup2(null, 1);
+            dup2(null, 2);
+            close(null);
         }
-        if (!strcmp(arg, "--")) {
-            only_positional = 1;
-            continue;
-        }
-        if (!strcmp(arg, "-h")) {
-            usage();
-            *done = 1;
-            return CLI_OK;
-        }
-        const char *name = arg + 2, *eq = strchr(name, '=');
-        size_t len = eq ? (size_t)(eq - name) : strlen(name);
-        int valued = -1;
-        for (size_t k = 0; k < sizeof k_valued / sizeof *k_valued && valued < 0; k++)
-            if (strlen(k_valued[k]) == len && !strncmp(k_valued[k], name, len))
-                valued = 1;
-        for (size_t k = 0; k < sizeof k_flags / sizeof *k_flags && valued < 0; k++)
-            if (strlen(k_flags[k]) == len && !strncmp(k_flags[k], name, len))
-                valued = 0;
-        if (arg[1] != '-' || valued < 0)
-            return say(CLI_BAD_INPUT, "unknown option '%.*s' (see convolve-mpi --help)",
-                       arg[1] == '-' ? (int)(len + 2) : (int)strlen(arg), arg);
-        char key[32];
-        snprintf(key, sizeof key, "%.*s", (int)len, name);
-        const char *val = NULL;
-        if (valued) {
-            if (eq)
-                val = eq + 1;
-            else if (i + 1 < argc)
-                val = argv[++i];
-            else
-                return say(CLI_BAD_INPUT, "option '--%s' needs a value", key);
-        } else if (eq) {
-            return say(CLI_BAD_INPUT, "option '--%s' takes no value", key);
-        }
-        int rc = apply(a, key, val, done);
-        if (rc != CLI_OK || *done)
-            return rc;
     }
-    if (npos != 2)
+    int rc = cli_parse(&cmd, argc, argv, a);
+    if (g_rank != 0) {
+        fflush(stdout);
+        fflush(stderr);
+        if (out >= 0)
+            dup2(out, 1), close(out);
+        if (err >= 0)
+            dup2(err, 2), close(err);
+    }
+    if (rc != CLI_OK)
+        return rc;
+    if (a->run.npos != 2)
         return say(CLI_BAD_INPUT, "%s (see convolve-mpi --help)",
-                   npos == 0 ? "no INPUT and OUTPUT given" : "no OUTPUT given");
-    a->input = pos[0];
-    a->output = pos[1];
-    if (!a->weights == !a->filter)
-        return say(CLI_BAD_INPUT, "%s", a->weights
+                   a->run.npos == 0 ? "no INPUT and OUTPUT given" : "no OUTPUT given");
+    if (!a->run.weights == !a->run.filter)
+        return say(CLI_BAD_INPUT, "%s", a->run.weights
                    ? "give either --weights or --filter, not both"
                    : "no filter: give --weights FILE or --filter NAME (e.g. gaussian:2)");
     return CLI_OK;
@@ -342,25 +266,25 @@ typedef struct {
 static int read_setup(convolve_context *ctx, const args *a, setup *s, double **w, char *msg,
                       size_t cap)
 {
-    size_t n = strlen(a->output);
-    if (n < 4 || strcmp(a->output + n - 4, ".npy"))
-        return snprintf(msg, cap, "OUTPUT '%s' must be a .npy file", a->output), CLI_BAD_INPUT;
-    if (!a->force && same_file(a->input, a->output))
+    size_t n = strlen(a->run.output);
+    if (n < 4 || strcmp(a->run.output + n - 4, ".npy"))
+        return snprintf(msg, cap, "OUTPUT '%s' must be a .npy file", a->run.output), CLI_BAD_INPUT;
+    if (!a->run.force && same_file(a->run.input, a->run.output))
         return snprintf(msg, cap, "OUTPUT '%s' is the input file; choose another name, or pass "
-                        "--force to replace it", a->output), CLI_BAD_INPUT;
-    if (!a->force && a->weights && same_file(a->weights, a->output))
+                        "--force to replace it", a->run.output), CLI_BAD_INPUT;
+    if (!a->run.force && a->run.weights && same_file(a->run.weights, a->run.output))
         return snprintf(msg, cap, "OUTPUT '%s' is the weights file; choose another name, or "
-                        "pass --force to replace it", a->output), CLI_BAD_INPUT;
-    if (cli_npy_read_header(a->input, &s->h, msg, cap))
+                        "pass --force to replace it", a->run.output), CLI_BAD_INPUT;
+    if (cli_npy_read_header(a->run.input, &s->h, msg, cap))
         return CLI_BAD_INPUT;
-    if (!a->weights)
+    if (!a->run.weights)
         return CLI_OK;
     /* weights as convolve reads them: .npy with the input's dimensions, or
      * text with as many or fewer (leading axes of 1) */
-    convolve_format fmt = convolve_format_from_path(a->weights);
+    convolve_format fmt = convolve_format_from_path(a->run.weights);
     if (fmt != CONVOLVE_FORMAT_NPY)
         fmt = CONVOLVE_FORMAT_TEXT;
-    FILE *fp = fopen(a->weights, "rb");
+    FILE *fp = fopen(a->run.weights, "rb");
     if (fp) {
         unsigned char head[6] = {0};
         if (fread(head, 1, sizeof head, fp) == sizeof head && !memcmp(head, "\x93NUMPY", 6))
@@ -368,7 +292,7 @@ static int read_setup(convolve_context *ctx, const args *a, setup *s, double **w
         fclose(fp);
     }
     convolve_array *arr = NULL, *a64 = NULL;
-    convolve_status st = convolve_array_load(ctx, &arr, a->weights, fmt);
+    convolve_status st = convolve_array_load(ctx, &arr, a->run.weights, fmt);
     if (st == CONVOLVE_OK)
         st = convolve_array_convert(ctx, arr, CONVOLVE_FLOAT64, &a64);
     convolve_array_free(arr);
@@ -379,7 +303,7 @@ static int read_setup(convolve_context *ctx, const args *a, setup *s, double **w
     if (wd > nd || (fmt == CONVOLVE_FORMAT_NPY && wd != nd)) {
         convolve_array_free(a64);
         return snprintf(msg, cap, "weights '%s' have %d dimension%s and the input %d; they "
-                        "must match", a->weights, wd, wd == 1 ? "" : "s", nd), CLI_BAD_INPUT;
+                        "must match", a->run.weights, wd, wd == 1 ? "" : "s", nd), CLI_BAD_INPUT;
     }
     s->wndim = nd;
     s->wcount = convolve_layout_count(L);
@@ -458,12 +382,12 @@ static int run(convolve_context *ctx, const args *a)
         return free(w), rc;
     MPI_Bcast(&s, (int)sizeof s, MPI_BYTE, 0, MPI_COMM_WORLD);
     const int nd = s.h.ndim;
-    const convolve_dtype tin = s.h.dtype, tout = a->have_dtype ? a->out_dtype : tin;
+    const convolve_dtype tin = s.h.dtype, tout = a->run.have_dtype ? a->run.out_dtype : tin;
 
     /* the filter, the options, the boxes */
     convolve_filter *f = NULL;
     convolve_status st;
-    if (a->weights) {
+    if (a->run.weights) {
         if (g_rank != 0 && !(w = malloc(s.wcount * sizeof *w)))
             rc = CLI_RESOURCE;
         if ((rc = agree(rc, "out of memory for the weights")) != CLI_OK)
@@ -472,17 +396,17 @@ static int run(convolve_context *ctx, const args *a)
         st = convolve_filter_create(ctx, &f, nd, s.wshape, w);
         free(w);
     } else {
-        st = convolve_filter_create_named(ctx, &f, a->filter, nd);
+        st = convolve_filter_create_named(ctx, &f, a->run.filter, nd);
     }
     if (st != CONVOLVE_OK) /* alike on every rank */
-        return say(exit_code(st), "%s%s", a->weights ? "weights: " : "", convolve_last_error(ctx));
-    convolve_options o = a->opt;
+        return say(exit_code(st), "%s%s", a->run.weights ? "weights: " : "", convolve_last_error(ctx));
+    convolve_options o = a->run.opt;
     rc = CLI_OK;
-    if (a->n_origin > 1 && a->n_origin != nd)
+    if (a->run.n_origin > 1 && a->run.n_origin != nd)
         rc = say(CLI_BAD_INPUT, "--origin has %d values and the input %d dimension%s; give one "
-                 "value, or one per axis", a->n_origin, nd, nd == 1 ? "" : "s");
+                 "value, or one per axis", a->run.n_origin, nd, nd == 1 ? "" : "s");
     for (int k = 0; k < nd; k++)
-        o.origin[k] = a->n_origin == 0 ? 0 : a->origin[a->n_origin == 1 ? 0 : k];
+        o.origin[k] = a->run.n_origin == 0 ? 0 : a->run.origin[a->run.n_origin == 1 ? 0 : k];
     size_t start[CONVOLVE_MAX_DIMS], box[CONVOLVE_MAX_DIMS];
     int auto_grid = a->have_grid && !a->grid[0] && !a->grid[1] && !a->grid[2];
     if (rc == CLI_OK && a->have_grid > nd && !auto_grid)
@@ -510,7 +434,7 @@ static int run(convolve_context *ctx, const args *a)
 
     /* this rank's box of the input, straight from the file */
     MPI_File fh;
-    int err = MPI_File_open(MPI_COMM_WORLD, a->input, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+    int err = MPI_File_open(MPI_COMM_WORLD, a->run.input, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
     if (err == MPI_SUCCESS) {
         err = cli_npy_box_io(fh, 0, s.h.offset, tin, nd, s.h.shape, start, box, in);
         MPI_File_close(&fh);
@@ -527,8 +451,8 @@ static int run(convolve_context *ctx, const args *a)
         rc = say(exit_code(st), "%s", convolve_mpi_last_error(ctx));
         goto done;
     }
-    double *ms = malloc((size_t)a->repeat * sizeof *ms);
-    for (long r = 0; r < a->repeat && st == CONVOLVE_OK; r++) {
+    double *ms = malloc((size_t)a->run.repeat * sizeof *ms);
+    for (long r = 0; r < a->run.repeat && st == CONVOLVE_OK; r++) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         st = convolve_mpi_execute(plan, in, out);
@@ -542,18 +466,18 @@ static int run(convolve_context *ctx, const args *a)
         rc = say(exit_code(st), "%s", convolve_mpi_last_error(ctx));
         goto done;
     }
-    if (a->time && ms && g_rank == 0) {
-        size_t n = (size_t)a->repeat;
+    if (a->run.time && ms && g_rank == 0) {
+        size_t n = (size_t)a->run.repeat;
         qsort(ms, n, sizeof *ms, cmp_double);
         fprintf(stderr, "time_ms: %.3f (n=%ld)\n",
-                n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]), a->repeat);
+                n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]), a->run.repeat);
     }
     free(ms);
 
     /* the output: a temporary file, renamed when every rank wrote its box */
     char header[512];
     size_t hlen = cli_npy_format_header(tout, nd, s.h.shape, header);
-    rc = g_rank == 0 ? make_temp(a->output, header, hlen, tmp, sizeof tmp, msg, sizeof msg)
+    rc = g_rank == 0 ? make_temp(a->run.output, header, hlen, tmp, sizeof tmp, msg, sizeof msg)
                      : CLI_OK;
     if ((rc = agree(rc, msg)) != CLI_OK)
         goto done;
@@ -576,8 +500,8 @@ static int run(convolve_context *ctx, const args *a)
     }
     if ((rc = agree(rc, msg)) != CLI_OK)
         goto done;
-    if (g_rank == 0 && rename(tmp, a->output) != 0) {
-        snprintf(msg, sizeof msg, "cannot rename the output into '%s': %s", a->output,
+    if (g_rank == 0 && rename(tmp, a->run.output) != 0) {
+        snprintf(msg, sizeof msg, "cannot rename the output into '%s': %s", a->run.output,
                  strerror(errno));
         rc = CLI_RESOURCE;
     } else if (g_rank == 0) {
@@ -603,8 +527,10 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_File_set_errhandler(MPI_FILE_NULL, MPI_ERRORS_RETURN);
     args a;
-    int done = 0, rc = parse(argc, argv, &a, &done);
-    if (rc == CLI_OK && !done) {
+    int rc = parse(argc, argv, &a);
+    if (rc == CLI_DONE) {
+        rc = CLI_OK;
+    } else if (rc == CLI_OK) {
         convolve_context *ctx = NULL;
         rc = convolve_context_create(&ctx) == CONVOLVE_OK ? CLI_OK : CLI_RESOURCE;
         if ((rc = agree(rc, "out of memory")) == CLI_OK)
