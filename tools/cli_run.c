@@ -255,6 +255,12 @@ static int check_output(const char *path, convolve_format f, int ndim, size_t ch
         else if (ch != 1 && ch != 3)
             why = "PGM/PPM hold 1 (gray) or 3 (RGB) channels";
         break;
+    case CONVOLVE_FORMAT_TIFF:
+        if (ndim != 2 && ndim != 3)
+            why = "TIFF holds 2-D images and 3-D stacks (a page per plane)";
+        else if (ch > 4)
+            why = "TIFF holds 1 to 4 channels";
+        break;
     case CONVOLVE_FORMAT_TEXT:
         if (!is_float(t))
             why = "text holds float data (add --output-dtype float64)";
@@ -293,10 +299,14 @@ static int load_weights(convolve_context *ctx, const char *path, int ndim, convo
     fclose(fp);
     convolve_format fmt = CONVOLVE_FORMAT_TEXT;
     convolve_format by_name = convolve_format_from_path(path);
+    int tiff_magic = got >= 4 && (!memcmp(head, "II*", 4) || !memcmp(head, "MM\0*", 4) ||
+                                  !memcmp(head, "II+", 4) || !memcmp(head, "MM\0+", 4));
     if (got >= 6 && !memcmp(head, "\x93NUMPY", 6))
         fmt = CONVOLVE_FORMAT_NPY;
     else if (by_name == CONVOLVE_FORMAT_NPY)
         fmt = CONVOLVE_FORMAT_NPY; /* the reader says what is wrong */
+    else if (tiff_magic || by_name == CONVOLVE_FORMAT_TIFF)
+        fmt = CONVOLVE_FORMAT_TIFF; /* a float PSF, a stack for 3-D weights */
     else if (is_image_format(by_name) || (got >= 4 && !memcmp(head, "\x89PNG", 4)) ||
              (got >= 3 && head[0] == 0xFF && head[1] == 0xD8))
         return cli_fail(CLI_BAD_INPUT, "weights '%s' look like an image; give a .npy file or "
@@ -308,7 +318,12 @@ static int load_weights(convolve_context *ctx, const char *path, int ndim, convo
     const convolve_layout *L = convolve_array_layout(w);
     size_t shape[CONVOLVE_MAX_DIMS];
     int wd = L->ndim;
-    if (wd > ndim || (fmt == CONVOLVE_FORMAT_NPY && wd != ndim)) {
+    if (L->channels != 1) {
+        convolve_array_free(w);
+        return cli_fail(CLI_BAD_INPUT, "weights '%s' have %zu channels; give one (gray)", path,
+                        L->channels);
+    }
+    if (wd > ndim || (fmt != CONVOLVE_FORMAT_TEXT && wd != ndim)) {
         convolve_array_free(w);
         return cli_fail(CLI_BAD_INPUT, "weights '%s' have %d dimension%s and the input %d; "
                         "they must match%s", path, wd, wd == 1 ? "" : "s", ndim,
@@ -390,7 +405,7 @@ static int run(convolve_context *ctx, run_args *a)
     convolve_format ofmt = convolve_format_from_path(a->output);
     if (ofmt == CONVOLVE_FORMAT_AUTO)
         return cli_fail(CLI_BAD_INPUT, "cannot tell the output format of '%s' from its "
-                        "extension: use .npy, .png, .jpg, .jpeg, .pgm, .ppm, .pnm or .txt",
+                        "extension: use .npy, .png, .jpg, .jpeg, .pgm, .ppm, .pnm, .tif, .tiff or .txt",
                         a->output);
     if (!a->force && same_file(a->input, a->output))
         return cli_fail(CLI_BAD_INPUT, "OUTPUT '%s' is the input file; choose another name, or "

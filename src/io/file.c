@@ -33,7 +33,8 @@ convolve_format convolve_format_from_path(const char *path)
     } k_ext[] = {
         {"npy", CONVOLVE_FORMAT_NPY},  {"png", CONVOLVE_FORMAT_PNG},  {"jpg", CONVOLVE_FORMAT_JPEG},
         {"jpeg", CONVOLVE_FORMAT_JPEG}, {"pgm", CONVOLVE_FORMAT_PNM}, {"ppm", CONVOLVE_FORMAT_PNM},
-        {"pnm", CONVOLVE_FORMAT_PNM},  {"txt", CONVOLVE_FORMAT_TEXT},
+        {"pnm", CONVOLVE_FORMAT_PNM},  {"txt", CONVOLVE_FORMAT_TEXT}, {"tif", CONVOLVE_FORMAT_TIFF},
+        {"tiff", CONVOLVE_FORMAT_TIFF},
     };
     if (!path)
         return CONVOLVE_FORMAT_AUTO;
@@ -60,6 +61,9 @@ static convolve_format sniff(const unsigned char *d, size_t n)
     if (n >= 3 && d[0] == 'P' && d[1] >= '1' && d[1] <= '7' &&
         (d[2] == ' ' || d[2] == '\t' || d[2] == '\n' || d[2] == '\r' || d[2] == '#'))
         return CONVOLVE_FORMAT_PNM;
+    if (n >= 4 && ((d[0] == 'I' && d[1] == 'I' && (d[2] == 42 || d[2] == 43) && d[3] == 0) ||
+                   (d[0] == 'M' && d[1] == 'M' && d[2] == 0 && (d[3] == 42 || d[3] == 43))))
+        return CONVOLVE_FORMAT_TIFF; /* classic TIFF or BigTIFF, either byte order */
     return CONVOLVE_FORMAT_AUTO;
 }
 
@@ -72,6 +76,7 @@ static convolve_status parse(convolve_context *ctx, const unsigned char *d, size
     case CONVOLVE_FORMAT_JPEG: return cvi_read_jpeg(ctx, d, n, array);
     case CONVOLVE_FORMAT_PNM: return cvi_read_pnm(ctx, d, n, array);
     case CONVOLVE_FORMAT_TEXT: return cvi_read_text(ctx, d, n, array);
+    case CONVOLVE_FORMAT_TIFF: return cvi_read_tiff(ctx, d, n, array);
     default: return cvi_error(ctx, CONVOLVE_ERROR_INTERNAL, "parse: format %d", (int)f);
     }
 }
@@ -92,7 +97,7 @@ convolve_status convolve_array_load_memory(convolve_context *ctx, convolve_array
         format = sniff(d, size);
         if (format == CONVOLVE_FORMAT_AUTO)
             return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                             "%s: no known magic number (.npy, PNG, JPEG, PNM); name the format",
+                             "%s: no known magic number (.npy, PNG, JPEG, PNM, TIFF); name the format",
                              size ? "unknown data" : "empty data");
     }
     convolve_status st = parse(ctx, d, size, format, array);
@@ -215,7 +220,7 @@ convolve_status convolve_array_load(convolve_context *ctx, convolve_array **arra
             free(data);
             return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                              "cannot tell the format of '%s': no known magic number and no "
-                             "known extension (.npy .png .jpg .jpeg .pgm .ppm .pnm .txt)", path);
+                             "known extension (.npy .png .jpg .jpeg .pgm .ppm .pnm .tif .tiff .txt)", path);
         }
     }
     st = parse(ctx, data, size, format, array);
@@ -380,7 +385,7 @@ convolve_status convolve_array_save(convolve_context *ctx, const convolve_array 
         if (format == CONVOLVE_FORMAT_AUTO)
             return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                              "cannot tell the format to save '%s' in from its extension "
-                             "(.npy .png .jpg .jpeg .pgm .ppm .pnm .txt)", path);
+                             "(.npy .png .jpg .jpeg .pgm .ppm .pnm .tif .tiff .txt)", path);
     }
     if (format == CONVOLVE_FORMAT_JPEG && (jpeg_quality < 0 || jpeg_quality > 100))
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
@@ -392,6 +397,7 @@ convolve_status convolve_array_save(convolve_context *ctx, const convolve_array 
     case CONVOLVE_FORMAT_PNG: st = cvi_write_png(ctx, array, &buf); break;
     case CONVOLVE_FORMAT_JPEG: st = cvi_write_jpeg(ctx, array, jpeg_quality, &buf); break;
     case CONVOLVE_FORMAT_PNM: st = cvi_write_pnm(ctx, array, &buf); break;
+    case CONVOLVE_FORMAT_TIFF: st = cvi_write_tiff(ctx, array, &buf); break;
     default: st = cvi_write_text(ctx, array, &buf); break;
     }
     if (st == CONVOLVE_OK)

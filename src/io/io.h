@@ -74,6 +74,9 @@ convolve_status cvi_read_pnm(convolve_context *ctx, const unsigned char *data, s
                              convolve_array **array);
 convolve_status cvi_read_text(convolve_context *ctx, const unsigned char *data, size_t size,
                               convolve_array **array);
+/* TIFF (tiff.c): one page loads 2-D, several pages a 3-D stack. */
+convolve_status cvi_read_tiff(convolve_context *ctx, const unsigned char *data, size_t size,
+                              convolve_array **array);
 
 /* ---- writers: an array to bytes appended to *out -------------------------- */
 /* Each returns OK, UNSUPPORTED (dtype, dimensions or channels the format
@@ -85,5 +88,7 @@ convolve_status cvi_write_jpeg(convolve_context *ctx, const convolve_array *arra
                                cvi_buf *out);
 convolve_status cvi_write_pnm(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
 convolve_status cvi_write_text(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
+/* TIFF: a 2-D array as one page, a 3-D array as a page per plane. */
+convolve_status cvi_write_tiff(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
 
 #endif
