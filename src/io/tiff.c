@@ -199,6 +199,7 @@ typedef struct {
     int tiled;
     uint32_t tile_w, tile_h; /* tiles; or width and rows per strip */
     uint16_t compression;
+    size_t unit_bytes; /* what one strip or tile decodes to (the largest) */
 } tiff_page;
 
 static const char *channels_name(size_t c)
@@ -346,11 +347,12 @@ static uint64_t strile_bytes_in_file(TIFF *tif, uint32_t i, size_t size)
     return n < size - off ? n : size - off;
 }
 
-/* Decodes the current page into dst (height * width * channels samples,
- * chunky). scratch is a buffer of *scratch_size bytes, grown as needed. */
-static convolve_status decode_page(convolve_context *ctx, TIFF *tif, tiff_io *s, size_t page,
-                                   const tiff_page *p, unsigned char *dst,
-                                   unsigned char **scratch, size_t *scratch_size)
+/* Checks the current page's strips or tiles against its size: their count,
+ * and that their bytes within the file can decode to the pixels the page
+ * declares and to a whole strip or tile (so that a small file cannot make us
+ * allocate much); sets p->unit_bytes. */
+static convolve_status check_page_data(convolve_context *ctx, TIFF *tif, const tiff_io *s,
+                                       size_t page, tiff_page *p)
 {
     const size_t esize = convolve_dtype_size(p->dtype);
     const size_t pixel = esize * p->channels, row = (size_t)p->width * pixel;
@@ -362,13 +364,9 @@ static convolve_status decode_page(convolve_context *ctx, TIFF *tif, tiff_io *s,
     if (!cvi_mul_size(across * down, planes, &want) || count != want)
         return page_error(ctx, s, page, "%lu %s where its size needs %zu", (unsigned long)count,
                           p->tiled ? "tiles" : "strips", want);
-
-    /* what one strip or tile decodes to, and the guard against sizes the
-     * compressed data cannot back */
     const size_t unit_pixel = p->planar ? esize : pixel;
-    size_t unit_bytes;
-    if (!cvi_mul_size((size_t)p->tile_w * p->tile_h, unit_pixel, &unit_bytes) ||
-        unit_bytes > ((size_t)1 << 40))
+    if (!cvi_mul_size((size_t)p->tile_w * p->tile_h, unit_pixel, &p->unit_bytes) ||
+        p->unit_bytes > ((size_t)1 << 40))
         return page_error(ctx, s, page, "a %lux%lu %s is too large", (unsigned long)p->tile_w,
                           (unsigned long)p->tile_h, p->tiled ? "tile" : "strip");
     uint64_t in_file = 0, largest = 0;
@@ -380,11 +378,27 @@ static convolve_status decode_page(convolve_context *ctx, TIFF *tif, tiff_io *s,
     }
     const size_t ratio = max_expansion(p->compression);
     const size_t page_bytes = row * p->height;
-    if (page_bytes / ratio > in_file || unit_bytes / ratio > largest)
+    if (page_bytes / ratio > in_file || p->unit_bytes / ratio > largest)
         return page_error(ctx, s, page, "%llu bytes of image data cannot hold %lux%lu pixels of %zu "
                           "%s samples (truncated?)", (unsigned long long)in_file,
                           (unsigned long)p->width, (unsigned long)p->height, p->channels,
                           convolve_dtype_name(p->dtype));
+    return CONVOLVE_OK;
+}
+
+/* Decodes the current page (checked by check_page_data) into dst (height *
+ * width * channels samples, chunky). scratch is a buffer of *scratch_size
+ * bytes, grown as needed. */
+static convolve_status decode_page(convolve_context *ctx, TIFF *tif, tiff_io *s, size_t page,
+                                   const tiff_page *p, unsigned char *dst,
+                                   unsigned char **scratch, size_t *scratch_size)
+{
+    const size_t esize = convolve_dtype_size(p->dtype);
+    const size_t pixel = esize * p->channels, row = (size_t)p->width * pixel;
+    const size_t across = (p->width + (size_t)p->tile_w - 1) / p->tile_w;
+    const size_t down = (p->height + (size_t)p->tile_h - 1) / p->tile_h;
+    const size_t unit_pixel = p->planar ? esize : pixel, unit_bytes = p->unit_bytes;
+    const uint32_t count = p->tiled ? TIFFNumberOfTiles(tif) : TIFFNumberOfStrips(tif);
     const int direct = !p->tiled && !p->planar; /* strips decode in place */
     if (!direct && *scratch_size < unit_bytes) {
         unsigned char *q = realloc(*scratch, unit_bytes);
@@ -479,10 +493,12 @@ convolve_status cvi_read_tiff(convolve_context *ctx, const unsigned char *data, 
                                 channels_name(first.channels), convolve_dtype_name(first.dtype));
                 break;
             }
+            if ((st = check_page_data(ctx, tif, &s, pages, &p)) != CONVOLVE_OK)
+                break;
             backed += page_bytes / max_expansion(p.compression);
-            if (backed > size) {
-                st = page_error(ctx, &s, pages, "the file (%zu bytes) is too small for %zu pages of "
-                                "%lux%lu pixels (shared or missing image data?)", size,
+            if (backed > size) { /* pages that share their image data */
+                st = page_error(ctx, &s, pages, "the file (%zu bytes) is too small for %zu pages "
+                                "of %lux%lu pixels (image data shared between pages?)", size,
                                 pages + 1, (unsigned long)p.width, (unsigned long)p.height);
                 break;
             }
