@@ -50,6 +50,7 @@ typedef struct {
     size_t base;               /* write: out->size when writing began */
     int multi;                 /* read: the file has more than one directory */
     char msg[256];             /* libtiff's first error */
+    char warning[256];         /* libtiff's first warning that pixels or pages are wrong */
 } tiff_io;
 
 static int on_error(TIFF *tif, void *user, const char *module, const char *fmt, va_list ap)
@@ -67,10 +68,19 @@ static int on_error(TIFF *tif, void *user, const char *module, const char *fmt, 
     return 1; /* handled: nothing reaches libtiff's global handlers */
 }
 
+/* Unknown tags and the like leave the pixels right; but libtiff only warns
+ * when it replaces byte counts that cannot be right by its own guess (the
+ * pixels may then come from bytes past the strip), and when a directory
+ * points back at an earlier one: those are kept, and make the read fail. */
 static int on_warning(TIFF *tif, void *user, const char *module, const char *fmt, va_list ap)
 {
-    (void)tif, (void)user, (void)module, (void)fmt, (void)ap;
-    return 1; /* unknown tags and the like: the pixels are still right */
+    (void)tif, (void)module;
+    tiff_io *s = user;
+    char text[200];
+    vsnprintf(text, sizeof text, fmt, ap);
+    if (!s->warning[0] && (strstr(text, "ByteCounts") || strstr(text, "looping")))
+        snprintf(s->warning, sizeof s->warning, "%s", text);
+    return 1;
 }
 
 static tmsize_t read_proc(thandle_t h, void *buf, tmsize_t n)
@@ -379,10 +389,10 @@ static convolve_status check_page_data(convolve_context *ctx, TIFF *tif, const t
     const size_t ratio = max_expansion(p->compression);
     const size_t page_bytes = row * p->height;
     if (page_bytes / ratio > in_file || p->unit_bytes / ratio > largest)
-        return page_error(ctx, s, page, "%llu bytes of image data cannot hold %lux%lu pixels of %zu "
-                          "%s samples (truncated?)", (unsigned long long)in_file,
+        return page_error(ctx, s, page, "%llu bytes of image data cannot hold %lux%lu pixels of "
+                          "%zu %s channel%s (truncated?)", (unsigned long long)in_file,
                           (unsigned long)p->width, (unsigned long)p->height, p->channels,
-                          convolve_dtype_name(p->dtype));
+                          convolve_dtype_name(p->dtype), p->channels == 1 ? "" : "s");
     return CONVOLVE_OK;
 }
 
@@ -478,6 +488,10 @@ convolve_status cvi_read_tiff(convolve_context *ctx, const unsigned char *data, 
         uint32_t subfile = 0;
         TIFFGetFieldDefaulted(tif, TIFFTAG_SUBFILETYPE, &subfile);
         if (!(subfile & (FILETYPE_REDUCEDIMAGE | FILETYPE_MASK))) {
+            if (s.warning[0]) {
+                st = page_error(ctx, &s, pages, "%s", s.warning);
+                break;
+            }
             if ((st = describe_page(ctx, tif, &s, pages, &p)) != CONVOLVE_OK)
                 break;
             if (pages == 0) {
@@ -527,8 +541,8 @@ convolve_status cvi_read_tiff(convolve_context *ctx, const unsigned char *data, 
         if (TIFFLastDirectory(tif))
             break;
         if (!TIFFReadDirectory(tif)) {
-            st = page_error(ctx, &s, NO_PAGE, "directory %zu: %s", dir + 2,
-                            s.msg[0] ? s.msg : "cannot be read");
+            st = page_error(ctx, &s, NO_PAGE, "directory %zu cannot be read: %s", dir + 2,
+                            s.msg[0] ? s.msg : s.warning[0] ? s.warning : "(no reason given)");
             break;
         }
         if (s.msg[0]) {
