@@ -17,8 +17,9 @@
  * largest expansion of its compression scheme), and the whole file enough
  * for all its pages together.
  * Write: uint8, uint16, float32 or float64 arrays of 2 dimensions (one page)
- * or 3 (a page per plane, as microscopy stacks are), 1 to 4 channels,
- * uncompressed, chunky, in strips; BigTIFF when the data passes 4 GiB.
+ * or 3 (a page per plane, as microscopy stacks are), 1 to 4 channels (what
+ * format.c says TIFF holds), uncompressed, chunky, in strips; BigTIFF when
+ * the data passes 4 GiB.
  *
  * Built without libtiff (CONVOLVE_HAVE_TIFF undefined), reading is a FORMAT
  * error and writing UNSUPPORTED, both saying so.
@@ -638,23 +639,7 @@ static int encode(TIFF *tif, tiff_io *s, const convolve_array *a, unsigned char 
 
 convolve_status cvi_write_tiff(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
 {
-    const convolve_layout *L = &array->layout;
-    if (L->dtype != CONVOLVE_UINT8 && L->dtype != CONVOLVE_UINT16 &&
-        L->dtype != CONVOLVE_FLOAT32 && L->dtype != CONVOLVE_FLOAT64)
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED, "TIFF: unknown element type %d",
-                         (int)L->dtype);
-    if (L->ndim != 2 && L->ndim != 3)
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                         "TIFF holds 2-D images and 3-D stacks (a page per plane), not %d-D "
-                         "arrays", L->ndim);
-    if (L->channels < 1 || L->channels > 4)
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                         "TIFF holds 1 to 4 channels (gray, gray+alpha, RGB, RGBA), not %zu",
-                         L->channels);
-    for (int d = L->ndim - 2; d < L->ndim; d++)
-        if (L->shape[d] > UINT32_MAX)
-            return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                             "TIFF: an image side of %zu is more than 2^32 - 1", L->shape[d]);
+    const convolve_layout *L = &array->layout; /* one TIFF holds (format.c) */
     const size_t esize = convolve_dtype_size(L->dtype);
     const size_t row = L->shape[L->ndim - 1] * L->channels * esize;
     size_t rps = TIFF_WRITE_STRIP_BYTES / row;
