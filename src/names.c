@@ -69,7 +69,8 @@ static int lookup(const char *const *table, const char *name)
 static const char *const k_dtype[] = {"float32", "float64", "uint8", "uint16", NULL};
 static const char *const k_mode[] = {"reflect", "constant", "nearest", "mirror", "wrap", NULL};
 static const char *const k_backend[] = {"auto", "cpu", "cuda", NULL};
-static const char *const k_format[] = {"auto", "npy", "png", "jpeg", "pnm", "text", NULL};
+static const char *const k_format[] = {"auto", "npy",  "png",  "jpeg",
+                                       "pnm",  "text", "tiff", NULL};
 
 size_t convolve_dtype_size(convolve_dtype dtype)
 {
@@ -142,5 +143,5 @@ int convolve_backend_built(convolve_backend backend)
 
 const char *convolve_format_name(convolve_format format)
 {
-    return (unsigned)format < 6 ? k_format[format] : NULL;
+    return (unsigned)format < sizeof k_format / sizeof k_format[0] - 1 ? k_format[format] : NULL;
 }

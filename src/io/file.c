@@ -30,6 +30,7 @@ static convolve_status parse(convolve_context *ctx, const unsigned char *d, size
     case CONVOLVE_FORMAT_JPEG: return cvi_read_jpeg(ctx, d, n, array);
     case CONVOLVE_FORMAT_PNM: return cvi_read_pnm(ctx, d, n, array);
     case CONVOLVE_FORMAT_TEXT: return cvi_read_text(ctx, d, n, array);
+    case CONVOLVE_FORMAT_TIFF: return cvi_read_tiff(ctx, d, n, array);
     default: return cvi_error(ctx, CONVOLVE_ERROR_INTERNAL, "parse: format %d", (int)f);
     }
 }
@@ -50,7 +51,7 @@ convolve_status convolve_array_load_memory(convolve_context *ctx, convolve_array
         format = convolve_format_detect(d, size);
         if (format == CONVOLVE_FORMAT_AUTO)
             return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                             "%s: no known magic number (.npy, PNG, JPEG, PNM); name the format",
+                             "%s: no known magic number (.npy, PNG, JPEG, PNM, TIFF); name the format",
                              size ? "unknown data" : "empty data");
     }
     convolve_status st = parse(ctx, d, size, format, array);
@@ -173,7 +174,7 @@ convolve_status convolve_array_load(convolve_context *ctx, convolve_array **arra
             free(data);
             return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                              "cannot tell the format of '%s': no known magic number and no "
-                             "known extension (.npy .png .jpg .jpeg .pgm .ppm .pnm .txt)", path);
+                             "known extension (.npy .png .jpg .jpeg .pgm .ppm .pnm .tif .tiff .txt)", path);
         }
     }
     st = parse(ctx, data, size, format, array);
@@ -362,11 +363,17 @@ convolve_status convolve_array_save(convolve_context *ctx, const convolve_array 
         if (format == CONVOLVE_FORMAT_AUTO)
             return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                              "cannot tell the format to save '%s' in from its extension "
-                             "(.npy .png .jpg .jpeg .pgm .ppm .pnm .txt)", path);
+                             "(.npy .png .jpg .jpeg .pgm .ppm .pnm .tif .tiff .txt)", path);
     }
     if (format == CONVOLVE_FORMAT_JPEG && (jpeg_quality < 0 || jpeg_quality > 100))
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                          "JPEG quality %d: use 1 to 100, or 0 for the default (95)", jpeg_quality);
+#ifndef CONVOLVE_HAVE_TIFF
+    if (format == CONVOLVE_FORMAT_TIFF) { /* says it was built without */
+        cvi_buf none = {NULL, 0, 0};
+        return prefix_path(ctx, cvi_write_tiff(ctx, array, &none), path);
+    }
+#endif
     convolve_status st = check_holds(ctx, format, &array->layout, path);
     if (st != CONVOLVE_OK)
         return st;
@@ -376,6 +383,7 @@ convolve_status convolve_array_save(convolve_context *ctx, const convolve_array 
     case CONVOLVE_FORMAT_PNG: st = cvi_write_png(ctx, array, &buf); break;
     case CONVOLVE_FORMAT_JPEG: st = cvi_write_jpeg(ctx, array, jpeg_quality, &buf); break;
     case CONVOLVE_FORMAT_PNM: st = cvi_write_pnm(ctx, array, &buf); break;
+    case CONVOLVE_FORMAT_TIFF: st = cvi_write_tiff(ctx, array, &buf); break;
     default: st = cvi_write_text(ctx, array, &buf); break;
     }
     if (st == CONVOLVE_OK)

@@ -10,6 +10,7 @@
 #include "../internal.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct convolve_array {
     convolve_layout layout;     /* contiguous, C order, interleaved channels */
@@ -42,6 +43,8 @@ convolve_status cvi_check_image_size(convolve_context *ctx, const char *what, si
 #define CVIO_PNG_MAX_SIDE 1000000
 /* libjpeg's JPEG_MAX_DIMENSION (jpeg.c checks that they agree). */
 #define CVIO_JPEG_MAX_SIDE 65500
+/* TIFF: ImageWidth and ImageLength are 32-bit. */
+#define CVIO_TIFF_MAX_SIDE ((size_t)UINT32_MAX)
 
 /* The first rule of a format that an array breaks, in the order checked. */
 typedef enum cvio_fit {
@@ -52,7 +55,7 @@ typedef enum cvio_fit {
     CVIO_NOT_EXTENT
 } cvio_fit;
 
-/* Which rule of `format` (NPY to TEXT, not AUTO) an array of the valid
+/* Which rule of `format` (NPY to TIFF, not AUTO) an array of the valid
  * `layout` breaks; *holds gets the phrase saying what the format holds
  * (NULL with CVIO_HOLDS). The writers may assume CVIO_HOLDS. */
 cvio_fit cvio_format_fit(convolve_format format, const convolve_layout *layout, const char **holds);
@@ -100,6 +103,9 @@ convolve_status cvi_read_pnm(convolve_context *ctx, const unsigned char *data, s
                              convolve_array **array);
 convolve_status cvi_read_text(convolve_context *ctx, const unsigned char *data, size_t size,
                               convolve_array **array);
+/* TIFF (tiff.c): one page loads 2-D, several pages a 3-D stack. */
+convolve_status cvi_read_tiff(convolve_context *ctx, const unsigned char *data, size_t size,
+                              convolve_array **array);
 
 /* ---- writers: an array to bytes appended to *out -------------------------- */
 /* The array must be one the format holds (cvio_format_fit says CVIO_HOLDS;
@@ -112,5 +118,7 @@ convolve_status cvi_write_jpeg(convolve_context *ctx, const convolve_array *arra
                                cvi_buf *out);
 convolve_status cvi_write_pnm(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
 convolve_status cvi_write_text(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
+/* TIFF: a 2-D array as one page, a 3-D array as a page per plane. */
+convolve_status cvi_write_tiff(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
 
 #endif

@@ -3,9 +3,11 @@
  *
  * Read: the header dict is parsed strictly (exactly the keys 'descr',
  * 'fortran_order' and 'shape'); dtypes float32, float64, uint8 and uint16 in
- * either byte order (big-endian data is byte-swapped on load); C order only;
- * 1 to 3 dimensions, none of them zero; the data must be exactly
- * shape * itemsize bytes. Arrays load with 1 channel.
+ * either byte order (data in the other byte order is byte-swapped on load);
+ * C or Fortran order (a Fortran-order array is transposed into C order on
+ * load, so it holds the same values at the same indices); 1 to 3
+ * dimensions, none of them zero; the data must be exactly shape * itemsize
+ * bytes. Arrays load with 1 channel.
  * Write: version 1.0 (2.0 if the header needed it), little-endian; channels
  * > 1 become a last axis, so a 2-D RGB image saves as (H, W, 3).
  */
@@ -150,6 +152,19 @@ static void swap_bytes(unsigned char *p, size_t count, size_t size)
         }
 }
 
+/* Copies a Fortran-order array (axis 0 fastest) of nd (2 or 3) dimensions
+ * into dst in C order (the last axis fastest): dst[i][j][k] = the element at
+ * i + d0 * (j + d1 * k) of src. */
+static void fortran_to_c(unsigned char *dst, const unsigned char *src, int nd, const size_t *dims,
+                         size_t esize)
+{
+    const size_t d0 = dims[0], d1 = dims[1], d2 = nd == 3 ? dims[2] : 1;
+    for (size_t i = 0; i < d0; i++)
+        for (size_t j = 0; j < d1; j++)
+            for (size_t k = 0; k < d2; k++, dst += esize)
+                memcpy(dst, src + (i + d0 * (j + d1 * k)) * esize, esize);
+}
+
 convolve_status cvi_read_npy(convolve_context *ctx, const unsigned char *data, size_t size,
                              convolve_array **array)
 {
@@ -248,10 +263,6 @@ convolve_status cvi_read_npy(convolve_context *ctx, const unsigned char *data, s
     convolve_status st = parse_descr(ctx, descr, &t);
     if (st != CONVOLVE_OK)
         return st;
-    if (fortran)
-        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                         ".npy array is in Fortran order (fortran_order: True); save a C-order "
-                         "array (numpy: np.ascontiguousarray)");
     if (nd == 0)
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                          ".npy array is 0-dimensional (a scalar); 1 to 3 dimensions are supported");
@@ -282,7 +293,11 @@ convolve_status cvi_read_npy(convolve_context *ctx, const unsigned char *data, s
     st = cvi_array_new(ctx, &a, t.dtype, nd, dims, 1, ".npy array");
     if (st != CONVOLVE_OK)
         return st;
-    memcpy(a->data, data + pre + hlen, bytes);
+    const unsigned char *src = data + pre + hlen;
+    if (fortran && nd > 1)
+        fortran_to_c(a->data, src, nd, dims, esize);
+    else
+        memcpy(a->data, src, bytes);
     if (t.swap)
         swap_bytes(a->data, count, esize);
     *array = a;

@@ -1,7 +1,7 @@
 /*
  * fuzz_load_memory.c - libFuzzer harness for the public
  * convolve_array_load_memory with format auto-detection: the magic number
- * picks .npy, PNG, JPEG or PNM (anything else fails with FORMAT). Checks the
+ * picks .npy, PNG, JPEG, PNM or TIFF (anything else fails with FORMAT). Checks the
  * array through the public accessors, and that a conversion to float64 keeps
  * the shape. Large JPEG headers are skipped as in fuzz_jpeg.c.
  */
