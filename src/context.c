@@ -51,7 +51,7 @@ int cvi_cuda_usable(convolve_context *ctx)
 {
     if (!ctx->cuda_probed) {
         memset(&ctx->device, 0, sizeof ctx->device);
-        cvi_cuda_probe(&ctx->device, &ctx->shared_memory_per_block);
+        cvcu_probe(&ctx->device, &ctx->shared_memory_per_block);
         ctx->cuda_probed = 1;
     }
     return ctx->device.available;

@@ -106,15 +106,27 @@ typedef struct cvi_strategy cvi_strategy;
 typedef convolve_status (*cvi_check_fn)(const cvi_strategy *s, const cvi_problem *p,
                                         const convolve_context *ctx, char *why, size_t why_size);
 
+/* cvi_strategy.dims: bit d-1 set when it serves d dimensions. */
+#define CVI_DIMS_1D 1u
+#define CVI_DIMS_2D 2u
+#define CVI_DIMS_3D 4u
+#define CVI_DIMS_ALL (CVI_DIMS_1D | CVI_DIMS_2D | CVI_DIMS_3D)
+
 struct cvi_strategy {
     const char *name;
     convolve_backend backend;
-    unsigned dims;              /* bit d-1: serves d dimensions */
+    unsigned dims;              /* CVI_DIMS_* */
     int id;                     /* the backend's own number for it */
     const char *summary;
     cvi_check_fn check;         /* NULL: serves every problem of its dims */
     unsigned tile[3];           /* tile extents (x, y, z) of its thread block, 0 if none */
 };
+
+/* 1 if s serves ndim-dimensional problems. */
+static inline int cvi_strategy_serves_ndim(const cvi_strategy *s, int ndim)
+{
+    return ndim >= 1 && ndim <= 3 && (s->dims >> (ndim - 1) & 1u);
+}
 
 /* The registry (src/strategy.c). */
 /* The measured autotune (tune.c): *chosen = the fastest strategy of

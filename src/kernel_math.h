@@ -19,7 +19,16 @@
 #define CVI_HD static inline
 #endif
 
-/* Mirrors convolve_mode (include/convolve.h); kept numerically equal. */
+/* Mirror convolve_dtype and convolve_mode (include/convolve.h) for code that
+ * does not include the public header (the kernels); kept numerically equal
+ * (static assertions in src/names.c). */
+enum {
+    CVI_DTYPE_FLOAT32 = 0,
+    CVI_DTYPE_FLOAT64 = 1,
+    CVI_DTYPE_UINT8 = 2,
+    CVI_DTYPE_UINT16 = 3
+};
+
 enum {
     CVI_MODE_REFLECT = 0,
     CVI_MODE_CONSTANT = 1,

@@ -83,7 +83,7 @@ convolve_status convolve_plan_benchmark(convolve_plan *plan, int warmup, int run
         return cvi_error(plan->ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory");
     convolve_status st =
         plan->strategy->backend == CONVOLVE_BACKEND_CUDA
-            ? cvi_cuda_benchmark(plan->ctx, plan->backend_state, warmup, runs, times)
+            ? cvcu_benchmark(plan->ctx, plan->backend_state, warmup, runs, times)
             : benchmark_cpu(plan, warmup, runs, times);
     if (st == CONVOLVE_OK) {
         qsort(times, (size_t)runs, sizeof *times, cmp_double);
@@ -107,6 +107,6 @@ convolve_status convolve_device_copy_bandwidth(convolve_context *ctx, size_t byt
     if (!cvi_cuda_usable(ctx))
         return cvi_error(ctx, CONVOLVE_ERROR_BACKEND_UNAVAILABLE, "no usable GPU: %s",
                          ctx->device.reason);
-    convolve_status st = cvi_cuda_copy_bandwidth(ctx, bytes, runs, gb_per_s);
+    convolve_status st = cvcu_copy_bandwidth(ctx, bytes, runs, gb_per_s);
     return st == CONVOLVE_OK ? cvi_ok(ctx) : st;
 }

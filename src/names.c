@@ -6,6 +6,19 @@
 
 #include <string.h>
 
+/* The kernels' mirrors of the public enums (src/kernel_math.h). */
+_Static_assert(CVI_DTYPE_FLOAT32 == (int)CONVOLVE_FLOAT32 &&
+                   CVI_DTYPE_FLOAT64 == (int)CONVOLVE_FLOAT64 &&
+                   CVI_DTYPE_UINT8 == (int)CONVOLVE_UINT8 &&
+                   CVI_DTYPE_UINT16 == (int)CONVOLVE_UINT16,
+               "CVI_DTYPE_* must equal convolve_dtype");
+_Static_assert(CVI_MODE_REFLECT == (int)CONVOLVE_MODE_REFLECT &&
+                   CVI_MODE_CONSTANT == (int)CONVOLVE_MODE_CONSTANT &&
+                   CVI_MODE_NEAREST == (int)CONVOLVE_MODE_NEAREST &&
+                   CVI_MODE_MIRROR == (int)CONVOLVE_MODE_MIRROR &&
+                   CVI_MODE_WRAP == (int)CONVOLVE_MODE_WRAP,
+               "CVI_MODE_* must equal convolve_mode");
+
 unsigned convolve_version_number(void)
 {
     return CONVOLVE_VERSION_NUMBER;

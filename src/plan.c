@@ -182,7 +182,7 @@ static convolve_status choose(convolve_plan *plan, const convolve_filter *filter
             return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED, "strategy '%s' cannot serve this "
                              "case: %s", name, why);
     } else if (backend == CONVOLVE_BACKEND_CUDA) {
-        s = cvi_cuda_pick(ctx, p, why, sizeof why);
+        s = cvcu_pick(ctx, p, why, sizeof why);
         if (!s) {
             if (o->backend == CONVOLVE_BACKEND_CUDA)
                 return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
@@ -194,7 +194,7 @@ static convolve_status choose(convolve_plan *plan, const convolve_filter *filter
     }
 
     if (s->backend == CONVOLVE_BACKEND_CUDA) {
-        convolve_status st = cvi_cuda_prepare(ctx, s, p, &plan->backend_state);
+        convolve_status st = cvcu_prepare(ctx, s, p, &plan->backend_state);
         if (st != CONVOLVE_OK) {
             /* AUTO with no strategy named falls back to the CPU */
             if (o->backend != CONVOLVE_BACKEND_AUTO || named)
@@ -263,7 +263,7 @@ void convolve_plan_free(convolve_plan *plan)
 {
     if (!plan)
         return;
-    cvi_cuda_release(plan->backend_state);
+    cvcu_release(plan->backend_state);
     for (int a = 0; a < 3; a++)
         free(plan->taps[a]);
     free(plan->weights);
@@ -315,11 +315,11 @@ convolve_status convolve_execute(convolve_plan *plan, const void *in, void *out)
     if (st != CONVOLVE_OK)
         return st;
     if (plan->strategy->backend == CONVOLVE_BACKEND_CUDA) {
-        st = cvi_cuda_execute_host(plan->ctx, plan->backend_state, in, out);
+        st = cvcu_execute_host(plan->ctx, plan->backend_state, in, out);
         if (st == CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY && plan->cpu_fallback) {
             /* AUTO chose the GPU and its memory ran out: the plan moves to
              * the CPU for good (convolve_plan_backend then says so) */
-            cvi_cuda_release(plan->backend_state);
+            cvcu_release(plan->backend_state);
             plan->backend_state = NULL;
             plan->strategy = cvi_cpu_pick(&plan->problem);
             plan->cpu_fallback = 0;
@@ -342,7 +342,7 @@ convolve_status convolve_execute_device(convolve_plan *plan, const void *in, voi
     convolve_status st = check_pointers(plan, in, out, 0);
     if (st != CONVOLVE_OK)
         return st;
-    st = cvi_cuda_execute_device(plan->ctx, plan->backend_state, in, out, stream);
+    st = cvcu_execute_device(plan->ctx, plan->backend_state, in, out, stream);
     return st == CONVOLVE_OK ? cvi_ok(plan->ctx) : st;
 }
 

@@ -12,7 +12,7 @@ size_t cvi_strategy_total(void)
 {
     size_t ncpu, ncuda;
     cvi_cpu_strategies(&ncpu);
-    cvi_cuda_strategies(&ncuda);
+    cvcu_strategies(&ncuda);
     return ncpu + ncuda;
 }
 
@@ -20,7 +20,7 @@ const cvi_strategy *cvi_strategy_at(size_t i)
 {
     size_t ncpu, ncuda;
     const cvi_strategy *cpu = cvi_cpu_strategies(&ncpu);
-    const cvi_strategy *cuda = cvi_cuda_strategies(&ncuda);
+    const cvi_strategy *cuda = cvcu_strategies(&ncuda);
     if (i < ncpu)
         return &cpu[i];
     if (i - ncpu < ncuda)
