@@ -21,15 +21,18 @@ extern "C" {
 
 /* ---- context ---------------------------------------------------------- */
 
+/* What a context knows of the CUDA device (probed once, when first needed). */
+typedef struct cvi_device {
+    convolve_device_info info;          /* info.available = 0: none usable (info.reason) */
+    size_t shared_memory_per_block;     /* opt-in maximum, bytes */
+} cvi_device;
+
 struct convolve_context {
     char message[CVI_MESSAGE_SIZE];     /* last error; "" after a success */
     int cuda_probed;                    /* 1 once the device was looked at */
-    convolve_device_info device;        /* what the probe found */
-    size_t shared_memory_per_block;     /* opt-in maximum, bytes (CUDA) */
-    struct cvi_wisdom *wisdom;          /* autotune results (tune.c), or NULL */
+    cvi_device cuda;                    /* what the probe found */
+    struct cvi_wisdom *wisdom;          /* autotune results (wisdom.c), or NULL */
 };
-
-void cvi_wisdom_free(struct cvi_wisdom *w);
 
 /* Records a formatted message on ctx (which may be NULL) and returns status. */
 convolve_status cvi_error(convolve_context *ctx, convolve_status status, const char *fmt, ...)
@@ -39,7 +42,7 @@ convolve_status cvi_error(convolve_context *ctx, convolve_status status, const c
     ;
 /* Clears the message; returns CONVOLVE_OK. */
 convolve_status cvi_ok(convolve_context *ctx);
-/* Probes the CUDA device once; returns ctx->device.available. */
+/* Probes the CUDA device once; returns ctx->cuda.info.available. */
 int cvi_cuda_usable(convolve_context *ctx);
 
 /* ---- checked size arithmetic ------------------------------------------ */
@@ -97,14 +100,20 @@ typedef struct cvi_problem {
     int threads;                    /* CPU threads, 0 = all */
 } cvi_problem;
 
+/* Byte offsets, relative to element 0, of the lowest byte (lo <= 0) and one
+ * past the highest byte the input (output = 0) or output (1) of p touches
+ * (layout.c). */
+void cvi_problem_span(const cvi_problem *p, int output, ptrdiff_t *lo, ptrdiff_t *hi);
+
 /* ---- strategies --------------------------------------------------------- */
 
 typedef struct cvi_strategy cvi_strategy;
 
-/* Can strategy s serve problem p? CONVOLVE_OK, or UNSUPPORTED with a reason
- * written to why (for the user: says what limit is exceeded). */
+/* Can strategy s serve problem p on device dev (NULL: not probed)?
+ * CONVOLVE_OK, or UNSUPPORTED with a reason written to why (for the user:
+ * says what limit is exceeded). */
 typedef convolve_status (*cvi_check_fn)(const cvi_strategy *s, const cvi_problem *p,
-                                        const convolve_context *ctx, char *why, size_t why_size);
+                                        const cvi_device *dev, char *why, size_t why_size);
 
 /* cvi_strategy.dims: bit d-1 set when it serves d dimensions. */
 #define CVI_DIMS_1D 1u
@@ -128,15 +137,7 @@ static inline int cvi_strategy_serves_ndim(const cvi_strategy *s, int ndim)
     return ndim >= 1 && ndim <= 3 && (s->dims >> (ndim - 1) & 1u);
 }
 
-/* The registry (src/strategy.c). */
-/* The measured autotune (tune.c): *chosen = the fastest strategy of
- * `backend` serving p, from the context's wisdom or timed now (and then
- * remembered); NULL if none serves. Errors: OUT_OF_MEMORY. */
-convolve_status cvi_tune(convolve_context *ctx, const convolve_layout *in,
-                         const convolve_layout *out, const convolve_filter *filter,
-                         const convolve_options *o, const struct cvi_problem *p,
-                         convolve_backend backend, const cvi_strategy **chosen);
-
+/* The registry of every backend's strategies (src/strategy.c). */
 size_t cvi_strategy_total(void);
 const cvi_strategy *cvi_strategy_at(size_t i);
 const cvi_strategy *cvi_strategy_find(convolve_backend backend, const char *name);
@@ -150,10 +151,15 @@ struct convolve_plan {
     double *weights;            /* owned storage behind problem.weights */
     double *taps[3];            /* owned storage behind problem.taps */
     const cvi_strategy *strategy;
-    void *backend_state;        /* CUDA: the device-side plan */
+    const struct cvi_backend *backend;  /* strategy's backend (src/backend.h) */
+    void *state;                /* what its prepare made */
     int cpu_fallback;           /* AUTO, no strategy named: on device out of
                                    memory, move to the CPU (convolve_execute) */
 };
+
+/* Sorts times[0..runs-1] and summarises them (min, median, max) in *t
+ * (measure.c). */
+void cvi_summarise_times(double *times, int runs, convolve_timing *t);
 
 /* ---- element conversion ------------------------------------------------- */
 

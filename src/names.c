@@ -137,22 +137,6 @@ convolve_status convolve_backend_parse(const char *name, convolve_backend *backe
     return CONVOLVE_OK;
 }
 
-int convolve_backend_built(convolve_backend backend)
-{
-    switch (backend) {
-    case CONVOLVE_BACKEND_AUTO:
-    case CONVOLVE_BACKEND_CPU:
-        return 1;
-    case CONVOLVE_BACKEND_CUDA:
-#ifdef CONVOLVE_WITH_CUDA
-        return 1;
-#else
-        return 0;
-#endif
-    }
-    return 0;
-}
-
 const char *convolve_format_name(convolve_format format)
 {
     return (unsigned)format < 6 ? k_format[format] : NULL;

@@ -1,40 +1,52 @@
 /*
- * strategy.c - the registry of named strategies: the CPU backend's table
- * followed by the CUDA backend's (empty when CUDA is not built).
+ * strategy.c - the backends' tables and the registry of named strategies:
+ * the CPU backend's strategies followed by the CUDA backend's (none when
+ * CUDA is not built).
  */
-#include "internal.h"
-#include "cpu/cpu_backend.h"
-#include "cuda/backend.h"
+#include "backend.h"
 
 #include <string.h>
 
+const cvi_backend *cvi_backend_of(convolve_backend id)
+{
+    return id == CONVOLVE_BACKEND_CUDA ? &cvcu_backend : &cvcpu_backend;
+}
+
+int convolve_backend_built(convolve_backend backend)
+{
+    switch (backend) {
+    case CONVOLVE_BACKEND_AUTO:
+    case CONVOLVE_BACKEND_CPU:
+        return 1;
+    case CONVOLVE_BACKEND_CUDA:
+        return cvcu_backend.prepare != NULL;
+    }
+    return 0;
+}
+
 size_t cvi_strategy_total(void)
 {
-    size_t ncpu, ncuda;
-    cvi_cpu_strategies(&ncpu);
-    cvcu_strategies(&ncuda);
-    return ncpu + ncuda;
+    return cvcpu_backend.strategy_count + cvcu_backend.strategy_count;
 }
 
 const cvi_strategy *cvi_strategy_at(size_t i)
 {
-    size_t ncpu, ncuda;
-    const cvi_strategy *cpu = cvi_cpu_strategies(&ncpu);
-    const cvi_strategy *cuda = cvcu_strategies(&ncuda);
-    if (i < ncpu)
-        return &cpu[i];
-    if (i - ncpu < ncuda)
-        return &cuda[i - ncpu];
+    if (i < cvcpu_backend.strategy_count)
+        return &cvcpu_backend.strategies[i];
+    i -= cvcpu_backend.strategy_count;
+    if (i < cvcu_backend.strategy_count)
+        return &cvcu_backend.strategies[i];
     return NULL;
 }
 
 const cvi_strategy *cvi_strategy_find(convolve_backend backend, const char *name)
 {
-    for (size_t i = 0, n = cvi_strategy_total(); i < n; i++) {
-        const cvi_strategy *s = cvi_strategy_at(i);
-        if (s->backend == backend && strcmp(s->name, name) == 0)
-            return s;
-    }
+    if (backend != CONVOLVE_BACKEND_CPU && backend != CONVOLVE_BACKEND_CUDA)
+        return NULL;
+    const cvi_backend *b = cvi_backend_of(backend);
+    for (size_t i = 0; i < b->strategy_count; i++)
+        if (strcmp(b->strategies[i].name, name) == 0)
+            return &b->strategies[i];
     return NULL;
 }
 

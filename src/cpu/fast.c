@@ -21,7 +21,7 @@
 #endif
 
 /* 1 if every input element (and cval, where it is read) is finite. */
-static int input_finite(const cvi_problem *p, const void *in)
+static int input_finite(const cvi_problem *p, int threads, const void *in)
 {
     if (p->mode == CVI_MODE_CONSTANT && !isfinite(p->cval))
         return 0;
@@ -29,7 +29,6 @@ static int input_finite(const cvi_problem *p, const void *in)
         return 1;
     const ptrdiff_t rows = (ptrdiff_t)(p->shape[0] * p->shape[1] * p->channels);
     unsigned bad = 0;
-    int threads = cvi_cpu_threads(p);
     if ((double)rows * (double)p->shape[2] < 4e6)
         threads = 1;
 CVF_OMP(omp parallel for schedule(static) num_threads(threads) reduction(| : bad))
@@ -58,7 +57,7 @@ CVF_OMP(omp parallel for schedule(static) num_threads(threads) reduction(| : bad
     return !bad;
 }
 
-int cvf_choose(const cvi_problem *p, const void *in)
+int cvf_choose(const cvi_problem *p, int threads, const void *in)
 {
     const double taps = (double)p->kcount;
     const int axes = (p->ksize[0] > 1) + (p->ksize[1] > 1) + (p->ksize[2] > 1);
@@ -74,7 +73,7 @@ int cvf_choose(const cvi_problem *p, const void *in)
     }
     if (taps >= 64) {
         double work = cvf_fft_cost(p);
-        if (work > 0 && 1.0 + 0.27 * work < best && (!in || input_finite(p, in)))
+        if (work > 0 && 1.0 + 0.27 * work < best && (!in || input_finite(p, threads, in)))
             pick = CVF_FFT;
     }
     return pick;

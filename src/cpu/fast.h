@@ -93,7 +93,8 @@ typedef struct cvf_exec {
     int threads;
 } cvf_exec;
 
-void cvf_exec_init(cvf_exec *e, const cvi_problem *p, const void *in, void *out);
+/* Sets up one execution of p with `threads` threads (at least 1). */
+void cvf_exec_init(cvf_exec *e, const cvi_problem *p, int threads, const void *in, void *out);
 
 /* Uses no more threads than `work` (multiply-adds, about) keeps busy: below a
  * few milliseconds of work, waking and joining threads costs more than it
@@ -201,17 +202,18 @@ static inline size_t cvf_div_up(size_t a, size_t b)
 void cvf_plan_tiles(const cvi_problem *p, size_t es, int threads, size_t ring_rows, size_t outer,
                     size_t band_rows_max, size_t *tw, size_t *rb);
 
-/* ---- drivers (each serves every problem; OUT_OF_MEMORY is their only error) -- */
+/* ---- drivers (each serves every problem; OUT_OF_MEMORY is their only error) -- *
+ * `threads`: how many threads to use (at least 1).                            */
 
-convolve_status cvf_direct(const cvi_problem *p, const void *in, void *out);
-convolve_status cvf_separable(const cvi_problem *p, const void *in, void *out);
-convolve_status cvf_fft(const cvi_problem *p, const void *in, void *out);
+convolve_status cvf_direct(const cvi_problem *p, int threads, const void *in, void *out);
+convolve_status cvf_separable(const cvi_problem *p, int threads, const void *in, void *out);
+convolve_status cvf_fft(const cvi_problem *p, int threads, const void *in, void *out);
 
 /* Which driver `fast` runs for p on the input at `in` (NULL: not known;
  * the FFT is only chosen for inputs without NaN or infinity, which an FFT
  * would spread over a whole tile). */
 enum { CVF_DIRECT = 0, CVF_SEPARABLE = 1, CVF_FFT = 2 };
-int cvf_choose(const cvi_problem *p, const void *in);
+int cvf_choose(const cvi_problem *p, int threads, const void *in);
 
 /* Why the FFT strategy cannot serve p ("" and CONVOLVE_OK when it can). */
 convolve_status cvf_fft_check(const cvi_problem *p, char *why, size_t why_size);

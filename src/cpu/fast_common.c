@@ -107,7 +107,7 @@ void cvf_plan_tiles(const cvi_problem *p, size_t es, int threads, size_t ring_ro
 /* Float32 outputs at least this large bypass the caches on store. */
 #define CVF_STREAM_MIN_BYTES ((size_t)16 << 20)
 
-void cvf_exec_init(cvf_exec *e, const cvi_problem *p, const void *in, void *out)
+void cvf_exec_init(cvf_exec *e, const cvi_problem *p, int threads, const void *in, void *out)
 {
     memset(e, 0, sizeof *e);
     e->p = p;
@@ -118,7 +118,7 @@ void cvf_exec_init(cvf_exec *e, const cvi_problem *p, const void *in, void *out)
     e->isa = cvf_isa();
     e->corr = cvf_corr_kernel(e->dbl, e->isa);
     e->cvt = cvf_cvt_kernels(e->isa);
-    e->threads = cvi_cpu_threads(p);
+    e->threads = threads;
     e->in_place = p->in_type == (e->dbl ? CONVOLVE_FLOAT64 : CONVOLVE_FLOAT32) &&
                   p->in_strides[2] == (ptrdiff_t)e->es;
     size_t count = p->shape[0] * p->shape[1] * p->shape[2] * p->channels;

@@ -162,10 +162,10 @@ static void free_threads(dthread *th, int nt)
     free(th);
 }
 
-convolve_status cvf_direct(const cvi_problem *p, const void *in, void *out)
+convolve_status cvf_direct(const cvi_problem *p, int threads, const void *in, void *out)
 {
     dplan d;
-    cvf_exec_init(&d.e, p, in, out);
+    cvf_exec_init(&d.e, p, threads, in, out);
     const double outputs = (double)(p->shape[0] * p->shape[1] * p->shape[2] * p->channels);
     cvf_limit_threads(&d.e, outputs * (double)p->kcount);
     const cvf_exec *e = &d.e;

@@ -338,11 +338,11 @@ static void make_spectrum(fplan *d, fthread *s)
     }
 }
 
-convolve_status cvf_fft(const cvi_problem *p, const void *in, void *out)
+convolve_status cvf_fft(const cvi_problem *p, int threads, const void *in, void *out)
 {
     fplan d;
     memset(&d, 0, sizeof d);
-    cvf_exec_init(&d.e, p, in, out);
+    cvf_exec_init(&d.e, p, threads, in, out);
     d.e.stream = 0; /* tile rows are short: plain stores measured faster */
     const cvf_exec *e = &d.e;
     if (!choose_tiles(p, e->es, &d.t))

@@ -150,10 +150,10 @@ static void free_threads(sthread *th, int nt)
     free(th);
 }
 
-convolve_status cvf_separable(const cvi_problem *p, const void *in, void *out)
+convolve_status cvf_separable(const cvi_problem *p, int threads, const void *in, void *out)
 {
     splan d;
-    cvf_exec_init(&d.e, p, in, out);
+    cvf_exec_init(&d.e, p, threads, in, out);
     const double outputs = (double)(p->shape[0] * p->shape[1] * p->shape[2] * p->channels);
     cvf_limit_threads(&d.e, outputs * (double)(p->ksize[0] + p->ksize[1] + p->ksize[2] + 4));
     const cvf_exec *e = &d.e;

@@ -183,8 +183,8 @@ static convolve_status prepare_kernels(convolve_context *ctx, cvcu_plan *plan)
     }
 }
 
-convolve_status cvcu_prepare(convolve_context *ctx, const cvi_strategy *s, const cvi_problem *p,
-                             void **state)
+convolve_status cvcu_prepare(convolve_context *ctx, const cvi_device *dev,
+                             const cvi_strategy *s, const cvi_problem *p, void **state)
 {
     *state = NULL;
     if (!s || s->backend != CONVOLVE_BACKEND_CUDA)
@@ -193,7 +193,7 @@ convolve_status cvcu_prepare(convolve_context *ctx, const cvi_strategy *s, const
         return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
                          "strategy '%s' does not serve %d-D arrays", s->name, p->ndim);
     char why[CVI_REASON_SIZE] = "";
-    if (s->check && s->check(s, p, ctx, why, sizeof why) != CONVOLVE_OK)
+    if (s->check && s->check(s, p, dev, why, sizeof why) != CONVOLVE_OK)
         return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
                          "strategy '%s' cannot serve this case: %s", s->name, why);
 

@@ -19,10 +19,10 @@
 
 /* ---- probe -------------------------------------------------------------- */
 
-void cvcu_probe(convolve_device_info *info, size_t *shared_memory_per_block)
+void cvcu_probe(cvi_device *device)
 {
-    memset(info, 0, sizeof *info);
-    *shared_memory_per_block = 0;
+    convolve_device_info *info = &device->info;
+    memset(device, 0, sizeof *device);
     int count = 0, dev = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
@@ -49,7 +49,7 @@ void cvcu_probe(convolve_device_info *info, size_t *shared_memory_per_block)
     info->compute_major = prop.major;
     info->compute_minor = prop.minor;
     info->multiprocessors = prop.multiProcessorCount;
-    *shared_memory_per_block =
+    device->shared_memory_per_block =
         prop.sharedMemPerBlockOptin ? prop.sharedMemPerBlockOptin : prop.sharedMemPerBlock;
     if (prop.major < 7) {
         snprintf(info->reason, sizeof info->reason,

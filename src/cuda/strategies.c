@@ -59,9 +59,9 @@ size_t cvcu_dynamic_shared(int strategy, const cvi_problem *p)
 /* ---- the chapter's kernels' checks ------------------------------------ */
 
 /* The device's opt-in shared memory per block (48 KiB if not probed). */
-static size_t shared_limit(const convolve_context *ctx)
+static size_t shared_limit(const cvi_device *dev)
 {
-    return ctx && ctx->shared_memory_per_block ? ctx->shared_memory_per_block
+    return dev && dev->shared_memory_per_block ? dev->shared_memory_per_block
                                                : (size_t)CVK_DEFAULT_SHARED;
 }
 
@@ -104,9 +104,9 @@ static convolve_status check_bank(const cvi_problem *p, char *why, size_t why_si
 
 /* Dynamic shared memory within the device's opt-in limit. */
 static convolve_status check_shared(int strategy, const cvi_problem *p,
-                                    const convolve_context *ctx, char *why, size_t why_size)
+                                    const cvi_device *dev, char *why, size_t why_size)
 {
-    size_t need = cvcu_dynamic_shared(strategy, p), limit = shared_limit(ctx);
+    size_t need = cvcu_dynamic_shared(strategy, p), limit = shared_limit(dev);
     if (need > limit) {
         snprintf(why, why_size, "its input tile needs %zu bytes of shared memory per block "
                  "(the tile plus K - 1 halo cells per axis), over the device's limit of %zu",
@@ -117,15 +117,15 @@ static convolve_status check_shared(int strategy, const cvi_problem *p,
 }
 
 static convolve_status check_basic(const cvi_strategy *s, const cvi_problem *p,
-                                   const convolve_context *ctx, char *why, size_t why_size)
+                                   const cvi_device *dev, char *why, size_t why_size)
 {
-    (void)s, (void)ctx;
+    (void)s, (void)dev;
     return check_common(p, why, why_size);
 }
 
 /* constant, tiled, tiled-in, tiled-out and cached: the weights in the bank. */
 static convolve_status check_banked(const cvi_strategy *s, const cvi_problem *p,
-                                    const convolve_context *ctx, char *why, size_t why_size)
+                                    const cvi_device *dev, char *why, size_t why_size)
 {
     convolve_status st;
     if ((st = check_common(p, why, why_size)) != CONVOLVE_OK ||
@@ -143,7 +143,7 @@ static convolve_status check_banked(const cvi_strategy *s, const cvi_problem *p,
                  CVK_TILED_IN_X + 1, CVK_TILED_IN_MAX_K, p->ksize[1], p->ksize[2]);
         return CONVOLVE_ERROR_UNSUPPORTED;
     }
-    return check_shared(s->id, p, ctx, why, why_size);
+    return check_shared(s->id, p, dev, why, why_size);
 }
 
 /* ---- the fast kernels' checks ------------------------------------------ */
@@ -173,9 +173,9 @@ static convolve_status check_uint8_cval(const cvi_problem *p, char *why, size_t 
 }
 
 static convolve_status check_direct(const cvi_strategy *s, const cvi_problem *p,
-                                    const convolve_context *ctx, char *why, size_t n)
+                                    const cvi_device *dev, char *why, size_t n)
 {
-    (void)s, (void)ctx;
+    (void)s, (void)dev;
     const int K = (int)p->ksize[2], C = (int)p->channels, t = (int)p->in_type;
     if (check_uint8_cval(p, why, n) != CONVOLVE_OK)
         return CONVOLVE_ERROR_UNSUPPORTED;
@@ -195,9 +195,9 @@ static convolve_status check_direct(const cvi_strategy *s, const cvi_problem *p,
 }
 
 static convolve_status check_separable(const cvi_strategy *s, const cvi_problem *p,
-                                       const convolve_context *ctx, char *why, size_t n)
+                                       const cvi_device *dev, char *why, size_t n)
 {
-    (void)s, (void)ctx;
+    (void)s, (void)dev;
     const int K = (int)p->ksize[2], C = (int)p->channels, t = (int)p->in_type;
     if (check_uint8_cval(p, why, n) != CONVOLVE_OK)
         return CONVOLVE_ERROR_UNSUPPORTED;
@@ -213,11 +213,11 @@ static convolve_status check_separable(const cvi_strategy *s, const cvi_problem 
 }
 
 static convolve_status check_fft(const cvi_strategy *s, const cvi_problem *p,
-                                 const convolve_context *ctx, char *why, size_t n)
+                                 const cvi_device *dev, char *why, size_t n)
 {
     (void)s;
     size_t bytes = cvk_fft_workspace_bytes(p);
-    size_t total = ctx ? ctx->device.total_memory : 0;
+    size_t total = dev ? dev->info.total_memory : 0;
     if (bytes == 0) {
         snprintf(why, n, "its transform sizes overflow");
         return CONVOLVE_ERROR_UNSUPPORTED;
@@ -233,7 +233,7 @@ static convolve_status check_fft(const cvi_strategy *s, const cvi_problem *p,
 /* ---- the table ---------------------------------------------------------- */
 
 /* Indexed by id (kernels.h); the order is the public strategy list's. */
-static const cvi_strategy k_cuda_strategies[CVK_STRATEGY_COUNT] = {
+const cvi_strategy cvcu_strategies[CVK_STRATEGY_COUNT] = {
     [CVK_BASIC] = {"basic", CONVOLVE_BACKEND_CUDA, CVI_DIMS_ALL, CVK_BASIC,
                    "one thread per output, filter read from global memory (chapter 7.2)",
                    check_basic, {0, 0, 0}},
@@ -271,19 +271,13 @@ static const cvi_strategy k_cuda_strategies[CVK_STRATEGY_COUNT] = {
                  {0, 0, 0}},
 };
 
-const cvi_strategy *cvcu_strategies(size_t *count)
-{
-    *count = CVK_STRATEGY_COUNT;
-    return k_cuda_strategies;
-}
-
 /* 1 if strategy `id` serves p. */
-static int serves(int id, const convolve_context *ctx, const cvi_problem *p, char *why,
+static int serves(int id, const cvi_device *dev, const cvi_problem *p, char *why,
                   size_t why_size)
 {
-    const cvi_strategy *s = &k_cuda_strategies[id];
+    const cvi_strategy *s = &cvcu_strategies[id];
     return cvi_strategy_serves_ndim(s, p->ndim) &&
-           s->check(s, p, ctx, why, why_size) == CONVOLVE_OK;
+           s->check(s, p, dev, why, why_size) == CONVOLVE_OK;
 }
 
 /* "auto" on the GPU. First the fast kernels, by a roofline model: a fused
@@ -295,7 +289,7 @@ static int serves(int id, const convolve_context *ctx, const cvi_problem *p, cha
  * before global memory; cached is left out, as halo reads through the
  * caches lose to staging them); docs/strategies.md has the reasons, and
  * measurements may reorder it. */
-const cvi_strategy *cvcu_pick(const convolve_context *ctx, const cvi_problem *p, char *why,
+const cvi_strategy *cvcu_pick(const cvi_device *dev, const cvi_problem *p, char *why,
                               size_t why_size)
 {
     static const int order1[] = {CVK_TILED, CVK_CONSTANT, CVK_BASIC, -1};
@@ -306,15 +300,15 @@ const cvi_strategy *cvcu_pick(const convolve_context *ctx, const cvi_problem *p,
     size_t used = 0;
     if (why_size)
         why[0] = '\0';
-    if (serves(CVK_SEPARABLE, ctx, p, reason, sizeof reason))
-        return &k_cuda_strategies[CVK_SEPARABLE];
-    if (serves(CVK_DIRECT, ctx, p, reason, sizeof reason))
-        return &k_cuda_strategies[CVK_DIRECT];
-    if (p->kcount > CVCU_FFT_OVER_CHAPTER && serves(CVK_FFT, ctx, p, reason, sizeof reason))
-        return &k_cuda_strategies[CVK_FFT];
+    if (serves(CVK_SEPARABLE, dev, p, reason, sizeof reason))
+        return &cvcu_strategies[CVK_SEPARABLE];
+    if (serves(CVK_DIRECT, dev, p, reason, sizeof reason))
+        return &cvcu_strategies[CVK_DIRECT];
+    if (p->kcount > CVCU_FFT_OVER_CHAPTER && serves(CVK_FFT, dev, p, reason, sizeof reason))
+        return &cvcu_strategies[CVK_FFT];
     for (int i = 0; order[i] >= 0; i++) {
-        const cvi_strategy *s = &k_cuda_strategies[order[i]];
-        if (serves(order[i], ctx, p, reason, sizeof reason))
+        const cvi_strategy *s = &cvcu_strategies[order[i]];
+        if (serves(order[i], dev, p, reason, sizeof reason))
             return s;
         if (cvi_strategy_serves_ndim(s, p->ndim) && used < why_size) {
             int w = snprintf(why + used, why_size - used, "%s%s: %s", used ? "; " : "",
@@ -323,4 +317,10 @@ const cvi_strategy *cvcu_pick(const convolve_context *ctx, const cvi_problem *p,
         }
     }
     return NULL;
+}
+
+void cvcu_device_key(const cvi_device *dev, const cvi_problem *p, char *key, size_t size)
+{
+    (void)p;
+    snprintf(key, size, "cuda:%s", dev->info.name);
 }

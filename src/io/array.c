@@ -1,7 +1,7 @@
 /*
  * array.c - host arrays (convolve_array_*): creation, accessors, element type
  * conversion; and the small helpers the readers and writers share (array
- * allocation with messages, image size limits, the growable byte buffer).
+ * allocation with messages, image size limits).
  */
 #include "io.h"
 
@@ -133,62 +133,4 @@ convolve_status convolve_array_convert(convolve_context *ctx, const convolve_arr
     }
     *dst = a;
     return cvi_ok(ctx);
-}
-
-/* ---- byte buffer ------------------------------------------------------- */
-
-static int buf_reserve(cvi_buf *b, size_t n)
-{
-    size_t need;
-    if (!cvi_add_size(b->size, n, &need))
-        return 0;
-    if (need <= b->cap)
-        return 1;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < need) {
-        if (cap > SIZE_MAX / 2) {
-            cap = need;
-            break;
-        }
-        cap *= 2;
-    }
-    unsigned char *p = realloc(b->data, cap);
-    if (!p)
-        return 0;
-    b->data = p;
-    b->cap = cap;
-    return 1;
-}
-
-int cvi_buf_append(cvi_buf *b, const void *p, size_t n)
-{
-    if (n == 0)
-        return 1;
-    if (!buf_reserve(b, n))
-        return 0;
-    memcpy(b->data + b->size, p, n);
-    b->size += n;
-    return 1;
-}
-
-int cvi_buf_printf(cvi_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0 || !buf_reserve(b, (size_t)n + 1))
-        return 0;
-    va_start(ap, fmt);
-    vsnprintf((char *)b->data + b->size, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->size += (size_t)n;
-    return 1;
-}
-
-void cvi_buf_free(cvi_buf *b)
-{
-    free(b->data);
-    b->data = NULL;
-    b->size = b->cap = 0;
 }

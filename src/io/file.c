@@ -2,10 +2,9 @@
  * file.c - files and formats: format detection (extension, magic bytes),
  * convolve_array_load / _load_memory (read the whole file or pipe within a
  * size limit, then parse it in memory; directories and devices are refused)
- * and convolve_array_save (encode into memory, then write a temporary file
- * beside the target, fsync it and rename it over the target, so that a
- * failure leaves any old file untouched; symbolic links are followed,
- * targets that are not regular files refused).
+ * and convolve_array_save (encode into memory, then write it with
+ * cvi_write_file_atomic, so that a failure leaves any old file untouched;
+ * symbolic links are followed, targets that are not regular files refused).
  */
 #define _XOPEN_SOURCE 700 /* realpath */
 
@@ -13,7 +12,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,126 +219,6 @@ convolve_status convolve_array_load(convolve_context *ctx, convolve_array **arra
     st = parse(ctx, data, size, format, array);
     free(data);
     return st == CONVOLVE_OK ? cvi_ok(ctx) : prefix_path(ctx, st, path);
-}
-
-/* ---- atomic save ------------------------------------------------------------ */
-
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
-/* Writes size bytes to fd; returns 0 and sets errno on failure. */
-static int write_all(int fd, const unsigned char *p, size_t size)
-{
-    while (size) {
-        size_t chunk = size > ((size_t)1 << 30) ? ((size_t)1 << 30) : size;
-        ssize_t w = write(fd, p, chunk);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return 0;
-        }
-        p += w;
-        size -= (size_t)w;
-    }
-    return 1;
-}
-
-/*
- * Writes the bytes to a new file ".NAME.XXXXXX" beside path (created with
- * O_EXCL and mode 0644, so the umask applies), fsyncs and closes it, then
- * renames it over path. On failure the temporary file is removed.
- */
-convolve_status cvi_write_file_atomic(convolve_context *ctx, const char *path,
-                                      const unsigned char *data, size_t size)
-{
-    static atomic_uint_fast64_t counter;
-    const char *slash = strrchr(path, '/');
-    size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
-    const char *base = path + dirlen;
-    if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
-        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
-                         "cannot save to '%s': it names a directory", path);
-    size_t len = strlen(path) + 9;
-    char *tmp = malloc(len);
-    if (!tmp)
-        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory saving '%s'", path);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t seed = mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^
-                          (uint64_t)getpid() ^ (uint64_t)(uintptr_t)&ts);
-    static const char k_chars[] =
-        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    int fd = -1;
-    for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        uint64_t r = mix64(seed ^ atomic_fetch_add(&counter, 1));
-        memcpy(tmp, path, dirlen);
-        char *p = tmp + dirlen;
-        *p++ = '.';
-        memcpy(p, base, strlen(base));
-        p += strlen(base);
-        *p++ = '.';
-        for (int i = 0; i < 6; i++, r /= 62)
-            *p++ = k_chars[r % 62];
-        *p = '\0';
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd < 0 && errno != EEXIST) {
-            int e = errno;
-            free(tmp);
-            return cvi_error(ctx, CONVOLVE_ERROR_IO,
-                             "cannot save '%s': cannot create a file in its directory: %s", path,
-                             strerror(e));
-        }
-    }
-    if (fd < 0) {
-        free(tmp);
-        return cvi_error(ctx, CONVOLVE_ERROR_IO,
-                         "cannot save '%s': no free temporary file name beside it", path);
-    }
-    const char *step = "writing";
-    int ok = write_all(fd, data, size);
-    if (ok) {
-        step = "syncing";
-        ok = fsync(fd) == 0;
-    }
-    int e = errno;
-    if (close(fd) != 0 && ok) {
-        e = errno;
-        step = "closing";
-        ok = 0;
-    }
-    if (ok) {
-        step = "renaming the temporary file over";
-        ok = rename(tmp, path) == 0;
-        e = errno;
-    }
-    if (!ok) {
-        unlink(tmp);
-        free(tmp);
-        return cvi_error(ctx, CONVOLVE_ERROR_IO, "cannot save '%s': error %s it: %s", path, step,
-                         strerror(e));
-    }
-    free(tmp);
-    /* make the rename durable; a failure here loses nothing already written */
-    char dir[4096];
-    if (dirlen < sizeof dir) {
-        if (dirlen) {
-            memcpy(dir, path, dirlen);
-            dir[dirlen] = '\0';
-        } else {
-            strcpy(dir, ".");
-        }
-        int dfd = open(dir, O_RDONLY | O_CLOEXEC);
-        if (dfd >= 0) {
-            (void)fsync(dfd);
-            close(dfd);
-        }
-    }
-    return CONVOLVE_OK;
 }
 
 /* Writes the bytes to path atomically. A symbolic link is followed, so the

@@ -1,12 +1,14 @@
 /*
  * io.h - inside the file readers and writers (src/io/): the host array
- * struct, a growable byte buffer, and the per-format parsers and encoders.
+ * struct and the per-format parsers and encoders (the byte buffer they
+ * write into is the core's, src/bytes.h).
  * Readers parse bytes in memory (so a fuzz harness can call them directly);
  * writers encode into a buffer that file.c writes out atomically.
  */
 #ifndef CONVOLVE_IO_H
 #define CONVOLVE_IO_H
 
+#include "../bytes.h"
 #include "../internal.h"
 
 #include <stddef.h>
@@ -31,34 +33,12 @@ convolve_status cvi_array_new(convolve_context *ctx, convolve_array **array, con
 convolve_status cvi_check_image_size(convolve_context *ctx, const char *what, size_t width,
                                      size_t height, size_t channels, size_t esize);
 
-/* ---- growable output buffer ---------------------------------------------- */
-
-typedef struct cvi_buf {
-    unsigned char *data;
-    size_t size, cap;
-} cvi_buf;
-
-/* Appends n bytes; returns 0 when out of memory (the buffer stays valid). */
-int cvi_buf_append(cvi_buf *b, const void *p, size_t n);
-/* Appends formatted text; returns 0 when out of memory. */
-int cvi_buf_printf(cvi_buf *b, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-void cvi_buf_free(cvi_buf *b);
-
 /* 1 on a little-endian host. */
 static inline int cvi_little_endian(void)
 {
     const unsigned one = 1;
     return *(const unsigned char *)&one == 1;
 }
-
-/* Writes size bytes to path through a temporary file beside it, fsynced and
- * renamed over path: the old file stays whole on any failure (IO). */
-convolve_status cvi_write_file_atomic(convolve_context *ctx, const char *path,
-                                      const unsigned char *data, size_t size);
 
 /* ---- readers: bytes in memory to a new array ----------------------------- */
 /* Each returns OK and sets *array, or FORMAT (malformed, truncated or an
