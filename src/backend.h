@@ -9,7 +9,7 @@
 #ifndef CONVOLVE_BACKEND_H
 #define CONVOLVE_BACKEND_H
 
-#include "internal.h"
+#include "problem.h"
 
 typedef struct cvi_backend {
     convolve_backend id;

@@ -5,7 +5,7 @@
 #ifndef CONVOLVE_BYTES_H
 #define CONVOLVE_BYTES_H
 
-#include "internal.h"
+#include "problem.h"
 
 #include <stddef.h>
 

@@ -3,6 +3,7 @@
  * the lazily probed CUDA device.
  */
 #include "backend.h"
+#include "internal.h"
 #include "wisdom.h"
 
 #include <stdio.h>

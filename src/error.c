@@ -5,6 +5,7 @@
 #include "internal.h"
 
 #include <stdio.h>
+#include <string.h>
 
 convolve_status cvi_error(convolve_context *ctx, convolve_status status, const char *fmt, ...)
 {
@@ -13,6 +14,22 @@ convolve_status cvi_error(convolve_context *ctx, convolve_status status, const c
         va_start(ap, fmt);
         vsnprintf(ctx->message, sizeof ctx->message, fmt, ap);
         va_end(ap);
+    }
+    return status;
+}
+
+convolve_status cvi_error_prefix(convolve_context *ctx, convolve_status status, const char *fmt,
+                                 ...)
+{
+    if (ctx) {
+        char msg[sizeof ctx->message], prefix[sizeof ctx->message];
+        memcpy(msg, ctx->message, sizeof msg);
+        msg[sizeof msg - 1] = '\0';
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(prefix, sizeof prefix, fmt, ap);
+        va_end(ap);
+        snprintf(ctx->message, sizeof ctx->message, "%s%s", prefix, msg);
     }
     return status;
 }

@@ -5,6 +5,7 @@
  * benchmarks are compared with.
  */
 #include "backend.h"
+#include "internal.h"
 
 #include <stdlib.h>
 

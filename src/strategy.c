@@ -4,6 +4,7 @@
  * CUDA is not built).
  */
 #include "backend.h"
+#include "internal.h"
 
 #include <string.h>
 

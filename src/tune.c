@@ -8,6 +8,7 @@
  * powers of two.
  */
 #include "tune.h"
+#include "internal.h"
 #include "wisdom.h"
 
 #include <stdint.h>

@@ -11,11 +11,11 @@
 /* The exact double-precision reference: obviously-correct loops, the oracle
  * every other strategy is tested against. Serves every problem; `threads`
  * threads (at least 1). Errors: OUT_OF_MEMORY (index tables). */
-convolve_status cvi_cpu_reference(const cvi_problem *p, int threads, const void *in, void *out);
+convolve_status cvcpu_reference(const cvi_problem *p, int threads, const void *in, void *out);
 
 /* Caps the instruction set of the fast strategies: 0 portable C, 1 AVX2+FMA,
  * 2 AVX-512F; -1 removes the cap. For tests of every path on one machine;
  * not thread-safe (set it before planning). */
-void cvi_cpu_fast_limit_isa(int isa);
+void cvcpu_fast_limit_isa(int isa);
 
 #endif

@@ -34,7 +34,7 @@ static convolve_status check_fft(const cvi_strategy *s, const cvi_problem *p,
                                  const cvi_device *dev, char *why, size_t why_size)
 {
     (void)s, (void)dev;
-    return cvf_fft_check(p, why, why_size);
+    return cvcpu_fft_check(p, why, why_size);
 }
 
 /* Indexed by id; the order is the public strategy list's. */
@@ -124,23 +124,23 @@ static convolve_status execute(convolve_context *ctx, void *state, const void *i
     convolve_status st;
     switch (plan->strategy->id) {
     case CPU_REFERENCE:
-        st = cvi_cpu_reference(p, threads, in, out);
+        st = cvcpu_reference(p, threads, in, out);
         break;
     case CPU_FAST:
-        switch (cvf_choose(p, threads, in)) {
-        case CVF_SEPARABLE: st = cvf_separable(p, threads, in, out); break;
-        case CVF_FFT: st = cvf_fft(p, threads, in, out); break;
-        default: st = cvf_direct(p, threads, in, out); break;
+        switch (cvcpu_choose(p, threads, in)) {
+        case CVCPU_SEPARABLE: st = cvcpu_separable(p, threads, in, out); break;
+        case CVCPU_FFT: st = cvcpu_fft(p, threads, in, out); break;
+        default: st = cvcpu_direct(p, threads, in, out); break;
         }
         break;
     case CPU_DIRECT:
-        st = cvf_direct(p, threads, in, out);
+        st = cvcpu_direct(p, threads, in, out);
         break;
     case CPU_SEPARABLE:
-        st = cvf_separable(p, threads, in, out);
+        st = cvcpu_separable(p, threads, in, out);
         break;
     case CPU_FFT:
-        st = cvf_fft(p, threads, in, out);
+        st = cvcpu_fft(p, threads, in, out);
         break;
     default:
         return cvi_error(ctx, CONVOLVE_ERROR_INTERNAL, "unknown CPU strategy %d",

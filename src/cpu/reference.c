@@ -20,7 +20,7 @@ static ptrdiff_t *axis_map(const cvi_problem *p, int a)
     return map;
 }
 
-convolve_status cvi_cpu_reference(const cvi_problem *p, int threads, const void *in, void *out)
+convolve_status cvcpu_reference(const cvi_problem *p, int threads, const void *in, void *out)
 {
     ptrdiff_t *map[3];
     for (int a = 0; a < 3; a++)

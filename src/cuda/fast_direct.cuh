@@ -127,7 +127,7 @@ __device__ __forceinline__ void cvk_store_vec(int type, char *row, long long e, 
  * right). The segment and its halo lie inside the row. */
 template <int V, int HALO, typename T>
 __device__ __forceinline__ void cvk_load_segment(const T *row, long long we0, int lane,
-                                            float (&r)[V + 1])
+                                                 float (&r)[V + 1])
 {
     enum { SEG = 32 * V };
     float own[V];
@@ -146,7 +146,7 @@ __device__ __forceinline__ void cvk_load_segment(const T *row, long long we0, in
  * segment's halo from the edge lanes. */
 template <int V, int HALO>
 __device__ __forceinline__ void cvk_shuffle_window(const float (&r)[V + 1], int lane,
-                                          float (&win)[V + 2 * HALO])
+                                                   float (&win)[V + 2 * HALO])
 {
     enum { SEG = 32 * V, WIN = V + 2 * HALO };
 #pragma unroll
@@ -189,7 +189,7 @@ template <typename T, int V, int HALO> struct cvk_ring {
  * past the row's ends. Rare, so kept out of line (code size). */
 template <typename T, int V, int HALO, int C>
 __device__ __noinline__ void cvk_ring_fill_mapped(const cvk_direct_params &p, const char *row,
-                                                 long long we0, int lane, T *dst)
+                                                  long long we0, int lane, T *dst)
 {
     typedef cvk_ring<T, V, HALO> G;
     if (sizeof(T) == 4) {
@@ -278,7 +278,7 @@ __device__ __forceinline__ void cvk_lds(const unsigned char *p, float (&v)[8])
 /* The lane's window (V + 2*HALO elements centred on its own V) from a slot. */
 template <typename T, int V, int HALO>
 __device__ __forceinline__ void cvk_ring_window(const T *slot, int lane,
-                                               float (&win)[V + 2 * HALO])
+                                                float (&win)[V + 2 * HALO])
 {
     typedef cvk_ring<T, V, HALO> G;
     enum { WIN = V + 2 * HALO, O = G::HP - HALO, Q = (O + WIN + V - 1) / V };
@@ -349,7 +349,7 @@ __device__ __forceinline__ void cvk_accumulate_row(const cvk_direct_params &p, c
 /* Stores a completed output row's V values (those inside the row). */
 template <int V>
 __device__ __forceinline__ void cvk_store_row(const cvk_direct_params &p, long long y, long long e,
-                                             const float (&v)[V])
+                                              const float (&v)[V])
 {
     char *orow = p.out + y * p.out_row;
     if (p.vec_store && e >= 0 && e + V <= p.WC) {
@@ -412,7 +412,7 @@ __global__ void __launch_bounds__(CVK_DIRECT_WARPS * 32)
             const int ahead = t + CVK_RING_ROWS - 1;
             if (ahead < total)
                 cvk_ring_issue<T, V, HALO, C>(p, ybase + ahead, we0, lane, interior, ring,
-                                             ahead % CVK_RING_ROWS, &cval_rows);
+                                              ahead % CVK_RING_ROWS, &cval_rows);
             else
                 cvk_cp_commit();
             cvk_cp_wait<CVK_RING_ROWS - 1>(); /* row t's group is done */

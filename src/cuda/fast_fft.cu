@@ -297,7 +297,7 @@ __global__ void cvk_fft_crop(const __grid_constant__ cvk_fft_geom g, const R *bu
  * buffer is cleared before). */
 template <typename R>
 __global__ void cvk_fft_scatter_weights(R *filt, const double *w, long long k0, long long k1,
-                                           long long k2, long long n1, long long row)
+                                        long long k2, long long n1, long long row)
 {
     const long long total = k0 * k1 * k2;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;

@@ -6,7 +6,7 @@
 #ifndef CONVOLVE_CUDA_FAST_FFT_H
 #define CONVOLVE_CUDA_FAST_FFT_H
 
-#include "../internal.h"
+#include "../problem.h"
 
 #include <cuda_runtime_api.h>
 

@@ -6,7 +6,7 @@
 #ifndef CONVOLVE_CUDA_PLAN_H
 #define CONVOLVE_CUDA_PLAN_H
 
-#include "../internal.h"
+#include "../problem.h"
 #include "fast_fft.h"
 #include "kernels.h"
 

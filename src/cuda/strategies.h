@@ -7,7 +7,7 @@
 #ifndef CONVOLVE_CUDA_STRATEGIES_H
 #define CONVOLVE_CUDA_STRATEGIES_H
 
-#include "../internal.h"
+#include "../problem.h"
 
 /* Bytes of one weight and one staged value: 8 for float64 input, else 4. */
 size_t cvcu_acc_size(const cvi_problem *p);

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-convolve_status cvi_array_new(convolve_context *ctx, convolve_array **array, convolve_dtype dtype,
-                              int ndim, const size_t *shape, size_t channels, const char *what)
+convolve_status cvio_array_new(convolve_context *ctx, convolve_array **array, convolve_dtype dtype,
+                               int ndim, const size_t *shape, size_t channels, const char *what)
 {
     *array = NULL;
     convolve_layout L;
@@ -45,17 +45,17 @@ convolve_status cvi_array_new(convolve_context *ctx, convolve_array **array, con
     return CONVOLVE_OK;
 }
 
-convolve_status cvi_check_image_size(convolve_context *ctx, const char *what, size_t width,
-                                     size_t height, size_t channels, size_t esize)
+convolve_status cvio_check_image_size(convolve_context *ctx, const char *what, size_t width,
+                                      size_t height, size_t channels, size_t esize)
 {
     size_t pixels, bytes;
     if (width == 0 || height == 0)
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "%s: size %zux%zu is empty", what, width,
                          height);
-    if (!cvi_mul_size(width, height, &pixels) || pixels > CVI_IO_MAX_PIXELS)
+    if (!cvi_mul_size(width, height, &pixels) || pixels > CVIO_MAX_PIXELS)
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                          "%s: %zux%zu pixels is more than the limit of %zu", what, width, height,
-                         CVI_IO_MAX_PIXELS);
+                         CVIO_MAX_PIXELS);
     if (!cvi_mul_size(pixels, channels, &bytes) || !cvi_mul_size(bytes, esize, &bytes) ||
         bytes > (size_t)PTRDIFF_MAX)
         return cvi_error(ctx, CONVOLVE_ERROR_SIZE_OVERFLOW, "%s: byte count overflows", what);
@@ -73,7 +73,7 @@ convolve_status convolve_array_create(convolve_context *ctx, convolve_array **ar
     if (!convolve_dtype_name(dtype))
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                          "convolve_array_create: unknown element type %d", (int)dtype);
-    convolve_status st = cvi_array_new(ctx, array, dtype, ndim, shape, channels, "array");
+    convolve_status st = cvio_array_new(ctx, array, dtype, ndim, shape, channels, "array");
     return st == CONVOLVE_OK ? cvi_ok(ctx) : st;
 }
 
@@ -117,8 +117,8 @@ convolve_status convolve_array_convert(convolve_context *ctx, const convolve_arr
                          "convolve_array_convert: unknown element type %d", (int)dtype);
     const convolve_layout *L = &src->layout;
     convolve_array *a;
-    convolve_status st = cvi_array_new(ctx, &a, dtype, L->ndim, L->shape, L->channels,
-                                       "converted array");
+    convolve_status st = cvio_array_new(ctx, &a, dtype, L->ndim, L->shape, L->channels,
+                                        "converted array");
     if (st != CONVOLVE_OK)
         return st;
     if (dtype == L->dtype) {

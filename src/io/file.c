@@ -65,11 +65,11 @@ static convolve_status parse(convolve_context *ctx, const unsigned char *d, size
                              convolve_format f, convolve_array **array)
 {
     switch (f) {
-    case CONVOLVE_FORMAT_NPY: return cvi_read_npy(ctx, d, n, array);
-    case CONVOLVE_FORMAT_PNG: return cvi_read_png(ctx, d, n, array);
-    case CONVOLVE_FORMAT_JPEG: return cvi_read_jpeg(ctx, d, n, array);
-    case CONVOLVE_FORMAT_PNM: return cvi_read_pnm(ctx, d, n, array);
-    case CONVOLVE_FORMAT_TEXT: return cvi_read_text(ctx, d, n, array);
+    case CONVOLVE_FORMAT_NPY: return cvio_read_npy(ctx, d, n, array);
+    case CONVOLVE_FORMAT_PNG: return cvio_read_png(ctx, d, n, array);
+    case CONVOLVE_FORMAT_JPEG: return cvio_read_jpeg(ctx, d, n, array);
+    case CONVOLVE_FORMAT_PNM: return cvio_read_pnm(ctx, d, n, array);
+    case CONVOLVE_FORMAT_TEXT: return cvio_read_text(ctx, d, n, array);
     default: return cvi_error(ctx, CONVOLVE_ERROR_INTERNAL, "parse: format %d", (int)f);
     }
 }
@@ -100,16 +100,10 @@ convolve_status convolve_array_load_memory(convolve_context *ctx, convolve_array
 /* Puts "'path': " in front of the context's message. */
 static convolve_status prefix_path(convolve_context *ctx, convolve_status st, const char *path)
 {
-    if (ctx) {
-        char msg[CVI_MESSAGE_SIZE];
-        memcpy(msg, ctx->message, sizeof msg);
-        msg[sizeof msg - 1] = '\0';
-        cvi_error(ctx, st, "'%s': %s", path, msg);
-    }
-    return st;
+    return cvi_error_prefix(ctx, st, "'%s': ", path);
 }
 
-/* Reads a whole file (at most CVI_IO_MAX_FILE_BYTES) into *data (malloc'd). */
+/* Reads a whole file (at most CVIO_MAX_FILE_BYTES) into *data (malloc'd). */
 static convolve_status read_file(convolve_context *ctx, const char *path, unsigned char **data,
                                  size_t *size)
 {
@@ -133,10 +127,10 @@ static convolve_status read_file(convolve_context *ctx, const char *path, unsign
         return cvi_error(ctx, CONVOLVE_ERROR_IO, "cannot read '%s': it is a device, not a file",
                          path);
     }
-    if (S_ISREG(sb.st_mode) && (uintmax_t)sb.st_size > CVI_IO_MAX_FILE_BYTES) {
+    if (S_ISREG(sb.st_mode) && (uintmax_t)sb.st_size > CVIO_MAX_FILE_BYTES) {
         close(fd);
         return cvi_error(ctx, CONVOLVE_ERROR_IO, "'%s' is %jd bytes; the limit is %zu", path,
-                         (intmax_t)sb.st_size, CVI_IO_MAX_FILE_BYTES);
+                         (intmax_t)sb.st_size, CVIO_MAX_FILE_BYTES);
     }
     size_t cap = S_ISREG(sb.st_mode) ? (size_t)sb.st_size + 1 : 65536, n = 0;
     unsigned char *buf = malloc(cap);
@@ -147,14 +141,14 @@ static convolve_status read_file(convolve_context *ctx, const char *path, unsign
     for (;;) {
         if (n == cap) { /* the file grew, or is not a regular file */
             size_t ncap = cap * 2;
-            unsigned char *p = ncap > cap && cap <= CVI_IO_MAX_FILE_BYTES ? realloc(buf, ncap)
+            unsigned char *p = ncap > cap && cap <= CVIO_MAX_FILE_BYTES ? realloc(buf, ncap)
                                                                           : NULL;
             if (!p) {
                 free(buf);
                 close(fd);
-                if (cap > CVI_IO_MAX_FILE_BYTES)
+                if (cap > CVIO_MAX_FILE_BYTES)
                     return cvi_error(ctx, CONVOLVE_ERROR_IO, "'%s' is larger than the limit of "
-                                     "%zu bytes", path, CVI_IO_MAX_FILE_BYTES);
+                                     "%zu bytes", path, CVIO_MAX_FILE_BYTES);
                 return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory reading '%s'",
                                  path);
             }
@@ -175,10 +169,10 @@ static convolve_status read_file(convolve_context *ctx, const char *path, unsign
         n += (size_t)r;
     }
     close(fd);
-    if (n > CVI_IO_MAX_FILE_BYTES) {
+    if (n > CVIO_MAX_FILE_BYTES) {
         free(buf);
         return cvi_error(ctx, CONVOLVE_ERROR_IO, "'%s' is larger than the limit of %zu bytes",
-                         path, CVI_IO_MAX_FILE_BYTES);
+                         path, CVIO_MAX_FILE_BYTES);
     }
     *data = buf;
     *size = n;
@@ -266,11 +260,11 @@ convolve_status convolve_array_save(convolve_context *ctx, const convolve_array 
     cvi_buf buf = {NULL, 0, 0};
     convolve_status st;
     switch (format) {
-    case CONVOLVE_FORMAT_NPY: st = cvi_write_npy(ctx, array, &buf); break;
-    case CONVOLVE_FORMAT_PNG: st = cvi_write_png(ctx, array, &buf); break;
-    case CONVOLVE_FORMAT_JPEG: st = cvi_write_jpeg(ctx, array, jpeg_quality, &buf); break;
-    case CONVOLVE_FORMAT_PNM: st = cvi_write_pnm(ctx, array, &buf); break;
-    default: st = cvi_write_text(ctx, array, &buf); break;
+    case CONVOLVE_FORMAT_NPY: st = cvio_write_npy(ctx, array, &buf); break;
+    case CONVOLVE_FORMAT_PNG: st = cvio_write_png(ctx, array, &buf); break;
+    case CONVOLVE_FORMAT_JPEG: st = cvio_write_jpeg(ctx, array, jpeg_quality, &buf); break;
+    case CONVOLVE_FORMAT_PNM: st = cvio_write_pnm(ctx, array, &buf); break;
+    default: st = cvio_write_text(ctx, array, &buf); break;
     }
     if (st == CONVOLVE_OK)
         st = save_bytes(ctx, path, buf.data, buf.size);

@@ -9,7 +9,7 @@
 #define CONVOLVE_IO_H
 
 #include "../bytes.h"
-#include "../internal.h"
+#include "../problem.h"
 
 #include <stddef.h>
 
@@ -20,21 +20,21 @@ struct convolve_array {
 };
 
 /* Largest file convolve_array_load reads (bytes). */
-#define CVI_IO_MAX_FILE_BYTES ((size_t)1 << 36)
+#define CVIO_MAX_FILE_BYTES ((size_t)1 << 36)
 /* Largest image (width * height) the image readers accept. */
-#define CVI_IO_MAX_PIXELS ((size_t)1 << 31)
+#define CVIO_MAX_PIXELS ((size_t)1 << 31)
 
 /* Makes a zero-filled array. Messages name `what` (e.g. "PNG image"). */
-convolve_status cvi_array_new(convolve_context *ctx, convolve_array **array, convolve_dtype dtype,
-                              int ndim, const size_t *shape, size_t channels, const char *what);
+convolve_status cvio_array_new(convolve_context *ctx, convolve_array **array, convolve_dtype dtype,
+                               int ndim, const size_t *shape, size_t channels, const char *what);
 
-/* Checks width * height against CVI_IO_MAX_PIXELS and that the byte count
+/* Checks width * height against CVIO_MAX_PIXELS and that the byte count
  * width * height * channels * esize fits; FORMAT/SIZE_OVERFLOW naming `what`. */
-convolve_status cvi_check_image_size(convolve_context *ctx, const char *what, size_t width,
-                                     size_t height, size_t channels, size_t esize);
+convolve_status cvio_check_image_size(convolve_context *ctx, const char *what, size_t width,
+                                      size_t height, size_t channels, size_t esize);
 
 /* 1 on a little-endian host. */
-static inline int cvi_little_endian(void)
+static inline int cvio_little_endian(void)
 {
     const unsigned one = 1;
     return *(const unsigned char *)&one == 1;
@@ -44,26 +44,26 @@ static inline int cvi_little_endian(void)
 /* Each returns OK and sets *array, or FORMAT (malformed, truncated or an
  * unsupported variant; the message says which), SIZE_OVERFLOW or OUT_OF_MEMORY. */
 
-convolve_status cvi_read_npy(convolve_context *ctx, const unsigned char *data, size_t size,
-                             convolve_array **array);
-convolve_status cvi_read_png(convolve_context *ctx, const unsigned char *data, size_t size,
-                             convolve_array **array);
-convolve_status cvi_read_jpeg(convolve_context *ctx, const unsigned char *data, size_t size,
+convolve_status cvio_read_npy(convolve_context *ctx, const unsigned char *data, size_t size,
                               convolve_array **array);
-convolve_status cvi_read_pnm(convolve_context *ctx, const unsigned char *data, size_t size,
-                             convolve_array **array);
-convolve_status cvi_read_text(convolve_context *ctx, const unsigned char *data, size_t size,
+convolve_status cvio_read_png(convolve_context *ctx, const unsigned char *data, size_t size,
                               convolve_array **array);
+convolve_status cvio_read_jpeg(convolve_context *ctx, const unsigned char *data, size_t size,
+                               convolve_array **array);
+convolve_status cvio_read_pnm(convolve_context *ctx, const unsigned char *data, size_t size,
+                              convolve_array **array);
+convolve_status cvio_read_text(convolve_context *ctx, const unsigned char *data, size_t size,
+                               convolve_array **array);
 
 /* ---- writers: an array to bytes appended to *out -------------------------- */
 /* Each returns OK, UNSUPPORTED (dtype, dimensions or channels the format
  * cannot hold), INVALID_ARGUMENT or OUT_OF_MEMORY. */
 
-convolve_status cvi_write_npy(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
-convolve_status cvi_write_png(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
-convolve_status cvi_write_jpeg(convolve_context *ctx, const convolve_array *array, int quality,
-                               cvi_buf *out);
-convolve_status cvi_write_pnm(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
-convolve_status cvi_write_text(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
+convolve_status cvio_write_npy(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
+convolve_status cvio_write_png(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
+convolve_status cvio_write_jpeg(convolve_context *ctx, const convolve_array *array, int quality,
+                                cvi_buf *out);
+convolve_status cvio_write_pnm(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
+convolve_status cvio_write_text(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
 
 #endif

@@ -114,7 +114,7 @@ typedef struct {
 
 static convolve_status parse_descr(convolve_context *ctx, const char *d, npy_type *t)
 {
-    const int le = cvi_little_endian();
+    const int le = cvio_little_endian();
     char order = d[0];
     const char *code = d + 1;
     if (order != '<' && order != '>' && order != '=' && order != '|')
@@ -150,8 +150,8 @@ static void swap_bytes(unsigned char *p, size_t count, size_t size)
         }
 }
 
-convolve_status cvi_read_npy(convolve_context *ctx, const unsigned char *data, size_t size,
-                             convolve_array **array)
+convolve_status cvio_read_npy(convolve_context *ctx, const unsigned char *data, size_t size,
+                              convolve_array **array)
 {
     *array = NULL;
     if (size < 10 || memcmp(data, "\x93NUMPY", 6) != 0)
@@ -279,7 +279,7 @@ convolve_status cvi_read_npy(convolve_context *ctx, const unsigned char *data, s
                          ".npy file has %zu bytes after the array's %zu bytes of data",
                          have - bytes, bytes);
     convolve_array *a;
-    st = cvi_array_new(ctx, &a, t.dtype, nd, dims, 1, ".npy array");
+    st = cvio_array_new(ctx, &a, t.dtype, nd, dims, 1, ".npy array");
     if (st != CONVOLVE_OK)
         return st;
     memcpy(a->data, data + pre + hlen, bytes);
@@ -289,7 +289,7 @@ convolve_status cvi_read_npy(convolve_context *ctx, const unsigned char *data, s
     return CONVOLVE_OK;
 }
 
-convolve_status cvi_write_npy(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
+convolve_status cvio_write_npy(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
 {
     const convolve_layout *L = &array->layout;
     const char *code;
@@ -302,7 +302,7 @@ convolve_status cvi_write_npy(convolve_context *ctx, const convolve_array *array
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, ".npy: unknown element type %d",
                          (int)L->dtype);
     }
-    char order = L->dtype == CONVOLVE_UINT8 ? '|' : cvi_little_endian() ? '<' : '>';
+    char order = L->dtype == CONVOLVE_UINT8 ? '|' : cvio_little_endian() ? '<' : '>';
     cvi_buf h = {NULL, 0, 0};
     int ok = cvi_buf_printf(&h, "{'descr': '%c%s', 'fortran_order': False, 'shape': (", order,
                             code);

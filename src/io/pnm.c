@@ -59,8 +59,8 @@ static int read_uint(pnm_in *p, size_t limit, size_t *v)
     return 1;
 }
 
-convolve_status cvi_read_pnm(convolve_context *ctx, const unsigned char *data, size_t size,
-                             convolve_array **array)
+convolve_status cvio_read_pnm(convolve_context *ctx, const unsigned char *data, size_t size,
+                              convolve_array **array)
 {
     *array = NULL;
     if (size < 2 || data[0] != 'P' || data[1] < '1' || data[1] > '7')
@@ -94,7 +94,7 @@ convolve_status cvi_read_pnm(convolve_context *ctx, const unsigned char *data, s
     }
     size_t width = v[0], height = v[1], maxval = v[2];
     size_t esize = maxval > 255 ? 2 : 1;
-    convolve_status st = cvi_check_image_size(ctx, "PNM image", width, height, channels, esize);
+    convolve_status st = cvio_check_image_size(ctx, "PNM image", width, height, channels, esize);
     if (st != CONVOLVE_OK)
         return st;
     size_t count = width * height * channels; /* checked above */
@@ -125,8 +125,8 @@ convolve_status cvi_read_pnm(convolve_context *ctx, const unsigned char *data, s
     }
     size_t shape[2] = {height, width};
     convolve_array *a;
-    st = cvi_array_new(ctx, &a, esize == 2 ? CONVOLVE_UINT16 : CONVOLVE_UINT8, 2, shape, channels,
-                       "PNM image");
+    st = cvio_array_new(ctx, &a, esize == 2 ? CONVOLVE_UINT16 : CONVOLVE_UINT8, 2, shape, channels,
+                        "PNM image");
     if (st != CONVOLVE_OK)
         return st;
     unsigned char *o8 = a->data;
@@ -171,7 +171,7 @@ convolve_status cvi_read_pnm(convolve_context *ctx, const unsigned char *data, s
     return CONVOLVE_OK;
 }
 
-convolve_status cvi_write_pnm(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
+convolve_status cvio_write_pnm(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
 {
     const convolve_layout *L = &array->layout;
     if (L->dtype != CONVOLVE_UINT8 && L->dtype != CONVOLVE_UINT16)
@@ -188,7 +188,7 @@ convolve_status cvi_write_pnm(convolve_context *ctx, const convolve_array *array
     if (!cvi_buf_printf(out, "P%c\n%zu %zu\n%d\n", L->channels == 1 ? '5' : '6', L->shape[1],
                         L->shape[0], wide ? 65535 : 255))
         return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "PNM: out of memory");
-    if (!wide || !cvi_little_endian()) {
+    if (!wide || !cvio_little_endian()) {
         if (!cvi_buf_append(out, array->data, array->bytes))
             return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "PNM: out of memory");
         return CONVOLVE_OK;
