@@ -36,9 +36,7 @@ struct convolve_filter {
 
 /* ---- strategies --------------------------------------------------------- */
 
-/* The registry of every backend's strategies (src/strategy.c). */
-size_t cvi_strategy_total(void);
-const cvi_strategy *cvi_strategy_at(size_t i);
+/* The strategy of that name on backend CPU or CUDA, or NULL (strategy.c). */
 const cvi_strategy *cvi_strategy_find(convolve_backend backend, const char *name);
 
 /* ---- plans -------------------------------------------------------------- */

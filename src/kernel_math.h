@@ -37,6 +37,12 @@ enum {
     CVI_MODE_WRAP = 4
 };
 
+/* Bytes of an element of dtype t (CVI_DTYPE_*). */
+CVI_HD size_t cvi_dtype_bytes(int t)
+{
+    return t == CVI_DTYPE_FLOAT64 ? 8 : t == CVI_DTYPE_UINT8 ? 1 : t == CVI_DTYPE_UINT16 ? 2 : 4;
+}
+
 /*
  * Maps index j along an axis of n elements (n >= 1) to the index whose value
  * the extended input holds there, following scipy.ndimage: every mode is

@@ -102,19 +102,6 @@ void cvi_problem_span(const cvi_problem *p, int output, ptrdiff_t *lo, ptrdiff_t
     (void)cvi_layout_span(&l, lo, hi); /* the layouts were checked: no overflow */
 }
 
-int cvi_layout_is_contiguous(const convolve_layout *l)
-{
-    convolve_layout c;
-    if (convolve_layout_init(&c, l->dtype, l->ndim, l->shape, l->channels) != CONVOLVE_OK)
-        return 0;
-    if (l->channels > 1 && l->channel_stride != c.channel_stride)
-        return 0;
-    for (int a = 0; a < l->ndim; a++)
-        if (l->shape[a] > 1 && l->strides[a] != c.strides[a])
-            return 0;
-    return 1;
-}
-
 /* 1 if no two elements of the layout share a byte: with the axes sorted by
  * |stride|, each stride must step past everything the smaller ones reach. */
 static int elements_disjoint(const convolve_layout *l)

@@ -84,6 +84,17 @@ static const char *const k_mode[] = {"reflect", "constant", "nearest", "mirror",
 static const char *const k_backend[] = {"auto", "cpu", "cuda", NULL};
 static const char *const k_format[] = {"auto", "npy", "png", "jpeg", "pnm", "text", NULL};
 
+/* The names in a NULL-terminated table. */
+#define COUNT_NAMES(table) (sizeof table / sizeof table[0] - 1)
+
+/* Each table has a name for every value of its enum, in the enum's order. */
+_Static_assert(sizeof k_status / sizeof k_status[0] == CONVOLVE_ERROR_INTERNAL + 1,
+               "a status without a name");
+_Static_assert(COUNT_NAMES(k_dtype) == CONVOLVE_UINT16 + 1, "a dtype without a name");
+_Static_assert(COUNT_NAMES(k_mode) == CONVOLVE_MODE_WRAP + 1, "a mode without a name");
+_Static_assert(COUNT_NAMES(k_backend) == CONVOLVE_BACKEND_CUDA + 1, "a backend without a name");
+_Static_assert(COUNT_NAMES(k_format) == CONVOLVE_FORMAT_TEXT + 1, "a format without a name");
+
 size_t convolve_dtype_size(convolve_dtype dtype)
 {
     switch (dtype) {
@@ -97,7 +108,7 @@ size_t convolve_dtype_size(convolve_dtype dtype)
 
 const char *convolve_dtype_name(convolve_dtype dtype)
 {
-    return (unsigned)dtype < 4 ? k_dtype[dtype] : NULL;
+    return (unsigned)dtype < COUNT_NAMES(k_dtype) ? k_dtype[dtype] : NULL;
 }
 
 convolve_status convolve_dtype_parse(const char *name, convolve_dtype *dtype)
@@ -111,7 +122,7 @@ convolve_status convolve_dtype_parse(const char *name, convolve_dtype *dtype)
 
 const char *convolve_mode_name(convolve_mode mode)
 {
-    return (unsigned)mode < 5 ? k_mode[mode] : NULL;
+    return (unsigned)mode < COUNT_NAMES(k_mode) ? k_mode[mode] : NULL;
 }
 
 convolve_status convolve_mode_parse(const char *name, convolve_mode *mode)
@@ -125,7 +136,7 @@ convolve_status convolve_mode_parse(const char *name, convolve_mode *mode)
 
 const char *convolve_backend_name(convolve_backend backend)
 {
-    return (unsigned)backend < 3 ? k_backend[backend] : NULL;
+    return (unsigned)backend < COUNT_NAMES(k_backend) ? k_backend[backend] : NULL;
 }
 
 convolve_status convolve_backend_parse(const char *name, convolve_backend *backend)
@@ -139,5 +150,5 @@ convolve_status convolve_backend_parse(const char *name, convolve_backend *backe
 
 const char *convolve_format_name(convolve_format format)
 {
-    return (unsigned)format < 6 ? k_format[format] : NULL;
+    return (unsigned)format < COUNT_NAMES(k_format) ? k_format[format] : NULL;
 }

@@ -25,12 +25,13 @@ int convolve_backend_built(convolve_backend backend)
     return 0;
 }
 
-size_t cvi_strategy_total(void)
+/* The registry: the CPU strategies, then the CUDA ones. */
+static size_t strategy_total(void)
 {
     return cvcpu_backend.strategy_count + cvcu_backend.strategy_count;
 }
 
-const cvi_strategy *cvi_strategy_at(size_t i)
+static const cvi_strategy *strategy_at(size_t i)
 {
     if (i < cvcpu_backend.strategy_count)
         return &cvcpu_backend.strategies[i];
@@ -53,12 +54,12 @@ const cvi_strategy *cvi_strategy_find(convolve_backend backend, const char *name
 
 size_t convolve_strategy_count(void)
 {
-    return cvi_strategy_total();
+    return strategy_total();
 }
 
 convolve_status convolve_strategy_get(size_t index, convolve_strategy_info *info)
 {
-    const cvi_strategy *s = cvi_strategy_at(index);
+    const cvi_strategy *s = strategy_at(index);
     if (!s || !info)
         return CONVOLVE_ERROR_INVALID_ARGUMENT;
     info->name = s->name;

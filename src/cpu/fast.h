@@ -27,9 +27,6 @@
 
 enum { CVCPU_ISA_PORTABLE = 0, CVCPU_ISA_AVX2 = 1, CVCPU_ISA_AVX512 = 2 };
 
-/* The best instruction set this CPU has, capped by cvcpu_fast_limit_isa. */
-int cvcpu_isa(void);
-
 /* ---- row kernels -------------------------------------------------------- */
 
 /* Rows handed to kernels are padded: n outputs are computed as CVCPU_ROUND(n)
@@ -151,9 +148,6 @@ static inline size_t cvcpu_edge_pad(size_t K2)
  */
 void cvcpu_filter_row(const cvcpu_exec *e, const char *row, size_t xa, size_t wdt, size_t xl,
                       size_t xr, void *edge, void *ext, void *out, const void *w, size_t K2);
-
-/* Loads n elements of the input's type from src (byte stride) as the compute type. */
-void cvcpu_load(const cvcpu_exec *e, const char *src, ptrdiff_t stride, size_t n, void *dst);
 
 /* Stores n compute-type values to the output row at dst (its axis-2 stride). */
 void cvcpu_store(const cvcpu_exec *e, char *dst, size_t n, const void *src);

@@ -24,7 +24,8 @@ void cvcpu_fast_limit_isa(int isa)
     g_isa_limit = isa < 0 ? CVCPU_ISA_AVX512 : isa;
 }
 
-int cvcpu_isa(void)
+/* The best instruction set this CPU has, capped by cvcpu_fast_limit_isa. */
+static int best_isa(void)
 {
     int isa = CVCPU_ISA_PORTABLE;
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -115,7 +116,7 @@ void cvcpu_exec_init(cvcpu_exec *e, const cvi_problem *p, int threads, const voi
     e->out = out;
     e->dbl = p->in_type == CONVOLVE_FLOAT64 || p->out_type == CONVOLVE_FLOAT64;
     e->es = e->dbl ? sizeof(double) : sizeof(float);
-    e->isa = cvcpu_isa();
+    e->isa = best_isa();
     e->corr = cvcpu_corr_kernel(e->dbl, e->isa);
     e->cvt = cvcpu_cvt_kernels(e->isa);
     e->threads = threads;
@@ -196,7 +197,9 @@ static void load_double(convolve_dtype t, const char *src, ptrdiff_t stride, siz
     }
 }
 
-void cvcpu_load(const cvcpu_exec *e, const char *src, ptrdiff_t stride, size_t n, void *dst)
+/* Loads n elements of the input's type from src (byte stride) as the compute type. */
+static void load_elements(const cvcpu_exec *e, const char *src, ptrdiff_t stride, size_t n,
+                          void *dst)
 {
     if (e->dbl)
         load_double(e->p->in_type, src, stride, n, dst);
@@ -257,7 +260,7 @@ void cvcpu_gather(const cvcpu_exec *e, const char *row, ptrdiff_t q0, size_t L, 
     ptrdiff_t a = q0 > 0 ? q0 : 0, b = q1 < n ? q1 : n;
     char *d = dst;
     if (a < b)
-        cvcpu_load(e, row + a * s, s, (size_t)(b - a), d + (size_t)(a - q0) * e->es);
+        load_elements(e, row + a * s, s, (size_t)(b - a), d + (size_t)(a - q0) * e->es);
     /* the columns outside [0, n), element by element (at most K - 1 per side
      * unless the filter is longer than the row) */
     for (ptrdiff_t q = q0; q < q1; q++) {
@@ -270,7 +273,7 @@ void cvcpu_gather(const cvcpu_exec *e, const char *row, ptrdiff_t q0, size_t L, 
         if (j < 0)
             cvcpu_fill(e, t, 1, p->cval);
         else
-            cvcpu_load(e, row + j * s, s, 1, t);
+            load_elements(e, row + j * s, s, 1, t);
     }
 }
 

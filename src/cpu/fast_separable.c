@@ -150,6 +150,57 @@ static void free_threads(sthread *th, int nt)
     free(th);
 }
 
+/* Tiles whose rings of H rows (and of Z bands) stay in cache: d->tw, rb,
+ * ntw, nrb, lpad and tpad. Returns the number of work items. */
+static size_t plan_tiles(splan *d)
+{
+    const cvcpu_exec *e = &d->e;
+    const cvi_problem *p = e->p;
+    const size_t K0 = p->ksize[0], K1 = p->ksize[1], K2 = p->ksize[2];
+    size_t ring = (d->vpass ? K1 : 0) + 2;
+    if (d->zpass) {
+        cvcpu_plan_tiles(p, e->es, e->threads, ring, 1, 0, &d->tw, &d->rb);
+        size_t maxrb = CVCPU_ZRING_BYTES / (K0 * cvcpu_round16(CVCPU_ROUND(d->tw)) * e->es);
+        if (maxrb < 8)
+            maxrb = 8;
+        cvcpu_plan_tiles(p, e->es, e->threads, ring, 1, maxrb, &d->tw, &d->rb);
+    } else {
+        cvcpu_plan_tiles(p, e->es, e->threads, ring, p->shape[0], 0, &d->tw, &d->rb);
+    }
+    d->ntw = cvcpu_div_up(p->shape[2], d->tw);
+    d->nrb = cvcpu_div_up(p->shape[1], d->rb);
+    d->lpad = cvcpu_round16(CVCPU_ROUND(d->tw) + K2 - 1);
+    d->tpad = cvcpu_round16(CVCPU_ROUND(d->tw));
+    return d->nrb * d->ntw * (d->zpass ? 1 : p->shape[0]);
+}
+
+/* Each thread's buffers: the extended row, its edges, the ring of H rows,
+ * an output row and (Z pass) the ring of bands. 0 when out of memory. */
+static int alloc_threads(const splan *d, sthread *th, int nt)
+{
+    const cvcpu_exec *e = &d->e;
+    const cvi_problem *p = e->p;
+    const size_t K0 = p->ksize[0], K1 = p->ksize[1], K2 = p->ksize[2];
+    const size_t epad = cvcpu_edge_pad(K2);
+    const size_t per = d->lpad + 2 * epad + (K1 + 1) * d->tpad +
+                       (d->zpass ? K0 * d->rb * d->tpad : 0);
+    const size_t nrows = K0 > K1 ? K0 : K1;
+    for (int t = 0; t < nt; t++) {
+        sthread *s = &th[t];
+        s->ext = cvcpu_alloc(per, e->es);
+        s->hptr = malloc(K1 * sizeof(void *));
+        s->rows = malloc(nrows * sizeof(void *));
+        s->zptr = malloc(K0 * sizeof(void *));
+        if (!s->ext || !s->hptr || !s->rows || !s->zptr)
+            return 0;
+        s->edge = (char *)s->ext + d->lpad * e->es;
+        s->hring = (char *)s->edge + 2 * epad * e->es;
+        s->orow = (char *)s->hring + K1 * d->tpad * e->es;
+        s->zring = (char *)s->orow + d->tpad * e->es;
+    }
+    return 1;
+}
+
 convolve_status cvcpu_separable(const cvi_problem *p, int threads, const void *in, void *out)
 {
     splan d;
@@ -162,22 +213,7 @@ convolve_status cvcpu_separable(const cvi_problem *p, int threads, const void *i
     d.zpass = K0 > 1;
     double scale = (d.vpass ? 1.0 : p->taps[1][0]) * (d.zpass ? 1.0 : p->taps[0][0]);
 
-    /* tiles: the rings of H rows (and of Z bands) stay in cache */
-    size_t ring = (d.vpass ? K1 : 0) + 2;
-    if (d.zpass) {
-        cvcpu_plan_tiles(p, e->es, e->threads, ring, 1, 0, &d.tw, &d.rb);
-        size_t maxrb = CVCPU_ZRING_BYTES / (K0 * cvcpu_round16(CVCPU_ROUND(d.tw)) * e->es);
-        if (maxrb < 8)
-            maxrb = 8;
-        cvcpu_plan_tiles(p, e->es, e->threads, ring, 1, maxrb, &d.tw, &d.rb);
-    } else {
-        cvcpu_plan_tiles(p, e->es, e->threads, ring, p->shape[0], 0, &d.tw, &d.rb);
-    }
-    d.ntw = cvcpu_div_up(p->shape[2], d.tw);
-    d.nrb = cvcpu_div_up(p->shape[1], d.rb);
-    d.lpad = cvcpu_round16(CVCPU_ROUND(d.tw) + K2 - 1);
-    d.tpad = cvcpu_round16(CVCPU_ROUND(d.tw));
-    const size_t items = d.nrb * d.ntw * (d.zpass ? 1 : p->shape[0]);
+    const size_t items = plan_tiles(&d);
     int nt = e->threads;
     if ((size_t)nt > items)
         nt = (int)items;
@@ -202,22 +238,8 @@ convolve_status cvcpu_separable(const cvi_problem *p, int threads, const void *i
     d.hconst = consts;
     d.vconst = consts + d.tpad * e->es;
 
-    const size_t epad = cvcpu_edge_pad(K2);
-    const size_t per = d.lpad + 2 * epad + (K1 + 1) * d.tpad + (d.zpass ? K0 * d.rb * d.tpad : 0);
-    const size_t nrows = K0 > K1 ? K0 : K1;
-    for (int t = 0; t < nt; t++) {
-        sthread *s = &th[t];
-        s->ext = cvcpu_alloc(per, e->es);
-        s->hptr = malloc(K1 * sizeof(void *));
-        s->rows = malloc(nrows * sizeof(void *));
-        s->zptr = malloc(K0 * sizeof(void *));
-        if (!s->ext || !s->hptr || !s->rows || !s->zptr)
-            goto oom;
-        s->edge = (char *)s->ext + d.lpad * e->es;
-        s->hring = (char *)s->edge + 2 * epad * e->es;
-        s->orow = (char *)s->hring + K1 * d.tpad * e->es;
-        s->zring = (char *)s->orow + d.tpad * e->es;
-    }
+    if (!alloc_threads(&d, th, nt))
+        goto oom;
 
 CVCPU_OMP(omp parallel num_threads(nt))
     {

@@ -143,6 +143,10 @@ static inline unsigned cvk_grid_yz(long long tiles)
 
 static inline long long cvk_ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
+/* Blocks a grid-stride kernel over a flat range needs at most: enough for
+ * every multiprocessor of a large GPU many times over. */
+#define CVK_FLAT_MAX_BLOCKS 65536LL
+
 /* Multiprocessors to size grids for: the device's count, or an H200's 132
  * when it is not known (0). */
 static inline long long cvk_multiprocessors(int known)

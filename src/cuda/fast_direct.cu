@@ -6,6 +6,9 @@
  */
 #include "fast_direct.cuh"
 
+/* Threads per block of the edge kernel. */
+#define EDGE_THREADS 128
+
 /* The dynamic shared memory a 2-D block needs. */
 static size_t ring_bytes(int es, int V, int HALO)
 {
@@ -57,9 +60,10 @@ static cudaError_t launch_edges(const cvk_direct_params &p, int KY, int KX, int 
     if (n <= 0)
         return cudaSuccess;
     dim3 grid;
-    if (!cvk_row_grid((n + 127) / 128, p.H, &grid))
+    if (!cvk_row_grid((n + EDGE_THREADS - 1) / EDGE_THREADS, p.H, &grid))
         return cudaErrorInvalidConfiguration;
-    CVK_LAUNCH(cvk_direct_edge_kernel, grid, 128, 0, stream, (p, KY, KX, C, in_u8, sep, lo, hi));
+    CVK_LAUNCH(cvk_direct_edge_kernel, grid, EDGE_THREADS, 0, stream,
+               (p, KY, KX, C, in_u8, sep, lo, hi));
     return cudaGetLastError();
 }
 
@@ -93,9 +97,8 @@ extern "C" int cvk_direct1d_supports(int in_type, int channels, int ksize)
 static int setup_params(const cvk_direct_args *a, int V, cvk_direct_params &p)
 {
     const int K = a->ksize, C = a->channels;
-    const size_t in_size = a->in_type == CVI_DTYPE_UINT8 ? 1 : 4;
-    static const size_t out_sizes[4] = {4, 8, 1, 2};
-    const size_t out_size = out_sizes[a->out_type];
+    const size_t in_size = cvi_dtype_bytes(a->in_type); /* float32 or uint8 */
+    const size_t out_size = cvi_dtype_bytes(a->out_type);
     p.in = (const char *)a->in;
     p.out = (char *)a->out;
     p.in_row = a->in_row;

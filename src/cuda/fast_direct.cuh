@@ -66,6 +66,11 @@ typedef struct cvk_direct_params {
     float w[CVK_DIRECT2D_MAX_K * CVK_DIRECT2D_MAX_K];
 } cvk_direct_params;
 
+/* w holds a dense 2-D filter, a separable one's 2K taps, or a 1-D filter. */
+static_assert(2 * CVK_DIRECT2D_MAX_SEP_K <= CVK_DIRECT2D_MAX_K * CVK_DIRECT2D_MAX_K &&
+                  CVK_DIRECT1D_MAX_K <= CVK_DIRECT2D_MAX_K * CVK_DIRECT2D_MAX_K,
+              "cvk_direct_params.w is too small");
+
 __device__ __forceinline__ float cvk_to_float(float v) { return v; }
 __device__ __forceinline__ float cvk_to_float(unsigned char v) { return (float)v; }
 

@@ -326,7 +326,7 @@ static const int FFT_THREADS = 256;
 static unsigned fft_blocks(long long total)
 {
     long long b = (total + FFT_THREADS - 1) / FFT_THREADS;
-    return (unsigned)(b > 65536 ? 65536 : b < 1 ? 1 : b);
+    return (unsigned)(b > CVK_FLAT_MAX_BLOCKS ? CVK_FLAT_MAX_BLOCKS : b < 1 ? 1 : b);
 }
 
 /* A grid of 256-thread blocks over `width` columns and `rows` rows. */

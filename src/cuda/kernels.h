@@ -57,7 +57,7 @@ enum {
  * (33 - K2) x (33 - K1), so each filter extent must be at most 31. */
 #define CVK_TILED_IN_X 32
 #define CVK_TILED_IN_Y 32
-#define CVK_TILED_IN_MAX_K 31
+#define CVK_TILED_IN_MAX_K (CVK_TILED_IN_X - 1)
 
 /* tiled-out (2-D): the block is the 32 x 32 output tile; its threads loop to
  * stage the (31 + K2) x (31 + K1) input tile. */

@@ -22,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The largest width or height libpng writes by default (png_set_user_limits). */
+#define CVIO_PNG_MAX_SIDE 1000000
+
 typedef struct {
     png_structp png;
     png_infop info;
@@ -244,10 +247,10 @@ convolve_status cvio_write_png(convolve_context *ctx, const convolve_array *arra
                          "PNG holds 1 to 4 channels (gray, gray+alpha, RGB, RGBA), not %zu",
                          L->channels);
     if (L->shape[0] > PNG_UINT_31_MAX || L->shape[1] > PNG_UINT_31_MAX ||
-        L->shape[0] > 1000000 || L->shape[1] > 1000000)
+        L->shape[0] > CVIO_PNG_MAX_SIDE || L->shape[1] > CVIO_PNG_MAX_SIDE)
         return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                         "PNG: %zux%zu is larger than libpng's limit of 1000000 per side",
-                         L->shape[1], L->shape[0]);
+                         "PNG: %zux%zu is larger than libpng's limit of %d per side",
+                         L->shape[1], L->shape[0], CVIO_PNG_MAX_SIDE);
     png_state s;
     memset(&s, 0, sizeof s);
     s.out = out;
