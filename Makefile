@@ -3,11 +3,13 @@
 #   make test   build, then run every test (GPU tests report "skipped" without a GPU)
 #   make test-sanitize   the same tests, host code built with AddressSanitizer
 #               and UndefinedBehaviorSanitizer, without CUDA (in build-sanitize)
+#   make test-emu   the CUDA kernels' tests (small cases) on the CPU emulation of
+#               tests/emu, no GPU needed (in build-emu)
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all build demo test test-sanitize clean
+.PHONY: all build demo test test-sanitize test-emu clean
 all: build
 
 build:
@@ -26,5 +28,10 @@ test-sanitize:
 	cmake --build build-sanitize -j $(JOBS)
 	cd build-sanitize && ctest --output-on-failure -j $(JOBS)
 
+test-emu:
+	cmake -S . -B build-emu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONVOLVE_CUDA_EMULATOR=ON
+	cmake --build build-emu -j $(JOBS) --target test_gpu_strategies test_gpu_fast
+	cd build-emu && ctest -L emu --output-on-failure
+
 clean:
-	rm -rf $(BUILD) build-sanitize
+	rm -rf $(BUILD) build-sanitize build-emu

@@ -5,7 +5,9 @@
  * emulated threads of the one block that runs at a time), thread and block
  * indices per host thread, __syncthreads as a barrier, launches through
  * cvk_emu_launch (one host thread per CUDA thread, blocks one after
- * another), and the float saturation helpers. Used only by tests/emu/run.sh.
+ * another), the cp.async wrappers of src/cuda/device_common.cuh (copies at
+ * once) and the float saturation helpers. Used only by the build with
+ * -DCONVOLVE_CUDA_EMULATOR=ON (tests/emu/run.sh wraps it).
  */
 #ifndef CVK_EMU_CUDA_RUNTIME_H
 #define CVK_EMU_CUDA_RUNTIME_H
