@@ -1,8 +1,9 @@
 /*
  * kernel_math.h - the arithmetic every backend shares, written once for C and
- * CUDA: boundary index mapping (the ghost cells of every mode) and the
- * conversion of a floating-point result to an output element (integers are
- * rounded to nearest, ties to even, and saturated; NaN becomes 0).
+ * CUDA: boundary index mapping (the ghost cells of every mode), element
+ * loads, and the conversion of a floating-point result to an output element
+ * (integers are rounded to nearest, ties to even, and saturated; NaN
+ * becomes 0).
  *
  * Included by C sources and by CUDA sources; CVI_HD marks the functions for
  * both host and device there.
@@ -107,6 +108,30 @@ CVI_HD uint16_t cvi_saturate_u16(double v)
 #else
     return (uint16_t)__builtin_rint(v);
 #endif
+}
+
+/* Reads the element of dtype t (CVI_DTYPE_*) at p as double. */
+CVI_HD double cvi_load_double(int t, const void *p)
+{
+    switch (t) {
+    case CVI_DTYPE_FLOAT32: return (double)*(const float *)p;
+    case CVI_DTYPE_FLOAT64: return *(const double *)p;
+    case CVI_DTYPE_UINT8: return (double)*(const unsigned char *)p;
+    default: return (double)*(const unsigned short *)p;
+    }
+}
+
+/* Writes v to the element of dtype t (CVI_DTYPE_*) at p: float types are
+ * cast, integer types rounded to nearest (ties to even) and saturated, NaN
+ * to 0. */
+CVI_HD void cvi_store_double(int t, void *p, double v)
+{
+    switch (t) {
+    case CVI_DTYPE_FLOAT32: *(float *)p = (float)v; break;
+    case CVI_DTYPE_FLOAT64: *(double *)p = v; break;
+    case CVI_DTYPE_UINT8: *(unsigned char *)p = cvi_saturate_u8(v); break;
+    default: *(unsigned short *)p = cvi_saturate_u16(v); break;
+    }
 }
 
 #ifdef __CUDACC__

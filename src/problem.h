@@ -2,7 +2,8 @@
  * problem.h - what every module of libconvolve shares, and all a backend
  * (src/cpu/, src/cuda/) sees of the core: the canonical problem every
  * backend receives, the strategy record, the probed device, the error
- * helpers, checked size arithmetic and element conversion. The object
+ * helpers and checked size arithmetic (element conversion and the boundary
+ * rule: kernel_math.h). The object
  * structs behind the public handles are the core's alone (internal.h).
  * Nothing here is public.
  */
@@ -128,31 +129,6 @@ struct cvi_strategy {
 static inline int cvi_strategy_serves_ndim(const cvi_strategy *s, int ndim)
 {
     return ndim >= 1 && ndim <= 3 && (s->dims >> (ndim - 1) & 1u);
-}
-
-/* ---- element conversion ------------------------------------------------- */
-
-/* Reads element of type t at p as double. */
-static inline double cvi_load_double(convolve_dtype t, const void *p)
-{
-    switch (t) {
-    case CONVOLVE_FLOAT32: return (double)*(const float *)p;
-    case CONVOLVE_FLOAT64: return *(const double *)p;
-    case CONVOLVE_UINT8: return (double)*(const unsigned char *)p;
-    default: return (double)*(const unsigned short *)p;
-    }
-}
-
-/* Writes v to the element of type t at p: float types are cast, integer
- * types rounded to nearest (ties to even) and saturated, NaN to 0. */
-static inline void cvi_store_double(convolve_dtype t, void *p, double v)
-{
-    switch (t) {
-    case CONVOLVE_FLOAT32: *(float *)p = (float)v; break;
-    case CONVOLVE_FLOAT64: *(double *)p = v; break;
-    case CONVOLVE_UINT8: *(unsigned char *)p = cvi_saturate_u8(v); break;
-    default: *(unsigned short *)p = cvi_saturate_u16(v); break;
-    }
 }
 
 #ifdef __cplusplus

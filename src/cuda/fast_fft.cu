@@ -165,16 +165,6 @@ template <typename R> __device__ __forceinline__ R cvk_fft_load(int type, const 
     }
 }
 
-__device__ __forceinline__ void cvk_fft_store(int type, char *p, double v)
-{
-    switch (type) {
-    case CONVOLVE_FLOAT32: *(float *)p = (float)v; break;
-    case CONVOLVE_FLOAT64: *(double *)p = v; break;
-    case CONVOLVE_UINT8: *(unsigned char *)p = cvi_saturate_u8(v); break;
-    default: *(unsigned short *)p = cvi_saturate_u16(v); break;
-    }
-}
-
 /* Geometry shared by the kernels, by value. */
 typedef struct cvk_fft_geom {
     long long shape[3], ksize[3], koff[3], n[3];
@@ -284,7 +274,7 @@ __global__ void cvk_fft_crop(const __grid_constant__ cvk_fft_geom g, const R *bu
         const R *src = buf + (tile_row + t2) * g.plane_real + row_off + lx;
         char *dst = dst_row + x * g.out_str[2];
         for (int c = 0; c < g.channels; c++)
-            cvk_fft_store(g.out_type, dst + c * g.out_cstr, (double)src[c * per_channel]);
+            cvi_store_double(g.out_type, dst + c * g.out_cstr, (double)src[c * per_channel]);
         lx += blockDim.x;
         while (lx >= g.step[2]) {
             lx -= g.step[2];

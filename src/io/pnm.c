@@ -182,7 +182,7 @@ convolve_status cvio_read_pnm(convolve_context *ctx, const unsigned char *data, 
 {
     *array = NULL;
     pnm_in p = {data, size, 0};
-    pnm_header h;
+    pnm_header h = {0, 0, 0, 0, 0};
     convolve_status st = read_header(ctx, &p, &h);
     if (st != CONVOLVE_OK)
         return st;
