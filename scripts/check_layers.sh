@@ -10,7 +10,8 @@
 #   core     the other files of src/                         public math shared
 #   cpu      src/cpu/                                        public math shared
 #   cuda     src/cuda/*.c and the headers only they use      public math shared kernels
-#   kernels  src/cuda/*.cu, *.cuh, kernels.h, fast_*.h       public math shared
+#   kernels  src/cuda/*.cu, *.cuh, and their plain-C faces   public math shared
+#            kernels.h, fast_*.h, gen.h, gen_params.h
 #   io       src/io/                                         public math shared
 #   tools    tools/, bench/                                  public tools
 # So control flows one way: the core reaches the backends only through the
@@ -25,7 +26,8 @@ module_of() {
     src/kernel_math.h) echo math ;;
     src/problem.h | src/backend.h | src/bytes.h) echo shared ;;
     src/cpu/*) echo cpu ;;
-    src/cuda/*.cu | src/cuda/*.cuh | src/cuda/kernels.h | src/cuda/fast_*.h) echo kernels ;;
+    src/cuda/*.cu | src/cuda/*.cuh | src/cuda/kernels.h | src/cuda/fast_*.h | src/cuda/gen.h | \
+        src/cuda/gen_params.h) echo kernels ;;
     src/cuda/*) echo cuda ;;
     src/io/*) echo io ;;
     src/*) echo core ;;

@@ -11,8 +11,14 @@
 #ifndef CONVOLVE_KERNEL_MATH_H
 #define CONVOLVE_KERNEL_MATH_H
 
+#ifdef __CUDACC_RTC__ /* NVRTC (src/cuda/jit.c) has no standard headers */
+typedef long ptrdiff_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+#else
 #include <stddef.h>
 #include <stdint.h>
+#endif
 
 #ifdef __CUDACC__
 #define CVI_HD __host__ __device__ __forceinline__
@@ -39,7 +45,7 @@ enum {
 };
 
 /* Bytes of an element of dtype t (CVI_DTYPE_*). */
-CVI_HD size_t cvi_dtype_bytes(int t)
+CVI_HD int cvi_dtype_bytes(int t)
 {
     return t == CVI_DTYPE_FLOAT64 ? 8 : t == CVI_DTYPE_UINT8 ? 1 : t == CVI_DTYPE_UINT16 ? 2 : 4;
 }

@@ -97,8 +97,8 @@ extern "C" int cvk_direct1d_supports(int in_type, int channels, int ksize)
 static int setup_params(const cvk_direct_args *a, int V, cvk_direct_params &p)
 {
     const int K = a->ksize, C = a->channels;
-    const size_t in_size = cvi_dtype_bytes(a->in_type); /* float32 or uint8 */
-    const size_t out_size = cvi_dtype_bytes(a->out_type);
+    const size_t in_size = (size_t)cvi_dtype_bytes(a->in_type); /* float32 or uint8 */
+    const size_t out_size = (size_t)cvi_dtype_bytes(a->out_type);
     p.in = (const char *)a->in;
     p.out = (char *)a->out;
     p.in_row = a->in_row;

@@ -158,10 +158,51 @@ static convolve_status upload_weights(convolve_context *ctx, cvcu_plan *plan)
     return CONVOLVE_OK;
 }
 
+/* 1 if the filter's last `dims` extents are equal and odd. */
+static int odd_cube(const cvi_problem *p, int dims)
+{
+    size_t K = p->ksize[2];
+    if (K % 2 == 0)
+        return 0;
+    for (int a = 3 - dims; a < 3; a++)
+        if (p->ksize[a] != K)
+            return 0;
+    return 1;
+}
+
+/* 1 if the generated kernels (gen.c) run strategy `id` (direct or
+ * separable) on p: every case the legacy register-streaming kernels do not
+ * serve, and those they serve where the generated ones measured faster on
+ * the H100 (BENCHMARKS.md, 8192^2 float32: dense 3x3 0.28 against 0.33 ms,
+ * 9x9 0.44 against 0.54; separable 17 taps 0.46 against 0.63).
+ * CONVOLVE_DIRECT_KERNELS=generated or =legacy forces one (for comparing
+ * them). */
+static int use_generated(int id, const cvi_problem *p)
+{
+    const int K = (int)p->ksize[2], C = (int)p->channels, t = (int)p->in_type;
+    const char *env = getenv("CONVOLVE_DIRECT_KERNELS");
+    if (env && strcmp(env, "generated") == 0)
+        return 1;
+    const int legacy_only = env && strcmp(env, "legacy") == 0;
+    if (!legacy_only && p->ndim == 2 && t == CONVOLVE_FLOAT32 && C == 1 && odd_cube(p, 2) &&
+        (id == CVK_SEPARABLE ? p->separable && K >= 11 : K == 3 || (K >= 9 && K <= 15)))
+        return 1;
+    /* the legacy 2-D kernels keep uint8 rows as bytes: cval must be one */
+    if (p->ndim == 2 && p->in_type == CONVOLVE_UINT8 && p->mode == CVI_MODE_CONSTANT &&
+        !(p->cval >= 0 && p->cval <= 255 && p->cval == (double)(int)p->cval))
+        return 1;
+    if (id == CVK_SEPARABLE)
+        return !(p->ndim == 2 && p->separable && odd_cube(p, 2) &&
+                 cvk_direct2d_supports(t, C, K, 1));
+    return !((p->ndim == 1 && odd_cube(p, 1) && cvk_direct1d_supports(t, C, K)) ||
+             (p->ndim == 2 && odd_cube(p, 2) && cvk_direct2d_supports(t, C, K, 0)) ||
+             (p->ndim == 3 && odd_cube(p, 3) && cvk_direct3d_supports(t, C, K)));
+}
+
 /* What the plan's kernels need besides the arguments: the FFT's plans, the
- * weights in device memory (basic), or in the bank (the other chapter
- * kernels; the fast direct kernels' fallback uses the bank when the filter
- * fits, else device memory). */
+ * generated direct kernel, the weights in device memory (basic), or in the
+ * bank (the other chapter kernels; the legacy fast direct kernels' fallback
+ * uses the bank when the filter fits, else device memory). */
 static convolve_status prepare_kernels(convolve_context *ctx, cvcu_plan *plan)
 {
     const cvi_problem *p = &plan->p;
@@ -177,6 +218,8 @@ static convolve_status prepare_kernels(convolve_context *ctx, cvcu_plan *plan)
         return upload_weights(ctx, plan);
     case CVK_DIRECT:
     case CVK_SEPARABLE:
+        if (use_generated(plan->strategy->id, p))
+            return cvcu_gen_prepare(ctx, p, plan->strategy->id == CVK_SEPARABLE, &plan->gen);
         return p->kcount <= bank_cap ? fill_bank(ctx, plan) : upload_weights(ctx, plan);
     default:
         return fill_bank(ctx, plan); /* kcount within the bank (checked) */
@@ -233,6 +276,7 @@ void cvcu_release(void *state)
     int entered = cvcu_enter_device(plan, &prev) == cudaSuccess;
     /* errors are ignored here: after a failed kernel the context may be gone */
     cvk_fft_destroy(plan->fft);
+    cvcu_gen_release(plan->gen);
     if (plan->d_weights)
         (void)cudaFree(plan->d_weights);
     if (plan->d_in)
@@ -343,6 +387,8 @@ cudaError_t cvcu_launch(cvcu_plan *plan, const cvk_args *a, cudaStream_t stream)
         return launch_fft(plan, a, stream);
     case CVK_DIRECT:
     case CVK_SEPARABLE:
+        if (plan->gen)
+            return cvcu_gen_launch(plan->gen, a->in, a->out, a->is, a->ics, a->os, a->ocs, stream);
         if (!rows_interleaved(a)) /* the chapter's constant (or basic) kernel: any layout */
             return cvk_launch(plan->bank ? CVK_CONSTANT : CVK_BASIC, a, plan->bank, 0, stream);
         return plan->p.ndim == 3 ? launch_direct3d(plan, a, stream)

@@ -8,6 +8,7 @@
 
 #include "../problem.h"
 #include "fast_fft.h"
+#include "gen_plan.h"
 #include "kernels.h"
 
 #include <cuda_runtime_api.h>
@@ -27,6 +28,8 @@ typedef struct cvcu_plan {
     void *d_weights;            /* weights in device memory (basic, and the fast
                                    direct kernels' fallback when the bank is too small) */
     cvk_fft_plan *fft;          /* fft: cuFFT plans, buffers and the filter's spectrum */
+    cvcu_gen_plan *gen;         /* direct, separable: the generated kernels (gen.c), when
+                                   they run it; else the legacy ones (fast_direct*.cu) */
     char message[256];          /* what a failed fast launch said */
     /* convolve_execute's buffers: made by its first call, kept for the next */
     void *d_in, *d_out;         /* device images, rows `pitch` bytes apart */
@@ -45,8 +48,8 @@ void cvcu_leave_device(const cvcu_plan *plan, int prev);
 
 /* Launches the plan's kernel on the device arrays of a (pointers and
  * element strides as the chapter's kernels take them) on stream. A layout
- * the fast direct kernels cannot take (they want interleaved, contiguous
- * rows) runs the chapter's constant or basic kernel instead. Returns the
+ * the legacy fast direct kernels cannot take (they want interleaved,
+ * contiguous rows) runs the chapter's constant or basic kernel instead. Returns the
  * launch's error; plan->message may say more. */
 cudaError_t cvcu_launch(cvcu_plan *plan, const cvk_args *a, cudaStream_t stream);
 

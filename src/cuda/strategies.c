@@ -6,9 +6,8 @@
  */
 #include "strategies.h"
 #include "backend.h"
-#include "fast_direct.h"
-#include "fast_direct3d.h"
 #include "fast_fft.h"
+#include "gen_plan.h"
 #include "kernels.h"
 
 #include <limits.h>
@@ -19,12 +18,11 @@
 /* Filter extents and tap counts the kernels' int loops accept. */
 #define CVCU_MAX_TAPS ((size_t)INT_MAX / 2)
 
-/* auto: a filter the direct kernels do not serve goes to the FFT from this
- * many taps (below it the chapter's tiled kernels win). Measured on an H100
- * (BENCHMARKS.md): the direct kernels beat the FFT at every size they are
- * compiled for (2-D 17x17: 1.1 ms against 3.4 ms on 8192^2; 3-D 7x7x7: 0.42
- * against 0.88 ms on 256^3), so they come first. */
-#define CVCU_FFT_OVER_CHAPTER 64
+/* auto: dense filters of up to this many taps run direct, larger ones by
+ * FFT. Measured on an H100 (BENCHMARKS.md): direct beat the FFT at every
+ * size the legacy kernels were compiled for (2-D 17x17: 1.1 ms against 3.4
+ * ms on 8192^2; 3-D 7x7x7: 0.42 against 0.88 ms on 256^3). */
+#define CVCU_DIRECT_OVER_FFT 400
 
 size_t cvcu_acc_size(const cvi_problem *p)
 {
@@ -148,68 +146,24 @@ static convolve_status check_banked(const cvi_strategy *s, const cvi_problem *p,
 
 /* ---- the fast kernels' checks ------------------------------------------ */
 
-/* 1 if the filter's last `dims` extents are equal and odd. */
-static int odd_cube(const cvi_problem *p, int dims)
-{
-    size_t K = p->ksize[2];
-    if (K % 2 == 0)
-        return 0;
-    for (int a = 3 - dims; a < 3; a++)
-        if (p->ksize[a] != K)
-            return 0;
-    return 1;
-}
-
-/* The 2-D direct kernels keep uint8 rows as bytes, so cval must be one. */
-static convolve_status check_uint8_cval(const cvi_problem *p, char *why, size_t n)
-{
-    if (p->ndim == 2 && p->in_type == CONVOLVE_UINT8 && p->mode == CVI_MODE_CONSTANT &&
-        !(p->cval >= 0 && p->cval <= 255 && p->cval == (double)(int)p->cval)) {
-        snprintf(why, n, "on uint8 data in constant mode it needs cval to be a whole number from "
-                 "0 to 255 (it is %g); use 'fft' or a chapter strategy", p->cval);
-        return CONVOLVE_ERROR_UNSUPPORTED;
-    }
-    return CONVOLVE_OK;
-}
-
+/* direct and separable: the generated kernels (gen.c) serve every case the
+ * legacy register-streaming kernels serve, and more. */
 static convolve_status check_direct(const cvi_strategy *s, const cvi_problem *p,
                                     const cvi_device *dev, char *why, size_t n)
 {
     (void)s, (void)dev;
-    const int K = (int)p->ksize[2], C = (int)p->channels, t = (int)p->in_type;
-    if (check_uint8_cval(p, why, n) != CONVOLVE_OK)
-        return CONVOLVE_ERROR_UNSUPPORTED;
-    if (p->ndim == 1 && odd_cube(p, 1) && cvk_direct1d_supports(t, C, K))
-        return CONVOLVE_OK;
-    if (p->ndim == 2 && odd_cube(p, 2) && cvk_direct2d_supports(t, C, K, 0))
-        return CONVOLVE_OK;
-    if (p->ndim == 3 && odd_cube(p, 3) && cvk_direct3d_supports(t, C, K))
-        return CONVOLVE_OK;
-    snprintf(why, n, "it is compiled for odd square filters on float32 with one channel "
-             "(1-D K <= %d, 2-D K <= %d, 3-D K <= %d cubes) and 2-D uint8 gray or RGB with "
-             "K <= %d; this is a %zux%zux%zu filter on %s with %d channel%s (use 'fft' or a "
-             "chapter strategy)", CVK_DIRECT1D_MAX_K, CVK_DIRECT2D_MAX_K, CVK_DIRECT3D_MAX_K,
-             CVK_DIRECT2D_MAX_K_U8, p->ksize[0], p->ksize[1], p->ksize[2],
-             convolve_dtype_name(p->in_type), C, C == 1 ? "" : "s");
-    return CONVOLVE_ERROR_UNSUPPORTED;
+    return cvcu_gen_serves(p, 0, why, n) ? CONVOLVE_OK : CONVOLVE_ERROR_UNSUPPORTED;
 }
 
 static convolve_status check_separable(const cvi_strategy *s, const cvi_problem *p,
                                        const cvi_device *dev, char *why, size_t n)
 {
     (void)s, (void)dev;
-    const int K = (int)p->ksize[2], C = (int)p->channels, t = (int)p->in_type;
-    if (check_uint8_cval(p, why, n) != CONVOLVE_OK)
+    if (p->ndim < 2) {
+        snprintf(why, n, "a 1-D filter is its own separable form; use 'direct'");
         return CONVOLVE_ERROR_UNSUPPORTED;
-    if (p->ndim == 2 && p->separable && odd_cube(p, 2) && cvk_direct2d_supports(t, C, K, 1))
-        return CONVOLVE_OK;
-    snprintf(why, n, "it needs a 2-D separable filter (given per axis, or rank one), square "
-             "and odd, K <= %d on float32 with one channel or K <= %d on uint8 gray or RGB; "
-             "this is %s%s %zux%zux%zu on %s with %d channel%s", CVK_DIRECT2D_MAX_SEP_K,
-             CVK_DIRECT2D_MAX_SEP_K_U8, p->separable ? "a separable" : "a dense",
-             p->ndim == 2 ? "" : " non-2-D", p->ksize[0], p->ksize[1], p->ksize[2],
-             convolve_dtype_name(p->in_type), C, C == 1 ? "" : "s");
-    return CONVOLVE_ERROR_UNSUPPORTED;
+    }
+    return cvcu_gen_serves(p, 1, why, n) ? CONVOLVE_OK : CONVOLVE_ERROR_UNSUPPORTED;
 }
 
 static convolve_status check_fft(const cvi_strategy *s, const cvi_problem *p,
@@ -258,13 +212,16 @@ const cvi_strategy cvcu_strategies[CVK_STRATEGY_COUNT] = {
                     "the caches (7.5)",
                     check_banked, {CVK_CACHED_X, CVK_CACHED_Y, CVK_CACHED_Z}},
     [CVK_DIRECT] = {"direct", CONVOLVE_BACKEND_CUDA, CVI_DIMS_ALL, CVK_DIRECT,
-                    "fast: warps stream rows through a cp.async ring in shared memory (1-D: "
-                    "windows by shuffles; 3-D: plane tiles), K rolling accumulators in "
-                    "registers, weights as constant operands",
+                    "fast: register-blocked tiles staged in shared memory (3-D: planes "
+                    "streamed through rolling accumulators), specialised at plan time (NVRTC) "
+                    "to the filter, types and channels; any type, channel count, layout and "
+                    "filter up to 64 taps an axis",
                     check_direct, {0, 0, 0}},
-    [CVK_SEPARABLE] = {"separable", CONVOLVE_BACKEND_CUDA, CVI_DIMS_2D, CVK_SEPARABLE,
-                       "fast: separable filters in one fused pass, the intermediate never "
-                       "leaves registers",
+    [CVK_SEPARABLE] = {"separable", CONVOLVE_BACKEND_CUDA, CVI_DIMS_2D | CVI_DIMS_3D,
+                       CVK_SEPARABLE,
+                       "fast: separable filters fused in one pass (2-D: strips keeping "
+                       "x-filtered rows in a shared-memory ring; 3-D: planes, z taps in "
+                       "registers), up to 257 taps an axis",
                        check_separable, {0, 0, 0}},
     [CVK_FFT] = {"fft", CONVOLVE_BACKEND_CUDA, CVI_DIMS_ALL, CVK_FFT,
                  "fast: cuFFT on the input extended by the mode, for large filters", check_fft,
@@ -281,9 +238,10 @@ static int serves(int id, const cvi_device *dev, const cvi_problem *p, char *why
 }
 
 /* "auto" on the GPU. First the fast kernels, by a roofline model: a fused
- * separable pass (4K flops an output) beats both others, the direct
- * kernels beat the FFT wherever they are compiled, and the FFT beats the
- * chapter's kernels from CVCU_FFT_OVER_CHAPTER taps. Else the first chapter
+ * separable pass (4K flops an output) beats both others; dense filters run
+ * direct up to CVCU_DIRECT_OVER_FFT taps (20 x 20, 7 x 7 x 7), where its 2
+ * flops a tap meet the FFT's cost nearly independent of the filter, then by
+ * FFT, then direct where the FFT cannot serve. Else the first chapter
  * strategy of the dimensionality's preference list that can serve p: the
  * order follows the chapter's analysis (tiles before the constant bank
  * before global memory; cached is left out, as halo reads through the
@@ -302,10 +260,12 @@ const cvi_strategy *cvcu_pick(const cvi_device *dev, const cvi_problem *p, char 
         why[0] = '\0';
     if (serves(CVK_SEPARABLE, dev, p, reason, sizeof reason))
         return &cvcu_strategies[CVK_SEPARABLE];
+    if (p->kcount <= CVCU_DIRECT_OVER_FFT && serves(CVK_DIRECT, dev, p, reason, sizeof reason))
+        return &cvcu_strategies[CVK_DIRECT];
+    if (serves(CVK_FFT, dev, p, reason, sizeof reason))
+        return &cvcu_strategies[CVK_FFT];
     if (serves(CVK_DIRECT, dev, p, reason, sizeof reason))
         return &cvcu_strategies[CVK_DIRECT];
-    if (p->kcount > CVCU_FFT_OVER_CHAPTER && serves(CVK_FFT, dev, p, reason, sizeof reason))
-        return &cvcu_strategies[CVK_FFT];
     for (int i = 0; order[i] >= 0; i++) {
         const cvi_strategy *s = &cvcu_strategies[order[i]];
         if (serves(order[i], dev, p, reason, sizeof reason))
