@@ -129,10 +129,24 @@ static convolve_status fill_bank(convolve_context *ctx, cvcu_plan *plan)
     return CONVOLVE_OK;
 }
 
+convolve_status cvcu_upload(convolve_context *ctx, const void *host, size_t bytes, void **device)
+{
+    *device = NULL;
+    cudaError_t e = cudaMalloc(device, bytes);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(*device, host, bytes, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(0);
+    if (e == cudaSuccess)
+        return CONVOLVE_OK;
+    if (*device)
+        (void)cudaFree(*device);
+    *device = NULL;
+    return cvcu_error(ctx, e, "uploading the filter weights");
+}
+
 /* The weights, in the accumulation type, copied to new device memory
- * (plan->d_weights, also the kernels' args.weights). Synchronises: a copy
- * from pageable memory may return before its DMA lands, and kernels on the
- * caller's (non-blocking) streams must see it done. */
+ * (plan->d_weights, also the kernels' args.weights). */
 static convolve_status upload_weights(convolve_context *ctx, cvcu_plan *plan)
 {
     const cvi_problem *p = &plan->p;
@@ -146,16 +160,11 @@ static convolve_status upload_weights(convolve_context *ctx, cvcu_plan *plan)
         else
             ((float *)host)[i] = (float)p->weights[i];
     }
-    cudaError_t e = cudaMalloc(&plan->d_weights, bytes);
-    if (e == cudaSuccess)
-        e = cudaMemcpy(plan->d_weights, host, bytes, cudaMemcpyHostToDevice);
-    if (e == cudaSuccess)
-        e = cudaStreamSynchronize(0);
+    convolve_status st = cvcu_upload(ctx, host, bytes, &plan->d_weights);
     free(host);
-    if (e != cudaSuccess)
-        return cvcu_error(ctx, e, "uploading the filter weights");
-    plan->args.weights = plan->d_weights;
-    return CONVOLVE_OK;
+    if (st == CONVOLVE_OK)
+        plan->args.weights = plan->d_weights;
+    return st;
 }
 
 /* 1 if the filter's last `dims` extents are equal and odd. */

@@ -46,6 +46,13 @@ convolve_status cvcu_error(convolve_context *ctx, cudaError_t e, const char *wha
 cudaError_t cvcu_enter_device(const cvcu_plan *plan, int *prev);
 void cvcu_leave_device(const cvcu_plan *plan, int prev);
 
+/* Copies `bytes` bytes of weights (or any constant data) from host memory
+ * to new device memory *device, and synchronises: a copy from pageable
+ * memory may return before its DMA lands, and kernels on the caller's
+ * (non-blocking) streams must see it done. The one upload of weights of the
+ * CUDA backend. Errors: DEVICE, DEVICE_OUT_OF_MEMORY (*device then NULL). */
+convolve_status cvcu_upload(convolve_context *ctx, const void *host, size_t bytes, void **device);
+
 /* Launches the plan's kernel on the device arrays of a (pointers and
  * element strides as the chapter's kernels take them) on stream. A layout
  * the legacy fast direct kernels cannot take (they want interleaved,
