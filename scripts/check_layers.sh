@@ -14,9 +14,11 @@
 #            kernels.h, fast_*.h, gen.h, gen_params.h
 #   io       src/io/                                         public math shared
 #   tools    tools/, bench/                                  public tools
+#   python   python/ (the package's C extension)             public
 # So control flows one way: the core reaches the backends only through the
 # tables of shared's backend.h, the backends reach the kernels through their
-# launchers, io stands apart, and the tools see the public header only.
+# launchers, io stands apart, and the tools and the Python package see the
+# public header only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +34,7 @@ module_of() {
     src/io/*) echo io ;;
     src/*) echo core ;;
     tools/* | bench/*) echo tools ;;
+    python/*) echo python ;;
     *) echo other ;;
     esac
 }
@@ -74,7 +77,7 @@ while IFS= read -r file; do
             failures=$((failures + 1))
         fi
     done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$file")
-done < <(find include src tools bench -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \
+done < <(find include src tools bench python -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \
              -o -name '*.cuh' \) | sort)
 
 # tsort reports a loop when headers include each other in a circle
