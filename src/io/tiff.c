@@ -344,7 +344,7 @@ static convolve_status describe_page(convolve_context *ctx, TIFF *tif, const tif
         p->tile_w = w;
         p->tile_h = rps == 0 || rps > h ? h : rps;
     }
-    return cvi_check_image_size(ctx, "TIFF image", w, h, spp, convolve_dtype_size(p->dtype));
+    return cvio_check_image_size(ctx, "TIFF image", w, h, spp, convolve_dtype_size(p->dtype));
 }
 
 /* Bytes of strip or tile i that lie within the file. */
@@ -460,7 +460,7 @@ static int same_kind(const tiff_page *a, const tiff_page *b)
            a->channels == b->channels;
 }
 
-convolve_status cvi_read_tiff(convolve_context *ctx, const unsigned char *data, size_t size,
+convolve_status cvio_read_tiff(convolve_context *ctx, const unsigned char *data, size_t size,
                               convolve_array **array)
 {
     *array = NULL;
@@ -637,7 +637,7 @@ static int encode(TIFF *tif, tiff_io *s, const convolve_array *a, unsigned char 
     return s->msg[0] ? -1 : 0;
 }
 
-convolve_status cvi_write_tiff(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
+convolve_status cvio_write_tiff(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
 {
     const convolve_layout *L = &array->layout; /* one TIFF holds (format.c) */
     const size_t esize = convolve_dtype_size(L->dtype);
@@ -671,7 +671,7 @@ convolve_status cvi_write_tiff(convolve_context *ctx, const convolve_array *arra
 
 #else /* !CONVOLVE_HAVE_TIFF */
 
-convolve_status cvi_read_tiff(convolve_context *ctx, const unsigned char *data, size_t size,
+convolve_status cvio_read_tiff(convolve_context *ctx, const unsigned char *data, size_t size,
                               convolve_array **array)
 {
     (void)data, (void)size;
@@ -681,7 +681,7 @@ convolve_status cvi_read_tiff(convolve_context *ctx, const unsigned char *data, 
                      "later was not found when it was configured)");
 }
 
-convolve_status cvi_write_tiff(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
+convolve_status cvio_write_tiff(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
 {
     (void)array, (void)out;
     return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
