@@ -4,6 +4,7 @@
  */
 #include "cpu_backend.h"
 #include "fast.h"
+#include "image.h"
 
 #include <stdio.h>
 
@@ -11,7 +12,7 @@
 #include <omp.h>
 #endif
 
-enum { CPU_REFERENCE = 0, CPU_FAST, CPU_DIRECT, CPU_SEPARABLE, CPU_FFT };
+enum { CPU_REFERENCE = 0, CPU_FAST, CPU_DIRECT, CPU_SEPARABLE, CPU_FFT, CPU_IMAGE };
 
 static convolve_status check_separable(const cvi_strategy *s, const cvi_problem *p,
                                        const convolve_context *ctx, char *why, size_t why_size)
@@ -33,12 +34,22 @@ static convolve_status check_fft(const cvi_strategy *s, const cvi_problem *p,
     return cvf_fft_check(p, why, why_size);
 }
 
+static convolve_status check_image(const cvi_strategy *s, const cvi_problem *p,
+                                   const convolve_context *ctx, char *why, size_t why_size)
+{
+    (void)s;
+    (void)ctx;
+    return cvcpu_image_check(p, why, why_size);
+}
+
 static const cvi_strategy k_cpu_strategies[] = {
     {"reference", CONVOLVE_BACKEND_CPU, 7u, CPU_REFERENCE,
      "exact loops accumulating in double: the oracle every strategy is tested against", NULL,
      {0, 0, 0}},
     {"fast", CONVOLVE_BACKEND_CPU, 7u, CPU_FAST,
-     "picks direct, separable or fft by cost; threaded and vectorised (AVX2/AVX-512)", NULL,
+     "picks image (uint8/uint16 images), else direct, separable or fft by cost; threaded and "
+     "vectorised (AVX2/AVX-512)",
+     NULL,
      {0, 0, 0}},
     {"direct", CONVOLVE_BACKEND_CPU, 7u, CPU_DIRECT,
      "dense taps over rings of gathered rows, register-blocked SIMD, threads over tiles", NULL,
@@ -49,6 +60,10 @@ static const cvi_strategy k_cpu_strategies[] = {
     {"fft", CONVOLVE_BACKEND_CPU, 7u, CPU_FFT,
      "overlap-save FFT tiles: cost nearly independent of the filter size", check_fft,
      {0, 0, 0}},
+    {"image", CONVOLVE_BACKEND_CPU, 3u, CPU_IMAGE,
+     "uint8/uint16 images, channels interleaved in place: integer running sums for box "
+     "filters, float taps (folded when symmetric) otherwise",
+     check_image, {0, 0, 0}},
 };
 
 const cvi_strategy *cvi_cpu_strategies(size_t *count)
@@ -83,6 +98,10 @@ convolve_status cvi_cpu_execute(convolve_context *ctx, const cvi_strategy *s, co
         st = cvi_cpu_reference(p, in, out);
         break;
     case CPU_FAST:
+        if (cvcpu_image_check(p, NULL, 0) == CONVOLVE_OK) {
+            st = cvcpu_image(p, in, out);
+            break;
+        }
         switch (cvf_choose(p, in)) {
         case CVF_SEPARABLE: st = cvf_separable(p, in, out); break;
         case CVF_FFT: st = cvf_fft(p, in, out); break;
@@ -97,6 +116,9 @@ convolve_status cvi_cpu_execute(convolve_context *ctx, const cvi_strategy *s, co
         break;
     case CPU_FFT:
         st = cvf_fft(p, in, out);
+        break;
+    case CPU_IMAGE:
+        st = cvcpu_image(p, in, out);
         break;
     default:
         return cvi_error(ctx, CONVOLVE_ERROR_INTERNAL, "unknown CPU strategy %d", s->id);

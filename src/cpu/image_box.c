@@ -1,0 +1,287 @@
+/*
+ * image_box.c - the image strategy's box filters (image.h): separable
+ * filters whose taps are a along the rows' axis (K1 of them) and b along
+ * the row (K2), on uint8/uint16 images. Exact integer sums: a running sum
+ * per column over the K1 rows of the window (add the row that enters,
+ * subtract the one that leaves), then a prefix sum along the row, C elements
+ * apart (the channels stay interleaved), whose differences are the window
+ * sums S; each output is S * a * b, rounded once. Sums are 32-bit: the
+ * prefix wraps around, its differences do not (K1 * K2 * max < 2^32).
+ */
+#include "image.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#ifdef CVCPU_IMAGE_X86
+#include <immintrin.h>
+
+/* Elements per column tile: the column sums and prefix sums (8 bytes per
+ * element) stay within L2. */
+#define BOX_COLS 16384
+#define CHUNK 512
+
+typedef struct {
+    const cvcpu_img *g;
+    float scale_f;      /* a * b as float (the float path) */
+    double scale;       /* a * b */
+    int use_float;      /* scale in float (cvcpu_image_box_float) */
+    uint32_t cval;      /* the CONSTANT mode's value (an integer) */
+} box_plan;
+
+typedef struct {
+    uint32_t *c;        /* column sums of the extended tile */
+    uint32_t *pz;       /* C zeros, then the prefix sums of c */
+    int32_t *src;       /* per extended pixel: its input pixel, -1 for cval */
+    float *ob;          /* one output chunk */
+} box_bufs;
+
+/* The value of element e of pixel x of row (NULL: cval; x < 0: cval). */
+static inline uint32_t box_at(const box_plan *b, const char *row, int32_t x, size_t ch)
+{
+    const cvcpu_img *g = b->g;
+    if (!row || x < 0)
+        return b->cval;
+    size_t i = (size_t)x * g->C + ch;
+    return g->in16 ? ((const uint16_t *)(const void *)row)[i] : ((const uint8_t *)row)[i];
+}
+
+/* c[i] += add[i] - sub[i] over n elements of the input rows (NULL: the
+ * value add_c or sub_c everywhere). */
+CVCPU_AVX2 static void col_update(uint32_t *c, const char *add, const char *sub, size_t n,
+                                  int in16, uint32_t add_c, uint32_t sub_c)
+{
+    const __m256i ca = _mm256_set1_epi32((int)add_c), cs = _mm256_set1_epi32((int)sub_c);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i va, vs;
+        if (in16) {
+            va = add ? _mm256_cvtepu16_epi32(
+                           _mm_loadu_si128((const __m128i *)(const void *)(add + 2 * i)))
+                     : ca;
+            vs = sub ? _mm256_cvtepu16_epi32(
+                           _mm_loadu_si128((const __m128i *)(const void *)(sub + 2 * i)))
+                     : cs;
+        } else {
+            va = add ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(add + i))) : ca;
+            vs = sub ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sub + i))) : cs;
+        }
+        __m256i v = _mm256_loadu_si256((const __m256i *)(c + i));
+        v = _mm256_sub_epi32(_mm256_add_epi32(v, va), vs);
+        _mm256_storeu_si256((__m256i *)(c + i), v);
+    }
+    for (; i < n; i++) {
+        uint32_t a = add ? (in16 ? ((const uint16_t *)(const void *)add)[i]
+                                 : ((const uint8_t *)add)[i])
+                         : add_c;
+        uint32_t s = sub ? (in16 ? ((const uint16_t *)(const void *)sub)[i]
+                                 : ((const uint8_t *)sub)[i])
+                         : sub_c;
+        c[i] += a - s;
+    }
+}
+
+/* Lanes shifted up by s (0 < s < 8), zeros in. */
+CVCPU_AVX2 static inline __m256i shift_up(__m256i v, int s)
+{
+    /* t = [0, low half of v] */
+    __m256i t = _mm256_permute2x128_si256(v, v, 0x08);
+    switch (s) {
+    case 1: return _mm256_alignr_epi8(v, t, 12);
+    case 2: return _mm256_alignr_epi8(v, t, 8);
+    case 3: return _mm256_alignr_epi8(v, t, 4);
+    case 4: return t;
+    case 5: return _mm256_slli_si256(t, 4);
+    case 6: return _mm256_slli_si256(t, 8);
+    default: return _mm256_slli_si256(t, 12);
+    }
+}
+
+/* pz[C + i] = c[i] + pz[i] for i < n (n a multiple of 8; pz[0..C) = 0):
+ * prefix sums of each channel along the row, modulo 2^32. */
+CVCPU_AVX2 static void prefix(uint32_t *pz, const uint32_t *c, size_t n, size_t C)
+{
+    uint32_t *P = pz + C;
+    if (C >= 8) {
+        for (size_t i = 0; i < n; i += 8) {
+            __m256i v = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(c + i)),
+                                         _mm256_loadu_si256((const __m256i *)(pz + i)));
+            _mm256_storeu_si256((__m256i *)(P + i), v);
+        }
+        return;
+    }
+    /* lane j of the carry is the previous vector's lane 8 - C + j % C */
+    int idx[8];
+    for (int j = 0; j < 8; j++)
+        idx[j] = 8 - (int)C + j % (int)C;
+    const __m256i pat = _mm256_loadu_si256((const __m256i *)(const void *)idx);
+    __m256i carry = _mm256_setzero_si256();
+    const int periodic = 8 % C == 0; /* the carry is its own pattern */
+    __m256i prev_local = _mm256_setzero_si256(), prev = _mm256_setzero_si256();
+    for (size_t i = 0; i < n; i += 8) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(c + i));
+        for (int s = (int)C; s < 8; s *= 2)
+            v = _mm256_add_epi32(v, shift_up(v, s));
+        if (periodic)
+            carry = _mm256_add_epi32(carry, _mm256_permutevar8x32_epi32(prev_local, pat));
+        else
+            carry = _mm256_permutevar8x32_epi32(prev, pat);
+        prev_local = v;
+        prev = _mm256_add_epi32(v, carry);
+        _mm256_storeu_si256((__m256i *)(P + i), prev);
+    }
+}
+
+/* ob[e] = (pz[e + K2*C] - pz[e]) * scale, e < n (n a multiple of 8). */
+CVCPU_AVX2 static void window_f(float *ob, const uint32_t *pz, size_t n, size_t span, float scale)
+{
+    const __m256 s = _mm256_set1_ps(scale);
+    for (size_t e = 0; e < n; e += 8) {
+        __m256i w = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(pz + e + span)),
+                                     _mm256_loadu_si256((const __m256i *)(pz + e)));
+        _mm256_storeu_ps(ob + e, _mm256_mul_ps(_mm256_cvtepi32_ps(w), s));
+    }
+}
+
+static void box_item(const box_plan *b, const cvcpu_item *it, box_bufs *buf)
+{
+    const cvcpu_img *g = b->g;
+    const size_t C = g->C, K1 = g->K1, K2 = g->K2, es = g->in16 ? 2 : 1;
+    const ptrdiff_t W = (ptrdiff_t)g->W;
+    const ptrdiff_t ea = (ptrdiff_t)it->x0 - (ptrdiff_t)g->lo2;
+    const size_t E = it->x1 - it->x0 + K2 - 1, EC = E * C;
+    const size_t m = (it->x1 - it->x0) * C;
+    const size_t oes = convolve_dtype_size(g->out_type);
+    const size_t off = it->x0 * C * oes;
+    /* the extended pixels: [ia, ib) inside the row, the rest mapped */
+    const ptrdiff_t ia = ea > 0 ? ea : 0;
+    const ptrdiff_t ib = ea + (ptrdiff_t)E < W ? ea + (ptrdiff_t)E : W;
+    const size_t in0 = (size_t)(ia - ea) * C, inn = (size_t)(ib - ia) * C;
+    for (size_t x = 0; x < E; x++)
+        buf->src[x] = (int32_t)cvi_boundary_index(ea + (ptrdiff_t)x, W, g->p->mode);
+    /* the extended pixels outside the row: [0, ia - ea) and [ib - ea, E) */
+    const size_t halo[2][2] = {{0, (size_t)(ia - ea)}, {(size_t)(ib - ea), E}};
+
+    /* c = the window's column sums for row it->y0 */
+    uint32_t *c = buf->c;
+    memset(c, 0, cvcpu_round32(EC) * sizeof *c);
+    const ptrdiff_t q0 = (ptrdiff_t)it->y0 - (ptrdiff_t)g->lo1;
+    for (size_t k = 0; k < K1; k++) {
+        const char *row = cvcpu_img_row(g, q0 + (ptrdiff_t)k);
+        if (inn)
+            col_update(c + in0, row ? row + (size_t)ia * C * es : NULL, NULL, inn, g->in16,
+                       b->cval, 0);
+        for (size_t h = 0; h < 2; h++)
+            for (size_t x = halo[h][0]; x < halo[h][1]; x++)
+                for (size_t ch = 0; ch < C; ch++)
+                    c[x * C + ch] += box_at(b, row, buf->src[x], ch);
+    }
+    for (size_t y = it->y0; y < it->y1; y++) {
+        if (y > it->y0) { /* slide the window down one row */
+            const ptrdiff_t q = (ptrdiff_t)y - (ptrdiff_t)g->lo1;
+            const char *add = cvcpu_img_row(g, q + (ptrdiff_t)K1 - 1);
+            const char *sub = cvcpu_img_row(g, q - 1);
+            if (add != sub) {
+                if (inn)
+                    col_update(c + in0, add ? add + (size_t)ia * C * es : NULL,
+                               sub ? sub + (size_t)ia * C * es : NULL, inn, g->in16, b->cval,
+                               b->cval);
+                for (size_t h = 0; h < 2; h++)
+                    for (size_t x = halo[h][0]; x < halo[h][1]; x++)
+                        for (size_t ch = 0; ch < C; ch++)
+                            c[x * C + ch] += box_at(b, add, buf->src[x], ch) -
+                                             box_at(b, sub, buf->src[x], ch);
+            }
+        }
+        prefix(buf->pz, c, cvcpu_round32(EC), C);
+        char *d = cvcpu_img_out(g, y) + off;
+        for (size_t e = 0; e < m; e += CHUNK) {
+            size_t len = m - e < CHUNK ? m - e : CHUNK;
+            if (b->use_float) {
+                window_f(buf->ob, buf->pz + e, (len + 7) / 8 * 8, K2 * C, b->scale_f);
+                cvcpu_img_store(g, d + e * oes, buf->ob, len);
+            } else { /* sums beyond float's exact range: double, rounded once */
+                for (size_t i = 0; i < len; i++) {
+                    uint32_t S = buf->pz[e + i + K2 * C] - buf->pz[e + i];
+                    cvi_store_double(g->out_type, d + (e + i) * oes, (double)S * b->scale);
+                }
+            }
+        }
+    }
+}
+
+static void free_box_bufs(box_bufs *b, int n)
+{
+    if (!b)
+        return;
+    for (int t = 0; t < n; t++) {
+        free(b[t].c);
+        free(b[t].pz);
+        free(b[t].src);
+        free(b[t].ob);
+    }
+    free(b);
+}
+
+convolve_status cvcpu_img_box(const cvcpu_img *g)
+{
+    const cvi_problem *p = g->p;
+    box_plan b;
+    b.g = g;
+    b.scale = p->taps[1][0] * p->taps[2][0];
+    b.scale_f = (float)b.scale;
+    b.use_float = cvcpu_image_box_float(p);
+    b.cval = p->mode == CVI_MODE_CONSTANT ? (uint32_t)p->cval : 0;
+
+    cvcpu_item *items = NULL;
+    size_t nitems = cvcpu_img_items(g, BOX_COLS, &items);
+    box_bufs *bufs = nitems ? calloc((size_t)g->threads, sizeof *bufs) : NULL;
+    convolve_status st = CONVOLVE_ERROR_OUT_OF_MEMORY;
+    if (bufs) {
+        size_t wmax = 0;
+        for (size_t i = 0; i < nitems; i++)
+            if (items[i].x1 - items[i].x0 > wmax)
+                wmax = items[i].x1 - items[i].x0;
+        size_t E = wmax + g->K2 - 1, EC32 = cvcpu_round32(E * g->C);
+        int ok = 1;
+        for (int t = 0; t < g->threads && ok; t++) {
+            bufs[t].c = (uint32_t *)cvcpu_img_alloc(EC32);
+            bufs[t].pz = (uint32_t *)cvcpu_img_alloc(EC32 + g->C);
+            bufs[t].src = malloc(E * sizeof(int32_t));
+            bufs[t].ob = cvcpu_img_alloc(CHUNK);
+            ok = bufs[t].c && bufs[t].pz && bufs[t].src && bufs[t].ob;
+        }
+        if (ok) {
+            const ptrdiff_t n = (ptrdiff_t)nitems;
+            CVCPU_OMP(omp parallel num_threads(g->threads))
+            {
+                int t = 0;
+#ifdef _OPENMP
+                t = omp_get_thread_num();
+#endif
+                CVCPU_OMP(omp for schedule(dynamic, 1))
+                for (ptrdiff_t i = 0; i < n; i++)
+                    box_item(&b, &items[i], &bufs[t]);
+            }
+            st = CONVOLVE_OK;
+        }
+    }
+    free_box_bufs(bufs, g->threads);
+    free(items);
+    return st;
+}
+
+#else /* not x86-64: cvcpu_image_check refuses every problem */
+
+convolve_status cvcpu_img_box(const cvcpu_img *g)
+{
+    (void)g;
+    return CONVOLVE_ERROR_INTERNAL;
+}
+
+#endif
