@@ -240,8 +240,7 @@ CVCPU_AVX2 static void store_u16(unsigned short *dst, const float *src, size_t n
 }
 #endif
 
-/* n input elements at src as float */
-static void load_row(const cvcpu_img *g, float *dst, const char *src, size_t n)
+void cvcpu_img_load(const cvcpu_img *g, float *dst, const char *src, size_t n)
 {
 #ifdef CVCPU_IMAGE_X86
     if (g->in16)
@@ -270,7 +269,7 @@ void cvcpu_img_load_ext(const cvcpu_img *g, const char *row, size_t x0, size_t x
     const ptrdiff_t ia = a > 0 ? a : 0, ib = b < W ? b : W;
     for (ptrdiff_t x = a; x < b; x++) {
         if (x == ia && ia < ib) { /* the pixels inside the row, in one piece */
-            load_row(g, dst + (size_t)(x - a) * C, row + (size_t)x * C * es,
+            cvcpu_img_load(g, dst + (size_t)(x - a) * C, row + (size_t)x * C * es,
                      (size_t)(ib - ia) * C);
             x = ib - 1;
             continue;
@@ -281,7 +280,7 @@ void cvcpu_img_load_ext(const cvcpu_img *g, const char *row, size_t x0, size_t x
             for (size_t c = 0; c < C; c++)
                 d[c] = cval;
         else
-            load_row(g, d, row + (size_t)s * C * es, C);
+            cvcpu_img_load(g, d, row + (size_t)s * C * es, C);
     }
 }
 

@@ -69,10 +69,27 @@ int cvcpu_image_box_float(const cvi_problem *p);
 /* ---- shared by image*.c ----------------------------------------------- */
 
 #ifdef _OPENMP
+#include <omp.h>
 #define CVCPU_OMP(directive) _Pragma(#directive)
+#define CVCPU_THREAD_NUM() omp_get_thread_num()
 #else
 #define CVCPU_OMP(directive)
+#define CVCPU_THREAD_NUM() 0
 #endif
+
+/* Runs CALL for i in [0, nitems) on g->threads threads (dynamic schedule),
+ * with t the thread's number (for its buffers). */
+#define CVCPU_RUN_ITEMS(g, nitems, CALL)                                                   \
+    do {                                                                                 \
+        const ptrdiff_t n_ = (ptrdiff_t)(nitems);                                        \
+        CVCPU_OMP(omp parallel num_threads((g)->threads))                                \
+        {                                                                                \
+            const int t = CVCPU_THREAD_NUM();                                            \
+            CVCPU_OMP(omp for schedule(dynamic, 1))                                      \
+            for (ptrdiff_t i = 0; i < n_; i++)                                           \
+                CALL;                                                                    \
+        }                                                                                \
+    } while (0)
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define CVCPU_IMAGE_X86 1
@@ -111,6 +128,9 @@ size_t cvcpu_img_items(const cvcpu_img *g, size_t cols, cvcpu_item **items);
  * `row` (NULL: all cval) to float at dst: (x1 - x0 + K2 - 1) * C values. */
 void cvcpu_img_load_ext(const cvcpu_img *g, const char *row, size_t x0, size_t x1, float *dst);
 
+/* Converts n contiguous input elements at src to float. */
+void cvcpu_img_load(const cvcpu_img *g, float *dst, const char *src, size_t n);
+
 /* Stores n floats as the output type at dst (integers: rint, saturated,
  * NaN to 0, as cvi_store_double). */
 void cvcpu_img_store(const cvcpu_img *g, char *dst, const float *src, size_t n);
@@ -132,6 +152,14 @@ convolve_status cvcpu_img_box(const cvcpu_img *g);
 static inline size_t cvcpu_round32(size_t n)
 {
     return (n + 31) / 32 * 32;
+}
+
+/* n floats rounded up to an odd number of 64-byte lines: rows that far apart
+ * do not all fall into the same cache sets. */
+static inline size_t cvcpu_odd_lines(size_t n)
+{
+    size_t lines = (n + 15) / 16;
+    return (lines | 1) * 16;
 }
 
 #endif

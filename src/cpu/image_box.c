@@ -14,10 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #ifdef CVCPU_IMAGE_X86
 #include <immintrin.h>
 
@@ -257,17 +253,7 @@ convolve_status cvcpu_img_box(const cvcpu_img *g)
             ok = bufs[t].c && bufs[t].pz && bufs[t].src && bufs[t].ob;
         }
         if (ok) {
-            const ptrdiff_t n = (ptrdiff_t)nitems;
-            CVCPU_OMP(omp parallel num_threads(g->threads))
-            {
-                int t = 0;
-#ifdef _OPENMP
-                t = omp_get_thread_num();
-#endif
-                CVCPU_OMP(omp for schedule(dynamic, 1))
-                for (ptrdiff_t i = 0; i < n; i++)
-                    box_item(&b, &items[i], &bufs[t]);
-            }
+            CVCPU_RUN_ITEMS(g, nitems, box_item(&b, &items[i], &bufs[t]));
             st = CONVOLVE_OK;
         }
     }

@@ -1,203 +1,338 @@
 /*
  * image_taps.c - the image strategy's float paths (image.h): separable
  * filters (horizontal pass per input row into a ring, vertical pass two
- * output rows at a time) and small dense filters (a ring of converted input
- * rows), both on rows of interleaved channels with horizontal taps C
- * elements apart. AVX2 + FMA kernels; symmetric taps are folded.
+ * output rows at a time, converted and stored as it goes) and small dense
+ * filters (a ring of converted input rows, two output rows per pass), both
+ * on rows of interleaved channels with horizontal taps C elements apart.
+ * AVX2 + FMA kernels; symmetric taps are folded.
  */
 #include "image.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #ifdef CVCPU_IMAGE_X86
 #include <immintrin.h>
 
-/* Floats per thread for the ring of rows (about half of a 512 KiB L2). */
-#define RING_FLOATS ((size_t)64 << 10)
-/* Columns per vertical-pass chunk: its two output rows stay in L1. */
-#define CHUNK 512
+#define CVCPU_INLINE __attribute__((always_inline)) inline
 
-/* ---- kernels: n is a multiple of 32 (horizontal) or 16 (vertical) ----- */
+/* Floats per thread for the dense path's ring of rows (in L2). */
+#define CVCPU_RING_FLOATS ((size_t)64 << 10)
+/* Bytes per thread for the K1 + 1 input rows of a tile (in L2). */
+#define CVCPU_ROWS_BYTES ((size_t)256 << 10)
+/* Filters of up to this many rows read the input rows in the vertical pass
+ * (converting each element once per tap); taller ones convert each input
+ * row once into a ring of float rows. */
+#define CVCPU_DIRECT_ROWS 9
+/* Elements per piece of a row between the vertical and horizontal passes
+ * (stays in L1). */
+#define HCHUNK 2048
 
-/* dst[j] = sum_k w[k] * src[j + k*C] */
-CVCPU_AVX2 static void h_general(float *dst, const float *src, size_t n, const float *w, size_t K,
-                                 size_t C)
+enum { OUT_U8, OUT_U16, OUT_F32 };
+
+/* ---- output -------------------------------------------------------------- */
+
+/* Stores 16 floats (x0, x1) as output type t at d: integers rint, saturated,
+ * NaN to 0 (minps keeps a NaN first operand... here the second: see
+ * image.c's store_u8), as cvi_store_double. */
+CVCPU_AVX2 static CVCPU_INLINE void emit16(char *d, __m256 x0, __m256 x1, int t)
 {
-    for (size_t j = 0; j < n; j += 32) {
-        const float *s = src + j;
-        __m256 wk = _mm256_broadcast_ss(w);
-        __m256 a0 = _mm256_mul_ps(wk, _mm256_loadu_ps(s));
-        __m256 a1 = _mm256_mul_ps(wk, _mm256_loadu_ps(s + 8));
-        __m256 a2 = _mm256_mul_ps(wk, _mm256_loadu_ps(s + 16));
-        __m256 a3 = _mm256_mul_ps(wk, _mm256_loadu_ps(s + 24));
-        for (size_t k = 1; k < K; k++) {
-            const float *q = s + k * C;
-            wk = _mm256_broadcast_ss(w + k);
-            a0 = _mm256_fmadd_ps(wk, _mm256_loadu_ps(q), a0);
-            a1 = _mm256_fmadd_ps(wk, _mm256_loadu_ps(q + 8), a1);
-            a2 = _mm256_fmadd_ps(wk, _mm256_loadu_ps(q + 16), a2);
-            a3 = _mm256_fmadd_ps(wk, _mm256_loadu_ps(q + 24), a3);
-        }
-        _mm256_storeu_ps(dst + j, a0);
-        _mm256_storeu_ps(dst + j + 8, a1);
-        _mm256_storeu_ps(dst + j + 16, a2);
-        _mm256_storeu_ps(dst + j + 24, a3);
+    if (t == OUT_U8) {
+        const __m256 hi = _mm256_set1_ps(255.0f);
+        __m256i a = _mm256_cvtps_epi32(_mm256_min_ps(hi, x0));
+        __m256i b = _mm256_cvtps_epi32(_mm256_min_ps(hi, x1));
+        __m256i p = _mm256_packs_epi32(a, b); /* a0-3 b0-3 | a4-7 b4-7 */
+        __m128i q = _mm_packus_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+        _mm_storeu_si128((__m128i *)(void *)d, _mm_shuffle_epi32(q, _MM_SHUFFLE(3, 1, 2, 0)));
+    } else if (t == OUT_U16) {
+        const __m256 hi = _mm256_set1_ps(65535.0f);
+        __m256i a = _mm256_cvtps_epi32(_mm256_min_ps(hi, x0));
+        __m256i b = _mm256_cvtps_epi32(_mm256_min_ps(hi, x1));
+        __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
+        _mm256_storeu_si256((__m256i *)(void *)d, p);
+    } else {
+        _mm256_storeu_ps((float *)(void *)d, x0);
+        _mm256_storeu_ps((float *)(void *)d + 8, x1);
     }
 }
 
-/* The same for w[k] == w[K-1-k]: (src[j + kC] + src[j + (K-1-k)C]) * w[k]. */
-CVCPU_AVX2 static void h_symmetric(float *dst, const float *src, size_t n, const float *w,
-                                   size_t K, size_t C)
+/* The last n < 16 (or 32) values of a row: through a buffer. */
+static void emit_tail(const cvcpu_img *g, char *d, const float *v, size_t n)
 {
-    const size_t half = K / 2;
-    for (size_t j = 0; j < n; j += 32) {
-        const float *s = src + j;
-        __m256 a0, a1, a2, a3;
-        if (K & 1) {
-            const float *q = s + half * C;
-            __m256 wm = _mm256_broadcast_ss(w + half);
-            a0 = _mm256_mul_ps(wm, _mm256_loadu_ps(q));
-            a1 = _mm256_mul_ps(wm, _mm256_loadu_ps(q + 8));
-            a2 = _mm256_mul_ps(wm, _mm256_loadu_ps(q + 16));
-            a3 = _mm256_mul_ps(wm, _mm256_loadu_ps(q + 24));
-        } else {
-            a0 = a1 = a2 = a3 = _mm256_setzero_ps();
-        }
-        for (size_t k = 0; k < half; k++) {
-            const float *p = s + k * C, *q = s + (K - 1 - k) * C;
-            __m256 wk = _mm256_broadcast_ss(w + k);
-            a0 = _mm256_fmadd_ps(wk, _mm256_add_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(q)), a0);
-            a1 = _mm256_fmadd_ps(
-                wk, _mm256_add_ps(_mm256_loadu_ps(p + 8), _mm256_loadu_ps(q + 8)), a1);
-            a2 = _mm256_fmadd_ps(
-                wk, _mm256_add_ps(_mm256_loadu_ps(p + 16), _mm256_loadu_ps(q + 16)), a2);
-            a3 = _mm256_fmadd_ps(
-                wk, _mm256_add_ps(_mm256_loadu_ps(p + 24), _mm256_loadu_ps(q + 24)), a3);
-        }
-        _mm256_storeu_ps(dst + j, a0);
-        _mm256_storeu_ps(dst + j + 8, a1);
-        _mm256_storeu_ps(dst + j + 16, a2);
-        _mm256_storeu_ps(dst + j + 24, a3);
-    }
+    cvcpu_img_store(g, d, v, n);
 }
 
-/* o0[j] = sum_{k<K} w[k] * r[k][c + j], o1[j] = sum_k w[k] * r[k+1][c + j]:
- * two output rows from K + 1 rows, each row loaded once. */
-CVCPU_AVX2 static void v2_general(float *o0, float *o1, const float *const *r, size_t c,
-                                  size_t n, const float *w, size_t K)
+/* ---- separable kernels ---------------------------------------------------- */
+
+/* Row element types of the vertical pass: the input's, or rows converted to float. */
+enum { ROW_U8, ROW_U16, ROW_F32 };
+
+/* 8 elements at element e of a row of type ty, as float. */
+CVCPU_AVX2 static CVCPU_INLINE __m256 ld8(const char *row, size_t e, int ty)
 {
-    for (size_t j = 0; j < n; j += 16, c += 16) {
-        __m256 wk = _mm256_broadcast_ss(w);
-        __m256 a0 = _mm256_mul_ps(wk, _mm256_loadu_ps(r[0] + c));
-        __m256 a1 = _mm256_mul_ps(wk, _mm256_loadu_ps(r[0] + c + 8));
-        __m256 v0 = _mm256_loadu_ps(r[1] + c), v1 = _mm256_loadu_ps(r[1] + c + 8);
-        __m256 b0 = _mm256_mul_ps(wk, v0), b1 = _mm256_mul_ps(wk, v1);
-        for (size_t k = 1; k < K; k++) {
-            wk = _mm256_broadcast_ss(w + k);
-            a0 = _mm256_fmadd_ps(wk, v0, a0);
-            a1 = _mm256_fmadd_ps(wk, v1, a1);
-            v0 = _mm256_loadu_ps(r[k + 1] + c);
-            v1 = _mm256_loadu_ps(r[k + 1] + c + 8);
-            b0 = _mm256_fmadd_ps(wk, v0, b0);
-            b1 = _mm256_fmadd_ps(wk, v1, b1);
-        }
-        _mm256_storeu_ps(o0 + j, a0);
-        _mm256_storeu_ps(o0 + j + 8, a1);
-        _mm256_storeu_ps(o1 + j, b0);
-        _mm256_storeu_ps(o1 + j + 8, b1);
-    }
+    if (ty == ROW_F32)
+        return _mm256_loadu_ps((const float *)(const void *)row + e);
+    if (ty == ROW_U16)
+        return _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(
+            _mm_loadu_si128((const __m128i *)(const void *)(row + 2 * e))));
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(row + e))));
 }
 
-/* The same for symmetric w, folded: each row is still loaded once (the
- * pair (r[k], r[K-1-k]) of row 0 and (r[k+1], r[K-k]) of row 1 share
- * r[k] with the previous step's pairs). */
-CVCPU_AVX2 static void v2_symmetric(float *o0, float *o1, const float *const *r, size_t c,
-                                    size_t n, const float *w, size_t K)
+/*
+ * The vertical pass on 16 columns from element e of two output rows:
+ * a = c0 + sum_{k<K} w[k] * r[k][e..], b = c1 + sum_{k<K} w[k] * r[k+1][e..]
+ * from the K + 1 input rows r (NULL: a row of cval, whose share is in c0,
+ * c1), each loaded and converted once. With sym (w[k] == w[K-1-k], every row
+ * present, c0 = c1 = 0) the pairs are folded: row 0 adds r[k] + r[K-1-k],
+ * row 1 r[k+1] + r[K-k], and r[k] of one step is the previous step's
+ * r[k+1]. The sums run in the same order for either row of a pair.
+ */
+CVCPU_AVX2 static CVCPU_INLINE void vcol(const char *const *r, size_t e, const float *w, size_t K,
+                                         int sym, int ty, __m256 c0, __m256 c1, __m256 *a0,
+                                         __m256 *a1, __m256 *b0, __m256 *b1)
 {
-    const size_t half = K / 2;
-    for (size_t j = 0; j < n; j += 16, c += 16) {
-        /* k = 0: lo = r[0..1], hi = r[K-1..K] */
-        __m256 wk = _mm256_broadcast_ss(w);
-        __m256 B0 = _mm256_loadu_ps(r[1] + c), B1 = _mm256_loadu_ps(r[1] + c + 8);
-        __m256 Y0 = _mm256_loadu_ps(r[K - 1] + c), Y1 = _mm256_loadu_ps(r[K - 1] + c + 8);
-        __m256 a0 = _mm256_mul_ps(wk, _mm256_add_ps(_mm256_loadu_ps(r[0] + c), Y0));
-        __m256 a1 = _mm256_mul_ps(wk, _mm256_add_ps(_mm256_loadu_ps(r[0] + c + 8), Y1));
-        __m256 b0 = _mm256_mul_ps(wk, _mm256_add_ps(B0, _mm256_loadu_ps(r[K] + c)));
-        __m256 b1 = _mm256_mul_ps(wk, _mm256_add_ps(B1, _mm256_loadu_ps(r[K] + c + 8)));
-        for (size_t k = 1; k < half; k++) {
-            /* row 0: r[k] (= B) + r[K-1-k]; row 1: r[k+1] + r[K-k] (= Y) */
-            wk = _mm256_broadcast_ss(w + k);
-            __m256 nB0 = _mm256_loadu_ps(r[k + 1] + c), nB1 = _mm256_loadu_ps(r[k + 1] + c + 8);
-            __m256 nY0 = _mm256_loadu_ps(r[K - 1 - k] + c);
-            __m256 nY1 = _mm256_loadu_ps(r[K - 1 - k] + c + 8);
-            a0 = _mm256_fmadd_ps(wk, _mm256_add_ps(B0, nY0), a0);
-            a1 = _mm256_fmadd_ps(wk, _mm256_add_ps(B1, nY1), a1);
-            b0 = _mm256_fmadd_ps(wk, _mm256_add_ps(nB0, Y0), b0);
-            b1 = _mm256_fmadd_ps(wk, _mm256_add_ps(nB1, Y1), b1);
-            B0 = nB0;
-            B1 = nB1;
-            Y0 = nY0;
-            Y1 = nY1;
-        }
-        if (K & 1) { /* the middle: r[half] (= B) for row 0, r[half+1] (= Y) for row 1 */
-            wk = _mm256_broadcast_ss(w + half);
-            a0 = _mm256_fmadd_ps(wk, B0, a0);
-            a1 = _mm256_fmadd_ps(wk, B1, a1);
-            b0 = _mm256_fmadd_ps(wk, Y0, b0);
-            b1 = _mm256_fmadd_ps(wk, Y1, b1);
-        }
-        _mm256_storeu_ps(o0 + j, a0);
-        _mm256_storeu_ps(o0 + j + 8, a1);
-        _mm256_storeu_ps(o1 + j, b0);
-        _mm256_storeu_ps(o1 + j + 8, b1);
-    }
-}
-
-/* Dense: o0[j] = sum_{k1<K1, k2<K2} w[k1*K2 + k2] * r[k1][c + j + k2*C] and
- * o1 the same on r[k1 + 1] (two = 1; else o1 is not written): every loaded
- * vector feeds both output rows. n is a multiple of 32. */
-CVCPU_AVX2 static void dense2(float *o0, float *o1, const float *const *r, size_t c, size_t n,
-                              const float *w, size_t K1, size_t K2, size_t C, int two)
-{
-    for (size_t j = 0; j < n; j += 32, c += 32) {
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-        for (size_t k1 = 0; k1 < K1 + (size_t)two; k1++) {
-            const float *row = r[k1] + c;
-            for (size_t k2 = 0; k2 < K2; k2++, row += C) {
-                __m256 v0 = _mm256_loadu_ps(row), v1 = _mm256_loadu_ps(row + 8);
-                __m256 v2 = _mm256_loadu_ps(row + 16), v3 = _mm256_loadu_ps(row + 24);
-                if (k1 < K1) {
-                    __m256 wa = _mm256_broadcast_ss(w + k1 * K2 + k2);
-                    a0 = _mm256_fmadd_ps(wa, v0, a0);
-                    a1 = _mm256_fmadd_ps(wa, v1, a1);
-                    a2 = _mm256_fmadd_ps(wa, v2, a2);
-                    a3 = _mm256_fmadd_ps(wa, v3, a3);
-                }
-                if (two && k1 > 0) {
-                    __m256 wb = _mm256_broadcast_ss(w + (k1 - 1) * K2 + k2);
-                    b0 = _mm256_fmadd_ps(wb, v0, b0);
-                    b1 = _mm256_fmadd_ps(wb, v1, b1);
-                    b2 = _mm256_fmadd_ps(wb, v2, b2);
-                    b3 = _mm256_fmadd_ps(wb, v3, b3);
-                }
+    if (!sym) {
+        __m256 x0 = c0, x1 = c0, y0 = c1, y1 = c1;
+        for (size_t k = 0; k <= K; k++) {
+            if (!r[k])
+                continue;
+            __m256 v0 = ld8(r[k], e, ty), v1 = ld8(r[k], e + 8, ty);
+            if (k < K) {
+                __m256 wk = _mm256_broadcast_ss(w + k);
+                x0 = _mm256_fmadd_ps(wk, v0, x0);
+                x1 = _mm256_fmadd_ps(wk, v1, x1);
+            }
+            if (k > 0) {
+                __m256 wk = _mm256_broadcast_ss(w + k - 1);
+                y0 = _mm256_fmadd_ps(wk, v0, y0);
+                y1 = _mm256_fmadd_ps(wk, v1, y1);
             }
         }
-        _mm256_storeu_ps(o0 + j, a0);
-        _mm256_storeu_ps(o0 + j + 8, a1);
-        _mm256_storeu_ps(o0 + j + 16, a2);
-        _mm256_storeu_ps(o0 + j + 24, a3);
-        if (two) {
-            _mm256_storeu_ps(o1 + j, b0);
-            _mm256_storeu_ps(o1 + j + 8, b1);
-            _mm256_storeu_ps(o1 + j + 16, b2);
-            _mm256_storeu_ps(o1 + j + 24, b3);
+        *a0 = x0, *a1 = x1, *b0 = y0, *b1 = y1;
+        return;
+    }
+    const size_t half = K / 2;
+    __m256 wk = _mm256_broadcast_ss(w);
+    __m256 B0 = ld8(r[1], e, ty), B1 = ld8(r[1], e + 8, ty);
+    __m256 Y0 = ld8(r[K - 1], e, ty), Y1 = ld8(r[K - 1], e + 8, ty);
+    __m256 x0 = _mm256_mul_ps(wk, _mm256_add_ps(ld8(r[0], e, ty), Y0));
+    __m256 x1 = _mm256_mul_ps(wk, _mm256_add_ps(ld8(r[0], e + 8, ty), Y1));
+    __m256 y0 = _mm256_mul_ps(wk, _mm256_add_ps(B0, ld8(r[K], e, ty)));
+    __m256 y1 = _mm256_mul_ps(wk, _mm256_add_ps(B1, ld8(r[K], e + 8, ty)));
+    for (size_t k = 1; k < half; k++) {
+        wk = _mm256_broadcast_ss(w + k);
+        __m256 nB0 = ld8(r[k + 1], e, ty), nB1 = ld8(r[k + 1], e + 8, ty);
+        __m256 nY0 = ld8(r[K - 1 - k], e, ty), nY1 = ld8(r[K - 1 - k], e + 8, ty);
+        x0 = _mm256_fmadd_ps(wk, _mm256_add_ps(B0, nY0), x0);
+        x1 = _mm256_fmadd_ps(wk, _mm256_add_ps(B1, nY1), x1);
+        y0 = _mm256_fmadd_ps(wk, _mm256_add_ps(nB0, Y0), y0);
+        y1 = _mm256_fmadd_ps(wk, _mm256_add_ps(nB1, Y1), y1);
+        B0 = nB0, B1 = nB1, Y0 = nY0, Y1 = nY1;
+    }
+    if (K & 1) { /* the middle: r[half] (= B) for row 0, r[half+1] (= Y) for row 1 */
+        wk = _mm256_broadcast_ss(w + half);
+        x0 = _mm256_fmadd_ps(wk, B0, x0);
+        x1 = _mm256_fmadd_ps(wk, B1, x1);
+        y0 = _mm256_fmadd_ps(wk, Y0, y0);
+        y1 = _mm256_fmadd_ps(wk, Y1, y1);
+    }
+    *a0 = x0, *a1 = x1, *b0 = y0, *b1 = y1;
+}
+
+/* The vertical pass over the elements [e0, e1) of rows r[0..K] into o0[0..)
+ * and o1[0..) (floats; up to 15 more values are written). The last piece
+ * of a row is read through copies in `tail` ((K + 1) * 64 bytes, with `tr`
+ * K + 1 pointers), never past the row's end. */
+CVCPU_AVX2 static CVCPU_INLINE void vrange_t(const char *const *r, size_t e0, size_t e1,
+                                             const float *w, size_t K, int sym, int ty,
+                                             float c0, float c1, float *o0, float *o1,
+                                             char *tail, const char **tr)
+{
+    const __m256 vc0 = _mm256_set1_ps(c0), vc1 = _mm256_set1_ps(c1);
+    __m256 a0, a1, b0, b1;
+    size_t e = e0;
+    for (; e + 16 <= e1; e += 16, o0 += 16, o1 += 16) {
+        vcol(r, e, w, K, sym, ty, vc0, vc1, &a0, &a1, &b0, &b1);
+        _mm256_storeu_ps(o0, a0), _mm256_storeu_ps(o0 + 8, a1);
+        _mm256_storeu_ps(o1, b0), _mm256_storeu_ps(o1 + 8, b1);
+    }
+    if (e < e1) {
+        const size_t es = ty == ROW_F32 ? 4 : ty == ROW_U16 ? 2 : 1, n = (e1 - e) * es;
+        for (size_t k = 0; k <= K; k++) {
+            tr[k] = NULL;
+            if (r[k]) {
+                memset(tail + 64 * k, 0, 64);
+                memcpy(tail + 64 * k, r[k] + e * es, n);
+                tr[k] = tail + 64 * k;
+            }
         }
+        vcol(tr, 0, w, K, sym, ty, vc0, vc1, &a0, &a1, &b0, &b1);
+        _mm256_storeu_ps(o0, a0), _mm256_storeu_ps(o0 + 8, a1);
+        _mm256_storeu_ps(o1, b0), _mm256_storeu_ps(o1 + 8, b1);
+    }
+}
+
+CVCPU_AVX2 static void vrange(const char *const *r, size_t e0, size_t e1, const float *w, size_t K,
+                              int sym, int ty, float c0, float c1, float *o0, float *o1,
+                              char *tail, const char **tr)
+{
+#define CVCPU_VRANGE(SYM, TY) vrange_t(r, e0, e1, w, K, SYM, TY, c0, c1, o0, o1, tail, tr)
+    switch (ty * 2 + !!sym) {
+    case ROW_U8 * 2: CVCPU_VRANGE(0, ROW_U8); break;
+    case ROW_U8 * 2 + 1: CVCPU_VRANGE(1, ROW_U8); break;
+    case ROW_U16 * 2: CVCPU_VRANGE(0, ROW_U16); break;
+    case ROW_U16 * 2 + 1: CVCPU_VRANGE(1, ROW_U16); break;
+    case ROW_F32 * 2: CVCPU_VRANGE(0, ROW_F32); break;
+    default: CVCPU_VRANGE(1, ROW_F32); break;
+    }
+#undef CVCPU_VRANGE
+}
+
+/* The horizontal pass of one row: out[j] = sum_k w[k] * src[j + k*C] for
+ * j < m, folded when sym, stored as output type t at d. */
+CVCPU_AVX2 static CVCPU_INLINE void hpass_t(const cvcpu_img *g, char *d, const float *src,
+                                            size_t m, const float *w, size_t K, size_t C,
+                                            int sym, int t)
+{
+    const size_t oes = t == OUT_U8 ? 1 : t == OUT_U16 ? 2 : 4, half = K / 2;
+    for (size_t j = 0; j < m; j += 32) {
+        const float *s = src + j;
+        __m256 a0, a1, a2, a3;
+        if (sym) {
+            if (K & 1) {
+                const float *q = s + half * C;
+                __m256 wm = _mm256_broadcast_ss(w + half);
+                a0 = _mm256_mul_ps(wm, _mm256_loadu_ps(q));
+                a1 = _mm256_mul_ps(wm, _mm256_loadu_ps(q + 8));
+                a2 = _mm256_mul_ps(wm, _mm256_loadu_ps(q + 16));
+                a3 = _mm256_mul_ps(wm, _mm256_loadu_ps(q + 24));
+            } else {
+                a0 = a1 = a2 = a3 = _mm256_setzero_ps();
+            }
+            for (size_t k = 0; k < half; k++) {
+                const float *p = s + k * C, *q = s + (K - 1 - k) * C;
+                __m256 wk = _mm256_broadcast_ss(w + k);
+                a0 = _mm256_fmadd_ps(wk, _mm256_add_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(q)),
+                                     a0);
+                a1 = _mm256_fmadd_ps(
+                    wk, _mm256_add_ps(_mm256_loadu_ps(p + 8), _mm256_loadu_ps(q + 8)), a1);
+                a2 = _mm256_fmadd_ps(
+                    wk, _mm256_add_ps(_mm256_loadu_ps(p + 16), _mm256_loadu_ps(q + 16)), a2);
+                a3 = _mm256_fmadd_ps(
+                    wk, _mm256_add_ps(_mm256_loadu_ps(p + 24), _mm256_loadu_ps(q + 24)), a3);
+            }
+        } else {
+            __m256 wk = _mm256_broadcast_ss(w);
+            a0 = _mm256_mul_ps(wk, _mm256_loadu_ps(s));
+            a1 = _mm256_mul_ps(wk, _mm256_loadu_ps(s + 8));
+            a2 = _mm256_mul_ps(wk, _mm256_loadu_ps(s + 16));
+            a3 = _mm256_mul_ps(wk, _mm256_loadu_ps(s + 24));
+            for (size_t k = 1; k < K; k++) {
+                const float *q = s + k * C;
+                wk = _mm256_broadcast_ss(w + k);
+                a0 = _mm256_fmadd_ps(wk, _mm256_loadu_ps(q), a0);
+                a1 = _mm256_fmadd_ps(wk, _mm256_loadu_ps(q + 8), a1);
+                a2 = _mm256_fmadd_ps(wk, _mm256_loadu_ps(q + 16), a2);
+                a3 = _mm256_fmadd_ps(wk, _mm256_loadu_ps(q + 24), a3);
+            }
+        }
+        if (j + 32 <= m) {
+            emit16(d + j * oes, a0, a1, t);
+            emit16(d + (j + 16) * oes, a2, a3, t);
+        } else {
+            float v[32];
+            _mm256_storeu_ps(v, a0), _mm256_storeu_ps(v + 8, a1);
+            _mm256_storeu_ps(v + 16, a2), _mm256_storeu_ps(v + 24, a3);
+            emit_tail(g, d + j * oes, v, m - j);
+        }
+    }
+}
+
+CVCPU_AVX2 static void hpass(const cvcpu_img *g, char *d, const float *src, size_t m,
+                             const float *w, size_t K, int sym)
+{
+    switch (g->out_type) {
+    case CONVOLVE_UINT8:
+        if (sym)
+            hpass_t(g, d, src, m, w, K, g->C, 1, OUT_U8);
+        else
+            hpass_t(g, d, src, m, w, K, g->C, 0, OUT_U8);
+        break;
+    case CONVOLVE_UINT16:
+        if (sym)
+            hpass_t(g, d, src, m, w, K, g->C, 1, OUT_U16);
+        else
+            hpass_t(g, d, src, m, w, K, g->C, 0, OUT_U16);
+        break;
+    default:
+        if (sym)
+            hpass_t(g, d, src, m, w, K, g->C, 1, OUT_F32);
+        else
+            hpass_t(g, d, src, m, w, K, g->C, 0, OUT_F32);
+        break;
+    }
+}
+
+/* Dense, 16 columns from c of two rows: a = sum_{k1<K1, k2<K2}
+ * w[k1*K2 + k2] * r[k1][c + k2*C], b the same on r[k1 + 1] (two = 1; else
+ * b is not computed): every loaded vector feeds both rows. */
+CVCPU_AVX2 static CVCPU_INLINE void dcol(const float *const *r, size_t c, const float *w,
+                                         size_t K1, size_t K2, size_t C, int two, __m256 *a0,
+                                         __m256 *a1, __m256 *b0, __m256 *b1)
+{
+    __m256 x0 = _mm256_setzero_ps(), x1 = x0, y0 = x0, y1 = x0;
+    for (size_t k1 = 0; k1 < K1 + (size_t)two; k1++) {
+        const float *row = r[k1] + c;
+        for (size_t k2 = 0; k2 < K2; k2++, row += C) {
+            __m256 v0 = _mm256_loadu_ps(row), v1 = _mm256_loadu_ps(row + 8);
+            if (k1 < K1) {
+                __m256 wa = _mm256_broadcast_ss(w + k1 * K2 + k2);
+                x0 = _mm256_fmadd_ps(wa, v0, x0);
+                x1 = _mm256_fmadd_ps(wa, v1, x1);
+            }
+            if (two && k1 > 0) {
+                __m256 wb = _mm256_broadcast_ss(w + (k1 - 1) * K2 + k2);
+                y0 = _mm256_fmadd_ps(wb, v0, y0);
+                y1 = _mm256_fmadd_ps(wb, v1, y1);
+            }
+        }
+    }
+    *a0 = x0, *a1 = x1, *b0 = y0, *b1 = y1;
+}
+
+CVCPU_AVX2 static CVCPU_INLINE void dpass_t(const cvcpu_img *g, char *d0, char *d1,
+                                            const float *const *r, size_t m, const float *w,
+                                            int t)
+{
+    const size_t oes = t == OUT_U8 ? 1 : t == OUT_U16 ? 2 : 4;
+    const int two = d1 != NULL;
+    __m256 a0, a1, b0, b1;
+    size_t c = 0;
+    for (; c + 16 <= m; c += 16) {
+        dcol(r, c, w, g->K1, g->K2, g->C, two, &a0, &a1, &b0, &b1);
+        emit16(d0 + c * oes, a0, a1, t);
+        if (two)
+            emit16(d1 + c * oes, b0, b1, t);
+    }
+    if (c < m) {
+        float v[32];
+        dcol(r, c, w, g->K1, g->K2, g->C, two, &a0, &a1, &b0, &b1);
+        _mm256_storeu_ps(v, a0), _mm256_storeu_ps(v + 8, a1);
+        _mm256_storeu_ps(v + 16, b0), _mm256_storeu_ps(v + 24, b1);
+        emit_tail(g, d0 + c * oes, v, m - c);
+        if (two)
+            emit_tail(g, d1 + c * oes, v + 16, m - c);
+    }
+}
+
+CVCPU_AVX2 static void dpass(const cvcpu_img *g, char *d0, char *d1, const float *const *r,
+                             size_t m, const float *w)
+{
+    switch (g->out_type) {
+    case CONVOLVE_UINT8: dpass_t(g, d0, d1, r, m, w, OUT_U8); break;
+    case CONVOLVE_UINT16: dpass_t(g, d0, d1, r, m, w, OUT_U16); break;
+    default: dpass_t(g, d0, d1, r, m, w, OUT_F32); break;
     }
 }
 
@@ -213,10 +348,9 @@ static int symmetric(const double *t, size_t K)
 
 /* Per-thread buffers. */
 typedef struct {
-    float *ext;     /* one extended input row (separable) */
-    float *ring;    /* ring rows */
-    float *cst;     /* a row of the CONSTANT mode's value */
-    float *ob;      /* two output chunks */
+    float *ext;                     /* a piece of extended input row */
+    float *ring;                    /* ring rows */
+    float *cst;                     /* a row of the CONSTANT mode's value */
     const float **rows, **slots;    /* rows of a vertical pass; ring slot -> row */
 } bufs;
 
@@ -228,10 +362,32 @@ static void free_bufs(bufs *b, int n)
         free(b[t].ext);
         free(b[t].ring);
         free(b[t].cst);
-        free(b[t].ob);
         free(b[t].rows);
     }
     free(b);
+}
+
+/* Per thread: R ring rows of `ring` floats, `ext` floats of extended row,
+ * a constant row of `cst` floats of value v. */
+static bufs *alloc_bufs(int threads, size_t R, size_t ring, size_t ext, size_t cst, float v)
+{
+    bufs *b = calloc((size_t)threads, sizeof *b);
+    if (!b)
+        return NULL;
+    for (int t = 0; t < threads; t++) {
+        b[t].ext = ext ? cvcpu_img_alloc(ext) : NULL;
+        b[t].ring = cvcpu_img_alloc(R * ring);
+        b[t].cst = cvcpu_img_alloc(cst);
+        b[t].rows = malloc(2 * (R + 1) * sizeof *b[t].rows);
+        b[t].slots = b[t].rows ? b[t].rows + R + 1 : NULL;
+        if ((ext && !b[t].ext) || !b[t].ring || !b[t].cst || !b[t].rows) {
+            free_bufs(b, threads);
+            return NULL;
+        }
+        for (size_t i = 0; i < cst; i++)
+            b[t].cst[i] = v;
+    }
+    return b;
 }
 
 static size_t widest(const cvcpu_item *it, size_t n)
@@ -249,104 +405,6 @@ static inline size_t slot_of(ptrdiff_t q, ptrdiff_t qbase, size_t R)
     return (size_t)(q - qbase) % R;
 }
 
-typedef struct {
-    const cvcpu_img *g;
-    float *tv, *th;         /* taps as float (a one-tap axis folded into the other) */
-    size_t K1, K2;          /* as g's, but 1 where folded */
-    int symv, symh;
-    float cst;              /* the value of a row outside the input (CONSTANT) */
-} sep_plan;
-
-/* Horizontal pass of extended row q into dst (m32 columns); returns the
- * row to read for it (dst, or the constant row). */
-static const float *sep_row(const sep_plan *s, const cvcpu_item *it, ptrdiff_t q, float *ext,
-                            float *dst, const float *cst, size_t m32)
-{
-    const cvcpu_img *g = s->g;
-    const char *row = cvcpu_img_row(g, q);
-    if (!row)
-        return cst;
-    if (s->K2 == 1 && s->K1 > 1) { /* the row itself (its tap is in tv) */
-        cvcpu_img_load_ext(g, row, it->x0, it->x1, dst);
-        return dst;
-    }
-    cvcpu_img_load_ext(g, row, it->x0, it->x1, ext);
-    if (s->symh)
-        h_symmetric(dst, ext, m32, s->th, s->K2, g->C);
-    else
-        h_general(dst, ext, m32, s->th, s->K2, g->C);
-    return dst;
-}
-
-static void sep_item(const sep_plan *s, const cvcpu_item *it, bufs *b)
-{
-    const cvcpu_img *g = s->g;
-    const size_t C = g->C, K1 = s->K1, R = K1 + 1;
-    const size_t m = (it->x1 - it->x0) * C, m32 = cvcpu_round32(m);
-    const size_t oes = convolve_dtype_size(g->out_type);
-    const size_t off = it->x0 * C * oes;
-    float *ob0 = b->ob, *ob1 = b->ob + CHUNK;
-
-    if (K1 == 1) { /* one pass: rows straight to the output */
-        for (size_t y = it->y0; y < it->y1; y++) {
-            const float *r = sep_row(s, it, (ptrdiff_t)y - (ptrdiff_t)g->lo1, b->ext, b->ring,
-                                     b->cst, m32);
-            cvcpu_img_store(g, cvcpu_img_out(g, y) + off, r, m);
-        }
-        return;
-    }
-
-    const float **rows = b->rows, **slotp = b->slots;
-    const ptrdiff_t qbase = (ptrdiff_t)it->y0 - (ptrdiff_t)g->lo1;
-    ptrdiff_t qnext = qbase;
-    for (size_t y = it->y0; y < it->y1; y += 2) {
-        const int two = y + 1 < it->y1;
-        const ptrdiff_t q0 = (ptrdiff_t)y - (ptrdiff_t)g->lo1;
-        const ptrdiff_t qlast = q0 + (ptrdiff_t)K1 - 1 + two;
-        for (; qnext <= qlast; qnext++) {
-            size_t sl = slot_of(qnext, qbase, R);
-            slotp[sl] = sep_row(s, it, qnext, b->ext, b->ring + sl * m32, b->cst, m32);
-        }
-        for (size_t k = 0; k < K1 + (size_t)two; k++)
-            rows[k] = slotp[slot_of(q0 + (ptrdiff_t)k, qbase, R)];
-        if (!two) /* a second row that is not stored: row 0 is summed as always */
-            rows[K1] = rows[K1 - 1];
-        char *d0 = cvcpu_img_out(g, y) + off;
-        char *d1 = two ? cvcpu_img_out(g, y + 1) + off : NULL;
-        for (size_t c = 0; c < m; c += CHUNK) {
-            size_t len = m - c < CHUNK ? m - c : CHUNK, len16 = (len + 15) / 16 * 16;
-            if (s->symv)
-                v2_symmetric(ob0, ob1, rows, c, len16, s->tv, K1);
-            else
-                v2_general(ob0, ob1, rows, c, len16, s->tv, K1);
-            cvcpu_img_store(g, d0 + c * oes, ob0, len);
-            if (two)
-                cvcpu_img_store(g, d1 + c * oes, ob1, len);
-        }
-    }
-}
-
-/* Per thread: R ring rows of `ring` floats, `ext` floats of extended row. */
-static bufs *alloc_bufs(int threads, size_t R, size_t ring, size_t ext, size_t cst)
-{
-    bufs *b = calloc((size_t)threads, sizeof *b);
-    if (!b)
-        return NULL;
-    for (int t = 0; t < threads; t++) {
-        b[t].ext = ext ? cvcpu_img_alloc(ext) : NULL;
-        b[t].ring = cvcpu_img_alloc(R * ring);
-        b[t].cst = cvcpu_img_alloc(cst);
-        b[t].ob = cvcpu_img_alloc(2 * CHUNK);
-        b[t].rows = malloc(2 * (R + 1) * sizeof *b[t].rows);
-        b[t].slots = b[t].rows ? b[t].rows + R + 1 : NULL;
-        if ((ext && !b[t].ext) || !b[t].ring || !b[t].cst || !b[t].ob || !b[t].rows) {
-            free_bufs(b, threads);
-            return NULL;
-        }
-    }
-    return b;
-}
-
 static float *float_taps(const double *t, size_t K, double scale)
 {
     float *f = malloc((K ? K : 1) * sizeof *f);
@@ -356,61 +414,331 @@ static float *float_taps(const double *t, size_t K, double scale)
     return f;
 }
 
+/* Per-thread buffers of the separable pass. */
+typedef struct {
+    float *e[2];            /* a piece of the two rows after the vertical pass, extended */
+    float *h[2][2];         /* [side][row]: the vertical pass at the source pixels of the
+                               extension past the row's left and right ends */
+    const char **rows;      /* K1 + 1 input rows, and K1 + 1 more for single rows */
+    const char **tr;        /* K1 + 1, for the last piece of a row */
+    char *tail;             /* (K1 + 1) * 64 bytes */
+} vbufs;
+
+static void free_vbufs(vbufs *b, int n)
+{
+    if (!b)
+        return;
+    for (int t = 0; t < n; t++) {
+        free(b[t].e[0]);
+        free(b[t].e[1]);
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++)
+                free(b[t].h[i][j]);
+        free(b[t].rows);
+        free(b[t].tail);
+    }
+    free(b);
+}
+
+/* ext, halo: floats per row piece and per extension. */
+static vbufs *alloc_vbufs(int threads, size_t ext, size_t halo, size_t K1)
+{
+    vbufs *b = calloc((size_t)threads, sizeof *b);
+    if (!b)
+        return NULL;
+    for (int t = 0; t < threads; t++) {
+        int ok = 1;
+        for (int i = 0; i < 2; i++) {
+            ok &= (b[t].e[i] = cvcpu_img_alloc(ext)) != NULL;
+            for (int j = 0; j < 2; j++)
+                ok &= (b[t].h[i][j] = cvcpu_img_alloc(halo)) != NULL;
+        }
+        /* rows: r, r1 (one row), tr */
+        b[t].rows = malloc(3 * (K1 + 1) * sizeof *b[t].rows);
+        b[t].tr = b[t].rows ? b[t].rows + 2 * (K1 + 1) : NULL;
+        b[t].tail = malloc((K1 + 1) * 64);
+        if (!ok || !b[t].rows || !b[t].tail) {
+            free_vbufs(b, threads);
+            return NULL;
+        }
+    }
+    return b;
+}
+
+static int g_row_type(const cvcpu_img *g)
+{
+    return g->in16 ? ROW_U16 : ROW_U8;
+}
+
+typedef struct {
+    const cvcpu_img *g;
+    float *tv, *th;         /* taps as float */
+    int symv, symh;
+    float cst;              /* CONSTANT: the vertical pass past the row's ends, cval * sum(tv) */
+    size_t piece;           /* output pixels per piece of a row */
+} sep_plan;
+
+/* Where the extension of a tile past one end of the row comes from: the
+ * extended pixels [xa, xb) (outside the row), their source pixels in
+ * [s0, s1) (none in CONSTANT mode). */
+typedef struct {
+    ptrdiff_t xa, xb, s0, s1;
+} side;
+
+static side side_of(const cvcpu_img *g, ptrdiff_t xa, ptrdiff_t xb)
+{
+    side sd = {xa, xb, 0, 0};
+    if (xa >= xb || g->p->mode == CVI_MODE_CONSTANT)
+        return sd;
+    sd.s0 = (ptrdiff_t)g->W;
+    for (ptrdiff_t x = xa; x < xb; x++) {
+        ptrdiff_t s = cvi_boundary_index(x, (ptrdiff_t)g->W, g->p->mode);
+        sd.s0 = s < sd.s0 ? s : sd.s0;
+        sd.s1 = s + 1 > sd.s1 ? s + 1 : sd.s1;
+    }
+    return sd;
+}
+
+/* One or two output rows (out[1] NULL: one) of tile it: the vertical pass
+ * of rows r[0..K1] (r[K1] unused for one row) piece by piece, extended past
+ * the row's ends, then the horizontal pass into the output. c0, c1: the
+ * CONSTANT rows' share (see vcol). */
+static void sep_rows(const sep_plan *s, const cvcpu_item *it, const side sd[2], vbufs *b,
+                     const char *const *r, int sym, float c0, float c1, char *out[2])
+{
+    const int ty = g_row_type(s->g);
+    const cvcpu_img *g = s->g;
+    const size_t C = g->C, K1 = g->K1, K2 = g->K2;
+    const ptrdiff_t W = (ptrdiff_t)g->W, lo2 = (ptrdiff_t)g->lo2;
+    const ptrdiff_t hi2 = (ptrdiff_t)(K2 - 1) - lo2;
+    const size_t oes = convolve_dtype_size(g->out_type);
+    /* the vertical pass at the extension's source pixels */
+    for (int i = 0; i < 2; i++)
+        if (sd[i].s0 < sd[i].s1)
+            vrange(r, (size_t)sd[i].s0 * C, (size_t)sd[i].s1 * C, s->tv, K1, sym, ty, c0, c1,
+                   b->h[i][0], b->h[i][1], b->tail, b->tr);
+    for (size_t p = it->x0; p < it->x1; p += s->piece) {
+        const size_t p1 = p + s->piece < it->x1 ? p + s->piece : it->x1;
+        const ptrdiff_t xa = (ptrdiff_t)p - lo2, xb = (ptrdiff_t)p1 + hi2;
+        const ptrdiff_t ia = xa > 0 ? xa : 0, ib = xb < W ? xb : W;
+        vrange(r, (size_t)ia * C, (size_t)ib * C, s->tv, K1, sym, ty, c0, c1,
+               b->e[0] + (size_t)(ia - xa) * C, b->e[1] + (size_t)(ia - xa) * C, b->tail, b->tr);
+        /* the extension: copies of the source pixels, or the constant */
+        for (int i = 0; i < 2; i++) {
+            const ptrdiff_t lo = i ? (ib > xa ? ib : xa) : xa, hi = i ? xb : (ia < xb ? ia : xb);
+            for (ptrdiff_t x = lo; x < hi; x++)
+                for (int row = 0; row < 2; row++) {
+                    float *d = b->e[row] + (size_t)(x - xa) * C;
+                    if (sd[i].s0 < sd[i].s1) {
+                        ptrdiff_t src = cvi_boundary_index(x, W, g->p->mode);
+                        memcpy(d, b->h[i][row] + (size_t)(src - sd[i].s0) * C, C * sizeof *d);
+                    } else {
+                        for (size_t c = 0; c < C; c++)
+                            d[c] = s->cst;
+                    }
+                }
+        }
+        for (int row = 0; row < 2; row++)
+            if (out[row])
+                hpass(g, out[row] + p * C * oes, b->e[row], (p1 - p) * C, s->th, K2, s->symh);
+    }
+}
+
+static void sep_item(const sep_plan *s, const cvcpu_item *it, vbufs *b)
+{
+    const cvcpu_img *g = s->g;
+    const size_t K1 = g->K1, R = K1 + 1;
+    const ptrdiff_t lo2 = (ptrdiff_t)g->lo2, hi2 = (ptrdiff_t)(g->K2 - 1) - lo2;
+    const ptrdiff_t W = (ptrdiff_t)g->W;
+    side sd[2];
+    const ptrdiff_t xa = (ptrdiff_t)it->x0 - lo2, xb = (ptrdiff_t)it->x1 + hi2;
+    sd[0] = side_of(g, xa, xb < 0 ? xb : 0);
+    sd[1] = side_of(g, xa > W ? xa : W, xb);
+    const float cval = (float)g->p->cval;
+    const char **r = b->rows, **r1 = r + R;
+    for (size_t y = it->y0; y < it->y1; y += 2) {
+        const int two = y + 1 < it->y1;
+        const ptrdiff_t q0 = (ptrdiff_t)y - (ptrdiff_t)g->lo1;
+        /* rows outside the input (CONSTANT) count as cval: their share */
+        double sh0 = 0, sh1 = 0;
+        for (size_t k = 0; k <= K1; k++) {
+            r[k] = k < K1 || two ? cvcpu_img_row(g, q0 + (ptrdiff_t)k) : r[K1 - 1];
+            if (!r[k] && k < K1)
+                sh0 += g->p->taps[1][k];
+            if (!r[k] && k > 0 && two)
+                sh1 += g->p->taps[1][k - 1];
+        }
+        /* fold only rows whose K1 input rows are all present */
+        int all0 = 1, all1 = 1;
+        for (size_t k = 0; k < K1; k++) {
+            all0 &= r[k] != NULL;
+            all1 &= r[k + 1] != NULL;
+        }
+        const int f0 = s->symv && all0, f1 = s->symv && all1;
+        char *out[2] = {cvcpu_img_out(g, y), two ? cvcpu_img_out(g, y + 1) : NULL};
+        if (!two || f0 == f1) {
+            sep_rows(s, it, sd, b, r, f0, (float)(cval * sh0), (float)(cval * sh1), out);
+        } else { /* one row at a time: each row always sums the same way */
+            char *o0[2] = {out[0], NULL}, *o1[2] = {out[1], NULL};
+            for (size_t k = 0; k < K1; k++)
+                r1[k] = r[k];
+            r1[K1] = r[K1 - 1];
+            sep_rows(s, it, sd, b, r1, f0, (float)(cval * sh0), 0.0f, o0);
+            for (size_t k = 0; k < K1; k++)
+                r1[k] = r[k + 1];
+            r1[K1] = r[K1];
+            sep_rows(s, it, sd, b, r1, f1, (float)(cval * sh1), 0.0f, o1);
+        }
+    }
+}
+
+/* ---- separable, taller filters: horizontal pass first ----------------- */
+
+/* The horizontal pass into a float row (n a multiple of 32). */
+CVCPU_AVX2 static void hrow(const cvcpu_img *g, float *dst, const float *src, size_t n,
+                            const float *w, size_t K, int sym)
+{
+    if (sym)
+        hpass_t(g, (char *)(void *)dst, src, n, w, K, g->C, 1, OUT_F32);
+    else
+        hpass_t(g, (char *)(void *)dst, src, n, w, K, g->C, 0, OUT_F32);
+}
+
+/* The vertical pass over m columns of float rows r[0..K] (all present),
+ * two output rows (d1 NULL: one), stored as output type t. */
+CVCPU_AVX2 static CVCPU_INLINE void vemit_t(const cvcpu_img *g, char *d0, char *d1,
+                                            const char *const *r, size_t m, const float *w,
+                                            size_t K, int sym, int t)
+{
+    const size_t oes = t == OUT_U8 ? 1 : t == OUT_U16 ? 2 : 4;
+    const __m256 z = _mm256_setzero_ps();
+    __m256 a0, a1, b0, b1;
+    size_t c = 0;
+    for (; c + 16 <= m; c += 16) {
+        vcol(r, c, w, K, sym, ROW_F32, z, z, &a0, &a1, &b0, &b1);
+        emit16(d0 + c * oes, a0, a1, t);
+        if (d1)
+            emit16(d1 + c * oes, b0, b1, t);
+    }
+    if (c < m) { /* rows are padded: the whole vector is read, the rest stored */
+        float v[32];
+        vcol(r, c, w, K, sym, ROW_F32, z, z, &a0, &a1, &b0, &b1);
+        _mm256_storeu_ps(v, a0), _mm256_storeu_ps(v + 8, a1);
+        _mm256_storeu_ps(v + 16, b0), _mm256_storeu_ps(v + 24, b1);
+        emit_tail(g, d0 + c * oes, v, m - c);
+        if (d1)
+            emit_tail(g, d1 + c * oes, v + 16, m - c);
+    }
+}
+
+CVCPU_AVX2 static void vemit(const cvcpu_img *g, char *d0, char *d1, const char *const *r,
+                             size_t m, const float *w, size_t K, int sym)
+{
+#define CVCPU_VEMIT(SYM, T) vemit_t(g, d0, d1, r, m, w, K, SYM, T)
+    switch (g->out_type) {
+    case CONVOLVE_UINT8: sym ? CVCPU_VEMIT(1, OUT_U8) : CVCPU_VEMIT(0, OUT_U8); break;
+    case CONVOLVE_UINT16: sym ? CVCPU_VEMIT(1, OUT_U16) : CVCPU_VEMIT(0, OUT_U16); break;
+    default: sym ? CVCPU_VEMIT(1, OUT_F32) : CVCPU_VEMIT(0, OUT_F32); break;
+    }
+#undef CVCPU_VEMIT
+}
+
+/* Taller filters: each input row of the tile is converted (in pieces that
+ * stay in L1) and filtered along the row once, into a ring of K1 + 1 rows
+ * in L2 (rows outside the input in CONSTANT mode: one row of
+ * cval * sum(th)); the vertical pass reads the ring, two output rows at a
+ * time. No column is filtered twice, whatever the tile's width. */
+static void tall_item(const sep_plan *s, const cvcpu_item *it, bufs *b, size_t stride)
+{
+    const cvcpu_img *g = s->g;
+    const size_t C = g->C, K1 = g->K1, R = K1 + 1;
+    const size_t m = (it->x1 - it->x0) * C;
+    const size_t off = it->x0 * C * convolve_dtype_size(g->out_type);
+    const char **rows = (const char **)b->rows, **slots = (const char **)b->slots;
+    const ptrdiff_t qbase = (ptrdiff_t)it->y0 - (ptrdiff_t)g->lo1;
+    ptrdiff_t qnext = qbase;
+    for (size_t y = it->y0; y < it->y1; y += 2) {
+        const int two = y + 1 < it->y1;
+        const ptrdiff_t q0 = (ptrdiff_t)y - (ptrdiff_t)g->lo1;
+        for (; qnext <= q0 + (ptrdiff_t)K1 - 1 + two; qnext++) {
+            const size_t sl = slot_of(qnext, qbase, R);
+            const char *row = cvcpu_img_row(g, qnext);
+            float *d = b->ring + sl * stride;
+            slots[sl] = (const char *)(const void *)(row ? d : b->cst);
+            for (size_t x = it->x0; row && x < it->x1; x += s->piece) {
+                size_t x1 = x + s->piece < it->x1 ? x + s->piece : it->x1;
+                cvcpu_img_load_ext(g, row, x, x1, b->ext);
+                hrow(g, d + (x - it->x0) * C, b->ext, cvcpu_round32((x1 - x) * C), s->th,
+                     g->K2, s->symh);
+            }
+        }
+        for (size_t k = 0; k < K1 + (size_t)two; k++)
+            rows[k] = slots[slot_of(q0 + (ptrdiff_t)k, qbase, R)];
+        if (!two) /* a second row that is not stored */
+            rows[K1] = rows[K1 - 1];
+        vemit(g, cvcpu_img_out(g, y) + off, two ? cvcpu_img_out(g, y + 1) + off : NULL, rows, m,
+              s->tv, K1, s->symv);
+    }
+}
+
 convolve_status cvcpu_img_separable(const cvcpu_img *g)
 {
     const cvi_problem *p = g->p;
+    const size_t C = g->C, K1 = g->K1, K2 = g->K2;
     sep_plan s;
     memset(&s, 0, sizeof s);
     s.g = g;
-    s.K1 = g->K1;
-    s.K2 = g->K2;
-    /* a one-tap axis is folded into the other's taps */
-    double sv = 1.0, sh = 1.0;
-    if (s.K1 == 1)
-        sh = p->taps[1][0];
-    else if (s.K2 == 1)
-        sv = p->taps[2][0];
-    s.tv = float_taps(p->taps[1], s.K1, sv);
-    s.th = float_taps(p->taps[2], s.K2, sh);
-    s.symv = s.K1 > 1 && symmetric(p->taps[1], s.K1);
-    s.symh = symmetric(p->taps[2], s.K2);
-    double hsum = 0;
-    for (size_t k = 0; k < s.K2; k++)
-        hsum += p->taps[2][k] * sh;
-    if (s.K2 == 1 && s.K1 > 1)
-        hsum = 1.0; /* rows are the input itself */
-    s.cst = (float)(p->cval * hsum);
+    s.tv = float_taps(p->taps[1], K1, 1.0);
+    s.th = float_taps(p->taps[2], K2, 1.0);
+    s.symv = K1 > 1 && symmetric(p->taps[1], K1);
+    s.symh = symmetric(p->taps[2], K2);
+    double vsum = 0, hsum = 0;
+    for (size_t k = 0; k < K1; k++)
+        vsum += p->taps[1][k];
+    for (size_t k = 0; k < K2; k++)
+        hsum += p->taps[2][k];
+    s.cst = (float)(p->cval * vsum);
+    const int tall = K1 > CVCPU_DIRECT_ROWS;
+    /* pieces of a row of about HCHUNK elements, long next to the filter's
+     * halo (multiples of 32 pixels where the horizontal pass comes first) */
+    s.piece = HCHUNK / C;
+    if (s.piece < 8 * (K2 - 1))
+        s.piece = 8 * (K2 - 1);
+    if (tall)
+        s.piece = (s.piece + 31) / 32 * 32;
+    if (s.piece < 32)
+        s.piece = 32;
 
+    /* tiles: the K1 + 1 rows the vertical pass reads stay in L2 */
+    size_t es = tall ? sizeof(float) : g->in16 ? 2 : 1;
     cvcpu_item *items = NULL;
-    size_t cols = s.K1 > 1 ? RING_FLOATS / (s.K1 + 2) : 8192;
-    size_t nitems = cvcpu_img_items(g, cols, &items);
+    size_t nitems = cvcpu_img_items(g, CVCPU_ROWS_BYTES / ((K1 + 1) * es), &items);
     convolve_status st = CONVOLVE_ERROR_OUT_OF_MEMORY;
-    bufs *b = NULL;
     if (nitems && s.tv && s.th) {
-        size_t m32 = cvcpu_round32(widest(items, nitems) * g->C);
-        size_t ext = m32 + (g->K2 - 1) * g->C + 32;
-        size_t slots = s.K1 > 1 ? s.K1 + 1 : 1;
-        int raw = s.K2 == 1 && s.K1 > 1;
-        b = alloc_bufs(g->threads, slots, raw ? ext : m32, raw ? 0 : ext, m32);
-    }
-    if (b) {
-        for (int t = 0; t < g->threads; t++)
-            for (size_t i = 0; i < cvcpu_round32(widest(items, nitems) * g->C); i++)
-                b[t].cst[i] = s.cst;
-        const ptrdiff_t n = (ptrdiff_t)nitems;
-        CVCPU_OMP(omp parallel num_threads(g->threads))
-        {
-            int t = 0;
-#ifdef _OPENMP
-            t = omp_get_thread_num();
-#endif
-            CVCPU_OMP(omp for schedule(dynamic, 1))
-            for (ptrdiff_t i = 0; i < n; i++)
-                sep_item(&s, &items[i], &b[t]);
+        size_t wide = widest(items, nitems);
+        size_t piece = s.piece < wide ? s.piece : wide;
+        size_t ext = cvcpu_round32(piece * C) + (K2 - 1) * C + 64;
+        if (tall) {
+            /* an odd number of cache lines from ring row to ring row: they do
+             * not all fall into the same L1 sets */
+            size_t stride = cvcpu_odd_lines(cvcpu_round32(wide * C) + 32);
+            bufs *b = alloc_bufs(g->threads, K1 + 1, stride, ext, stride,
+                                 (float)(p->cval * hsum));
+            if (b) {
+                CVCPU_RUN_ITEMS(g, nitems, tall_item(&s, &items[i], &b[t], stride));
+                st = CONVOLVE_OK;
+            }
+            free_bufs(b, g->threads);
+        } else {
+            size_t span = K2 + 1 < g->W ? K2 + 1 : g->W;
+            vbufs *b = alloc_vbufs(g->threads, ext, span * C + 64, K1);
+            if (b) {
+                CVCPU_RUN_ITEMS(g, nitems, sep_item(&s, &items[i], &b[t]));
+                st = CONVOLVE_OK;
+            }
+            free_vbufs(b, g->threads);
         }
-        st = CONVOLVE_OK;
     }
-    free_bufs(b, g->threads);
     free(items);
     free(s.tv);
     free(s.th);
@@ -422,12 +750,10 @@ convolve_status cvcpu_img_separable(const cvcpu_img *g)
 static void dense_item(const cvcpu_img *g, const float *w, const cvcpu_item *it, bufs *b,
                        size_t stride)
 {
-    const size_t C = g->C, K1 = g->K1, K2 = g->K2, R = K1 + 1;
+    const size_t C = g->C, K1 = g->K1, R = K1 + 1;
     const size_t m = (it->x1 - it->x0) * C;
-    const size_t oes = convolve_dtype_size(g->out_type);
-    const size_t off = it->x0 * C * oes;
-    float *ob0 = b->ob, *ob1 = b->ob + CHUNK;
-    const float *ptr[CVCPU_IMAGE_DENSE_MAX + 1], *slotp[CVCPU_IMAGE_DENSE_MAX + 1];
+    const size_t off = it->x0 * C * convolve_dtype_size(g->out_type);
+    const float **rows = b->rows, **slotp = b->slots;
     const ptrdiff_t qbase = (ptrdiff_t)it->y0 - (ptrdiff_t)g->lo1;
     ptrdiff_t qnext = qbase;
     for (size_t y = it->y0; y < it->y1; y += 2) {
@@ -445,16 +771,9 @@ static void dense_item(const cvcpu_img *g, const float *w, const cvcpu_item *it,
             }
         }
         for (size_t k = 0; k < K1 + (size_t)two; k++)
-            ptr[k] = slotp[slot_of(q0 + (ptrdiff_t)k, qbase, R)];
-        char *d0 = cvcpu_img_out(g, y) + off;
-        char *d1 = two ? cvcpu_img_out(g, y + 1) + off : NULL;
-        for (size_t c = 0; c < m; c += CHUNK) {
-            size_t len = m - c < CHUNK ? m - c : CHUNK;
-            dense2(ob0, ob1, ptr, c, cvcpu_round32(len), w, K1, K2, C, two);
-            cvcpu_img_store(g, d0 + c * oes, ob0, len);
-            if (two)
-                cvcpu_img_store(g, d1 + c * oes, ob1, len);
-        }
+            rows[k] = slotp[slot_of(q0 + (ptrdiff_t)k, qbase, R)];
+        dpass(g, cvcpu_img_out(g, y) + off, two ? cvcpu_img_out(g, y + 1) + off : NULL, rows, m,
+              w);
     }
 }
 
@@ -463,29 +782,17 @@ convolve_status cvcpu_img_dense(const cvcpu_img *g)
     const cvi_problem *p = g->p;
     float *w = float_taps(p->weights, p->kcount, 1.0);
     cvcpu_item *items = NULL;
-    size_t nitems = cvcpu_img_items(g, RING_FLOATS / (g->K1 + 2), &items);
+    size_t nitems = cvcpu_img_items(g, CVCPU_RING_FLOATS / (g->K1 + 1), &items);
     convolve_status st = CONVOLVE_ERROR_OUT_OF_MEMORY;
     bufs *b = NULL;
     size_t stride = 0;
     if (nitems && w) {
-        stride = cvcpu_round32(widest(items, nitems) * g->C) + (g->K2 - 1) * g->C + 32;
-        b = alloc_bufs(g->threads, g->K1 + 1, stride, 0, stride);
+        stride = cvcpu_odd_lines(cvcpu_round32(widest(items, nitems) * g->C) +
+                                 (g->K2 - 1) * g->C + 32);
+        b = alloc_bufs(g->threads, g->K1 + 1, stride, 0, stride, (float)p->cval);
     }
     if (b) {
-        for (int t = 0; t < g->threads; t++)
-            for (size_t i = 0; i < stride; i++)
-                b[t].cst[i] = (float)p->cval;
-        const ptrdiff_t n = (ptrdiff_t)nitems;
-        CVCPU_OMP(omp parallel num_threads(g->threads))
-        {
-            int t = 0;
-#ifdef _OPENMP
-            t = omp_get_thread_num();
-#endif
-            CVCPU_OMP(omp for schedule(dynamic, 1))
-            for (ptrdiff_t i = 0; i < n; i++)
-                dense_item(g, w, &items[i], &b[t], stride);
-        }
+        CVCPU_RUN_ITEMS(g, nitems, dense_item(g, w, &items[i], &b[t], stride));
         st = CONVOLVE_OK;
     }
     free_bufs(b, g->threads);
