@@ -94,6 +94,8 @@ int cvcpu_image_box_float(const cvi_problem *p);
 #if defined(__x86_64__) && defined(__GNUC__)
 #define CVCPU_IMAGE_X86 1
 #define CVCPU_AVX2 __attribute__((target("avx2,fma")))
+#define CVCPU_INLINE __attribute__((always_inline)) inline
+#include <immintrin.h>
 #endif
 
 /* One execution: the problem seen as rows of n = W * C elements. */
@@ -143,6 +145,63 @@ static inline char *cvcpu_img_out(const cvcpu_img *g, size_t y)
 
 /* 64-byte aligned, zero-filled, n floats (rounded up); NULL on failure. */
 float *cvcpu_img_alloc(size_t n);
+
+/* Output types of the kernels (compile-time constants in them). */
+enum { CVCPU_OUT_U8, CVCPU_OUT_U16, CVCPU_OUT_F32 };
+
+static inline int cvcpu_out_kind(convolve_dtype t)
+{
+    return t == CONVOLVE_UINT8 ? CVCPU_OUT_U8 : t == CONVOLVE_UINT16 ? CVCPU_OUT_U16
+                                                                     : CVCPU_OUT_F32;
+}
+
+#ifdef CVCPU_IMAGE_X86
+/* Stores 16 floats (x0, x1) as output kind t at d. Integers: rint (the
+ * default rounding), saturated, NaN to 0, as cvi_store_double: minps(max, v)
+ * returns v when v is NaN, cvtps2dq turns NaN and -inf into INT_MIN, and
+ * the unsigned packs saturate that to 0. */
+CVCPU_AVX2 static CVCPU_INLINE void cvcpu_emit16(char *d, __m256 x0, __m256 x1, int t)
+{
+    if (t == CVCPU_OUT_U8) {
+        const __m256 hi = _mm256_set1_ps(255.0f);
+        __m256i a = _mm256_cvtps_epi32(_mm256_min_ps(hi, x0));
+        __m256i b = _mm256_cvtps_epi32(_mm256_min_ps(hi, x1));
+        __m256i p = _mm256_packs_epi32(a, b); /* a0-3 b0-3 | a4-7 b4-7 */
+        __m128i q = _mm_packus_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+        _mm_storeu_si128((__m128i *)(void *)d, _mm_shuffle_epi32(q, _MM_SHUFFLE(3, 1, 2, 0)));
+    } else if (t == CVCPU_OUT_U16) {
+        const __m256 hi = _mm256_set1_ps(65535.0f);
+        __m256i a = _mm256_cvtps_epi32(_mm256_min_ps(hi, x0));
+        __m256i b = _mm256_cvtps_epi32(_mm256_min_ps(hi, x1));
+        __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
+        _mm256_storeu_si256((__m256i *)(void *)d, p);
+    } else {
+        _mm256_storeu_ps((float *)(void *)d, x0);
+        _mm256_storeu_ps((float *)(void *)d + 8, x1);
+    }
+}
+
+/* The same for 32 floats (x0..x3). */
+CVCPU_AVX2 static CVCPU_INLINE void cvcpu_emit32(char *d, __m256 x0, __m256 x1, __m256 x2,
+                                                 __m256 x3, int t)
+{
+    if (t == CVCPU_OUT_U8) {
+        const __m256 hi = _mm256_set1_ps(255.0f);
+        __m256i a = _mm256_cvtps_epi32(_mm256_min_ps(hi, x0));
+        __m256i b = _mm256_cvtps_epi32(_mm256_min_ps(hi, x1));
+        __m256i c = _mm256_cvtps_epi32(_mm256_min_ps(hi, x2));
+        __m256i e = _mm256_cvtps_epi32(_mm256_min_ps(hi, x3));
+        /* a0-3 b0-3 c0-3 e0-3 | a4-7 b4-7 c4-7 e4-7, then in order */
+        __m256i r = _mm256_packus_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, e));
+        r = _mm256_permutevar8x32_epi32(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)(void *)d, r);
+    } else {
+        const size_t es = t == CVCPU_OUT_U16 ? 2 : 4;
+        cvcpu_emit16(d, x0, x1, t);
+        cvcpu_emit16(d + 16 * es, x2, x3, t);
+    }
+}
+#endif
 
 /* The drivers (image_taps.c, image_box.c). */
 convolve_status cvcpu_img_separable(const cvcpu_img *g);

@@ -20,7 +20,6 @@
 /* Elements per column tile: the column sums and prefix sums (8 bytes per
  * element) stay within L2. */
 #define BOX_COLS 16384
-#define CHUNK 512
 
 typedef struct {
     const cvcpu_img *g;
@@ -33,8 +32,7 @@ typedef struct {
 typedef struct {
     uint32_t *c;        /* column sums of the extended tile */
     uint32_t *pz;       /* C zeros, then the prefix sums of c */
-    int32_t *src;       /* per extended pixel: its input pixel, -1 for cval */
-    float *ob;          /* one output chunk */
+    int32_t *hx, *hs;   /* extended pixels outside the row, and their sources */
 } box_bufs;
 
 /* The value of element e of pixel x of row (NULL: cval; x < 0: cval). */
@@ -83,7 +81,7 @@ CVCPU_AVX2 static void col_update(uint32_t *c, const char *add, const char *sub,
 }
 
 /* Lanes shifted up by s (0 < s < 8), zeros in. */
-CVCPU_AVX2 static inline __m256i shift_up(__m256i v, int s)
+CVCPU_AVX2 static CVCPU_INLINE __m256i shift_up(__m256i v, int s)
 {
     /* t = [0, low half of v] */
     __m256i t = _mm256_permute2x128_si256(v, v, 0x08);
@@ -99,8 +97,11 @@ CVCPU_AVX2 static inline __m256i shift_up(__m256i v, int s)
 }
 
 /* pz[C + i] = c[i] + pz[i] for i < n (n a multiple of 8; pz[0..C) = 0):
- * prefix sums of each channel along the row, modulo 2^32. */
-CVCPU_AVX2 static void prefix(uint32_t *pz, const uint32_t *c, size_t n, size_t C)
+ * prefix sums of each channel along the row, modulo 2^32. Within a vector
+ * by shifted adds (C, 2C, 4C lanes), then the carry: lane j gets the
+ * previous vector's lane 8 - C + j % C; where C divides 8 the carry is its
+ * own pattern and only the vector totals chain. */
+CVCPU_AVX2 static CVCPU_INLINE void prefix_t(uint32_t *pz, const uint32_t *c, size_t n, size_t C)
 {
     uint32_t *P = pz + C;
     if (C >= 8) {
@@ -111,36 +112,72 @@ CVCPU_AVX2 static void prefix(uint32_t *pz, const uint32_t *c, size_t n, size_t 
         }
         return;
     }
-    /* lane j of the carry is the previous vector's lane 8 - C + j % C */
     int idx[8];
     for (int j = 0; j < 8; j++)
         idx[j] = 8 - (int)C + j % (int)C;
     const __m256i pat = _mm256_loadu_si256((const __m256i *)(const void *)idx);
-    __m256i carry = _mm256_setzero_si256();
-    const int periodic = 8 % C == 0; /* the carry is its own pattern */
-    __m256i prev_local = _mm256_setzero_si256(), prev = _mm256_setzero_si256();
+    const int periodic = 8 % C == 0;
+    __m256i carry = _mm256_setzero_si256(), prev = carry;
     for (size_t i = 0; i < n; i += 8) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(c + i));
-        for (int s = (int)C; s < 8; s *= 2)
-            v = _mm256_add_epi32(v, shift_up(v, s));
-        if (periodic)
-            carry = _mm256_add_epi32(carry, _mm256_permutevar8x32_epi32(prev_local, pat));
-        else
-            carry = _mm256_permutevar8x32_epi32(prev, pat);
-        prev_local = v;
-        prev = _mm256_add_epi32(v, carry);
-        _mm256_storeu_si256((__m256i *)(P + i), prev);
+        for (size_t s = C; s < 8; s *= 2)
+            v = _mm256_add_epi32(v, shift_up(v, (int)s));
+        if (periodic) { /* prev holds the previous vector's own sums */
+            carry = _mm256_add_epi32(carry, _mm256_permutevar8x32_epi32(prev, pat));
+            prev = v;
+            v = _mm256_add_epi32(v, carry);
+        } else { /* prev holds the previous prefix sums */
+            v = _mm256_add_epi32(v, _mm256_permutevar8x32_epi32(prev, pat));
+            prev = v;
+        }
+        _mm256_storeu_si256((__m256i *)(P + i), v);
     }
 }
 
-/* ob[e] = (pz[e + K2*C] - pz[e]) * scale, e < n (n a multiple of 8). */
-CVCPU_AVX2 static void window_f(float *ob, const uint32_t *pz, size_t n, size_t span, float scale)
+CVCPU_AVX2 static void prefix(uint32_t *pz, const uint32_t *c, size_t n, size_t C)
 {
+    switch (C) {
+    case 1: prefix_t(pz, c, n, 1); break;
+    case 2: prefix_t(pz, c, n, 2); break;
+    case 3: prefix_t(pz, c, n, 3); break;
+    case 4: prefix_t(pz, c, n, 4); break;
+    default: prefix_t(pz, c, n, C); break;
+    }
+}
+
+/* Output e < m of the row at d: (pz[e + span] - pz[e]) * scale, rounded
+ * and stored as output kind t (16 at a time, the rest through a buffer). */
+CVCPU_AVX2 static CVCPU_INLINE void window_t(const cvcpu_img *g, char *d, const uint32_t *pz,
+                                             size_t m, size_t span, float scale, int t)
+{
+    const size_t oes = t == CVCPU_OUT_U8 ? 1 : t == CVCPU_OUT_U16 ? 2 : 4;
     const __m256 s = _mm256_set1_ps(scale);
-    for (size_t e = 0; e < n; e += 8) {
-        __m256i w = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(pz + e + span)),
-                                     _mm256_loadu_si256((const __m256i *)(pz + e)));
-        _mm256_storeu_ps(ob + e, _mm256_mul_ps(_mm256_cvtepi32_ps(w), s));
+    for (size_t e = 0; e < m; e += 16) {
+        const uint32_t *p = pz + e;
+        __m256i w0 = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(p + span)),
+                                      _mm256_loadu_si256((const __m256i *)p));
+        __m256i w1 = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(p + span + 8)),
+                                      _mm256_loadu_si256((const __m256i *)(p + 8)));
+        __m256 x0 = _mm256_mul_ps(_mm256_cvtepi32_ps(w0), s);
+        __m256 x1 = _mm256_mul_ps(_mm256_cvtepi32_ps(w1), s);
+        if (e + 16 <= m) {
+            cvcpu_emit16(d + e * oes, x0, x1, t);
+        } else {
+            float v[16];
+            _mm256_storeu_ps(v, x0);
+            _mm256_storeu_ps(v + 8, x1);
+            cvcpu_img_store(g, d + e * oes, v, m - e);
+        }
+    }
+}
+
+CVCPU_AVX2 static void window(const cvcpu_img *g, char *d, const uint32_t *pz, size_t m,
+                              size_t span, float scale)
+{
+    switch (cvcpu_out_kind(g->out_type)) {
+    case CVCPU_OUT_U8: window_t(g, d, pz, m, span, scale, CVCPU_OUT_U8); break;
+    case CVCPU_OUT_U16: window_t(g, d, pz, m, span, scale, CVCPU_OUT_U16); break;
+    default: window_t(g, d, pz, m, span, scale, CVCPU_OUT_F32); break;
     }
 }
 
@@ -152,30 +189,44 @@ static void box_item(const box_plan *b, const cvcpu_item *it, box_bufs *buf)
     const ptrdiff_t ea = (ptrdiff_t)it->x0 - (ptrdiff_t)g->lo2;
     const size_t E = it->x1 - it->x0 + K2 - 1, EC = E * C;
     const size_t m = (it->x1 - it->x0) * C;
-    const size_t oes = convolve_dtype_size(g->out_type);
-    const size_t off = it->x0 * C * oes;
-    /* the extended pixels: [ia, ib) inside the row, the rest mapped */
+    const size_t off = it->x0 * C * convolve_dtype_size(g->out_type);
+    const size_t n = cvcpu_round32(EC) + 16; /* prefix sums reach past the last window */
+    /* the extended pixels [ia, ib) inside the row are summed as they are */
     const ptrdiff_t ia = ea > 0 ? ea : 0;
     const ptrdiff_t ib = ea + (ptrdiff_t)E < W ? ea + (ptrdiff_t)E : W;
     const size_t in0 = (size_t)(ia - ea) * C, inn = (size_t)(ib - ia) * C;
-    for (size_t x = 0; x < E; x++)
-        buf->src[x] = (int32_t)cvi_boundary_index(ea + (ptrdiff_t)x, W, g->p->mode);
-    /* the extended pixels outside the row: [0, ia - ea) and [ib - ea, E) */
-    const size_t halo[2][2] = {{0, (size_t)(ia - ea)}, {(size_t)(ib - ea), E}};
-
-    /* c = the window's column sums for row it->y0 */
     uint32_t *c = buf->c;
-    memset(c, 0, cvcpu_round32(EC) * sizeof *c);
+    memset(c, 0, (n + 16) * sizeof *c);
+    /* the others: copies of an inside pixel's sum where the mode maps them
+     * to one ([0, ncopy) of hx/hs), running sums of their own where it
+     * maps them elsewhere ([ncopy, nrun)), K1 * cval in CONSTANT mode */
+    size_t ncopy = 0, nrun = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t x = 0; x < E; x++) {
+            const ptrdiff_t xs = ea + (ptrdiff_t)x;
+            if (xs >= ia && xs < ib)
+                continue;
+            const ptrdiff_t src = cvi_boundary_index(xs, W, g->p->mode);
+            const int inside = src >= ia && src < ib;
+            if (pass == 0 && src < 0)
+                for (size_t ch = 0; ch < C; ch++)
+                    c[x * C + ch] = (uint32_t)K1 * b->cval;
+            if (src >= 0 && inside == (pass == 0)) {
+                buf->hx[nrun] = (int32_t)x;
+                buf->hs[nrun++] = (int32_t)(inside ? src - ea : src);
+            }
+            if (pass == 0 && inside)
+                ncopy = nrun;
+        }
     const ptrdiff_t q0 = (ptrdiff_t)it->y0 - (ptrdiff_t)g->lo1;
     for (size_t k = 0; k < K1; k++) {
         const char *row = cvcpu_img_row(g, q0 + (ptrdiff_t)k);
         if (inn)
             col_update(c + in0, row ? row + (size_t)ia * C * es : NULL, NULL, inn, g->in16,
                        b->cval, 0);
-        for (size_t h = 0; h < 2; h++)
-            for (size_t x = halo[h][0]; x < halo[h][1]; x++)
-                for (size_t ch = 0; ch < C; ch++)
-                    c[x * C + ch] += box_at(b, row, buf->src[x], ch);
+        for (size_t h = ncopy; h < nrun; h++)
+            for (size_t ch = 0; ch < C; ch++)
+                c[(size_t)buf->hx[h] * C + ch] += box_at(b, row, buf->hs[h], ch);
     }
     for (size_t y = it->y0; y < it->y1; y++) {
         if (y > it->y0) { /* slide the window down one row */
@@ -187,25 +238,23 @@ static void box_item(const box_plan *b, const cvcpu_item *it, box_bufs *buf)
                     col_update(c + in0, add ? add + (size_t)ia * C * es : NULL,
                                sub ? sub + (size_t)ia * C * es : NULL, inn, g->in16, b->cval,
                                b->cval);
-                for (size_t h = 0; h < 2; h++)
-                    for (size_t x = halo[h][0]; x < halo[h][1]; x++)
-                        for (size_t ch = 0; ch < C; ch++)
-                            c[x * C + ch] += box_at(b, add, buf->src[x], ch) -
-                                             box_at(b, sub, buf->src[x], ch);
+                for (size_t h = ncopy; h < nrun; h++)
+                    for (size_t ch = 0; ch < C; ch++)
+                        c[(size_t)buf->hx[h] * C + ch] +=
+                            box_at(b, add, buf->hs[h], ch) - box_at(b, sub, buf->hs[h], ch);
             }
         }
-        prefix(buf->pz, c, cvcpu_round32(EC), C);
-        char *d = cvcpu_img_out(g, y) + off;
-        for (size_t e = 0; e < m; e += CHUNK) {
-            size_t len = m - e < CHUNK ? m - e : CHUNK;
-            if (b->use_float) {
-                window_f(buf->ob, buf->pz + e, (len + 7) / 8 * 8, K2 * C, b->scale_f);
-                cvcpu_img_store(g, d + e * oes, buf->ob, len);
-            } else { /* sums beyond float's exact range: double, rounded once */
-                for (size_t i = 0; i < len; i++) {
-                    uint32_t S = buf->pz[e + i + K2 * C] - buf->pz[e + i];
-                    cvi_store_double(g->out_type, d + (e + i) * oes, (double)S * b->scale);
-                }
+        for (size_t h = 0; h < ncopy; h++)
+            memcpy(c + (size_t)buf->hx[h] * C, c + (size_t)buf->hs[h] * C, C * sizeof *c);
+        prefix(buf->pz, c, n, C);
+        if (b->use_float) {
+            window(g, cvcpu_img_out(g, y) + off, buf->pz, m, K2 * C, b->scale_f);
+        } else { /* sums beyond float's exact range: double, rounded once */
+            char *d = cvcpu_img_out(g, y) + off;
+            const size_t oes = convolve_dtype_size(g->out_type);
+            for (size_t e = 0; e < m; e++) {
+                uint32_t S = buf->pz[e + K2 * C] - buf->pz[e];
+                cvi_store_double(g->out_type, d + e * oes, (double)S * b->scale);
             }
         }
     }
@@ -218,8 +267,7 @@ static void free_box_bufs(box_bufs *b, int n)
     for (int t = 0; t < n; t++) {
         free(b[t].c);
         free(b[t].pz);
-        free(b[t].src);
-        free(b[t].ob);
+        free(b[t].hx);
     }
     free(b);
 }
@@ -246,11 +294,11 @@ convolve_status cvcpu_img_box(const cvcpu_img *g)
         size_t E = wmax + g->K2 - 1, EC32 = cvcpu_round32(E * g->C);
         int ok = 1;
         for (int t = 0; t < g->threads && ok; t++) {
-            bufs[t].c = (uint32_t *)cvcpu_img_alloc(EC32);
-            bufs[t].pz = (uint32_t *)cvcpu_img_alloc(EC32 + g->C);
-            bufs[t].src = malloc(E * sizeof(int32_t));
-            bufs[t].ob = cvcpu_img_alloc(CHUNK);
-            ok = bufs[t].c && bufs[t].pz && bufs[t].src && bufs[t].ob;
+            bufs[t].c = (uint32_t *)(void *)cvcpu_img_alloc(EC32 + 64);
+            bufs[t].pz = (uint32_t *)(void *)cvcpu_img_alloc(EC32 + 64 + g->C);
+            bufs[t].hx = malloc(2 * E * sizeof(int32_t));
+            bufs[t].hs = bufs[t].hx ? bufs[t].hx + E : NULL;
+            ok = bufs[t].c && bufs[t].pz && bufs[t].hx;
         }
         if (ok) {
             CVCPU_RUN_ITEMS(g, nitems, box_item(&b, &items[i], &bufs[t]));

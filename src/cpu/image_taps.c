@@ -14,7 +14,6 @@
 #ifdef CVCPU_IMAGE_X86
 #include <immintrin.h>
 
-#define CVCPU_INLINE __attribute__((always_inline)) inline
 
 /* Floats per thread for the dense path's ring of rows (in L2). */
 #define CVCPU_RING_FLOATS ((size_t)64 << 10)
@@ -27,40 +26,6 @@
 /* Elements per piece of a row between the vertical and horizontal passes
  * (stays in L1). */
 #define HCHUNK 2048
-
-enum { OUT_U8, OUT_U16, OUT_F32 };
-
-/* ---- output -------------------------------------------------------------- */
-
-/* Stores 16 floats (x0, x1) as output type t at d: integers rint, saturated,
- * NaN to 0 (minps keeps a NaN first operand... here the second: see
- * image.c's store_u8), as cvi_store_double. */
-CVCPU_AVX2 static CVCPU_INLINE void emit16(char *d, __m256 x0, __m256 x1, int t)
-{
-    if (t == OUT_U8) {
-        const __m256 hi = _mm256_set1_ps(255.0f);
-        __m256i a = _mm256_cvtps_epi32(_mm256_min_ps(hi, x0));
-        __m256i b = _mm256_cvtps_epi32(_mm256_min_ps(hi, x1));
-        __m256i p = _mm256_packs_epi32(a, b); /* a0-3 b0-3 | a4-7 b4-7 */
-        __m128i q = _mm_packus_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
-        _mm_storeu_si128((__m128i *)(void *)d, _mm_shuffle_epi32(q, _MM_SHUFFLE(3, 1, 2, 0)));
-    } else if (t == OUT_U16) {
-        const __m256 hi = _mm256_set1_ps(65535.0f);
-        __m256i a = _mm256_cvtps_epi32(_mm256_min_ps(hi, x0));
-        __m256i b = _mm256_cvtps_epi32(_mm256_min_ps(hi, x1));
-        __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
-        _mm256_storeu_si256((__m256i *)(void *)d, p);
-    } else {
-        _mm256_storeu_ps((float *)(void *)d, x0);
-        _mm256_storeu_ps((float *)(void *)d + 8, x1);
-    }
-}
-
-/* The last n < 16 (or 32) values of a row: through a buffer. */
-static void emit_tail(const cvcpu_img *g, char *d, const float *v, size_t n)
-{
-    cvcpu_img_store(g, d, v, n);
-}
 
 /* ---- separable kernels ---------------------------------------------------- */
 
@@ -144,9 +109,10 @@ CVCPU_AVX2 static CVCPU_INLINE void vcol(const char *const *r, size_t e, const f
  * and o1[0..) (floats; up to 15 more values are written). The last piece
  * of a row is read through copies in `tail` ((K + 1) * 64 bytes, with `tr`
  * K + 1 pointers), never past the row's end. */
-CVCPU_AVX2 static CVCPU_INLINE void vrange_t(const char *const *r, size_t e0, size_t e1,
-                                             const float *w, size_t K, int sym, int ty,
-                                             float c0, float c1, float *o0, float *o1,
+CVCPU_AVX2 static CVCPU_INLINE void vrange_t(const char *const *restrict r, size_t e0,
+                                             size_t e1, const float *restrict w, size_t K,
+                                             int sym, int ty, float c0, float c1,
+                                             float *restrict o0, float *restrict o1,
                                              char *tail, const char **tr)
 {
     const __m256 vc0 = _mm256_set1_ps(c0), vc1 = _mm256_set1_ps(c1);
@@ -173,29 +139,48 @@ CVCPU_AVX2 static CVCPU_INLINE void vrange_t(const char *const *r, size_t e0, si
     }
 }
 
+/* Symmetric filters of 3 to 9 rows get code of their own (the extent a
+ * constant: loops unrolled, rows and taps in registers). */
+#define CVCPU_SMALL_K(K) ((K) == 3 || (K) == 5 || (K) == 7 || (K) == 9)
+
 CVCPU_AVX2 static void vrange(const char *const *r, size_t e0, size_t e1, const float *w, size_t K,
                               int sym, int ty, float c0, float c1, float *o0, float *o1,
                               char *tail, const char **tr)
 {
-#define CVCPU_VRANGE(SYM, TY) vrange_t(r, e0, e1, w, K, SYM, TY, c0, c1, o0, o1, tail, tr)
-    switch (ty * 2 + !!sym) {
-    case ROW_U8 * 2: CVCPU_VRANGE(0, ROW_U8); break;
-    case ROW_U8 * 2 + 1: CVCPU_VRANGE(1, ROW_U8); break;
-    case ROW_U16 * 2: CVCPU_VRANGE(0, ROW_U16); break;
-    case ROW_U16 * 2 + 1: CVCPU_VRANGE(1, ROW_U16); break;
-    case ROW_F32 * 2: CVCPU_VRANGE(0, ROW_F32); break;
-    default: CVCPU_VRANGE(1, ROW_F32); break;
+#define CVCPU_VR(KK, SYM, TY) vrange_t(r, e0, e1, w, KK, SYM, TY, c0, c1, o0, o1, tail, tr)
+#define CVCPU_VR_SMALL(TY)                                                                 \
+    switch (K) {                                                                         \
+    case 3: CVCPU_VR(3, 1, TY); return;                                                  \
+    case 5: CVCPU_VR(5, 1, TY); return;                                                  \
+    case 7: CVCPU_VR(7, 1, TY); return;                                                  \
+    default: CVCPU_VR(9, 1, TY); return;                                                 \
     }
-#undef CVCPU_VRANGE
+    if (sym && CVCPU_SMALL_K(K)) {
+        if (ty == ROW_U8)
+            CVCPU_VR_SMALL(ROW_U8)
+        else
+            CVCPU_VR_SMALL(ROW_U16)
+    }
+    switch (ty * 2 + !!sym) {
+    case ROW_U8 * 2: CVCPU_VR(K, 0, ROW_U8); break;
+    case ROW_U8 * 2 + 1: CVCPU_VR(K, 1, ROW_U8); break;
+    case ROW_U16 * 2: CVCPU_VR(K, 0, ROW_U16); break;
+    case ROW_U16 * 2 + 1: CVCPU_VR(K, 1, ROW_U16); break;
+    case ROW_F32 * 2: CVCPU_VR(K, 0, ROW_F32); break;
+    default: CVCPU_VR(K, 1, ROW_F32); break;
+    }
+#undef CVCPU_VR_SMALL
+#undef CVCPU_VR
 }
 
 /* The horizontal pass of one row: out[j] = sum_k w[k] * src[j + k*C] for
  * j < m, folded when sym, stored as output type t at d. */
-CVCPU_AVX2 static CVCPU_INLINE void hpass_t(const cvcpu_img *g, char *d, const float *src,
-                                            size_t m, const float *w, size_t K, size_t C,
+CVCPU_AVX2 static CVCPU_INLINE void hpass_t(const cvcpu_img *g, char *restrict d,
+                                            const float *restrict src, size_t m,
+                                            const float *restrict w, size_t K, size_t C,
                                             int sym, int t)
 {
-    const size_t oes = t == OUT_U8 ? 1 : t == OUT_U16 ? 2 : 4, half = K / 2;
+    const size_t oes = t == CVCPU_OUT_U8 ? 1 : t == CVCPU_OUT_U16 ? 2 : 4, half = K / 2;
     for (size_t j = 0; j < m; j += 32) {
         const float *s = src + j;
         __m256 a0, a1, a2, a3;
@@ -238,13 +223,12 @@ CVCPU_AVX2 static CVCPU_INLINE void hpass_t(const cvcpu_img *g, char *d, const f
             }
         }
         if (j + 32 <= m) {
-            emit16(d + j * oes, a0, a1, t);
-            emit16(d + (j + 16) * oes, a2, a3, t);
+            cvcpu_emit32(d + j * oes, a0, a1, a2, a3, t);
         } else {
             float v[32];
             _mm256_storeu_ps(v, a0), _mm256_storeu_ps(v + 8, a1);
             _mm256_storeu_ps(v + 16, a2), _mm256_storeu_ps(v + 24, a3);
-            emit_tail(g, d + j * oes, v, m - j);
+            cvcpu_img_store(g, d + j * oes, v, m - j);
         }
     }
 }
@@ -252,26 +236,32 @@ CVCPU_AVX2 static CVCPU_INLINE void hpass_t(const cvcpu_img *g, char *d, const f
 CVCPU_AVX2 static void hpass(const cvcpu_img *g, char *d, const float *src, size_t m,
                              const float *w, size_t K, int sym)
 {
+    const size_t C = g->C;
+#define CVCPU_HP(KK, SYM, T) hpass_t(g, d, src, m, w, KK, C, SYM, T)
+    /* short filters: not folded (one FMA with a memory operand per tap
+     * is fewer instructions than two loads, an add and an FMA per pair) */
+#define CVCPU_HP_TYPE(T)                                                                   \
+    do {                                                                                 \
+        if (K == 3)                                                                      \
+            CVCPU_HP(3, 0, T);                                                           \
+        else if (K == 5)                                                                 \
+            CVCPU_HP(5, 0, T);                                                           \
+        else if (K == 7)                                                                 \
+            CVCPU_HP(7, 0, T);                                                           \
+        else if (K == 9)                                                                 \
+            CVCPU_HP(9, 0, T);                                                           \
+        else if (K < 9 || !sym)                                                          \
+            CVCPU_HP(K, 0, T);                                                           \
+        else                                                                             \
+            CVCPU_HP(K, 1, T);                                                           \
+    } while (0)
     switch (g->out_type) {
-    case CONVOLVE_UINT8:
-        if (sym)
-            hpass_t(g, d, src, m, w, K, g->C, 1, OUT_U8);
-        else
-            hpass_t(g, d, src, m, w, K, g->C, 0, OUT_U8);
-        break;
-    case CONVOLVE_UINT16:
-        if (sym)
-            hpass_t(g, d, src, m, w, K, g->C, 1, OUT_U16);
-        else
-            hpass_t(g, d, src, m, w, K, g->C, 0, OUT_U16);
-        break;
-    default:
-        if (sym)
-            hpass_t(g, d, src, m, w, K, g->C, 1, OUT_F32);
-        else
-            hpass_t(g, d, src, m, w, K, g->C, 0, OUT_F32);
-        break;
+    case CONVOLVE_UINT8: CVCPU_HP_TYPE(CVCPU_OUT_U8); break;
+    case CONVOLVE_UINT16: CVCPU_HP_TYPE(CVCPU_OUT_U16); break;
+    default: CVCPU_HP_TYPE(CVCPU_OUT_F32); break;
     }
+#undef CVCPU_HP_TYPE
+#undef CVCPU_HP
 }
 
 /* Dense, 16 columns from c of two rows: a = sum_{k1<K1, k2<K2}
@@ -305,24 +295,24 @@ CVCPU_AVX2 static CVCPU_INLINE void dpass_t(const cvcpu_img *g, char *d0, char *
                                             const float *const *r, size_t m, const float *w,
                                             int t)
 {
-    const size_t oes = t == OUT_U8 ? 1 : t == OUT_U16 ? 2 : 4;
+    const size_t oes = t == CVCPU_OUT_U8 ? 1 : t == CVCPU_OUT_U16 ? 2 : 4;
     const int two = d1 != NULL;
     __m256 a0, a1, b0, b1;
     size_t c = 0;
     for (; c + 16 <= m; c += 16) {
         dcol(r, c, w, g->K1, g->K2, g->C, two, &a0, &a1, &b0, &b1);
-        emit16(d0 + c * oes, a0, a1, t);
+        cvcpu_emit16(d0 + c * oes, a0, a1, t);
         if (two)
-            emit16(d1 + c * oes, b0, b1, t);
+            cvcpu_emit16(d1 + c * oes, b0, b1, t);
     }
     if (c < m) {
         float v[32];
         dcol(r, c, w, g->K1, g->K2, g->C, two, &a0, &a1, &b0, &b1);
         _mm256_storeu_ps(v, a0), _mm256_storeu_ps(v + 8, a1);
         _mm256_storeu_ps(v + 16, b0), _mm256_storeu_ps(v + 24, b1);
-        emit_tail(g, d0 + c * oes, v, m - c);
+        cvcpu_img_store(g, d0 + c * oes, v, m - c);
         if (two)
-            emit_tail(g, d1 + c * oes, v + 16, m - c);
+            cvcpu_img_store(g, d1 + c * oes, v + 16, m - c);
     }
 }
 
@@ -330,9 +320,9 @@ CVCPU_AVX2 static void dpass(const cvcpu_img *g, char *d0, char *d1, const float
                              size_t m, const float *w)
 {
     switch (g->out_type) {
-    case CONVOLVE_UINT8: dpass_t(g, d0, d1, r, m, w, OUT_U8); break;
-    case CONVOLVE_UINT16: dpass_t(g, d0, d1, r, m, w, OUT_U16); break;
-    default: dpass_t(g, d0, d1, r, m, w, OUT_F32); break;
+    case CONVOLVE_UINT8: dpass_t(g, d0, d1, r, m, w, CVCPU_OUT_U8); break;
+    case CONVOLVE_UINT16: dpass_t(g, d0, d1, r, m, w, CVCPU_OUT_U16); break;
+    default: dpass_t(g, d0, d1, r, m, w, CVCPU_OUT_F32); break;
     }
 }
 
@@ -599,9 +589,9 @@ CVCPU_AVX2 static void hrow(const cvcpu_img *g, float *dst, const float *src, si
                             const float *w, size_t K, int sym)
 {
     if (sym)
-        hpass_t(g, (char *)(void *)dst, src, n, w, K, g->C, 1, OUT_F32);
+        hpass_t(g, (char *)(void *)dst, src, n, w, K, g->C, 1, CVCPU_OUT_F32);
     else
-        hpass_t(g, (char *)(void *)dst, src, n, w, K, g->C, 0, OUT_F32);
+        hpass_t(g, (char *)(void *)dst, src, n, w, K, g->C, 0, CVCPU_OUT_F32);
 }
 
 /* The vertical pass over m columns of float rows r[0..K] (all present),
@@ -610,24 +600,24 @@ CVCPU_AVX2 static CVCPU_INLINE void vemit_t(const cvcpu_img *g, char *d0, char *
                                             const char *const *r, size_t m, const float *w,
                                             size_t K, int sym, int t)
 {
-    const size_t oes = t == OUT_U8 ? 1 : t == OUT_U16 ? 2 : 4;
+    const size_t oes = t == CVCPU_OUT_U8 ? 1 : t == CVCPU_OUT_U16 ? 2 : 4;
     const __m256 z = _mm256_setzero_ps();
     __m256 a0, a1, b0, b1;
     size_t c = 0;
     for (; c + 16 <= m; c += 16) {
         vcol(r, c, w, K, sym, ROW_F32, z, z, &a0, &a1, &b0, &b1);
-        emit16(d0 + c * oes, a0, a1, t);
+        cvcpu_emit16(d0 + c * oes, a0, a1, t);
         if (d1)
-            emit16(d1 + c * oes, b0, b1, t);
+            cvcpu_emit16(d1 + c * oes, b0, b1, t);
     }
     if (c < m) { /* rows are padded: the whole vector is read, the rest stored */
         float v[32];
         vcol(r, c, w, K, sym, ROW_F32, z, z, &a0, &a1, &b0, &b1);
         _mm256_storeu_ps(v, a0), _mm256_storeu_ps(v + 8, a1);
         _mm256_storeu_ps(v + 16, b0), _mm256_storeu_ps(v + 24, b1);
-        emit_tail(g, d0 + c * oes, v, m - c);
+        cvcpu_img_store(g, d0 + c * oes, v, m - c);
         if (d1)
-            emit_tail(g, d1 + c * oes, v + 16, m - c);
+            cvcpu_img_store(g, d1 + c * oes, v + 16, m - c);
     }
 }
 
@@ -636,9 +626,9 @@ CVCPU_AVX2 static void vemit(const cvcpu_img *g, char *d0, char *d1, const char 
 {
 #define CVCPU_VEMIT(SYM, T) vemit_t(g, d0, d1, r, m, w, K, SYM, T)
     switch (g->out_type) {
-    case CONVOLVE_UINT8: sym ? CVCPU_VEMIT(1, OUT_U8) : CVCPU_VEMIT(0, OUT_U8); break;
-    case CONVOLVE_UINT16: sym ? CVCPU_VEMIT(1, OUT_U16) : CVCPU_VEMIT(0, OUT_U16); break;
-    default: sym ? CVCPU_VEMIT(1, OUT_F32) : CVCPU_VEMIT(0, OUT_F32); break;
+    case CONVOLVE_UINT8: sym ? CVCPU_VEMIT(1, CVCPU_OUT_U8) : CVCPU_VEMIT(0, CVCPU_OUT_U8); break;
+    case CONVOLVE_UINT16: sym ? CVCPU_VEMIT(1, CVCPU_OUT_U16) : CVCPU_VEMIT(0, CVCPU_OUT_U16); break;
+    default: sym ? CVCPU_VEMIT(1, CVCPU_OUT_F32) : CVCPU_VEMIT(0, CVCPU_OUT_F32); break;
     }
 #undef CVCPU_VEMIT
 }
