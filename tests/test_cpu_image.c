@@ -483,6 +483,28 @@ static void larger(void)
         }
         run_case(&c);
     }
+    /* outputs past 16 MB: stored around the caches (aligned 32-byte blocks,
+     * unaligned ends) */
+    for (int i = 0; i < 2; i++) {
+        icase c;
+        memset(&c, 0, sizeof c);
+        convolve_options_init(&c.opt);
+        c.ndim = 2;
+        c.C = 4;
+        c.H = i ? 1030 : 2049;
+        c.W = 2101;
+        c.tin = CONVOLVE_UINT8;
+        c.tout = i ? CONVOLVE_UINT16 : CONVOLVE_UINT8;
+        c.opt.mode = CONVOLVE_MODE_REFLECT;
+        c.opt.threads = 2;
+        c.opt.operation = CONVOLVE_OP_CORRELATE;
+        c.opad = (size_t)i * 3;
+        c.kind = i ? F_GAUSS : F_BOX;
+        c.sigma = 0.5;
+        c.radius = 1;
+        c.K1 = c.K2 = i ? 5 : 3;
+        run_case(&c);
+    }
 }
 
 int main(int argc, char **argv)

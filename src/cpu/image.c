@@ -334,6 +334,8 @@ convolve_status cvcpu_image(const cvi_problem *p, const void *in, void *out)
     g.lo1 = (size_t)p->koff[1];
     g.lo2 = (size_t)p->koff[2];
     g.threads = cvi_cpu_threads(p);
+    /* outputs well past the caches are stored around them */
+    g.nt = (double)g.n * (double)g.H * (double)convolve_dtype_size(p->out_type) >= 16e6;
 
     int box = cvcpu_image_is_box(p);
     double per = box ? 8.0 : p->separable ? (double)(g.K1 + g.K2) : (double)p->kcount;

@@ -27,6 +27,8 @@
 
 #include "cpu_backend.h"
 
+#include <stdint.h>
+
 /* Why the image strategy cannot serve p ("" and CONVOLVE_OK when it can):
  * it takes 1-D and 2-D problems with uint8 or uint16 input, uint8, uint16
  * or float32 output, pixels contiguous within a row (channels interleaved,
@@ -107,6 +109,7 @@ typedef struct cvcpu_img {
     int in16;               /* input uint16 (else uint8) */
     convolve_dtype out_type;
     ptrdiff_t irs, ors;     /* bytes from one row to the next, input and output */
+    int nt;                 /* store large outputs around the caches */
     size_t K1, K2;          /* filter extents: vertical, horizontal */
     size_t lo1, lo2;        /* rows / pixels of the window before the output's own */
     int threads;
@@ -156,11 +159,21 @@ static inline int cvcpu_out_kind(convolve_dtype t)
 }
 
 #ifdef CVCPU_IMAGE_X86
+/* Stores 32 bytes at d: with nt and d 32-byte aligned, around the caches
+ * (a non-temporal store: no read of the line first). */
+CVCPU_AVX2 static CVCPU_INLINE void cvcpu_store32(char *d, __m256i v, int nt)
+{
+    if (nt && !((uintptr_t)d & 31))
+        _mm256_stream_si256((__m256i *)(void *)d, v);
+    else
+        _mm256_storeu_si256((__m256i *)(void *)d, v);
+}
+
 /* Stores 16 floats (x0, x1) as output kind t at d. Integers: rint (the
  * default rounding), saturated, NaN to 0, as cvi_store_double: minps(max, v)
  * returns v when v is NaN, cvtps2dq turns NaN and -inf into INT_MIN, and
  * the unsigned packs saturate that to 0. */
-CVCPU_AVX2 static CVCPU_INLINE void cvcpu_emit16(char *d, __m256 x0, __m256 x1, int t)
+CVCPU_AVX2 static CVCPU_INLINE void cvcpu_emit16(char *d, __m256 x0, __m256 x1, int t, int nt)
 {
     if (t == CVCPU_OUT_U8) {
         const __m256 hi = _mm256_set1_ps(255.0f);
@@ -173,17 +186,16 @@ CVCPU_AVX2 static CVCPU_INLINE void cvcpu_emit16(char *d, __m256 x0, __m256 x1, 
         const __m256 hi = _mm256_set1_ps(65535.0f);
         __m256i a = _mm256_cvtps_epi32(_mm256_min_ps(hi, x0));
         __m256i b = _mm256_cvtps_epi32(_mm256_min_ps(hi, x1));
-        __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
-        _mm256_storeu_si256((__m256i *)(void *)d, p);
+        cvcpu_store32(d, _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8), nt);
     } else {
-        _mm256_storeu_ps((float *)(void *)d, x0);
-        _mm256_storeu_ps((float *)(void *)d + 8, x1);
+        cvcpu_store32(d, _mm256_castps_si256(x0), nt);
+        cvcpu_store32(d + 32, _mm256_castps_si256(x1), nt);
     }
 }
 
 /* The same for 32 floats (x0..x3). */
 CVCPU_AVX2 static CVCPU_INLINE void cvcpu_emit32(char *d, __m256 x0, __m256 x1, __m256 x2,
-                                                 __m256 x3, int t)
+                                                 __m256 x3, int t, int nt)
 {
     if (t == CVCPU_OUT_U8) {
         const __m256 hi = _mm256_set1_ps(255.0f);
@@ -193,13 +205,20 @@ CVCPU_AVX2 static CVCPU_INLINE void cvcpu_emit32(char *d, __m256 x0, __m256 x1, 
         __m256i e = _mm256_cvtps_epi32(_mm256_min_ps(hi, x3));
         /* a0-3 b0-3 c0-3 e0-3 | a4-7 b4-7 c4-7 e4-7, then in order */
         __m256i r = _mm256_packus_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, e));
-        r = _mm256_permutevar8x32_epi32(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        _mm256_storeu_si256((__m256i *)(void *)d, r);
+        cvcpu_store32(d, _mm256_permutevar8x32_epi32(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)),
+                      nt);
     } else {
         const size_t es = t == CVCPU_OUT_U16 ? 2 : 4;
-        cvcpu_emit16(d, x0, x1, t);
-        cvcpu_emit16(d + 16 * es, x2, x3, t);
+        cvcpu_emit16(d, x0, x1, t, nt);
+        cvcpu_emit16(d + 16 * es, x2, x3, t, nt);
     }
+}
+
+/* Ends a thread's non-temporal stores (before others may read them). */
+static inline void cvcpu_store_done(const struct cvcpu_img *g)
+{
+    if (g->nt)
+        _mm_sfence();
 }
 #endif
 

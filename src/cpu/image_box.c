@@ -146,26 +146,26 @@ CVCPU_AVX2 static void prefix(uint32_t *pz, const uint32_t *c, size_t n, size_t 
 }
 
 /* Output e < m of the row at d: (pz[e + span] - pz[e]) * scale, rounded
- * and stored as output kind t (16 at a time, the rest through a buffer). */
+ * and stored as output kind t (32 at a time, the rest through a buffer). */
 CVCPU_AVX2 static CVCPU_INLINE void window_t(const cvcpu_img *g, char *d, const uint32_t *pz,
                                              size_t m, size_t span, float scale, int t)
 {
     const size_t oes = t == CVCPU_OUT_U8 ? 1 : t == CVCPU_OUT_U16 ? 2 : 4;
     const __m256 s = _mm256_set1_ps(scale);
-    for (size_t e = 0; e < m; e += 16) {
-        const uint32_t *p = pz + e;
-        __m256i w0 = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(p + span)),
-                                      _mm256_loadu_si256((const __m256i *)p));
-        __m256i w1 = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(p + span + 8)),
-                                      _mm256_loadu_si256((const __m256i *)(p + 8)));
-        __m256 x0 = _mm256_mul_ps(_mm256_cvtepi32_ps(w0), s);
-        __m256 x1 = _mm256_mul_ps(_mm256_cvtepi32_ps(w1), s);
-        if (e + 16 <= m) {
-            cvcpu_emit16(d + e * oes, x0, x1, t);
+    __m256 x[4];
+    for (size_t e = 0; e < m; e += 32) {
+        for (int i = 0; i < 4; i++) {
+            const uint32_t *p = pz + e + 8 * i;
+            __m256i w = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(p + span)),
+                                         _mm256_loadu_si256((const __m256i *)p));
+            x[i] = _mm256_mul_ps(_mm256_cvtepi32_ps(w), s);
+        }
+        if (e + 32 <= m) {
+            cvcpu_emit32(d + e * oes, x[0], x[1], x[2], x[3], t, g->nt);
         } else {
-            float v[16];
-            _mm256_storeu_ps(v, x0);
-            _mm256_storeu_ps(v + 8, x1);
+            float v[32];
+            for (int i = 0; i < 4; i++)
+                _mm256_storeu_ps(v + 8 * i, x[i]);
             cvcpu_img_store(g, d + e * oes, v, m - e);
         }
     }
@@ -190,13 +190,13 @@ static void box_item(const box_plan *b, const cvcpu_item *it, box_bufs *buf)
     const size_t E = it->x1 - it->x0 + K2 - 1, EC = E * C;
     const size_t m = (it->x1 - it->x0) * C;
     const size_t off = it->x0 * C * convolve_dtype_size(g->out_type);
-    const size_t n = cvcpu_round32(EC) + 16; /* prefix sums reach past the last window */
+    const size_t n = cvcpu_round32(EC) + 32; /* prefix sums reach past the last window */
     /* the extended pixels [ia, ib) inside the row are summed as they are */
     const ptrdiff_t ia = ea > 0 ? ea : 0;
     const ptrdiff_t ib = ea + (ptrdiff_t)E < W ? ea + (ptrdiff_t)E : W;
     const size_t in0 = (size_t)(ia - ea) * C, inn = (size_t)(ib - ia) * C;
     uint32_t *c = buf->c;
-    memset(c, 0, (n + 16) * sizeof *c);
+    memset(c, 0, n * sizeof *c);
     /* the others: copies of an inside pixel's sum where the mode maps them
      * to one ([0, ncopy) of hx/hs), running sums of their own where it
      * maps them elsewhere ([ncopy, nrun)), K1 * cval in CONSTANT mode */
@@ -258,6 +258,7 @@ static void box_item(const box_plan *b, const cvcpu_item *it, box_bufs *buf)
             }
         }
     }
+    cvcpu_store_done(g);
 }
 
 static void free_box_bufs(box_bufs *b, int n)

@@ -223,7 +223,7 @@ CVCPU_AVX2 static CVCPU_INLINE void hpass_t(const cvcpu_img *g, char *restrict d
             }
         }
         if (j + 32 <= m) {
-            cvcpu_emit32(d + j * oes, a0, a1, a2, a3, t);
+            cvcpu_emit32(d + j * oes, a0, a1, a2, a3, t, g->nt);
         } else {
             float v[32];
             _mm256_storeu_ps(v, a0), _mm256_storeu_ps(v + 8, a1);
@@ -301,9 +301,9 @@ CVCPU_AVX2 static CVCPU_INLINE void dpass_t(const cvcpu_img *g, char *d0, char *
     size_t c = 0;
     for (; c + 16 <= m; c += 16) {
         dcol(r, c, w, g->K1, g->K2, g->C, two, &a0, &a1, &b0, &b1);
-        cvcpu_emit16(d0 + c * oes, a0, a1, t);
+        cvcpu_emit16(d0 + c * oes, a0, a1, t, g->nt);
         if (two)
-            cvcpu_emit16(d1 + c * oes, b0, b1, t);
+            cvcpu_emit16(d1 + c * oes, b0, b1, t, g->nt);
     }
     if (c < m) {
         float v[32];
@@ -580,6 +580,7 @@ static void sep_item(const sep_plan *s, const cvcpu_item *it, vbufs *b)
             sep_rows(s, it, sd, b, r1, f1, (float)(cval * sh1), 0.0f, o1);
         }
     }
+    cvcpu_store_done(g);
 }
 
 /* ---- separable, taller filters: horizontal pass first ----------------- */
@@ -606,9 +607,9 @@ CVCPU_AVX2 static CVCPU_INLINE void vemit_t(const cvcpu_img *g, char *d0, char *
     size_t c = 0;
     for (; c + 16 <= m; c += 16) {
         vcol(r, c, w, K, sym, ROW_F32, z, z, &a0, &a1, &b0, &b1);
-        cvcpu_emit16(d0 + c * oes, a0, a1, t);
+        cvcpu_emit16(d0 + c * oes, a0, a1, t, g->nt);
         if (d1)
-            cvcpu_emit16(d1 + c * oes, b0, b1, t);
+            cvcpu_emit16(d1 + c * oes, b0, b1, t, g->nt);
     }
     if (c < m) { /* rows are padded: the whole vector is read, the rest stored */
         float v[32];
@@ -669,6 +670,7 @@ static void tall_item(const sep_plan *s, const cvcpu_item *it, bufs *b, size_t s
         vemit(g, cvcpu_img_out(g, y) + off, two ? cvcpu_img_out(g, y + 1) + off : NULL, rows, m,
               s->tv, K1, s->symv);
     }
+    cvcpu_store_done(g);
 }
 
 convolve_status cvcpu_img_separable(const cvcpu_img *g)
@@ -694,8 +696,7 @@ convolve_status cvcpu_img_separable(const cvcpu_img *g)
     s.piece = HCHUNK / C;
     if (s.piece < 8 * (K2 - 1))
         s.piece = 8 * (K2 - 1);
-    if (tall)
-        s.piece = (s.piece + 31) / 32 * 32;
+    s.piece = (s.piece + 31) / 32 * 32; /* rows of 32-element stores stay aligned */
     if (s.piece < 32)
         s.piece = 32;
 
@@ -765,6 +766,7 @@ static void dense_item(const cvcpu_img *g, const float *w, const cvcpu_item *it,
         dpass(g, cvcpu_img_out(g, y) + off, two ? cvcpu_img_out(g, y + 1) + off : NULL, rows, m,
               w);
     }
+    cvcpu_store_done(g);
 }
 
 convolve_status cvcpu_img_dense(const cvcpu_img *g)
