@@ -595,30 +595,85 @@ CVCPU_AVX2 static void hrow(const cvcpu_img *g, float *dst, const float *src, si
         hpass_t(g, (char *)(void *)dst, src, n, w, K, g->C, 0, CVCPU_OUT_F32);
 }
 
-/* The vertical pass over m columns of float rows r[0..K] (all present),
- * two output rows (d1 NULL: one), stored as output type t. */
+/* 32 columns from c of two output rows from float rows r[0..K] (all
+ * present): x = sum_{k<K} w[k] * r[k], y = sum_k w[k] * r[k+1]; with sym
+ * folded as vcol (in the same order for both rows), each pair's second row
+ * an operand of the add, so that 8 accumulators run without carrying rows
+ * from step to step. */
+CVCPU_AVX2 static CVCPU_INLINE void vcol32(const float *const *restrict r, size_t c,
+                                           const float *restrict w, size_t K, int sym,
+                                           __m256 x[4], __m256 y[4])
+{
+    if (!sym) {
+        __m256 w0 = _mm256_broadcast_ss(w);
+        for (int i = 0; i < 4; i++) {
+            x[i] = _mm256_mul_ps(w0, _mm256_loadu_ps(r[0] + c + 8 * i));
+            y[i] = _mm256_mul_ps(w0, _mm256_loadu_ps(r[1] + c + 8 * i));
+        }
+        for (size_t k = 1; k < K; k++) {
+            const __m256 wk = _mm256_broadcast_ss(w + k);
+            for (int i = 0; i < 4; i++) {
+                __m256 v = _mm256_loadu_ps(r[k] + c + 8 * i);
+                x[i] = _mm256_fmadd_ps(wk, v, x[i]);
+                y[i] = _mm256_fmadd_ps(wk, _mm256_loadu_ps(r[k + 1] + c + 8 * i), y[i]);
+            }
+        }
+        return;
+    }
+    const size_t half = K / 2;
+    __m256 wk = _mm256_broadcast_ss(w);
+    for (int i = 0; i < 4; i++) {
+        x[i] = _mm256_mul_ps(wk, _mm256_add_ps(_mm256_loadu_ps(r[0] + c + 8 * i),
+                                               _mm256_loadu_ps(r[K - 1] + c + 8 * i)));
+        y[i] = _mm256_mul_ps(wk, _mm256_add_ps(_mm256_loadu_ps(r[1] + c + 8 * i),
+                                               _mm256_loadu_ps(r[K] + c + 8 * i)));
+    }
+    for (size_t k = 1; k < half; k++) {
+        wk = _mm256_broadcast_ss(w + k);
+        const float *a = r[k] + c, *b = r[K - 1 - k] + c, *a1 = r[k + 1] + c, *b1 = r[K - k] + c;
+        for (int i = 0; i < 4; i++) {
+            x[i] = _mm256_fmadd_ps(
+                wk, _mm256_add_ps(_mm256_loadu_ps(a + 8 * i), _mm256_loadu_ps(b + 8 * i)), x[i]);
+            y[i] = _mm256_fmadd_ps(
+                wk, _mm256_add_ps(_mm256_loadu_ps(a1 + 8 * i), _mm256_loadu_ps(b1 + 8 * i)),
+                y[i]);
+        }
+    }
+    if (K & 1) {
+        wk = _mm256_broadcast_ss(w + half);
+        for (int i = 0; i < 4; i++) {
+            x[i] = _mm256_fmadd_ps(wk, _mm256_loadu_ps(r[half] + c + 8 * i), x[i]);
+            y[i] = _mm256_fmadd_ps(wk, _mm256_loadu_ps(r[half + 1] + c + 8 * i), y[i]);
+        }
+    }
+}
+
+/* The vertical pass over m columns of float rows r[0..K] (all present,
+ * padded to a multiple of 32), two output rows (d1 NULL: one), stored as
+ * output kind t. */
 CVCPU_AVX2 static CVCPU_INLINE void vemit_t(const cvcpu_img *g, char *d0, char *d1,
                                             const char *const *r, size_t m, const float *w,
                                             size_t K, int sym, int t)
 {
     const size_t oes = t == CVCPU_OUT_U8 ? 1 : t == CVCPU_OUT_U16 ? 2 : 4;
-    const __m256 z = _mm256_setzero_ps();
-    __m256 a0, a1, b0, b1;
-    size_t c = 0;
-    for (; c + 16 <= m; c += 16) {
-        vcol(r, c, w, K, sym, ROW_F32, z, z, &a0, &a1, &b0, &b1);
-        cvcpu_emit16(d0 + c * oes, a0, a1, t, g->nt);
-        if (d1)
-            cvcpu_emit16(d1 + c * oes, b0, b1, t, g->nt);
-    }
-    if (c < m) { /* rows are padded: the whole vector is read, the rest stored */
-        float v[32];
-        vcol(r, c, w, K, sym, ROW_F32, z, z, &a0, &a1, &b0, &b1);
-        _mm256_storeu_ps(v, a0), _mm256_storeu_ps(v + 8, a1);
-        _mm256_storeu_ps(v + 16, b0), _mm256_storeu_ps(v + 24, b1);
-        cvcpu_img_store(g, d0 + c * oes, v, m - c);
-        if (d1)
-            cvcpu_img_store(g, d1 + c * oes, v + 16, m - c);
+    const float *const *fr = (const float *const *)(const void *)r;
+    __m256 x[4], y[4];
+    for (size_t c = 0; c < m; c += 32) {
+        vcol32(fr, c, w, K, sym, x, y);
+        if (c + 32 <= m) {
+            cvcpu_emit32(d0 + c * oes, x[0], x[1], x[2], x[3], t, g->nt);
+            if (d1)
+                cvcpu_emit32(d1 + c * oes, y[0], y[1], y[2], y[3], t, g->nt);
+        } else {
+            float v[64];
+            for (int i = 0; i < 4; i++) {
+                _mm256_storeu_ps(v + 8 * i, x[i]);
+                _mm256_storeu_ps(v + 32 + 8 * i, y[i]);
+            }
+            cvcpu_img_store(g, d0 + c * oes, v, m - c);
+            if (d1)
+                cvcpu_img_store(g, d1 + c * oes, v + 32, m - c);
+        }
     }
 }
 
