@@ -3,11 +3,17 @@
 #   make test   build, then run every test (GPU tests report "skipped" without a GPU)
 #   make test-sanitize   the same tests, host code built with AddressSanitizer
 #               and UndefinedBehaviorSanitizer, without CUDA (in build-sanitize)
+#   make python          build the Python package into build/python (part of build)
+#   make install-python  copy it into the interpreter's site directory
+#               (docs/python.md; PYTHON=/path/to/python3 picks the interpreter)
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
+ifdef PYTHON
+CMAKE_FLAGS += -DCONVOLVE_PYTHON=$(PYTHON)
+endif
 
-.PHONY: all build demo test test-sanitize clean
+.PHONY: all build demo test test-sanitize clean python install-python
 all: build
 
 build:
@@ -25,6 +31,11 @@ test-sanitize:
 	      -DCONVOLVE_WITH_CUDA=OFF
 	cmake --build build-sanitize -j $(JOBS)
 	cd build-sanitize && ctest --output-on-failure -j $(JOBS)
+
+python: build
+
+install-python: build
+	cmake --install $(BUILD) --component python
 
 clean:
 	rm -rf $(BUILD) build-sanitize

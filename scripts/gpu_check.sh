@@ -14,7 +14,13 @@
 # with a time limit, so the whole stays under GPU_CHECK_BUDGET seconds
 # (default 530); what does not fit is reported SKIPPED. GPU_CHECK_PROFILE=1
 # adds Nsight Compute profiles of the fast kernels and an FFT size probe;
-# GPU_CHECK_SKIP_LARGE=1 leaves out the arrays past 2^31 elements. Logs go to $OUT
+# GPU_CHECK_SKIP_LARGE=1 leaves out the arrays past 2^31 elements.
+# GPU_CHECK_ONLY="tests sanitize generality ..." runs only the named groups
+# (build always runs): tests (ctest gpu; the generated kernels without NVRTC;
+# test_gpu_fast on the generated kernels), sanitize (memcheck, racecheck),
+# bench (convolve bench), peers (bench/peers.py), generality
+# (bench/generality.py, and generated against legacy kernels), cpu (ctest
+# cpu), initcheck, large, sass. Logs go to $OUT
 # (build.log, tests.log, sanitizer.log, bench.txt, peers.txt, peers.json,
 # sass.txt, summary.txt); the summary and the 2-D bench table are printed
 # last. Changes no GPU setting.
@@ -30,6 +36,13 @@ RESULTS=()
 LAST_RC=0
 
 elapsed() { echo $(($(date +%s) - START)); }
+
+# want GROUP: is the step group selected (GPU_CHECK_ONLY, default all)?
+want() {
+    [ -z "${GPU_CHECK_ONLY:-}" ] && return 0
+    case " $GPU_CHECK_ONLY " in *" $1 "*) return 0 ;; esac
+    return 1
+}
 
 # step NAME LOGFILE LIMIT_SECONDS COMMAND...: runs COMMAND with its output
 # appended to LOGFILE, under min(LIMIT, time left); records PASS, FAIL (rc),
@@ -75,6 +88,9 @@ step() {
 : >"$OUT/bench.txt"
 : >"$OUT/sass.txt"
 : >"$OUT/peers.txt"
+: >"$OUT/generality.txt"
+: >"$OUT/tune.txt"
+: >"$OUT/python.txt"
 
 {
     echo "date: $(date -u)"
@@ -111,7 +127,7 @@ fallback_build() {
     local cuda=${CUDA_HOME:-/usr/local/cuda} obj=$BUILD/manual
     local nvcc
     nvcc=$(command -v nvcc || echo "$cuda/bin/nvcc")
-    local flags=(-I"$ROOT/include" -I"$ROOT/src" -I"$ROOT/tests" -I"$cuda/include"
+    local flags=(-I"$ROOT/include" -I"$ROOT/src" -I"$ROOT/tests" -I"$ROOT/tools" -I"$cuda/include"
         -DCONVOLVE_WITH_CUDA -D_POSIX_C_SOURCE=200809L -DCONVOLVE_DATA_DIR="\"$ROOT/data\"")
     mkdir -p "$obj" "$BUILD/tests" "$BUILD/bench"
     local pids=() f
@@ -128,14 +144,17 @@ fallback_build() {
         pids+=($!)
     done
     for f in "${pids[@]}"; do wait "$f"; done
+    for f in cli_common cli_options bench; do # the tools library's part bench uses
+        gcc -O2 -std=c11 "${flags[@]}" -c "$ROOT/tools/$f.c" -o "$obj/tools_$f.o"
+    done
     for t in test_gpu_strategies test_gpu_fast test_semantics test_bench; do
         gcc -O2 -std=c11 -fopenmp "${flags[@]}" -c "$ROOT/tests/$t.c" -o "$obj/$t.main.o"
-        "$nvcc" -arch=sm_90 -o "$BUILD/tests/$t" "$obj/$t.main.o" "$obj"/*.c.o "$obj"/*.cu.o \
-            -Xcompiler -fopenmp -lcufft -lm
+        "$nvcc" -arch=sm_90 -o "$BUILD/tests/$t" "$obj/$t.main.o" "$obj"/tools_*.o "$obj"/*.c.o \
+            "$obj"/*.cu.o -Xcompiler -fopenmp -lcufft -lm
     done
     gcc -O2 -std=c11 "${flags[@]}" -c "$ROOT/bench/convolve_bench.c" -o "$obj/bench.main.o"
-    "$nvcc" -arch=sm_90 -o "$BUILD/bench/convolve_bench" "$obj/bench.main.o" "$obj"/*.c.o \
-        "$obj"/*.cu.o -Xcompiler -fopenmp -lcufft -lm
+    "$nvcc" -arch=sm_90 -o "$BUILD/bench/convolve_bench" "$obj/bench.main.o" "$obj"/tools_*.o \
+        "$obj"/*.c.o "$obj"/*.cu.o -Xcompiler -fopenmp -lcufft -lm
 }
 if [ "$CMAKE_OK" -eq 0 ]; then
     export -f fallback_build
@@ -157,57 +176,113 @@ if [ ! -x "$BENCH" ]; then
 fi
 
 # ---- tests, sanitizers, benches: most important first -------------------------
-if [ "$CMAKE_OK" -eq 1 ]; then
-    # shellcheck disable=SC2016 # $0 is expanded by the inner bash
-    step "ctest gpu" "$OUT/tests.log" 180 \
-        bash -c 'cd "$0" && ctest -L gpu --output-on-failure --timeout 170' "$BUILD"
-else
-    step "test_gpu_strategies" "$OUT/tests.log" 180 "$TEST"
+DIRECT=$BUILD/tests/test_gpu_direct
+if want tests; then
+    if [ "$CMAKE_OK" -eq 1 ]; then
+        # shellcheck disable=SC2016 # $0 is expanded by the inner bash
+        step "ctest gpu" "$OUT/tests.log" 240 \
+            bash -c 'cd "$0" && ctest -L gpu --output-on-failure --timeout 230' "$BUILD"
+    else
+        step "test_gpu_strategies" "$OUT/tests.log" 180 "$TEST"
+    fi
+    [ -x "$DIRECT" ] && step "direct, generic kernels (no NVRTC)" "$OUT/tests.log" 90 \
+        env CONVOLVE_JIT=0 "$DIRECT" --small --cases 80
+    [ -x "$FAST" ] && step "test_gpu_fast, generated kernels" "$OUT/tests.log" 90 \
+        env CONVOLVE_DIRECT_KERNELS=generated "$FAST"
 fi
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-for tool in memcheck racecheck; do
-    step "sanitizer $tool strategies" "$OUT/sanitizer.log" 100 \
-        "$CS" --tool "$tool" --error-exitcode 99 --print-limit 20 "$TEST" --small
-    [ -x "$FAST" ] && step "sanitizer $tool fast" "$OUT/sanitizer.log" 100 \
-        "$CS" --tool "$tool" --error-exitcode 99 --print-limit 20 "$FAST" --small
-done
-step "bench 2-D 8192x8192 f32" "$OUT/bench.txt" 120 \
+if want sanitize; then
+    for tool in memcheck racecheck; do
+        step "sanitizer $tool strategies" "$OUT/sanitizer.log" 100 \
+            "$CS" --tool "$tool" --error-exitcode 99 --print-limit 20 "$TEST" --small
+        [ -x "$FAST" ] && step "sanitizer $tool fast" "$OUT/sanitizer.log" 100 \
+            "$CS" --tool "$tool" --error-exitcode 99 --print-limit 20 "$FAST" --small
+        [ -x "$DIRECT" ] && step "sanitizer $tool direct" "$OUT/sanitizer.log" 120 \
+            "$CS" --tool "$tool" --error-exitcode 99 --print-limit 20 "$DIRECT" --small --cases 12
+    done
+fi
+want bench && step "bench 2-D 8192x8192 f32" "$OUT/bench.txt" 120 \
     "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 8192x8192 --radius 1,2,3,7 --dtype float32 \
     --mode constant --runs 20
-if [ -x "$BUILD/convolve" ]; then
+if want peers && [ -x "$BUILD/convolve" ]; then
     step "peers (cuDNN, CuPy)" "$OUT/peers.txt" 200 \
         env PYTHONUNBUFFERED=1 "$PY" "$ROOT/bench/peers.py" --build "$BUILD" --runs 20 \
         --json "$OUT/peers.json"
 fi
-if [ "$CMAKE_OK" -eq 1 ]; then
-    # shellcheck disable=SC2016
-    step "ctest cpu" "$OUT/tests.log" 120 \
-        bash -c 'cd "$0" && ctest -L cpu --output-on-failure --timeout 110' "$BUILD"
-else
-    step "test_semantics" "$OUT/tests.log" 60 "$BUILD/tests/test_semantics"
-    step "test_bench" "$OUT/tests.log" 60 "$BUILD/tests/test_bench"
+if want generality; then
+    GEN_STRATS=()
+    [ -n "${GPU_CHECK_FAST_STRATEGIES:-}" ] && GEN_STRATS=(--strategies direct,separable,fft)
+    step "generality suite" "$OUT/generality.txt" 300 \
+        env PYTHONUNBUFFERED=1 "$PY" "$ROOT/bench/generality.py" --build "$BUILD" --runs 15 \
+        ${GEN_STRATS[@]+"${GEN_STRATS[@]}"} --json "$OUT/generality.json"
+    [ -n "${GPU_CHECK_GEN_ONLY:-}" ] && step "generality, generated kernels only" "$OUT/generality.txt" 120 \
+        env PYTHONUNBUFFERED=1 CONVOLVE_DIRECT_KERNELS=generated "$PY" \
+        "$ROOT/bench/generality.py" --build "$BUILD" --runs 15 --no-strategies --only "f32"
 fi
-step "sanitizer initcheck strategies" "$OUT/sanitizer.log" 100 \
-    "$CS" --tool initcheck --error-exitcode 99 --print-limit 20 "$TEST" --small
-[ -x "$FAST" ] && step "sanitizer initcheck fast" "$OUT/sanitizer.log" 100 \
-    "$CS" --tool initcheck --error-exitcode 99 --print-limit 20 "$FAST" --small
-step "bench 1-D 2^26 f32" "$OUT/bench.txt" 60 \
-    "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 67108864 --radius 1,3,15 --runs 20
-step "bench 3-D 256^3 f32" "$OUT/bench.txt" 60 \
-    "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 256x256x256 --radius 1,2,3 --runs 20
-step "bench 2-D reflect direct" "$OUT/bench.txt" 60 \
-    "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 8192x8192 --radius 1,2,3 --mode reflect \
-    --strategy direct --runs 20
-step "bench 2-D gaussian separable" "$OUT/bench.txt" 60 \
-    "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 8192x8192 --radius 2,4,8,16 \
-    --filter gaussian --strategy separable --runs 20
-[ -z "${GPU_CHECK_SKIP_LARGE:-}" ] &&
+if want python; then
+    # the Python package on device arrays: scipy's own filter tests with CuPy
+    # arrays and PyTorch tensors in place of numpy ones, and its benchmark
+    # (the GPU machine's scipy is newer than Debian's, and its tests need
+    # scipy's array-API fixtures: a copy of Debian's tests folder carried in
+    # .scipytests/, not committed, runs the same tests as on the CPU)
+    SUITE_ARGS=()
+    [ -d "$ROOT/.scipytests/scipy_ndimage_tests" ] &&
+        SUITE_ARGS=(--tests-dir "$ROOT/.scipytests/scipy_ndimage_tests")
+    for arrays in cupy torch; do
+        step "scipy suite on $arrays" "$OUT/python.txt" 150 env PYTHONUNBUFFERED=1 \
+            CONVOLVE_BUILD_DIR="$BUILD" "$PY" "$ROOT/tests/py/test_scipy_suite.py" \
+            --arrays "$arrays" ${SUITE_ARGS[@]+"${SUITE_ARGS[@]}"}
+    done
+    step "python peers (GPU)" "$OUT/python.txt" 120 env PYTHONUNBUFFERED=1 \
+        CONVOLVE_BUILD_DIR="$BUILD" "$PY" "$ROOT/bench/python_peers.py" --gpu
+fi
+if want tune; then
+    # the generated kernels under NVRTC options (GPU_CHECK_TUNE_VARIANTS, one
+    # per line) on a few cases, each variant compiled and timed alone
+    TUNE_CASES=${GPU_CHECK_TUNE_CASES:-"dense 3x3 zero|dense 9x9 zero|u8 RGB 4096^2 gaussian:2.5|gaussian:2 (17|u16 8192^2 dense 5x5|3-D 512^3 3x3x3|1-D 2^28 31|u8 gray"}
+    while IFS= read -r variant; do
+        step "tune [$variant]" "$OUT/tune.txt" 100 env PYTHONUNBUFFERED=1 \
+            CONVOLVE_DIRECT_KERNELS=generated CONVOLVE_JIT_DEFINES="$variant" "$PY" \
+            "$ROOT/bench/generality.py" --build "$BUILD" --runs 10 --no-strategies \
+            --only "$TUNE_CASES"
+    done <<<"${GPU_CHECK_TUNE_VARIANTS:-$(printf '%s\n' "" "-DCVK_GEN_MIN_BLOCKS=3" "-DCVK_GEN_MIN_BLOCKS=4" "-DCVK_GEN_MAX_UNITS=0")}"
+fi
+if want cpu; then
+    if [ "$CMAKE_OK" -eq 1 ]; then
+        # shellcheck disable=SC2016
+        step "ctest cpu" "$OUT/tests.log" 120 \
+            bash -c 'cd "$0" && ctest -L cpu --output-on-failure --timeout 110' "$BUILD"
+    else
+        step "test_semantics" "$OUT/tests.log" 60 "$BUILD/tests/test_semantics"
+        step "test_bench" "$OUT/tests.log" 60 "$BUILD/tests/test_bench"
+    fi
+fi
+if want initcheck; then
+    step "sanitizer initcheck strategies" "$OUT/sanitizer.log" 100 \
+        "$CS" --tool initcheck --error-exitcode 99 --print-limit 20 "$TEST" --small
+    [ -x "$FAST" ] && step "sanitizer initcheck fast" "$OUT/sanitizer.log" 100 \
+        "$CS" --tool initcheck --error-exitcode 99 --print-limit 20 "$FAST" --small
+fi
+if want bench; then
+    step "bench 1-D 2^26 f32" "$OUT/bench.txt" 60 \
+        "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 67108864 --radius 1,3,15 --runs 20
+    step "bench 3-D 256^3 f32" "$OUT/bench.txt" 60 \
+        "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 256x256x256 --radius 1,2,3 --runs 20
+    step "bench 2-D reflect direct" "$OUT/bench.txt" 60 \
+        "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 8192x8192 --radius 1,2,3 --mode reflect \
+        --strategy direct --runs 20
+    step "bench 2-D gaussian separable" "$OUT/bench.txt" 60 \
+        "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 8192x8192 --radius 2,4,8,16 \
+        --filter gaussian --strategy separable --runs 20
+fi
+want large && [ -z "${GPU_CHECK_SKIP_LARGE:-}" ] &&
     step "test --large (>2^31 elements)" "$OUT/tests.log" 200 "$TEST" --large
 if [ -n "${GPU_CHECK_PROFILE:-}" ]; then
     # Nsight Compute on the fast kernels (clocks left alone), into bench.txt
     NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-    # each: LABEL|KERNEL REGEX|bench options (the shapes of the issue's targets)
-    for spec in "direct 2-D r=1|fd_kernel|--shape 8192x8192 --radius 1 --strategy direct" \
+    # each: LABEL|KERNEL REGEX|bench options (the shapes of the issue's targets);
+    # GPU_CHECK_PROFILE=gen profiles the generated kernels only
+    [ "$GPU_CHECK_PROFILE" = gen ] || for spec in "direct 2-D r=1|fd_kernel|--shape 8192x8192 --radius 1 --strategy direct" \
         "direct 2-D r=3|fd_kernel|--shape 8192x8192 --radius 3 --strategy direct" \
         "direct 2-D r=4|fd_kernel|--shape 8192x8192 --radius 4 --strategy direct" \
         "direct 2-D r=7|fd_kernel|--shape 8192x8192 --radius 7 --strategy direct" \
@@ -222,7 +297,18 @@ if [ -n "${GPU_CHECK_PROFILE:-}" ]; then
             --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
             "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --runs 20 $opts
     done
-    step "fft sizes" "$OUT/bench.txt" 60 "$PY" "$ROOT/bench/fft_sizes.py"
+    # the generated kernels, run by bench/generality.py (one case each)
+    for spec in "gen tile f32 4x4|f32 8192^2 even 4x4" "gen tile f64 3x3|f64 8192^2 dense 3x3" \
+        "gen strip u8 RGB|u8 RGB 4096^2 gaussian:2.5" "gen strip f32 65|gaussian:8 (65" \
+        "gen 3-D separable|3-D 512^3 gaussian:1.5" "gen tile u16 5x5|u16 8192^2 dense 5x5"; do
+        IFS='|' read -r label only <<<"$spec"
+        step "ncu $label" "$OUT/bench.txt" 90 "$NCU" --clock-control none -k "regex:cvk_gen" \
+            --launch-skip 4 --launch-count 1 --section SpeedOfLight --section Occupancy \
+            --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+            --section LaunchStats "$PY" "$ROOT/bench/generality.py" --build "$BUILD" --runs 3 \
+            --no-strategies --only "$only"
+    done
+    [ "$GPU_CHECK_PROFILE" = gen ] || step "fft sizes" "$OUT/bench.txt" 60 "$PY" "$ROOT/bench/fft_sizes.py"
 fi
 
 # ---- registers and spills from the SASS -------------------------------------
@@ -249,13 +335,13 @@ sass_scan() {
 }
 export -f sass_scan
 export BUILD
-step "sass scan" "$OUT/sass.txt" 60 bash -c sass_scan
+want sass && step "sass scan" "$OUT/sass.txt" 60 bash -c sass_scan
 
 # ---- summary ----------------------------------------------------------------
 {
     echo
     echo "elapsed: $(elapsed)s"
-    grep -hE "^test_gpu_(strategies|fast): [0-9]+ cases|checks, [0-9]+ failures|^FAIL|^ERROR|Error:|tests passed|tests failed|\((Failed|Timeout|SEGFAULT|Subprocess aborted)\)|Exception" \
+    grep -hE "^test_gpu_(strategies|fast|direct): [0-9]+ cases|checks, [0-9]+ failures|^FAIL|^ERROR|Error:|tests passed|tests failed|\((Failed|Timeout|SEGFAULT|Subprocess aborted)\)|Exception" \
         "$OUT/tests.log" | head -40
     grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|========= (Invalid|Uninitialized|Race|Error)" \
         "$OUT/sanitizer.log" | sort | uniq -c | head -20
@@ -270,6 +356,17 @@ step "sass scan" "$OUT/sass.txt" 60 bash -c sass_scan
     echo
     echo "peers (peers.txt has the details):"
     grep -E "^\|" "$OUT/peers.txt"
+    echo
+    echo "generality (generality.txt has the details):"
+    grep -E "^\|" "$OUT/generality.txt"
+    echo
+    echo "tuning variants (tune.txt):"
+    grep -E "^=== tune|^\| [a-z0-9]" "$OUT/tune.txt" | grep -v "^| case"
 } >>"$OUT/summary.txt"
 rm -f "$OUT/.step"
+# at most 8 files come back from the GPU machine: the small logs go into one
+for f in build.log sanitizer.log sass.txt peers.txt python.txt tune.txt; do
+    [ -s "$OUT/$f" ] && { echo "##### $f"; cat "$OUT/$f"; } >>"$OUT/logs.txt"
+    rm -f "$OUT/$f"
+done
 cat "$OUT/summary.txt"

@@ -10,8 +10,14 @@
 #ifndef CONVOLVE_KERNEL_MATH_H
 #define CONVOLVE_KERNEL_MATH_H
 
+#ifdef __CUDACC_RTC__ /* NVRTC (src/cuda/jit.c) has no standard headers */
+typedef long ptrdiff_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+#else
 #include <stddef.h>
 #include <stdint.h>
+#endif
 
 #ifdef __CUDACC__
 #define CVI_HD __host__ __device__ __forceinline__

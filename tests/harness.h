@@ -138,6 +138,77 @@ static inline void h_layout_extent(const convolve_layout *l, size_t *bytes, size
     *origin = (size_t)(-lo);
 }
 
+/* Layout kinds the GPU tests draw: how an array of `shape` x C channels lies
+ * in memory. */
+enum {
+    H_PACKED = 0,   /* C order, channels interleaved */
+    H_PITCHED,      /* rows padded by 5 elements, planes by one row */
+    H_REVERSED,     /* pitched, rows in reverse order (negative stride) */
+    H_PLANAR,       /* channels in planes of their own */
+    H_STEPPED,      /* every other element of a larger array along x */
+    H_LAYOUT_KINDS
+};
+
+/* Fills *l for kind k; *bytes receives the buffer's size and *origin where
+ * element 0 lies in it (strides may be negative). */
+static inline void h_make_layout(convolve_layout *l, convolve_dtype dt, int ndim,
+                                 const size_t *shape, size_t C, int k, size_t *bytes,
+                                 size_t *origin)
+{
+    const ptrdiff_t es = (ptrdiff_t)convolve_dtype_size(dt);
+    convolve_layout_init(l, dt, ndim, shape, C);
+    if (k == H_PITCHED || k == H_REVERSED) {
+        ptrdiff_t step = (ptrdiff_t)C * es;
+        for (int a = ndim - 1; a >= 0; a--) {
+            l->strides[a] = step;
+            step = step * (ptrdiff_t)shape[a] + (a == ndim - 1 ? 5 * es * (ptrdiff_t)C : 0);
+        }
+        if (k == H_REVERSED && ndim > 1)
+            l->strides[ndim - 2] = -l->strides[ndim - 2];
+    } else if (k == H_PLANAR) {
+        ptrdiff_t step = es;
+        for (int a = ndim - 1; a >= 0; a--) {
+            l->strides[a] = step;
+            step *= (ptrdiff_t)shape[a];
+        }
+        l->channel_stride = step;
+    } else if (k == H_STEPPED) {
+        ptrdiff_t step = 2 * (ptrdiff_t)C * es;
+        for (int a = ndim - 1; a >= 0; a--) {
+            l->strides[a] = step;
+            step *= (ptrdiff_t)shape[a];
+        }
+    }
+    h_layout_extent(l, bytes, origin);
+}
+
+/* Byte offset of packed element i (C order, channels last) in layout l. */
+static inline ptrdiff_t h_layout_offset(const convolve_layout *l, size_t i)
+{
+    size_t c = i % l->channels, idx = i / l->channels;
+    ptrdiff_t off = (ptrdiff_t)c * l->channel_stride;
+    for (int a = l->ndim - 1; a >= 0; a--) {
+        off += (ptrdiff_t)(idx % l->shape[a]) * l->strides[a];
+        idx /= l->shape[a];
+    }
+    return off;
+}
+
+/* Copies n elements from a packed array into layout l at base, and back. */
+static inline void h_scatter(const convolve_layout *l, char *base, const char *packed, size_t n)
+{
+    const size_t es = convolve_dtype_size(l->dtype);
+    for (size_t i = 0; i < n; i++)
+        memcpy(base + h_layout_offset(l, i), packed + i * es, es);
+}
+
+static inline void h_gather(const convolve_layout *l, const char *base, char *packed, size_t n)
+{
+    const size_t es = convolve_dtype_size(l->dtype);
+    for (size_t i = 0; i < n; i++)
+        memcpy(packed + i * es, base + h_layout_offset(l, i), es);
+}
+
 static inline double h_get(convolve_dtype t, const void *data, size_t i)
 {
     switch (t) {

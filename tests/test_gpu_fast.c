@@ -37,63 +37,9 @@ typedef struct {
     convolve_mode mode;
     int correlate;
     ptrdiff_t origin[3];
-    int layout;  /* 0 packed, 1 pitched rows, 2 reversed rows, 3 planar channels */
+    int layout;  /* H_PACKED, H_PITCHED, H_REVERSED or H_PLANAR (harness.h) */
     int device;  /* run convolve_execute_device too */
 } fcase;
-
-/* A layout of kind k over buffer bytes *bytes with element 0 at *origin. */
-static void make_layout(convolve_layout *l, convolve_dtype dt, int ndim, const size_t *shape,
-                        size_t C, int k, size_t *bytes, size_t *origin)
-{
-    size_t es = convolve_dtype_size(dt);
-    convolve_layout_init(l, dt, ndim, shape, C);
-    if (k == 1 || k == 2) { /* rows padded by 5 elements (and planes by 1 row) */
-        ptrdiff_t step = (ptrdiff_t)(C * es);
-        for (int a = ndim - 1; a >= 0; a--) {
-            l->strides[a] = step;
-            step = step * (ptrdiff_t)shape[a] + (ptrdiff_t)((a == ndim - 1 ? 5 : 0) * es * C);
-        }
-        if (k == 2 && ndim > 1)
-            l->strides[ndim - 2] = -l->strides[ndim - 2];
-    } else if (k == 3) {
-        ptrdiff_t step = (ptrdiff_t)es;
-        for (int a = ndim - 1; a >= 0; a--) {
-            l->strides[a] = step;
-            step *= (ptrdiff_t)shape[a];
-        }
-        l->channel_stride = step;
-    }
-    h_layout_extent(l, bytes, origin);
-}
-
-/* Copies between a packed array (C order, channels last) and a layout. */
-static void scatter(const convolve_layout *l, char *base, const char *packed, size_t n)
-{
-    size_t es = convolve_dtype_size(l->dtype);
-    for (size_t i = 0; i < n; i++) {
-        size_t c = i % l->channels, idx = i / l->channels;
-        ptrdiff_t off = (ptrdiff_t)c * l->channel_stride;
-        for (int a = l->ndim - 1; a >= 0; a--) {
-            off += (ptrdiff_t)(idx % l->shape[a]) * l->strides[a];
-            idx /= l->shape[a];
-        }
-        memcpy(base + off, packed + i * es, es);
-    }
-}
-
-static void gather(const convolve_layout *l, const char *base, char *packed, size_t n)
-{
-    size_t es = convolve_dtype_size(l->dtype);
-    for (size_t i = 0; i < n; i++) {
-        size_t c = i % l->channels, idx = i / l->channels;
-        ptrdiff_t off = (ptrdiff_t)c * l->channel_stride;
-        for (int a = l->ndim - 1; a >= 0; a--) {
-            off += (ptrdiff_t)(idx % l->shape[a]) * l->strides[a];
-            idx /= l->shape[a];
-        }
-        memcpy(packed + i * es, base + off, es);
-    }
-}
 
 static const char *dt(convolve_dtype t)
 {
@@ -168,10 +114,10 @@ static void run_case(const fcase *c)
     /* the layouts under test */
     convolve_layout lin, lout;
     size_t ib, io, ob, oo;
-    make_layout(&lin, c->tin, c->ndim, c->shape, c->C, c->layout, &ib, &io);
-    make_layout(&lout, c->tout, c->ndim, c->shape, c->C, c->layout == 2 ? 1 : c->layout, &ob, &oo);
+    h_make_layout(&lin, c->tin, c->ndim, c->shape, c->C, c->layout, &ib, &io);
+    h_make_layout(&lout, c->tout, c->ndim, c->shape, c->C, c->layout == 2 ? 1 : c->layout, &ob, &oo);
     char *hin = malloc(ib), *hout = malloc(ob), *got = malloc(n * oes);
-    scatter(&lin, hin + io, xin, n);
+    h_scatter(&lin, hin + io, xin, n);
 
     o.backend = CONVOLVE_BACKEND_CUDA;
     o.strategy = c->strategy;
@@ -197,7 +143,7 @@ static void run_case(const fcase *c)
             cudaFree(dout);
 #endif
         }
-        gather(&lout, hout + oo, got, n);
+        h_gather(&lout, hout + oo, got, n);
         int fft = strcmp(c->strategy, "fft") == 0;
         double tol, eps;
         if (c->tout == CONVOLVE_UINT8 || c->tout == CONVOLVE_UINT16) {

@@ -12,18 +12,18 @@
 #include "fast_direct.h"
 #include "fast_direct3d.h"
 #include "fast_fft.h"
+#include "gen_plan.h"
 #include "strategies.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* auto: a filter the direct kernels do not serve goes to the FFT from this
- * many taps (below it the chapter's tiled kernels win). Measured on an H100
- * (BENCHMARKS.md): the direct kernels beat the FFT at every size they are
- * compiled for (2-D 17x17: 1.1 ms against 3.4 ms on 8192^2; 3-D 7x7x7: 0.42
- * against 0.88 ms on 256^3), so they come first. */
-#define CVF_FFT_OVER_CHAPTER 64
+/* auto: dense filters of up to this many taps run direct, larger ones by
+ * FFT. Measured on an H100 (BENCHMARKS.md): direct beat the FFT at every
+ * size the legacy kernels were compiled for (2-D 17x17: 1.1 ms against 3.4
+ * ms on 8192^2; 3-D 7x7x7: 0.42 against 0.88 ms on 256^3). */
+#define CVF_DIRECT_OVER_FFT 400
 
 struct cvf_plan {
     int sid;
@@ -31,6 +31,7 @@ struct cvf_plan {
     double *weights, *taps[3];
     int multiprocessors;
     cvi_fft_plan *fft;
+    cvcu_gen_plan *gen;         /* the generated kernels (gen.c), when they serve */
     cvk_bank *bank;             /* fallback: the constant kernel's bank, or */
     void *d_weights;            /* the basic kernel's weights in device memory */
     char message[256];
@@ -55,39 +56,15 @@ static int odd_cube(const cvi_problem *p, int dims)
 convolve_status cvf_check(const cvi_strategy *s, const cvi_problem *p, const convolve_context *ctx,
                           char *why, size_t n)
 {
-    const int K = (int)p->ksize[2], C = (int)p->channels, t = (int)p->in_type;
-    /* the 2-D kernels keep uint8 rows as bytes, so cval must be one */
-    if ((s->id == CVS_DIRECT || s->id == CVS_SEPARABLE) && p->ndim == 2 &&
-        p->in_type == CONVOLVE_UINT8 && p->mode == CVI_MODE_CONSTANT &&
-        !(p->cval >= 0 && p->cval <= 255 && p->cval == (double)(int)p->cval)) {
-        snprintf(why, n, "on uint8 data in constant mode it needs cval to be a whole number from "
-                 "0 to 255 (it is %g); use 'fft' or a chapter strategy", p->cval);
-        return CONVOLVE_ERROR_UNSUPPORTED;
-    }
     switch (s->id) {
     case CVS_DIRECT:
-        if (p->ndim == 1 && odd_cube(p, 1) && cvi_fd1d_supports(t, C, K))
-            return CONVOLVE_OK;
-        if (p->ndim == 2 && odd_cube(p, 2) && cvi_fd2d_supports(t, C, K, 0))
-            return CONVOLVE_OK;
-        if (p->ndim == 3 && odd_cube(p, 3) && cvi_f3_supports(t, C, K))
-            return CONVOLVE_OK;
-        snprintf(why, n, "it is compiled for odd square filters on float32 with one channel "
-                 "(1-D K <= 33, 2-D K <= 17, 3-D K <= 9 cubes) and 2-D uint8 gray or RGB with "
-                 "K <= 5; this is a %zux%zux%zu filter on %s with %d channel%s (use 'fft' or a "
-                 "chapter strategy)", p->ksize[0], p->ksize[1], p->ksize[2],
-                 convolve_dtype_name(p->in_type), C, C == 1 ? "" : "s");
-        return CONVOLVE_ERROR_UNSUPPORTED;
+        return cvcu_gen_serves(p, 0, why, n) ? CONVOLVE_OK : CONVOLVE_ERROR_UNSUPPORTED;
     case CVS_SEPARABLE:
-        if (p->ndim == 2 && p->separable && odd_cube(p, 2) && cvi_fd2d_supports(t, C, K, 1))
-            return CONVOLVE_OK;
-        snprintf(why, n, "it needs a 2-D separable filter (given per axis, or rank one), square "
-                 "and odd, K <= 33 on float32 with one channel or K <= 9 on uint8 gray or RGB; "
-                 "this is %s%s %zux%zux%zu on %s with %d channel%s",
-                 p->separable ? "a separable" : "a dense", p->ndim == 2 ? "" : " non-2-D",
-                 p->ksize[0], p->ksize[1], p->ksize[2], convolve_dtype_name(p->in_type), C,
-                 C == 1 ? "" : "s");
-        return CONVOLVE_ERROR_UNSUPPORTED;
+        if (p->ndim < 2) {
+            snprintf(why, n, "a 1-D filter is its own separable form; use 'direct'");
+            return CONVOLVE_ERROR_UNSUPPORTED;
+        }
+        return cvcu_gen_serves(p, 1, why, n) ? CONVOLVE_OK : CONVOLVE_ERROR_UNSUPPORTED;
     case CVS_FFT: {
         size_t bytes = cvi_fft_workspace_bytes(p);
         size_t total = ctx ? ctx->device.total_memory : 0;
@@ -112,6 +89,7 @@ void cvf_release(cvf_plan *f)
     if (!f)
         return;
     cvi_fft_destroy(f->fft);
+    cvcu_gen_release(f->gen);
     if (f->d_weights)
         (void)cudaFree(f->d_weights);
     free(f->bank);
@@ -127,6 +105,33 @@ static double *copy_doubles(const double *src, size_t n)
     if (d)
         memcpy(d, src, n * sizeof *d);
     return d;
+}
+
+/* 1 if the generated kernels (gen.c) run strategy sid on p: every case
+ * the legacy register-streaming kernels do not serve, and those they serve
+ * where the generated ones measured faster on the H100 (BENCHMARKS.md,
+ * 8192^2 float32: dense 3x3 0.28 against 0.33 ms, 9x9 0.44 against 0.54;
+ * separable 17 taps 0.46 against 0.63). CONVOLVE_DIRECT_KERNELS=generated
+ * or =legacy forces one (for comparing them). */
+static int use_generated(int sid, const cvi_problem *p)
+{
+    const int K = (int)p->ksize[2], C = (int)p->channels, t = (int)p->in_type;
+    const char *env = getenv("CONVOLVE_DIRECT_KERNELS");
+    if (env && strcmp(env, "generated") == 0)
+        return 1;
+    const int legacy_only = env && strcmp(env, "legacy") == 0;
+    if (!legacy_only && p->ndim == 2 && t == CONVOLVE_FLOAT32 && C == 1 && odd_cube(p, 2) &&
+        (sid == CVS_SEPARABLE ? p->separable && K >= 11 : K == 3 || (K >= 9 && K <= 15)))
+        return 1;
+    /* the legacy 2-D kernels keep uint8 rows as bytes: cval must be one */
+    if (p->ndim == 2 && p->in_type == CONVOLVE_UINT8 && p->mode == CVI_MODE_CONSTANT &&
+        !(p->cval >= 0 && p->cval <= 255 && p->cval == (double)(int)p->cval))
+        return 1;
+    if (sid == CVS_SEPARABLE)
+        return !(p->ndim == 2 && p->separable && odd_cube(p, 2) && cvi_fd2d_supports(t, C, K, 1));
+    return !((p->ndim == 1 && odd_cube(p, 1) && cvi_fd1d_supports(t, C, K)) ||
+             (p->ndim == 2 && odd_cube(p, 2) && cvi_fd2d_supports(t, C, K, 0)) ||
+             (p->ndim == 3 && odd_cube(p, 3) && cvi_f3_supports(t, C, K)));
 }
 
 convolve_status cvf_prepare(convolve_context *ctx, const cvi_strategy *s, const cvi_problem *p,
@@ -156,7 +161,13 @@ convolve_status cvf_prepare(convolve_context *ctx, const cvi_strategy *s, const 
         f->multiprocessors = 0; /* the launchers assume an H100/H200 */
     (void)cudaGetLastError();
 
-    if (s->id == CVS_FFT) {
+    if (s->id != CVS_FFT && use_generated(s->id, p)) {
+        convolve_status st = cvcu_gen_prepare(ctx, &f->p, s->id == CVS_SEPARABLE, &f->gen);
+        if (st != CONVOLVE_OK) {
+            cvf_release(f);
+            return st;
+        }
+    } else if (s->id == CVS_FFT) {
         convolve_status st = cvi_fft_create(&f->p, &f->fft, f->message, sizeof f->message);
         if (st != CONVOLVE_OK) {
             cvi_error(ctx, st, "strategy 'fft': %s", f->message);
@@ -248,6 +259,11 @@ cudaError_t cvf_launch(cvf_plan *f, const cvk_args *a, cudaStream_t stream)
         return st == CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY ? cudaErrorMemoryAllocation
                                                          : cudaErrorLaunchFailure;
     }
+    if (f->gen) {
+        const long long is[3] = {a->is[0], a->is[1], a->is[2]};
+        const long long os[3] = {a->os[0], a->os[1], a->os[2]};
+        return cvcu_gen_launch(f->gen, a->in, a->out, is, a->ics, os, a->ocs, stream);
+    }
     if (!rows_interleaved(a))
         return launch_fallback(f, a, stream);
     if (p->ndim == 3) {
@@ -316,9 +332,13 @@ const cvi_strategy *cvf_pick(const convolve_context *ctx, const cvi_problem *p,
     /* a fused separable pass costs 4K flops an output: it beats both others */
     if (serves(sep, ctx, p))
         return sep;
+    /* dense: direct up to about 400 taps (20 x 20, 7 x 7 x 7), where its
+     * 2 flops a tap meet the FFT's cost nearly independent of the filter */
+    if (p->kcount <= CVF_DIRECT_OVER_FFT && serves(dir, ctx, p))
+        return dir;
+    if (serves(fft, ctx, p))
+        return fft;
     if (serves(dir, ctx, p))
         return dir;
-    if (p->kcount > CVF_FFT_OVER_CHAPTER && serves(fft, ctx, p))
-        return fft;
     return NULL;
 }

@@ -178,11 +178,13 @@ static const cvi_strategy k_cuda_strategies[] = {
      check_banked, {CVK_CACHED_X, CVK_CACHED_Y, CVK_CACHED_Z}},
     /* the fast path (src/cuda/fast.c) */
     {"direct", CONVOLVE_BACKEND_CUDA, 7u, CVS_DIRECT,
-     "fast: warps stream rows through a cp.async ring in shared memory (1-D: windows by "
-     "shuffles; 3-D: plane tiles), K rolling accumulators in registers, weights as constant "
-     "operands", cvf_check, {0, 0, 0}},
-    {"separable", CONVOLVE_BACKEND_CUDA, 2u, CVS_SEPARABLE,
-     "fast: separable filters in one fused pass, the intermediate never leaves registers",
+     "fast: register-blocked tiles staged in shared memory (3-D: planes streamed through "
+     "rolling accumulators), specialised at plan time (NVRTC) to the filter, types and "
+     "channels; any type, channel count, layout and filter up to 64 taps an axis",
+     cvf_check, {0, 0, 0}},
+    {"separable", CONVOLVE_BACKEND_CUDA, 2u | 4u, CVS_SEPARABLE,
+     "fast: separable filters fused in one pass (2-D: strips keeping x-filtered rows in a "
+     "shared-memory ring; 3-D: planes, z taps in registers), up to 257 taps an axis",
      cvf_check, {0, 0, 0}},
     {"fft", CONVOLVE_BACKEND_CUDA, 7u, CVS_FFT,
      "fast: cuFFT on the input extended by the mode, for large filters", cvf_check, {0, 0, 0}},

@@ -52,6 +52,13 @@ struct __attribute__((aligned(8))) float2 {
 struct __attribute__((aligned(8))) uint2 {
     unsigned x, y;
 };
+struct __attribute__((aligned(16))) uint4 {
+    unsigned x, y, z, w;
+};
+
+/* Run-time compiled kernels are never loaded here (cudaLibraryLoadData fails). */
+cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
+                             cudaStream_t stream);
 inline float4 make_float4(float x, float y, float z, float w)
 {
     return float4{x, y, z, w};

@@ -38,7 +38,16 @@ enum cudaMemcpyKind {
 };
 
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
-enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16 };
+enum cudaDeviceAttr {
+    cudaDevAttrMultiProcessorCount = 16,
+    cudaDevAttrComputeCapabilityMajor = 75,
+    cudaDevAttrComputeCapabilityMinor = 76,
+    cudaDevAttrMaxSharedMemoryPerBlockOptin = 97
+};
+
+/* Run-time loaded code (src/cuda/jit.c): never available here. */
+typedef struct cvk_emu_library *cudaLibrary_t;
+typedef struct cvk_emu_kernel *cudaKernel_t;
 
 #define cudaStreamNonBlocking 0x01
 
@@ -63,6 +72,8 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device);
 cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device);
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr, const void *func);
 cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value);
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, const void *func,
+                                                          int block_size, size_t smem);
 cudaError_t cudaMalloc(void **ptr, size_t size);
 cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width, size_t height);
 cudaError_t cudaFree(void *ptr);
@@ -82,6 +93,11 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t cudaEventDestroy(cudaEvent_t event);
 cudaError_t cudaGetLastError(void);
+cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code, void *jit_options,
+                                void **jit_values, unsigned n_jit, void *lib_options,
+                                void **lib_values, unsigned n_lib);
+cudaError_t cudaLibraryGetKernel(cudaKernel_t *kernel, cudaLibrary_t library, const char *name);
+cudaError_t cudaLibraryUnload(cudaLibrary_t library);
 const char *cudaGetErrorString(cudaError_t error);
 const char *cudaGetErrorName(cudaError_t error);
 

@@ -175,7 +175,13 @@ cudaError_t cudaGetDevice(int *device)
 cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
 {
     (void)device;
-    *value = attr == cudaDevAttrMultiProcessorCount ? 2 : 0;
+    switch (attr) {
+    case cudaDevAttrMultiProcessorCount: *value = 2; break;
+    case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = (int)k_optin_shared; break;
+    default: *value = 0; break;
+    }
     return cudaSuccess;
 }
 
@@ -215,6 +221,14 @@ cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, 
         return fail(cudaErrorInvalidValue);
     std::lock_guard<std::mutex> lock(g_mutex);
     g_dynamic_limit[func] = value;
+    return cudaSuccess;
+}
+
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, const void *func,
+                                                          int block_size, size_t smem)
+{
+    (void)func, (void)block_size, (void)smem;
+    *blocks = 2;
     return cudaSuccess;
 }
 
@@ -326,6 +340,40 @@ cudaError_t cudaEventDestroy(cudaEvent_t event)
     free(event);
     return cudaSuccess;
 }
+
+cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code, void *jit_options,
+                                void **jit_values, unsigned n_jit, void *lib_options,
+                                void **lib_values, unsigned n_lib)
+{
+    (void)code, (void)jit_options, (void)jit_values, (void)n_jit, (void)lib_options;
+    (void)lib_values, (void)n_lib;
+    *library = nullptr;
+    return cudaErrorInvalidValue; /* no machine code runs here */
+}
+
+cudaError_t cudaLibraryGetKernel(cudaKernel_t *kernel, cudaLibrary_t library, const char *name)
+{
+    (void)library, (void)name;
+    *kernel = nullptr;
+    return cudaErrorInvalidValue;
+}
+
+cudaError_t cudaLibraryUnload(cudaLibrary_t library)
+{
+    (void)library;
+    return cudaSuccess;
+}
+
+}
+
+cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t smem,
+                             cudaStream_t stream)
+{
+    (void)func, (void)grid, (void)block, (void)args, (void)smem, (void)stream;
+    return cudaErrorInvalidValue;
+}
+
+extern "C" {
 
 cudaError_t cudaGetLastError(void)
 {
