@@ -9,16 +9,18 @@
  *   - box (image_box.c): separable filters whose taps along each axis are all
  *     equal: exact integer running sums (a vertical running sum per column,
  *     a prefix sum along the row), then one multiply and the rounding;
- *   - separable (image_taps.c): other separable filters: the horizontal pass
- *     on each input row (converted to float once), a ring of filtered rows,
- *     the vertical pass two output rows at a time; symmetric taps are folded
- *     (x[k] + x[K-1-k] added before the multiply);
+ *   - separable (image_taps.c): short filters (up to 9 rows) take the
+ *     vertical pass first, on the input rows as they are (four output rows
+ *     a pass), then the horizontal pass on a piece of row in L1; taller
+ *     ones the horizontal pass first (each input row converted once) into
+ *     a ring of float rows, then the vertical pass on the ring, symmetric
+ *     taps folded (x[k] + x[K-1-k] added before the multiply);
  *   - dense (image_taps.c): small non-separable filters on a ring of
  *     converted input rows, two output rows per pass over the ring.
  * Work is split into column tiles whose rings stay in L2 and bands of rows,
  * spread over OpenMP threads.
  *
- * Accuracy (docs/cpu-fast.md, "The image strategy"): float sums, so every
+ * Accuracy (docs/cpu-fast.md, "Accuracy"): float sums, so every
  * output is rint(v) of a computed v with |v - exact| <= cvcpu_image_bound();
  * box filters sum exactly and round once.
  */

@@ -1,10 +1,12 @@
 /*
- * image_taps.c - the image strategy's float paths (image.h): separable
- * filters (horizontal pass per input row into a ring, vertical pass two
- * output rows at a time, converted and stored as it goes) and small dense
- * filters (a ring of converted input rows, two output rows per pass), both
- * on rows of interleaved channels with horizontal taps C elements apart.
- * AVX2 + FMA kernels; symmetric taps are folded.
+ * image_taps.c - the image strategy's float paths (image.h), on rows of
+ * interleaved channels with horizontal taps C elements apart: separable
+ * filters of up to 9 rows (vertical pass on the input rows, four output
+ * rows at a time, then the horizontal pass on pieces of row in L1,
+ * converted and stored as it goes), taller separable filters (horizontal
+ * pass per input row into a ring of float rows, then the vertical pass on
+ * the ring, symmetric taps folded) and small dense filters (a ring of
+ * converted input rows, two output rows per pass). AVX2 + FMA kernels.
  */
 #include "image.h"
 
@@ -44,132 +46,77 @@ CVCPU_AVX2 static CVCPU_INLINE __m256 ld8(const char *row, size_t e, int ty)
         _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(row + e))));
 }
 
+/* Rows of output the short vertical pass computes at once. */
+#define VROWS 4
+
 /*
- * The vertical pass on 16 columns from element e of two output rows:
- * a = c0 + sum_{k<K} w[k] * r[k][e..], b = c1 + sum_{k<K} w[k] * r[k+1][e..]
- * from the K + 1 input rows r (NULL: a row of cval, whose share is in c0,
- * c1), each loaded and converted once. With sym (w[k] == w[K-1-k], every row
- * present, c0 = c1 = 0) the pairs are folded: row 0 adds r[k] + r[K-1-k],
- * row 1 r[k+1] + r[K-k], and r[k] of one step is the previous step's
- * r[k+1]. The sums run in the same order for either row of a pair.
+ * The vertical pass of short filters (K <= 9 rows) over the elements
+ * [e0, e1), VROWS output rows at once: o[j][e - e0] = c[j] + sum_{i<K}
+ * w[i] * r[j + i][e] for j < VROWS, from the K + VROWS - 1 input rows r
+ * (rows of cval in CONSTANT mode are rows of zeros here, their share in
+ * c[j]), 8 columns at a time: each row is loaded and converted once and
+ * feeds every output row it belongs to; taps in registers, the sum in the
+ * same order (i ascending) for every row whichever j it is. Up to 7 values
+ * more are written past e1 - e0. The last piece of a row is read through
+ * copies in `tail` ((K + VROWS) * 32 bytes), never past the row's end.
  */
-CVCPU_AVX2 static CVCPU_INLINE void vcol(const char *const *r, size_t e, const float *w, size_t K,
-                                         int sym, int ty, __m256 c0, __m256 c1, __m256 *a0,
-                                         __m256 *a1, __m256 *b0, __m256 *b1)
+CVCPU_AVX2 static CVCPU_INLINE void vrange4_t(const char *const *restrict r, size_t e0, size_t e1,
+                                              const float *restrict w, const size_t K,
+                                              const int ty, const float *restrict c,
+                                              float *const *restrict o, char *tail)
 {
-    if (!sym) {
-        __m256 x0 = c0, x1 = c0, y0 = c1, y1 = c1;
-        for (size_t k = 0; k <= K; k++) {
-            if (!r[k])
-                continue;
-            __m256 v0 = ld8(r[k], e, ty), v1 = ld8(r[k], e + 8, ty);
-            if (k < K) {
-                __m256 wk = _mm256_broadcast_ss(w + k);
-                x0 = _mm256_fmadd_ps(wk, v0, x0);
-                x1 = _mm256_fmadd_ps(wk, v1, x1);
+    __m256 wk[9];
+    for (size_t i = 0; i < K; i++)
+        wk[i] = _mm256_broadcast_ss(w + i);
+    const __m256 c0 = _mm256_set1_ps(c[0]), c1 = _mm256_set1_ps(c[1]);
+    const __m256 c2 = _mm256_set1_ps(c[2]), c3 = _mm256_set1_ps(c[3]);
+    const char *rr[9 + VROWS];
+    for (size_t k = 0; k < K + VROWS - 1; k++)
+        rr[k] = r[k];
+    for (size_t e = e0; e < e1; e += 8) {
+        size_t at = e;
+        if (e + 8 > e1) { /* the last piece: each row's elements copied into a zeroed block */
+            const size_t es = ty == ROW_U16 ? 2 : 1;
+            for (size_t k = 0; k < K + VROWS - 1; k++) {
+                memset(tail + 32 * k, 0, 32);
+                memcpy(tail + 32 * k, r[k] + e * es, (e1 - e) * es);
+                rr[k] = tail + 32 * k;
             }
-            if (k > 0) {
-                __m256 wk = _mm256_broadcast_ss(w + k - 1);
-                y0 = _mm256_fmadd_ps(wk, v0, y0);
-                y1 = _mm256_fmadd_ps(wk, v1, y1);
-            }
+            at = 0;
         }
-        *a0 = x0, *a1 = x1, *b0 = y0, *b1 = y1;
-        return;
-    }
-    const size_t half = K / 2;
-    __m256 wk = _mm256_broadcast_ss(w);
-    __m256 B0 = ld8(r[1], e, ty), B1 = ld8(r[1], e + 8, ty);
-    __m256 Y0 = ld8(r[K - 1], e, ty), Y1 = ld8(r[K - 1], e + 8, ty);
-    __m256 x0 = _mm256_mul_ps(wk, _mm256_add_ps(ld8(r[0], e, ty), Y0));
-    __m256 x1 = _mm256_mul_ps(wk, _mm256_add_ps(ld8(r[0], e + 8, ty), Y1));
-    __m256 y0 = _mm256_mul_ps(wk, _mm256_add_ps(B0, ld8(r[K], e, ty)));
-    __m256 y1 = _mm256_mul_ps(wk, _mm256_add_ps(B1, ld8(r[K], e + 8, ty)));
-    for (size_t k = 1; k < half; k++) {
-        wk = _mm256_broadcast_ss(w + k);
-        __m256 nB0 = ld8(r[k + 1], e, ty), nB1 = ld8(r[k + 1], e + 8, ty);
-        __m256 nY0 = ld8(r[K - 1 - k], e, ty), nY1 = ld8(r[K - 1 - k], e + 8, ty);
-        x0 = _mm256_fmadd_ps(wk, _mm256_add_ps(B0, nY0), x0);
-        x1 = _mm256_fmadd_ps(wk, _mm256_add_ps(B1, nY1), x1);
-        y0 = _mm256_fmadd_ps(wk, _mm256_add_ps(nB0, Y0), y0);
-        y1 = _mm256_fmadd_ps(wk, _mm256_add_ps(nB1, Y1), y1);
-        B0 = nB0, B1 = nB1, Y0 = nY0, Y1 = nY1;
-    }
-    if (K & 1) { /* the middle: r[half] (= B) for row 0, r[half+1] (= Y) for row 1 */
-        wk = _mm256_broadcast_ss(w + half);
-        x0 = _mm256_fmadd_ps(wk, B0, x0);
-        x1 = _mm256_fmadd_ps(wk, B1, x1);
-        y0 = _mm256_fmadd_ps(wk, Y0, y0);
-        y1 = _mm256_fmadd_ps(wk, Y1, y1);
-    }
-    *a0 = x0, *a1 = x1, *b0 = y0, *b1 = y1;
-}
-
-/* The vertical pass over the elements [e0, e1) of rows r[0..K] into o0[0..)
- * and o1[0..) (floats; up to 15 more values are written). The last piece
- * of a row is read through copies in `tail` ((K + 1) * 64 bytes, with `tr`
- * K + 1 pointers), never past the row's end. */
-CVCPU_AVX2 static CVCPU_INLINE void vrange_t(const char *const *restrict r, size_t e0,
-                                             size_t e1, const float *restrict w, size_t K,
-                                             int sym, int ty, float c0, float c1,
-                                             float *restrict o0, float *restrict o1,
-                                             char *tail, const char **tr)
-{
-    const __m256 vc0 = _mm256_set1_ps(c0), vc1 = _mm256_set1_ps(c1);
-    __m256 a0, a1, b0, b1;
-    size_t e = e0;
-    for (; e + 16 <= e1; e += 16, o0 += 16, o1 += 16) {
-        vcol(r, e, w, K, sym, ty, vc0, vc1, &a0, &a1, &b0, &b1);
-        _mm256_storeu_ps(o0, a0), _mm256_storeu_ps(o0 + 8, a1);
-        _mm256_storeu_ps(o1, b0), _mm256_storeu_ps(o1 + 8, b1);
-    }
-    if (e < e1) {
-        const size_t es = ty == ROW_F32 ? 4 : ty == ROW_U16 ? 2 : 1, n = (e1 - e) * es;
-        for (size_t k = 0; k <= K; k++) {
-            tr[k] = NULL;
-            if (r[k]) {
-                memset(tail + 64 * k, 0, 64);
-                memcpy(tail + 64 * k, r[k] + e * es, n);
-                tr[k] = tail + 64 * k;
-            }
+        __m256 a[VROWS] = {c0, c1, c2, c3};
+        for (size_t k = 0; k < K + VROWS - 1; k++) {
+            const __m256 v = ld8(rr[k], at, ty);
+            for (size_t j = 0; j < VROWS; j++)
+                if (k >= j && k - j < K)
+                    a[j] = _mm256_fmadd_ps(wk[k - j], v, a[j]);
         }
-        vcol(tr, 0, w, K, sym, ty, vc0, vc1, &a0, &a1, &b0, &b1);
-        _mm256_storeu_ps(o0, a0), _mm256_storeu_ps(o0 + 8, a1);
-        _mm256_storeu_ps(o1, b0), _mm256_storeu_ps(o1 + 8, b1);
+        for (size_t j = 0; j < VROWS; j++)
+            _mm256_storeu_ps(o[j] + (e - e0), a[j]);
     }
 }
 
-/* Symmetric filters of 3 to 9 rows get code of their own (the extent a
- * constant: loops unrolled, rows and taps in registers). */
-#define CVCPU_SMALL_K(K) ((K) == 3 || (K) == 5 || (K) == 7 || (K) == 9)
-
-CVCPU_AVX2 static void vrange(const char *const *r, size_t e0, size_t e1, const float *w, size_t K,
-                              int sym, int ty, float c0, float c1, float *o0, float *o1,
-                              char *tail, const char **tr)
+CVCPU_AVX2 static void vrange4(const char *const *r, size_t e0, size_t e1, const float *w,
+                               size_t K, int ty, const float *c, float *const *o, char *tail)
 {
-#define CVCPU_VR(KK, SYM, TY) vrange_t(r, e0, e1, w, KK, SYM, TY, c0, c1, o0, o1, tail, tr)
-#define CVCPU_VR_SMALL(TY)                                                                 \
-    switch (K) {                                                                         \
-    case 3: CVCPU_VR(3, 1, TY); return;                                                  \
-    case 5: CVCPU_VR(5, 1, TY); return;                                                  \
-    case 7: CVCPU_VR(7, 1, TY); return;                                                  \
-    default: CVCPU_VR(9, 1, TY); return;                                                 \
+#define CVCPU_VR(KK)                                                                       \
+    do {                                                                                 \
+        if (ty == ROW_U8)                                                                \
+            vrange4_t(r, e0, e1, w, KK, ROW_U8, c, o, tail);                         \
+        else                                                                             \
+            vrange4_t(r, e0, e1, w, KK, ROW_U16, c, o, tail);                        \
+    } while (0)
+    switch (K) {
+    case 1: CVCPU_VR(1); break;
+    case 2: CVCPU_VR(2); break;
+    case 3: CVCPU_VR(3); break;
+    case 4: CVCPU_VR(4); break;
+    case 5: CVCPU_VR(5); break;
+    case 6: CVCPU_VR(6); break;
+    case 7: CVCPU_VR(7); break;
+    case 8: CVCPU_VR(8); break;
+    default: CVCPU_VR(9); break;
     }
-    if (sym && CVCPU_SMALL_K(K)) {
-        if (ty == ROW_U8)
-            CVCPU_VR_SMALL(ROW_U8)
-        else
-            CVCPU_VR_SMALL(ROW_U16)
-    }
-    switch (ty * 2 + !!sym) {
-    case ROW_U8 * 2: CVCPU_VR(K, 0, ROW_U8); break;
-    case ROW_U8 * 2 + 1: CVCPU_VR(K, 1, ROW_U8); break;
-    case ROW_U16 * 2: CVCPU_VR(K, 0, ROW_U16); break;
-    case ROW_U16 * 2 + 1: CVCPU_VR(K, 1, ROW_U16); break;
-    case ROW_F32 * 2: CVCPU_VR(K, 0, ROW_F32); break;
-    default: CVCPU_VR(K, 1, ROW_F32); break;
-    }
-#undef CVCPU_VR_SMALL
 #undef CVCPU_VR
 }
 
@@ -404,14 +351,13 @@ static float *float_taps(const double *t, size_t K, double scale)
     return f;
 }
 
-/* Per-thread buffers of the separable pass. */
+/* Per-thread buffers of the short separable pass. */
 typedef struct {
-    float *e[2];            /* a piece of the two rows after the vertical pass, extended */
-    float *h[2][2];         /* [side][row]: the vertical pass at the source pixels of the
+    float *e[VROWS];        /* a piece of each output row after the vertical pass, extended */
+    float *h[2][VROWS];     /* [side][row]: the vertical pass at the source pixels of the
                                extension past the row's left and right ends */
-    const char **rows;      /* K1 + 1 input rows, and K1 + 1 more for single rows */
-    const char **tr;        /* K1 + 1, for the last piece of a row */
-    char *tail;             /* (K1 + 1) * 64 bytes */
+    const char **rows;      /* K1 + VROWS - 1 input rows */
+    char *tail;             /* (K1 + VROWS) * 32 bytes */
 } vbufs;
 
 static void free_vbufs(vbufs *b, int n)
@@ -419,11 +365,11 @@ static void free_vbufs(vbufs *b, int n)
     if (!b)
         return;
     for (int t = 0; t < n; t++) {
-        free(b[t].e[0]);
-        free(b[t].e[1]);
-        for (int i = 0; i < 2; i++)
-            for (int j = 0; j < 2; j++)
-                free(b[t].h[i][j]);
+        for (int j = 0; j < VROWS; j++) {
+            free(b[t].e[j]);
+            free(b[t].h[0][j]);
+            free(b[t].h[1][j]);
+        }
         free(b[t].rows);
         free(b[t].tail);
     }
@@ -438,15 +384,13 @@ static vbufs *alloc_vbufs(int threads, size_t ext, size_t halo, size_t K1)
         return NULL;
     for (int t = 0; t < threads; t++) {
         int ok = 1;
-        for (int i = 0; i < 2; i++) {
-            ok &= (b[t].e[i] = cvcpu_img_alloc(ext)) != NULL;
-            for (int j = 0; j < 2; j++)
-                ok &= (b[t].h[i][j] = cvcpu_img_alloc(halo)) != NULL;
+        for (int j = 0; j < VROWS; j++) {
+            ok &= (b[t].e[j] = cvcpu_img_alloc(ext)) != NULL;
+            ok &= (b[t].h[0][j] = cvcpu_img_alloc(halo)) != NULL;
+            ok &= (b[t].h[1][j] = cvcpu_img_alloc(halo)) != NULL;
         }
-        /* rows: r, r1 (one row), tr */
-        b[t].rows = malloc(3 * (K1 + 1) * sizeof *b[t].rows);
-        b[t].tr = b[t].rows ? b[t].rows + 2 * (K1 + 1) : NULL;
-        b[t].tail = malloc((K1 + 1) * 64);
+        b[t].rows = malloc((K1 + VROWS) * sizeof *b[t].rows);
+        b[t].tail = malloc((K1 + VROWS) * 32);
         if (!ok || !b[t].rows || !b[t].tail) {
             free_vbufs(b, threads);
             return NULL;
@@ -455,17 +399,13 @@ static vbufs *alloc_vbufs(int threads, size_t ext, size_t halo, size_t K1)
     return b;
 }
 
-static int g_row_type(const cvcpu_img *g)
-{
-    return g->in16 ? ROW_U16 : ROW_U8;
-}
-
 typedef struct {
     const cvcpu_img *g;
     float *tv, *th;         /* taps as float */
     int symv, symh;
     float cst;              /* CONSTANT: the vertical pass past the row's ends, cval * sum(tv) */
     size_t piece;           /* output pixels per piece of a row */
+    const char *zeros;      /* a row of zeros: the short pass's rows of cval */
 } sep_plan;
 
 /* Where the extension of a tile past one end of the row comes from: the
@@ -489,15 +429,15 @@ static side side_of(const cvcpu_img *g, ptrdiff_t xa, ptrdiff_t xb)
     return sd;
 }
 
-/* One or two output rows (out[1] NULL: one) of tile it: the vertical pass
- * of rows r[0..K1] (r[K1] unused for one row) piece by piece, extended past
- * the row's ends, then the horizontal pass into the output. c0, c1: the
- * CONSTANT rows' share (see vcol). */
+/* Output rows out[0..VROWS) (NULL: not stored) of tile it: the vertical
+ * pass of rows r[0..K1 + VROWS - 1) piece by piece, extended past the
+ * row's ends, then the horizontal pass into the output. c: the CONSTANT
+ * rows' share (see vrange4). */
 static void sep_rows(const sep_plan *s, const cvcpu_item *it, const side sd[2], vbufs *b,
-                     const char *const *r, int sym, float c0, float c1, char *out[2])
+                     const char *const *r, const float *c, char *const *out)
 {
-    const int ty = g_row_type(s->g);
     const cvcpu_img *g = s->g;
+    const int ty = g->in16 ? ROW_U16 : ROW_U8;
     const size_t C = g->C, K1 = g->K1, K2 = g->K2;
     const ptrdiff_t W = (ptrdiff_t)g->W, lo2 = (ptrdiff_t)g->lo2;
     const ptrdiff_t hi2 = (ptrdiff_t)(K2 - 1) - lo2;
@@ -505,80 +445,68 @@ static void sep_rows(const sep_plan *s, const cvcpu_item *it, const side sd[2], 
     /* the vertical pass at the extension's source pixels */
     for (int i = 0; i < 2; i++)
         if (sd[i].s0 < sd[i].s1)
-            vrange(r, (size_t)sd[i].s0 * C, (size_t)sd[i].s1 * C, s->tv, K1, sym, ty, c0, c1,
-                   b->h[i][0], b->h[i][1], b->tail, b->tr);
+            vrange4(r, (size_t)sd[i].s0 * C, (size_t)sd[i].s1 * C, s->tv, K1, ty, c, b->h[i],
+                    b->tail);
     for (size_t p = it->x0; p < it->x1; p += s->piece) {
         const size_t p1 = p + s->piece < it->x1 ? p + s->piece : it->x1;
         const ptrdiff_t xa = (ptrdiff_t)p - lo2, xb = (ptrdiff_t)p1 + hi2;
         const ptrdiff_t ia = xa > 0 ? xa : 0, ib = xb < W ? xb : W;
-        vrange(r, (size_t)ia * C, (size_t)ib * C, s->tv, K1, sym, ty, c0, c1,
-               b->e[0] + (size_t)(ia - xa) * C, b->e[1] + (size_t)(ia - xa) * C, b->tail, b->tr);
+        float *o[VROWS];
+        for (int j = 0; j < VROWS; j++)
+            o[j] = b->e[j] + (size_t)(ia - xa) * C;
+        vrange4(r, (size_t)ia * C, (size_t)ib * C, s->tv, K1, ty, c, o, b->tail);
         /* the extension: copies of the source pixels, or the constant */
         for (int i = 0; i < 2; i++) {
             const ptrdiff_t lo = i ? (ib > xa ? ib : xa) : xa, hi = i ? xb : (ia < xb ? ia : xb);
-            for (ptrdiff_t x = lo; x < hi; x++)
-                for (int row = 0; row < 2; row++) {
-                    float *d = b->e[row] + (size_t)(x - xa) * C;
-                    if (sd[i].s0 < sd[i].s1) {
-                        ptrdiff_t src = cvi_boundary_index(x, W, g->p->mode);
-                        memcpy(d, b->h[i][row] + (size_t)(src - sd[i].s0) * C, C * sizeof *d);
-                    } else {
-                        for (size_t c = 0; c < C; c++)
-                            d[c] = s->cst;
-                    }
+            for (ptrdiff_t x = lo; x < hi; x++) {
+                const ptrdiff_t src = sd[i].s0 < sd[i].s1 ? cvi_boundary_index(x, W, g->p->mode)
+                                                          : -1;
+                for (int j = 0; j < VROWS; j++) {
+                    float *d = b->e[j] + (size_t)(x - xa) * C;
+                    if (src >= 0)
+                        memcpy(d, b->h[i][j] + (size_t)(src - sd[i].s0) * C, C * sizeof *d);
+                    else
+                        for (size_t ch = 0; ch < C; ch++)
+                            d[ch] = s->cst;
                 }
+            }
         }
-        for (int row = 0; row < 2; row++)
-            if (out[row])
-                hpass(g, out[row] + p * C * oes, b->e[row], (p1 - p) * C, s->th, K2, s->symh);
+        for (int j = 0; j < VROWS; j++)
+            if (out[j])
+                hpass(g, out[j] + p * C * oes, b->e[j], (p1 - p) * C, s->th, K2, s->symh);
     }
 }
 
 static void sep_item(const sep_plan *s, const cvcpu_item *it, vbufs *b)
 {
     const cvcpu_img *g = s->g;
-    const size_t K1 = g->K1, R = K1 + 1;
+    const size_t K1 = g->K1;
     const ptrdiff_t lo2 = (ptrdiff_t)g->lo2, hi2 = (ptrdiff_t)(g->K2 - 1) - lo2;
     const ptrdiff_t W = (ptrdiff_t)g->W;
     side sd[2];
     const ptrdiff_t xa = (ptrdiff_t)it->x0 - lo2, xb = (ptrdiff_t)it->x1 + hi2;
     sd[0] = side_of(g, xa, xb < 0 ? xb : 0);
     sd[1] = side_of(g, xa > W ? xa : W, xb);
-    const float cval = (float)g->p->cval;
-    const char **r = b->rows, **r1 = r + R;
-    for (size_t y = it->y0; y < it->y1; y += 2) {
-        const int two = y + 1 < it->y1;
+    const char **r = b->rows;
+    for (size_t y = it->y0; y < it->y1; y += VROWS) {
         const ptrdiff_t q0 = (ptrdiff_t)y - (ptrdiff_t)g->lo1;
-        /* rows outside the input (CONSTANT) count as cval: their share */
-        double sh0 = 0, sh1 = 0;
-        for (size_t k = 0; k <= K1; k++) {
-            r[k] = k < K1 || two ? cvcpu_img_row(g, q0 + (ptrdiff_t)k) : r[K1 - 1];
-            if (!r[k] && k < K1)
-                sh0 += g->p->taps[1][k];
-            if (!r[k] && k > 0 && two)
-                sh1 += g->p->taps[1][k - 1];
+        char *out[VROWS];
+        float c[VROWS];
+        for (size_t j = 0; j < VROWS; j++)
+            out[j] = y + j < it->y1 ? cvcpu_img_out(g, y + j) : NULL;
+        /* rows outside the input (CONSTANT) are zeros, cval times their taps the share */
+        for (size_t k = 0; k < K1 + VROWS - 1; k++) {
+            const char *row = cvcpu_img_row(g, q0 + (ptrdiff_t)k);
+            r[k] = row ? row : s->zeros;
         }
-        /* fold only rows whose K1 input rows are all present */
-        int all0 = 1, all1 = 1;
-        for (size_t k = 0; k < K1; k++) {
-            all0 &= r[k] != NULL;
-            all1 &= r[k + 1] != NULL;
+        for (size_t j = 0; j < VROWS; j++) {
+            double sh = 0;
+            for (size_t i = 0; i < K1; i++)
+                if (!cvcpu_img_row(g, q0 + (ptrdiff_t)(j + i)))
+                    sh += g->p->taps[1][i];
+            c[j] = (float)(g->p->cval * sh);
         }
-        const int f0 = s->symv && all0, f1 = s->symv && all1;
-        char *out[2] = {cvcpu_img_out(g, y), two ? cvcpu_img_out(g, y + 1) : NULL};
-        if (!two || f0 == f1) {
-            sep_rows(s, it, sd, b, r, f0, (float)(cval * sh0), (float)(cval * sh1), out);
-        } else { /* one row at a time: each row always sums the same way */
-            char *o0[2] = {out[0], NULL}, *o1[2] = {out[1], NULL};
-            for (size_t k = 0; k < K1; k++)
-                r1[k] = r[k];
-            r1[K1] = r[K1 - 1];
-            sep_rows(s, it, sd, b, r1, f0, (float)(cval * sh0), 0.0f, o0);
-            for (size_t k = 0; k < K1; k++)
-                r1[k] = r[k + 1];
-            r1[K1] = r[K1];
-            sep_rows(s, it, sd, b, r1, f1, (float)(cval * sh1), 0.0f, o1);
-        }
+        sep_rows(s, it, sd, b, r, c, out);
     }
     cvcpu_store_done(g);
 }
@@ -778,10 +706,13 @@ convolve_status cvcpu_img_separable(const cvcpu_img *g)
         } else {
             size_t span = K2 + 1 < g->W ? K2 + 1 : g->W;
             vbufs *b = alloc_vbufs(g->threads, ext, span * C + 64, K1);
-            if (b) {
+            char *zeros = calloc(g->n + 32, g->in16 ? 2 : 1);
+            s.zeros = zeros;
+            if (b && zeros) {
                 CVCPU_RUN_ITEMS(g, nitems, sep_item(&s, &items[i], &b[t]));
                 st = CONVOLVE_OK;
             }
+            free(zeros);
             free_vbufs(b, g->threads);
         }
     }
