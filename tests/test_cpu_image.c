@@ -444,9 +444,9 @@ static void refusals(void)
     convolve_layout_init(&a, CONVOLVE_UINT16, 2, shape, 1);
     CHECK_STATUS(ctx, convolve_plan_create(ctx, &p, &a, &a, big, &o), CONVOLVE_ERROR_UNSUPPORTED);
     /* no AVX2: refused (the other strategies serve) */
-    cvi_cpu_fast_limit_isa(0);
+    cvcpu_fast_limit_isa(0);
     CHECK_STATUS(ctx, convolve_plan_create(ctx, &p, &a, &a, f2, &o), CONVOLVE_ERROR_UNSUPPORTED);
-    cvi_cpu_fast_limit_isa(-1);
+    cvcpu_fast_limit_isa(-1);
     convolve_filter_free(f2);
     convolve_filter_free(f3);
     convolve_filter_free(big);

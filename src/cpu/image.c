@@ -72,7 +72,7 @@ convolve_status cvcpu_image_check(const cvi_problem *p, char *why, size_t why_si
 #ifndef CVCPU_IMAGE_X86
     no = "the image strategy needs an x86-64 CPU with AVX2 and FMA";
 #else
-    if (cvf_isa() < CVF_ISA_AVX2)
+    if (cvcpu_isa() < CVCPU_ISA_AVX2)
         no = "the image strategy needs AVX2 and FMA, which this CPU lacks";
 #endif
     if (!no && p->ndim > 2)
@@ -169,7 +169,7 @@ size_t cvcpu_img_items(const cvcpu_img *g, size_t cols, cvcpu_item **items)
 
 float *cvcpu_img_alloc(size_t n)
 {
-    return (float *)cvf_alloc(cvcpu_round32(n) + 32, sizeof(float));
+    return (float *)cvcpu_alloc(cvcpu_round32(n) + 32, sizeof(float));
 }
 
 /* ---- conversions ---------------------------------------------------------- */
@@ -314,7 +314,7 @@ void cvcpu_img_store(const cvcpu_img *g, char *dst, const float *src, size_t n)
 /* Multiply-adds worth a thread of its own (as the other fast strategies). */
 #define CVCPU_WORK_PER_THREAD 4e6
 
-convolve_status cvcpu_image(const cvi_problem *p, const void *in, void *out)
+convolve_status cvcpu_image(const cvi_problem *p, int threads, const void *in, void *out)
 {
     cvcpu_img g;
     memset(&g, 0, sizeof g);
@@ -333,7 +333,7 @@ convolve_status cvcpu_image(const cvi_problem *p, const void *in, void *out)
     g.K2 = p->ksize[2];
     g.lo1 = (size_t)p->koff[1];
     g.lo2 = (size_t)p->koff[2];
-    g.threads = cvi_cpu_threads(p);
+    g.threads = threads;
     /* outputs well past the caches are stored around them */
     g.nt = (double)g.n * (double)g.H * (double)convolve_dtype_size(p->out_type) >= 16e6;
 

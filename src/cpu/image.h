@@ -39,8 +39,9 @@
 convolve_status cvcpu_image_check(const cvi_problem *p, char *why, size_t why_size);
 
 /* Runs the image strategy on p (which cvcpu_image_check accepted).
- * Errors: OUT_OF_MEMORY (row buffers). */
-convolve_status cvcpu_image(const cvi_problem *p, const void *in, void *out);
+ * `threads`: how many threads to use (at least 1). Errors: OUT_OF_MEMORY (row
+ * buffers). */
+convolve_status cvcpu_image(const cvi_problem *p, int threads, const void *in, void *out);
 
 /* The largest dense (non-separable) filter the image strategy takes. */
 #define CVCPU_IMAGE_DENSE_MAX 81
