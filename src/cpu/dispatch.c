@@ -6,6 +6,7 @@
  */
 #include "cpu_backend.h"
 #include "fast.h"
+#include "image.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -17,7 +18,8 @@
 #include <omp.h>
 #endif
 
-enum { CPU_REFERENCE = 0, CPU_FAST, CPU_DIRECT, CPU_SEPARABLE, CPU_FFT, CPU_STRATEGY_COUNT };
+enum { CPU_REFERENCE = 0, CPU_FAST, CPU_DIRECT, CPU_SEPARABLE, CPU_FFT, CPU_IMAGE,
+       CPU_STRATEGY_COUNT };
 
 static convolve_status check_separable(const cvi_strategy *s, const cvi_problem *p,
                                        const cvi_device *dev, char *why, size_t why_size)
@@ -37,6 +39,13 @@ static convolve_status check_fft(const cvi_strategy *s, const cvi_problem *p,
     return cvcpu_fft_check(p, why, why_size);
 }
 
+static convolve_status check_image(const cvi_strategy *s, const cvi_problem *p,
+                                   const cvi_device *dev, char *why, size_t why_size)
+{
+    (void)s, (void)dev;
+    return cvcpu_image_check(p, why, why_size);
+}
+
 /* Indexed by id; the order is the public strategy list's. */
 static const cvi_strategy k_cpu_strategies[CPU_STRATEGY_COUNT] = {
     [CPU_REFERENCE] = {"reference", CONVOLVE_BACKEND_CPU, CVI_DIMS_ALL, CPU_REFERENCE,
@@ -44,8 +53,8 @@ static const cvi_strategy k_cpu_strategies[CPU_STRATEGY_COUNT] = {
                        "tested against",
                        NULL, {0, 0, 0}},
     [CPU_FAST] = {"fast", CONVOLVE_BACKEND_CPU, CVI_DIMS_ALL, CPU_FAST,
-                  "picks direct, separable or fft by cost; threaded and vectorised "
-                  "(AVX2/AVX-512)",
+                  "picks image (uint8/uint16 images), else direct, separable or fft by "
+                  "cost; threaded and vectorised (AVX2/AVX-512)",
                   NULL, {0, 0, 0}},
     [CPU_DIRECT] = {"direct", CONVOLVE_BACKEND_CPU, CVI_DIMS_ALL, CPU_DIRECT,
                     "dense taps over rings of gathered rows, register-blocked SIMD, threads "
@@ -127,6 +136,10 @@ static convolve_status execute(convolve_context *ctx, void *state, const void *i
         st = cvcpu_reference(p, threads, in, out);
         break;
     case CPU_FAST:
+        if (cvcpu_image_check(p, NULL, 0) == CONVOLVE_OK) {
+            st = cvcpu_image(p, threads, in, out);
+            break;
+        }
         switch (cvcpu_choose(p, threads, in)) {
         case CVCPU_SEPARABLE: st = cvcpu_separable(p, threads, in, out); break;
         case CVCPU_FFT: st = cvcpu_fft(p, threads, in, out); break;
@@ -141,6 +154,9 @@ static convolve_status execute(convolve_context *ctx, void *state, const void *i
         break;
     case CPU_FFT:
         st = cvcpu_fft(p, threads, in, out);
+        break;
+    case CPU_IMAGE:
+        st = cvcpu_image(p, threads, in, out);
         break;
     default:
         return cvi_error(ctx, CONVOLVE_ERROR_INTERNAL, "unknown CPU strategy %d",

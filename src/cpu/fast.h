@@ -27,6 +27,9 @@
 
 enum { CVCPU_ISA_PORTABLE = 0, CVCPU_ISA_AVX2 = 1, CVCPU_ISA_AVX512 = 2 };
 
+/* The best instruction set this CPU has, capped by cvcpu_fast_limit_isa. */
+int cvcpu_isa(void);
+
 /* ---- row kernels -------------------------------------------------------- */
 
 /* Rows handed to kernels are padded: n outputs are computed as CVCPU_ROUND(n)

@@ -38,6 +38,11 @@ static int best_isa(void)
     return isa < g_isa_limit ? isa : g_isa_limit;
 }
 
+int cvcpu_isa(void)
+{
+    return best_isa();
+}
+
 /* ---- memory ------------------------------------------------------------- */
 
 void *cvcpu_alloc(size_t n, size_t size)

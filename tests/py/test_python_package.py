@@ -378,7 +378,13 @@ def test_cache_and_threads():
         check("thread %d" % i, outs[i], ref[i % 2])
     check("threads=1", cv.gaussian_filter(big, 2.0, threads=1), ref[1])
     w1 = np.outer(RNG.normal(size=3), RNG.normal(size=5))  # rank one: every strategy serves
+    x8 = RNG.integers(0, 256, size=(64, 64), dtype=np.uint8)
     for name, _, _ in cv.strategies("cpu"):
+        if name == "image":  # 8- and 16-bit images only
+            check("strategy image", cv.correlate(x8, w1, output=np.float32, strategy=name),
+                  ndi.correlate(x8.astype(np.float32), w1))
+            raises("image on float data", cv.ConvolveError, cv.correlate, x, w1, strategy=name)
+            continue
         check("strategy %s" % name, cv.correlate(x, w1, strategy=name), ndi.correlate(x, w1))
     raises("strategy that cannot serve", cv.ConvolveError, cv.correlate, x, w,
            strategy="separable")
