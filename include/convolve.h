@@ -219,22 +219,35 @@ CONVOLVE_API convolve_status convolve_filter_create_separable(convolve_context *
                                                               const double *const *taps);
 
 /*
- * A named filter of ndim dimensions, from a spec "NAME[:ARGS]":
- *   box:R          (2R+1)^ndim, all weights equal, summing to 1 (separable)
- *   gaussian:S     sampled Gaussian of sigma S > 0, radius int(4*S + 0.5), normalised (separable)
- *   identity       a single 1
- *   sobel-x, sobel-y   3x3 Sobel derivative along x (axis 1) or y (axis 0); 2-D only
- *   laplacian      3x3 (2-D) 4-neighbour Laplacian; 1-D: [1 -2 1]; 3-D: 6-neighbour
- *   sharpen        3x3 unsharp kernel (2-D only)
- *   emboss         3x3 emboss kernel (2-D only)
- * Box and gaussian radii go up to 100000, and their weights (taps per axis
- * to the power ndim) up to 2^24.
+ * A named filter of ndim dimensions, from a spec "NAME" or "NAME:ARG". The
+ * names, the argument each takes, the dimensions each serves and what each
+ * computes are listed by convolve_named_filter_get (box:R, gaussian:SIGMA,
+ * identity, laplacian, sobel-x, sobel-y, sharpen, emboss). Box and gaussian
+ * are separable; gaussian:S is scipy's sampled Gaussian of radius
+ * int(4*S + 0.5). Box and gaussian radii go up to 100000, and their weights
+ * (taps per axis to the power ndim) up to 2^24. Asymmetric filters are stored
+ * so that convolution (the default operation) gives the natural result.
  * Errors: INVALID_ARGUMENT (NULL), BAD_FILTER (unknown name, bad argument,
  * wrong ndim for that name, over those limits), OUT_OF_MEMORY.
  */
 CONVOLVE_API convolve_status convolve_filter_create_named(convolve_context *ctx,
                                                           convolve_filter **filter,
                                                           const char *spec, int ndim);
+
+/* A named filter, as convolve_filter_create_named knows it. */
+typedef struct convolve_named_filter_info {
+    const char *name;      /* e.g. "gaussian"; unique */
+    const char *argument;  /* what follows "NAME:" (e.g. "SIGMA"), or NULL when it takes none */
+    unsigned dims;         /* bit d-1 set when it has a d-dimensional form */
+    const char *summary;   /* one line: what it computes and what its argument means */
+} convolve_named_filter_info;
+
+/* Number of named filters. */
+CONVOLVE_API size_t convolve_named_filter_count(void);
+/* Describes named filter i (0 <= i < count), in a fixed order (the order the
+ * messages list them in). Errors: INVALID_ARGUMENT (index out of range, NULL). */
+CONVOLVE_API convolve_status convolve_named_filter_get(size_t index,
+                                                       convolve_named_filter_info *info);
 
 /* Frees a filter; NULL is accepted. */
 CONVOLVE_API void convolve_filter_free(convolve_filter *filter);
@@ -430,6 +443,39 @@ CONVOLVE_API const char *convolve_format_name(convolve_format format);
  * CONVOLVE_FORMAT_AUTO when none does. */
 CONVOLVE_API convolve_format convolve_format_from_path(const char *path);
 
+/* convolve_format_detect looks at no more than this many leading bytes. */
+#define CONVOLVE_FORMAT_DETECT_BYTES 8
+
+/*
+ * The format whose magic number opens data[0..size-1]: NPY ("\x93NUMPY"),
+ * PNG ("\x89PNG"), JPEG (FF D8 FF) or PNM ("P1" to "P7" and a blank or '#');
+ * CONVOLVE_FORMAT_AUTO when none does (text has no magic number). This is
+ * what convolve_array_load and _load_memory go by with format AUTO; only the
+ * first CONVOLVE_FORMAT_DETECT_BYTES bytes are read. data may be NULL when
+ * size is 0. A recognised magic number does not mean the rest is valid.
+ */
+CONVOLVE_API convolve_format convolve_format_detect(const void *data, size_t size);
+
+/* 1 for the image formats (PNG, JPEG, PNM), which hold 2-D arrays of integer
+ * samples with channels; 0 for the others and for unknown values. */
+CONVOLVE_API int convolve_format_is_image(convolve_format format);
+
+/*
+ * Whether convolve_array_save can write, in `format`, an array of the
+ * layout's element type, dimensions, extents and channels (strides are not
+ * looked at): CONVOLVE_OK when it can. When it cannot, UNSUPPORTED, and the
+ * context's message says what the format holds, checked in this order:
+ * element type ("PNG holds uint8 or uint16 data"), dimensions ("image files
+ * hold 2-D images"), channels ("JPEG holds 1 (gray) or 3 (RGB) channels"),
+ * extents ("JPEG holds at most 65500 pixels per side"). NPY holds every
+ * valid layout. Errors: INVALID_ARGUMENT (NULL layout, unknown element type,
+ * format AUTO or unknown), BAD_LAYOUT (ndim outside 1..3, a zero extent or
+ * zero channels), SIZE_OVERFLOW (the array's byte count overflows).
+ */
+CONVOLVE_API convolve_status convolve_format_can_hold(convolve_context *ctx,
+                                                      convolve_format format,
+                                                      const convolve_layout *layout);
+
 /*
  * Reads a file into a new array. Images load as 2-D arrays with channels
  * (uint8, or uint16 for 16-bit PNG/PNM); .npy arrays load with 1 channel and
@@ -453,9 +499,11 @@ CONVOLVE_API convolve_status convolve_array_load_memory(convolve_context *ctx,
  * leaves any old file untouched. Images need uint8 (or uint16 for PNG/PNM)
  * 2-D arrays with 1 to 4 channels (JPEG and PNM: 1 or 3); .npy takes any
  * array (channels > 1 become a last axis); TEXT takes float arrays of 1 or 2
- * dimensions and 1 channel. jpeg_quality is 1..100, or 0 for 95.
- * Errors: INVALID_ARGUMENT, UNSUPPORTED (dtype or channels the format cannot
- * hold), IO, OUT_OF_MEMORY.
+ * dimensions and 1 channel (convolve_format_can_hold answers exactly this).
+ * jpeg_quality is 1..100, or 0 for 95.
+ * Errors: INVALID_ARGUMENT, UNSUPPORTED (an array the format cannot hold: the
+ * message is convolve_format_can_hold's, with what the array has), IO,
+ * OUT_OF_MEMORY.
  */
 CONVOLVE_API convolve_status convolve_array_save(convolve_context *ctx, const convolve_array *array,
                                                  const char *path, convolve_format format,

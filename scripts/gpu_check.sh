@@ -89,6 +89,8 @@ step() {
 : >"$OUT/sass.txt"
 : >"$OUT/peers.txt"
 : >"$OUT/generality.txt"
+: >"$OUT/tune.txt"
+: >"$OUT/python.txt"
 
 {
     echo "date: $(date -u)"
@@ -125,7 +127,7 @@ fallback_build() {
     local cuda=${CUDA_HOME:-/usr/local/cuda} obj=$BUILD/manual
     local nvcc
     nvcc=$(command -v nvcc || echo "$cuda/bin/nvcc")
-    local flags=(-I"$ROOT/include" -I"$ROOT/src" -I"$ROOT/tests" -I"$cuda/include"
+    local flags=(-I"$ROOT/include" -I"$ROOT/src" -I"$ROOT/tests" -I"$ROOT/tools" -I"$cuda/include"
         -DCONVOLVE_WITH_CUDA -D_POSIX_C_SOURCE=200809L -DCONVOLVE_DATA_DIR="\"$ROOT/data\"")
     mkdir -p "$obj" "$BUILD/tests" "$BUILD/bench"
     local pids=() f
@@ -142,14 +144,17 @@ fallback_build() {
         pids+=($!)
     done
     for f in "${pids[@]}"; do wait "$f"; done
+    for f in cli_common cli_options bench; do # the tools library's part bench uses
+        gcc -O2 -std=c11 "${flags[@]}" -c "$ROOT/tools/$f.c" -o "$obj/tools_$f.o"
+    done
     for t in test_gpu_strategies test_gpu_fast test_semantics test_bench; do
         gcc -O2 -std=c11 -fopenmp "${flags[@]}" -c "$ROOT/tests/$t.c" -o "$obj/$t.main.o"
-        "$nvcc" -arch=sm_90 -o "$BUILD/tests/$t" "$obj/$t.main.o" "$obj"/*.c.o "$obj"/*.cu.o \
-            -Xcompiler -fopenmp -lcufft -lm
+        "$nvcc" -arch=sm_90 -o "$BUILD/tests/$t" "$obj/$t.main.o" "$obj"/tools_*.o "$obj"/*.c.o \
+            "$obj"/*.cu.o -Xcompiler -fopenmp -lcufft -lm
     done
     gcc -O2 -std=c11 "${flags[@]}" -c "$ROOT/bench/convolve_bench.c" -o "$obj/bench.main.o"
-    "$nvcc" -arch=sm_90 -o "$BUILD/bench/convolve_bench" "$obj/bench.main.o" "$obj"/*.c.o \
-        "$obj"/*.cu.o -Xcompiler -fopenmp -lcufft -lm
+    "$nvcc" -arch=sm_90 -o "$BUILD/bench/convolve_bench" "$obj/bench.main.o" "$obj"/tools_*.o \
+        "$obj"/*.c.o "$obj"/*.cu.o -Xcompiler -fopenmp -lcufft -lm
 }
 if [ "$CMAKE_OK" -eq 0 ]; then
     export -f fallback_build
@@ -210,9 +215,37 @@ if want generality; then
     step "generality suite" "$OUT/generality.txt" 300 \
         env PYTHONUNBUFFERED=1 "$PY" "$ROOT/bench/generality.py" --build "$BUILD" --runs 15 \
         ${GEN_STRATS[@]+"${GEN_STRATS[@]}"} --json "$OUT/generality.json"
-    step "generality, generated kernels only" "$OUT/generality.txt" 120 \
+    [ -n "${GPU_CHECK_GEN_ONLY:-}" ] && step "generality, generated kernels only" "$OUT/generality.txt" 120 \
         env PYTHONUNBUFFERED=1 CONVOLVE_DIRECT_KERNELS=generated "$PY" \
         "$ROOT/bench/generality.py" --build "$BUILD" --runs 15 --no-strategies --only "f32"
+fi
+if want python; then
+    # the Python package on device arrays: scipy's own filter tests with CuPy
+    # arrays and PyTorch tensors in place of numpy ones, and its benchmark
+    # (the GPU machine's scipy is newer than Debian's, and its tests need
+    # scipy's array-API fixtures: a copy of Debian's tests folder carried in
+    # .scipytests/, not committed, runs the same tests as on the CPU)
+    SUITE_ARGS=()
+    [ -d "$ROOT/.scipytests/scipy_ndimage_tests" ] &&
+        SUITE_ARGS=(--tests-dir "$ROOT/.scipytests/scipy_ndimage_tests")
+    for arrays in cupy torch; do
+        step "scipy suite on $arrays" "$OUT/python.txt" 150 env PYTHONUNBUFFERED=1 \
+            CONVOLVE_BUILD_DIR="$BUILD" "$PY" "$ROOT/tests/py/test_scipy_suite.py" \
+            --arrays "$arrays" ${SUITE_ARGS[@]+"${SUITE_ARGS[@]}"}
+    done
+    step "python peers (GPU)" "$OUT/python.txt" 120 env PYTHONUNBUFFERED=1 \
+        CONVOLVE_BUILD_DIR="$BUILD" "$PY" "$ROOT/bench/python_peers.py" --gpu
+fi
+if want tune; then
+    # the generated kernels under NVRTC options (GPU_CHECK_TUNE_VARIANTS, one
+    # per line) on a few cases, each variant compiled and timed alone
+    TUNE_CASES=${GPU_CHECK_TUNE_CASES:-"dense 3x3 zero|dense 9x9 zero|u8 RGB 4096^2 gaussian:2.5|gaussian:2 (17|u16 8192^2 dense 5x5|3-D 512^3 3x3x3|1-D 2^28 31|u8 gray"}
+    while IFS= read -r variant; do
+        step "tune [$variant]" "$OUT/tune.txt" 100 env PYTHONUNBUFFERED=1 \
+            CONVOLVE_DIRECT_KERNELS=generated CONVOLVE_JIT_DEFINES="$variant" "$PY" \
+            "$ROOT/bench/generality.py" --build "$BUILD" --runs 10 --no-strategies \
+            --only "$TUNE_CASES"
+    done <<<"${GPU_CHECK_TUNE_VARIANTS:-$(printf '%s\n' "" "-DCVK_GEN_MIN_BLOCKS=3" "-DCVK_GEN_MIN_BLOCKS=4" "-DCVK_GEN_MAX_UNITS=0")}"
 fi
 if want cpu; then
     if [ "$CMAKE_OK" -eq 1 ]; then
@@ -326,6 +359,14 @@ want sass && step "sass scan" "$OUT/sass.txt" 60 bash -c sass_scan
     echo
     echo "generality (generality.txt has the details):"
     grep -E "^\|" "$OUT/generality.txt"
+    echo
+    echo "tuning variants (tune.txt):"
+    grep -E "^=== tune|^\| [a-z0-9]" "$OUT/tune.txt" | grep -v "^| case"
 } >>"$OUT/summary.txt"
 rm -f "$OUT/.step"
+# at most 8 files come back from the GPU machine: the small logs go into one
+for f in build.log sanitizer.log sass.txt peers.txt python.txt tune.txt; do
+    [ -s "$OUT/$f" ] && { echo "##### $f"; cat "$OUT/$f"; } >>"$OUT/logs.txt"
+    rm -f "$OUT/$f"
+done
 cat "$OUT/summary.txt"

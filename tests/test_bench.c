@@ -1,16 +1,16 @@
 /*
- * test_bench.c - `convolve bench` (tools/bench.c, compiled in here, so no
- * CLI is needed): on the CPU backend its table and its JSON come out, with
- * the chapter's reduction table computed; bad options are refused; with a
- * usable GPU a short CUDA run over every 2-D strategy completes.
+ * test_bench.c - `convolve bench` (tools/bench.c, linked from the tools
+ * library, so no CLI is needed): on the CPU backend its table and its JSON
+ * come out, with the chapter's reduction table computed; bad options are
+ * refused; with a usable GPU a short CUDA run over every 2-D strategy
+ * completes.
  */
-#include "../tools/bench.c"
-
+#include "bench.h"
 #include "harness.h"
 
 #include <unistd.h>
 
-/* Runs convolve_bench_main on a NULL-terminated argument list with stdout
+/* Runs cli_bench_main on a NULL-terminated argument list with stdout
  * captured into buf; returns its exit code. */
 static int run_captured(const char *const *args, char *buf, size_t size)
 {
@@ -25,7 +25,7 @@ static int run_captured(const char *const *args, char *buf, size_t size)
     if (!tmp || saved < 0)
         return -1;
     dup2(fileno(tmp), STDOUT_FILENO);
-    int rc = convolve_bench_main(argc, argv);
+    int rc = cli_bench_main(argc, argv);
     fflush(stdout);
     dup2(saved, STDOUT_FILENO);
     close(saved);

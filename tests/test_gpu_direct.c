@@ -289,7 +289,7 @@ int main(int argc, char **argv)
             ncases = atoi(argv[++i]);
     }
     if (ncases < 0)
-        ncases = g_small ? 30 : 150;
+        ncases = g_small ? 30 : 100;
     h_seed("test_gpu_direct");
     CHECK_OK(NULL, convolve_context_create(&ctx));
     convolve_device_info dev;

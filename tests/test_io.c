@@ -871,6 +871,210 @@ static void load_errors(void)
               CONVOLVE_ERROR_IO, "NULL context");
 }
 
+/* ---- formats: detection and what each can hold --------------------------------- */
+
+/* convolve_format_detect on the magic numbers (and what falls short of
+ * them), agreeing with the files the writers make; convolve_format_is_image. */
+static void format_detection(void)
+{
+    static const struct {
+        const char *bytes;
+        size_t size;
+        convolve_format want;
+    } k_cases[] = {
+        {"\x93NUMPY\x01\x00", 8, CONVOLVE_FORMAT_NPY},
+        {"\x93NUMPY", 6, CONVOLVE_FORMAT_NPY},
+        {"\x93NUMP", 5, CONVOLVE_FORMAT_AUTO},
+        {"\x93NUMPX", 6, CONVOLVE_FORMAT_AUTO},
+        {"\x89PNG\r\n\x1a\n", 8, CONVOLVE_FORMAT_PNG},
+        {"\x89PN", 3, CONVOLVE_FORMAT_AUTO},
+        {"\xff\xd8\xff\xe0", 4, CONVOLVE_FORMAT_JPEG},
+        {"\xff\xd8", 2, CONVOLVE_FORMAT_AUTO},
+        {"\xff\xd8\x00", 3, CONVOLVE_FORMAT_AUTO},
+        {"P5 4 4 255", 10, CONVOLVE_FORMAT_PNM},
+        {"P2\n", 3, CONVOLVE_FORMAT_PNM},
+        {"P6#", 3, CONVOLVE_FORMAT_PNM},
+        {"P4 8 1", 6, CONVOLVE_FORMAT_PNM}, /* PBM: the reader refuses it by name */
+        {"P8 4 4", 6, CONVOLVE_FORMAT_AUTO},
+        {"P5x", 3, CONVOLVE_FORMAT_AUTO},
+        {"1 2 3\n", 6, CONVOLVE_FORMAT_AUTO}, /* text has no magic number */
+        {"", 0, CONVOLVE_FORMAT_AUTO},
+    };
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
+        CHECK(convolve_format_detect(k_cases[i].bytes, k_cases[i].size) == k_cases[i].want,
+              "case %zu: got %s, want %s", i,
+              convolve_format_name(convolve_format_detect(k_cases[i].bytes, k_cases[i].size)),
+              convolve_format_name(k_cases[i].want));
+    CHECK(convolve_format_detect(NULL, 0) == CONVOLVE_FORMAT_AUTO, "NULL data");
+
+    /* what the writers make is detected as what they wrote */
+    static const struct {
+        const char *name;
+        convolve_format format;
+        convolve_dtype dtype;
+    } k_files[] = {
+        {"d.npy", CONVOLVE_FORMAT_NPY, CONVOLVE_FLOAT32},
+        {"d.png", CONVOLVE_FORMAT_PNG, CONVOLVE_UINT8},
+        {"d.jpg", CONVOLVE_FORMAT_JPEG, CONVOLVE_UINT8},
+        {"d.pgm", CONVOLVE_FORMAT_PNM, CONVOLVE_UINT16},
+        {"d.txt", CONVOLVE_FORMAT_TEXT, CONVOLVE_FLOAT64},
+    };
+    for (size_t i = 0; i < sizeof k_files / sizeof k_files[0]; i++) {
+        convolve_array *a = make_array(k_files[i].dtype, 2, (size_t[]){5, 7}, 1);
+        CHECK_OK(ctx, convolve_array_save(ctx, a, tpath(k_files[i].name), CONVOLVE_FORMAT_AUTO,
+                                          0));
+        size_t n = 0;
+        unsigned char *d = read_bytes(tpath(k_files[i].name), &n);
+        convolve_format want = k_files[i].format == CONVOLVE_FORMAT_TEXT ? CONVOLVE_FORMAT_AUTO
+                                                                         : k_files[i].format;
+        CHECK(d && convolve_format_detect(d, n) == want, "%s detected as %s", k_files[i].name,
+              convolve_format_name(d ? convolve_format_detect(d, n) : CONVOLVE_FORMAT_AUTO));
+        /* only the first CONVOLVE_FORMAT_DETECT_BYTES bytes count */
+        CHECK(d && n > CONVOLVE_FORMAT_DETECT_BYTES &&
+                  convolve_format_detect(d, CONVOLVE_FORMAT_DETECT_BYTES) == want,
+              "%s from its first bytes", k_files[i].name);
+        CHECK(convolve_format_from_path(tpath(k_files[i].name)) == k_files[i].format,
+              "%s by name", k_files[i].name);
+        free(d);
+        convolve_array_free(a);
+        unlink(tpath(k_files[i].name));
+    }
+
+    for (int f = -1; f <= 42; f++) {
+        int image = f == CONVOLVE_FORMAT_PNG || f == CONVOLVE_FORMAT_JPEG ||
+                    f == CONVOLVE_FORMAT_PNM;
+        CHECK(convolve_format_is_image((convolve_format)f) == image, "format %d: is_image %d", f,
+              convolve_format_is_image((convolve_format)f));
+    }
+}
+
+/* convolve_format_can_hold answers what convolve_array_save does: for every
+ * format, type, dimensionality and channel count, it says OK exactly when
+ * the save succeeds, and the save's message starts with its reason; then
+ * extents, the order of the checks, and bad arguments. */
+static void format_capacity(void)
+{
+    const convolve_format formats[5] = {CONVOLVE_FORMAT_NPY, CONVOLVE_FORMAT_PNG,
+                                        CONVOLVE_FORMAT_JPEG, CONVOLVE_FORMAT_PNM,
+                                        CONVOLVE_FORMAT_TEXT};
+    const size_t shape[3] = {3, 4, 5};
+    int held = 0, refused = 0;
+    for (int f = 0; f < 5; f++)
+        for (int t = 0; t < 4; t++)
+            for (int nd = 1; nd <= 3; nd++)
+                for (size_t ch = 1; ch <= 5; ch++) {
+                    convolve_array *a = make_array((convolve_dtype)t, nd, shape, ch);
+                    if (!a)
+                        continue;
+                    const convolve_layout *L = convolve_array_layout(a);
+                    convolve_status hold = convolve_format_can_hold(ctx, formats[f], L);
+                    char reason[512];
+                    snprintf(reason, sizeof reason, "%s", convolve_last_error(ctx));
+                    convolve_status save = convolve_array_save(ctx, a, tpath("cap.out"),
+                                                               formats[f], 0);
+                    CHECK(hold == save && (hold == CONVOLVE_OK ||
+                                           hold == CONVOLVE_ERROR_UNSUPPORTED),
+                          "%s, %s, %d-D, %zu channels: can_hold %s (%s), save %s (%s)",
+                          convolve_format_name(formats[f]), convolve_dtype_name(L->dtype), nd,
+                          ch, convolve_status_name(hold), reason, convolve_status_name(save),
+                          convolve_last_error(ctx));
+                    if (hold == CONVOLVE_ERROR_UNSUPPORTED) {
+                        char want[600];
+                        snprintf(want, sizeof want, "'%s': %s, not ", tpath("cap.out"), reason);
+                        CHECK(!strncmp(convolve_last_error(ctx), want, strlen(want)),
+                              "save's message '%s' does not start with '%s'",
+                              convolve_last_error(ctx), want);
+                        refused++;
+                    } else {
+                        held += hold == CONVOLVE_OK;
+                    }
+                    convolve_array_free(a);
+                }
+    unlink(tpath("cap.out"));
+    /* npy: 60; png: 2 types x 4 channels; jpeg: 2 (1 and 3 channels);
+     * pnm: 2 x 2; text: 2 types x 2 dimensionalities */
+    CHECK(held == 60 + 8 + 2 + 4 + 4, "%d combinations held", held);
+    CHECK(held + refused == 300, "%d held + %d refused", held, refused);
+
+    /* extents: PNG up to 1000000 per side, JPEG up to 65500 */
+    convolve_layout L;
+    CHECK_OK(NULL, convolve_layout_init(&L, CONVOLVE_UINT8, 2, (size_t[]){1, 1000000}, 1));
+    CHECK_OK(ctx, convolve_format_can_hold(ctx, CONVOLVE_FORMAT_PNG, &L));
+    L.shape[0] = 1000001;
+    CHECK_STATUS(ctx, convolve_format_can_hold(ctx, CONVOLVE_FORMAT_PNG, &L),
+                 CONVOLVE_ERROR_UNSUPPORTED);
+    EXPECT_MSG("PNG holds at most 1000000 pixels per side");
+    CHECK_OK(ctx, convolve_format_can_hold(ctx, CONVOLVE_FORMAT_PNM, &L));
+    CHECK_OK(ctx, convolve_format_can_hold(ctx, CONVOLVE_FORMAT_NPY, &L));
+    L.shape[0] = 65500;
+    L.shape[1] = 1;
+    CHECK_OK(ctx, convolve_format_can_hold(ctx, CONVOLVE_FORMAT_JPEG, &L));
+    L.shape[0] = 65501;
+    CHECK_STATUS(ctx, convolve_format_can_hold(ctx, CONVOLVE_FORMAT_JPEG, &L),
+                 CONVOLVE_ERROR_UNSUPPORTED);
+    EXPECT_MSG("JPEG holds at most 65500 pixels per side");
+    convolve_array *wide = make_array(CONVOLVE_UINT8, 2, (size_t[]){1, 65501}, 1);
+    CHECK_STATUS(ctx, convolve_array_save(ctx, wide, tpath("wide.jpg"), CONVOLVE_FORMAT_AUTO, 0),
+                 CONVOLVE_ERROR_UNSUPPORTED);
+    EXPECT_MSG("not 65501x1");
+    convolve_array_free(wide);
+
+    /* the order of the checks: type, dimensions, channels, extents */
+    CHECK_OK(NULL, convolve_layout_init(&L, CONVOLVE_FLOAT32, 3, (size_t[]){2, 2, 70000}, 5));
+    CHECK_STATUS(ctx, convolve_format_can_hold(ctx, CONVOLVE_FORMAT_JPEG, &L),
+                 CONVOLVE_ERROR_UNSUPPORTED);
+    CHECK(!strcmp(convolve_last_error(ctx), "JPEG holds uint8 data"), "%s",
+          convolve_last_error(ctx));
+    L.dtype = CONVOLVE_UINT8;
+    CHECK_STATUS(ctx, convolve_format_can_hold(ctx, CONVOLVE_FORMAT_JPEG, &L),
+                 CONVOLVE_ERROR_UNSUPPORTED);
+    CHECK(!strcmp(convolve_last_error(ctx), "image files hold 2-D images"), "%s",
+          convolve_last_error(ctx));
+    L.ndim = 2;
+    L.shape[1] = 70000;
+    CHECK_STATUS(ctx, convolve_format_can_hold(ctx, CONVOLVE_FORMAT_JPEG, &L),
+                 CONVOLVE_ERROR_UNSUPPORTED);
+    CHECK(!strcmp(convolve_last_error(ctx), "JPEG holds 1 (gray) or 3 (RGB) channels"), "%s",
+          convolve_last_error(ctx));
+    L.channels = 3;
+    CHECK_STATUS(ctx, convolve_format_can_hold(ctx, CONVOLVE_FORMAT_JPEG, &L),
+                 CONVOLVE_ERROR_UNSUPPORTED);
+    EXPECT_MSG("65500");
+    /* strides are not looked at */
+    L.shape[1] = 7;
+    L.strides[0] = L.strides[1] = 0;
+    CHECK_OK(ctx, convolve_format_can_hold(ctx, CONVOLVE_FORMAT_JPEG, &L));
+
+    /* bad arguments */
+    CHECK_STATUS(ctx, convolve_format_can_hold(ctx, CONVOLVE_FORMAT_NPY, NULL),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_format_can_hold(ctx, CONVOLVE_FORMAT_AUTO, &L),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_format_can_hold(ctx, (convolve_format)42, &L),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    convolve_layout bad = L;
+    bad.dtype = (convolve_dtype)9;
+    CHECK_STATUS(ctx, convolve_format_can_hold(ctx, CONVOLVE_FORMAT_NPY, &bad),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    bad = L;
+    bad.ndim = 4;
+    CHECK_STATUS(ctx, convolve_format_can_hold(ctx, CONVOLVE_FORMAT_NPY, &bad),
+                 CONVOLVE_ERROR_BAD_LAYOUT);
+    bad = L;
+    bad.channels = 0;
+    CHECK_STATUS(ctx, convolve_format_can_hold(ctx, CONVOLVE_FORMAT_NPY, &bad),
+                 CONVOLVE_ERROR_BAD_LAYOUT);
+    bad = L;
+    bad.shape[0] = 0;
+    CHECK_STATUS(ctx, convolve_format_can_hold(ctx, CONVOLVE_FORMAT_NPY, &bad),
+                 CONVOLVE_ERROR_BAD_LAYOUT);
+    bad = L;
+    bad.shape[0] = bad.shape[1] = (size_t)1 << 40;
+    CHECK_STATUS(ctx, convolve_format_can_hold(ctx, CONVOLVE_FORMAT_NPY, &bad),
+                 CONVOLVE_ERROR_SIZE_OVERFLOW);
+    CHECK(convolve_format_can_hold(NULL, CONVOLVE_FORMAT_PNG, &L) == CONVOLVE_OK, "NULL context");
+}
+
 /* ---- saving -------------------------------------------------------------------- */
 
 static void save_errors(void)
@@ -1084,6 +1288,8 @@ int main(void)
     pnm_inputs();
     text_inputs();
     load_errors();
+    format_detection();
+    format_capacity();
     save_errors();
     const char *rounds = getenv("CONVOLVE_TEST_MUTATIONS"); /* more for a longer soak */
     mutations(rounds ? atoi(rounds) : 400);

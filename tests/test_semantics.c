@@ -510,6 +510,64 @@ static void named_filters(void)
     convolve_filter_free(g);
 }
 
+/* The table of named filters (convolve_named_filter_get) says what
+ * convolve_filter_create_named accepts: every listed name builds in exactly
+ * the dimensions listed, takes an argument exactly when one is listed, and
+ * the unknown-filter message lists every spec in the table's order. */
+static void named_filter_table(void)
+{
+    size_t n = convolve_named_filter_count();
+    CHECK(n >= 8, "%zu named filters", n);
+    convolve_named_filter_info info, other;
+    CHECK(convolve_named_filter_get(n, &info) == CONVOLVE_ERROR_INVALID_ARGUMENT, "past the end");
+    CHECK(convolve_named_filter_get(0, NULL) == CONVOLVE_ERROR_INVALID_ARGUMENT, "NULL info");
+    CHECK_STATUS(ctx, convolve_filter_create_named(ctx, &(convolve_filter *){NULL}, "nope", 2),
+                 CONVOLVE_ERROR_BAD_FILTER);
+    char known[512];
+    snprintf(known, sizeof known, "%s", convolve_last_error(ctx));
+    const char *listed = strstr(known, "(known: ");
+    CHECK(listed != NULL, "unknown filter message: %s", known);
+    listed = listed ? listed + 8 : "";
+    for (size_t i = 0; i < n; i++) {
+        CHECK_OK(NULL, convolve_named_filter_get(i, &info));
+        CHECK(info.name && *info.name && info.summary && *info.summary, "entry %zu", i);
+        CHECK(info.dims != 0 && info.dims < 8, "%s: dims %#x", info.name, info.dims);
+        for (size_t j = 0; j < i; j++)
+            CHECK(convolve_named_filter_get(j, &other) == CONVOLVE_OK &&
+                      strcmp(other.name, info.name) != 0, "%s listed twice", info.name);
+        char spec[64], bad[64];
+        snprintf(spec, sizeof spec, "%s%s", info.name, info.argument ? ":1" : "");
+        snprintf(bad, sizeof bad, "%s%s", info.name, info.argument ? "" : ":1");
+        /* the message lists "name[:ARGUMENT]" in this order */
+        char word[64];
+        snprintf(word, sizeof word, "%s%s%s", info.name, info.argument ? ":" : "",
+                 info.argument ? info.argument : "");
+        CHECK(!strncmp(listed, word, strlen(word)), "message lists '%s' at '%s'", word, listed);
+        listed += strlen(word);
+        listed += *listed == ',' ? 2 : 0;
+        for (int d = 1; d <= 3; d++) {
+            convolve_filter *g = NULL;
+            convolve_status st = convolve_filter_create_named(ctx, &g, spec, d);
+            if (info.dims >> (d - 1) & 1) {
+                CHECK(st == CONVOLVE_OK && convolve_filter_ndim(g) == d, "%s in %d-D: %s", spec,
+                      d, convolve_last_error(ctx));
+            } else {
+                CHECK(st == CONVOLVE_ERROR_BAD_FILTER && g == NULL, "%s in %d-D should be "
+                      "refused", spec, d);
+                CHECK(strstr(convolve_last_error(ctx), "-D; the input has") != NULL, "%s",
+                      convolve_last_error(ctx));
+            }
+            convolve_filter_free(g);
+            CHECK_STATUS(ctx, convolve_filter_create_named(ctx, &g, bad, d),
+                         CONVOLVE_ERROR_BAD_FILTER);
+            CHECK(strstr(convolve_last_error(ctx), info.argument ? "needs an argument"
+                                                                 : "takes no argument") != NULL,
+                  "%s: %s", bad, convolve_last_error(ctx));
+        }
+    }
+    CHECK(!strcmp(listed, ")"), "the message lists more than the table: '%s'", listed);
+}
+
 int main(void)
 {
     h_seed("test_semantics");
@@ -520,6 +578,7 @@ int main(void)
     properties(300);
     errors();
     named_filters();
+    named_filter_table();
     convolve_context_free(ctx);
     return h_finish("test_semantics");
 }

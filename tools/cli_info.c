@@ -2,7 +2,7 @@
  * cli_info.c - `convolve info` (version, backends, strategies, the GPU) and
  * `convolve demo` (blurs the bundled photo with gaussian:2).
  */
-#include "cli.h"
+#include "convolve_cli.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,217 +1,24 @@
 /*
- * cli_run.c - `convolve INPUT OUTPUT [options]`: parses the options (GNU
- * style), loads the input and the filter, checks that the output format can
- * hold the result before any work, plans, runs (timing convolve_execute
- * alone for --time) and saves the result atomically.
+ * cli_run.c - `convolve INPUT OUTPUT [options]`: parses the options (the
+ * table in cli_spec.c), loads the input and the filter, checks that the
+ * output format can hold the result before any work, plans, runs (timing
+ * convolve_execute alone for --time) and saves the result atomically.
  */
-#include "cli.h"
+#include "convolve_cli.h"
 
 #include <errno.h>
-#include <limits.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-typedef struct {
-    const char *input, *output;
-    const char *weights, *filter;
-    convolve_options opt;
-    int n_origin;
-    long origin[CONVOLVE_MAX_DIMS];
-    int have_dtype;
-    convolve_dtype out_dtype;
-    int quality;
-    int time;
-    long repeat;
-    int force;
-    const char *wisdom;
-} run_args;
-
-typedef enum { OPT_NONE, OPT_VALUE } opt_kind;
-
-static const struct {
-    const char *name;
-    opt_kind kind;
-} k_options[] = {
-    {"weights", OPT_VALUE}, {"filter", OPT_VALUE},    {"mode", OPT_VALUE},
-    {"cval", OPT_VALUE},    {"origin", OPT_VALUE},    {"correlate", OPT_NONE},
-    {"backend", OPT_VALUE}, {"strategy", OPT_VALUE},  {"output-dtype", OPT_VALUE},
-    {"threads", OPT_VALUE}, {"quality", OPT_VALUE},   {"time", OPT_NONE},
-    {"repeat", OPT_VALUE},  {"force", OPT_NONE},      {"help", OPT_NONE},
-    {"version", OPT_NONE},  {"autotune", OPT_NONE},   {"wisdom", OPT_VALUE},
-};
-
-/* Parses all of s as a long in [lo, hi]. */
-static int parse_long(const char *s, long lo, long hi, long *v)
+/* Checks the options' combination once all are parsed. */
+static int check_args(const cli_run_args *a)
 {
-    if (!*s)
-        return 0;
-    char *end;
-    errno = 0;
-    long x = strtol(s, &end, 10);
-    if (*end || errno == ERANGE || x < lo || x > hi)
-        return 0;
-    *v = x;
-    return 1;
-}
-
-static int parse_finite(const char *s, double *v)
-{
-    if (!*s)
-        return 0;
-    char *end;
-    errno = 0;
-    double x = strtod(s, &end);
-    if (*end || errno == ERANGE || !isfinite(x))
-        return 0;
-    *v = x;
-    return 1;
-}
-
-/* Applies one option; returns CLI_OK, or an exit code after a message.
- * *done is set for --help and --version. */
-static int apply_option(run_args *a, const char *name, const char *val, int *done)
-{
-    long l;
-    if (!strcmp(name, "weights")) {
-        a->weights = val;
-    } else if (!strcmp(name, "filter")) {
-        a->filter = val;
-    } else if (!strcmp(name, "mode")) {
-        if (convolve_mode_parse(val, &a->opt.mode) != CONVOLVE_OK)
-            return cli_fail(CLI_BAD_INPUT, "unknown mode '%s': use reflect, constant, nearest, "
-                            "mirror or wrap", val);
-    } else if (!strcmp(name, "cval")) {
-        if (!parse_finite(val, &a->opt.cval))
-            return cli_fail(CLI_BAD_INPUT, "--cval '%s' is not a finite number", val);
-    } else if (!strcmp(name, "origin")) {
-        const char *p = val;
-        a->n_origin = 0;
-        for (;;) {
-            char item[64];
-            size_t len = strcspn(p, ",");
-            if (a->n_origin == CONVOLVE_MAX_DIMS || len == 0 || len >= sizeof item)
-                return cli_fail(CLI_BAD_INPUT, "--origin '%s': give 1 to 3 integers separated "
-                                "by commas, e.g. --origin=-1,0,1", val);
-            memcpy(item, p, len);
-            item[len] = '\0';
-            if (!parse_long(item, -1000000000L, 1000000000L, &l))
-                return cli_fail(CLI_BAD_INPUT, "--origin '%s': '%s' is not an integer from "
-                                "-1000000000 to 1000000000", val, item);
-            a->origin[a->n_origin++] = l;
-            if (!p[len])
-                break;
-            p += len + 1;
-        }
-    } else if (!strcmp(name, "correlate")) {
-        a->opt.operation = CONVOLVE_OP_CORRELATE;
-    } else if (!strcmp(name, "backend")) {
-        if (convolve_backend_parse(val, &a->opt.backend) != CONVOLVE_OK)
-            return cli_fail(CLI_BAD_INPUT, "unknown backend '%s': use auto, cpu or cuda", val);
-    } else if (!strcmp(name, "strategy")) {
-        if (!*val)
-            return cli_fail(CLI_BAD_INPUT, "--strategy needs a name (see convolve info)");
-        a->opt.strategy = val;
-    } else if (!strcmp(name, "output-dtype")) {
-        if (convolve_dtype_parse(val, &a->out_dtype) != CONVOLVE_OK)
-            return cli_fail(CLI_BAD_INPUT, "unknown output dtype '%s': use float32, float64, "
-                            "uint8 or uint16", val);
-        a->have_dtype = 1;
-    } else if (!strcmp(name, "threads")) {
-        if (!parse_long(val, 0, 4096, &l))
-            return cli_fail(CLI_BAD_INPUT, "--threads '%s': give a count from 0 (all) to 4096",
-                            val);
-        a->opt.threads = (int)l;
-    } else if (!strcmp(name, "quality")) {
-        if (!parse_long(val, 1, 100, &l))
-            return cli_fail(CLI_BAD_INPUT, "--quality '%s': give an integer from 1 to 100", val);
-        a->quality = (int)l;
-    } else if (!strcmp(name, "time")) {
-        a->time = 1;
-    } else if (!strcmp(name, "repeat")) {
-        if (!parse_long(val, 1, 1000000, &a->repeat))
-            return cli_fail(CLI_BAD_INPUT, "--repeat '%s': give a count from 1 to 1000000", val);
-    } else if (!strcmp(name, "force")) {
-        a->force = 1;
-    } else if (!strcmp(name, "autotune")) {
-        a->opt.autotune = 1;
-    } else if (!strcmp(name, "wisdom")) {
-        if (!*val)
-            return cli_fail(CLI_BAD_INPUT, "--wisdom needs a file name");
-        a->wisdom = val;
-        a->opt.autotune = 1;
-    } else if (!strcmp(name, "help")) {
-        cli_usage(stdout);
-        *done = 1;
-    } else if (!strcmp(name, "version")) {
-        printf("convolve %s\n", convolve_version_string());
-        *done = 1;
-    }
-    return CLI_OK;
-}
-
-/* Parses argv[1..]; returns CLI_OK, or an exit code (after a message, or
- * with *done set when --help or --version was answered). */
-static int parse_args(int argc, char **argv, run_args *a, int *done)
-{
-    memset(a, 0, sizeof *a);
-    convolve_options_init(&a->opt);
-    a->repeat = 1;
-    const char *pos[2];
-    int npos = 0, only_positional = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (only_positional || arg[0] != '-' || !strcmp(arg, "-")) {
-            if (npos == 2)
-                return cli_fail(CLI_BAD_INPUT, "unexpected argument '%s': give one INPUT and "
-                                "one OUTPUT (see convolve --help)", arg);
-            pos[npos++] = arg;
-            continue;
-        }
-        if (!strcmp(arg, "--")) {
-            only_positional = 1;
-            continue;
-        }
-        if (!strcmp(arg, "-h")) {
-            cli_usage(stdout);
-            *done = 1;
-            return CLI_OK;
-        }
-        if (arg[1] != '-')
-            return cli_fail(CLI_BAD_INPUT, "unknown option '%s' (options are long: see "
-                            "convolve --help)", arg);
-        const char *name = arg + 2, *eq = strchr(name, '=');
-        size_t len = eq ? (size_t)(eq - name) : strlen(name);
-        size_t k, n = sizeof k_options / sizeof k_options[0];
-        for (k = 0; k < n; k++)
-            if (strlen(k_options[k].name) == len && !strncmp(k_options[k].name, name, len))
-                break;
-        if (k == n)
-            return cli_fail(CLI_BAD_INPUT, "unknown option '%.*s' (see convolve --help)",
-                            (int)(len + 2), arg);
-        const char *val = NULL;
-        if (k_options[k].kind == OPT_VALUE) {
-            if (eq)
-                val = eq + 1;
-            else if (i + 1 < argc)
-                val = argv[++i];
-            else
-                return cli_fail(CLI_BAD_INPUT, "option '--%s' needs a value", k_options[k].name);
-        } else if (eq) {
-            return cli_fail(CLI_BAD_INPUT, "option '--%s' takes no value", k_options[k].name);
-        }
-        int rc = apply_option(a, k_options[k].name, val, done);
-        if (rc != CLI_OK || *done)
-            return rc;
-    }
-    if (npos != 2)
+    if (a->npos != 2)
         return cli_fail(CLI_BAD_INPUT, "%s (see convolve --help)",
-                        npos == 0 ? "no INPUT and OUTPUT given" : "no OUTPUT given");
-    a->input = pos[0];
-    a->output = pos[1];
+                        a->npos == 0 ? "no INPUT and OUTPUT given" : "no OUTPUT given");
     if (!a->weights == !a->filter)
         return cli_fail(CLI_BAD_INPUT, "%s", a->weights
                         ? "give either --weights or --filter, not both"
@@ -221,56 +28,30 @@ static int parse_args(int argc, char **argv, run_args *a, int *done)
     return CLI_OK;
 }
 
-static int is_image_format(convolve_format f)
-{
-    return f == CONVOLVE_FORMAT_PNG || f == CONVOLVE_FORMAT_JPEG || f == CONVOLVE_FORMAT_PNM;
-}
-
 static int is_float(convolve_dtype t)
 {
     return t == CONVOLVE_FLOAT32 || t == CONVOLVE_FLOAT64;
 }
 
-/* Can format f hold an array of ndim dimensions, ch channels, type t? */
-static int check_output(const char *path, convolve_format f, int ndim, size_t ch,
-                        convolve_dtype t)
+/* Can format f hold the result: the input's layout with element type t?
+ * (The library says what the format holds; the CLI adds what it was asked.) */
+static int check_output(convolve_context *ctx, const char *path, convolve_format f,
+                        const convolve_layout *in, convolve_dtype t)
 {
-    const char *fname = convolve_format_name(f), *why = NULL;
-    switch (f) {
-    case CONVOLVE_FORMAT_PNG:
-        if (t != CONVOLVE_UINT8 && t != CONVOLVE_UINT16)
-            why = "PNG holds uint8 or uint16 data";
-        else if (ch > 4)
-            why = "PNG holds 1 to 4 channels";
-        break;
-    case CONVOLVE_FORMAT_JPEG:
-        if (t != CONVOLVE_UINT8)
-            why = "JPEG holds uint8 data";
-        else if (ch != 1 && ch != 3)
-            why = "JPEG holds 1 (gray) or 3 (RGB) channels";
-        break;
-    case CONVOLVE_FORMAT_PNM:
-        if (t != CONVOLVE_UINT8 && t != CONVOLVE_UINT16)
-            why = "PGM/PPM hold uint8 or uint16 data";
-        else if (ch != 1 && ch != 3)
-            why = "PGM/PPM hold 1 (gray) or 3 (RGB) channels";
-        break;
-    case CONVOLVE_FORMAT_TEXT:
-        if (!is_float(t))
-            why = "text holds float data (add --output-dtype float64)";
-        else if (ndim > 2 || ch != 1)
-            why = "text holds 1-D or 2-D single-channel arrays";
-        break;
-    default:
-        break;
-    }
-    if (!why && is_image_format(f) && ndim != 2)
-        why = "image files hold 2-D images";
-    if (!why)
+    convolve_layout L = *in;
+    L.dtype = CONVOLVE_FLOAT64;
+    int holds_float64 = convolve_format_can_hold(ctx, f, &L) == CONVOLVE_OK;
+    L.dtype = t;
+    convolve_status st = convolve_format_can_hold(ctx, f, &L);
+    if (st == CONVOLVE_OK)
         return CLI_OK;
-    return cli_fail(CLI_BAD_INPUT, "cannot write the result (%d-D, %zu channel%s, %s) to %s "
-                    "file '%s': %s; use .npy for other arrays", ndim, ch, ch == 1 ? "" : "s",
-                    convolve_dtype_name(t), fname, path, why);
+    if (st != CONVOLVE_ERROR_UNSUPPORTED)
+        return cli_fail(cli_exit_code(st), "%s", convolve_last_error(ctx));
+    return cli_fail(CLI_BAD_INPUT, "cannot write the result (%d-D, %zu channel%s, %s) to %s file "
+                    "'%s': %s%s; use .npy for other arrays", L.ndim, L.channels,
+                    L.channels == 1 ? "" : "s", convolve_dtype_name(t), convolve_format_name(f),
+                    path, convolve_last_error(ctx),
+                    holds_float64 ? " (add --output-dtype float64)" : "");
 }
 
 /* 1 if the two paths name the same existing file (or are the same string). */
@@ -285,20 +66,19 @@ static int same_file(const char *p, const char *q)
 /* Loads the --weights file as a filter of ndim dimensions. */
 static int load_weights(convolve_context *ctx, const char *path, int ndim, convolve_filter **f)
 {
-    unsigned char head[8] = {0};
+    unsigned char head[CONVOLVE_FORMAT_DETECT_BYTES];
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return cli_fail(CLI_BAD_INPUT, "cannot open weights '%s': %s", path, strerror(errno));
     size_t got = fread(head, 1, sizeof head, fp);
     fclose(fp);
-    convolve_format fmt = CONVOLVE_FORMAT_TEXT;
+    /* .npy by content or name (the reader says what is wrong); else text */
+    convolve_format by_content = convolve_format_detect(head, got);
     convolve_format by_name = convolve_format_from_path(path);
-    if (got >= 6 && !memcmp(head, "\x93NUMPY", 6))
+    convolve_format fmt = CONVOLVE_FORMAT_TEXT;
+    if (by_content == CONVOLVE_FORMAT_NPY || by_name == CONVOLVE_FORMAT_NPY)
         fmt = CONVOLVE_FORMAT_NPY;
-    else if (by_name == CONVOLVE_FORMAT_NPY)
-        fmt = CONVOLVE_FORMAT_NPY; /* the reader says what is wrong */
-    else if (is_image_format(by_name) || (got >= 4 && !memcmp(head, "\x89PNG", 4)) ||
-             (got >= 3 && head[0] == 0xFF && head[1] == 0xD8))
+    else if (convolve_format_is_image(by_name) || convolve_format_is_image(by_content))
         return cli_fail(CLI_BAD_INPUT, "weights '%s' look like an image; give a .npy file or "
                         "a text file of numbers", path);
     convolve_array *w = NULL, *w64 = NULL;
@@ -342,7 +122,7 @@ static int cmp_double(const void *x, const void *y)
 }
 
 /* Plans and runs; returns CLI_OK with the result in *out. */
-static int compute(convolve_context *ctx, const run_args *a, const convolve_array *in,
+static int compute(convolve_context *ctx, const cli_run_args *a, const convolve_array *in,
                    const convolve_filter *f, convolve_array *out)
 {
     convolve_plan *plan = NULL;
@@ -385,7 +165,7 @@ static int compute(convolve_context *ctx, const run_args *a, const convolve_arra
     return rc;
 }
 
-static int run(convolve_context *ctx, run_args *a)
+static int run(convolve_context *ctx, cli_run_args *a)
 {
     convolve_format ofmt = convolve_format_from_path(a->output);
     if (ofmt == CONVOLVE_FORMAT_AUTO)
@@ -426,9 +206,9 @@ static int run(convolve_context *ctx, run_args *a)
     convolve_dtype odt = L->dtype;
     if (a->have_dtype)
         odt = a->out_dtype;
-    else if (is_image_format(ofmt) && is_float(L->dtype))
+    else if (convolve_format_is_image(ofmt) && is_float(L->dtype))
         odt = CONVOLVE_UINT8;
-    if ((rc = check_output(a->output, ofmt, L->ndim, L->channels, odt)) != CLI_OK)
+    if ((rc = check_output(ctx, a->output, ofmt, L, odt)) != CLI_OK)
         goto done;
     if ((st = convolve_array_create(ctx, &out, odt, L->ndim, L->shape, L->channels)) !=
         CONVOLVE_OK) {
@@ -450,10 +230,12 @@ done:
 
 int cli_run(int argc, char **argv)
 {
-    run_args a;
-    int done = 0;
-    int rc = parse_args(argc, argv, &a, &done);
-    if (rc != CLI_OK || done)
+    cli_run_args a;
+    cli_run_args_init(&a);
+    int rc = cli_parse(&cli_run_command, argc, argv, &a);
+    if (rc == CLI_DONE)
+        return CLI_OK;
+    if (rc != CLI_OK || (rc = check_args(&a)) != CLI_OK)
         return rc;
     convolve_context *ctx = NULL;
     if (convolve_context_create(&ctx) != CONVOLVE_OK)

@@ -23,6 +23,12 @@ struct cvcu_gen_plan {
     size_t smem;
     unsigned block;
     unsigned blocks;            /* persistent grid: blocks launched */
+    /* separable 3-D in two passes: this plan filters x and y plane by plane
+     * (planes as batches) into `temp`, then `zpass` filters z into the output */
+    long long planes;           /* > 0: this plan's batches are the input's planes */
+    cvcu_gen_plan *zpass;
+    void *temp;
+    long long temp_strides[3];  /* elements of the accumulation type */
     int in_size, out_size, interleaved;
     char how[320];
 };
@@ -68,9 +74,15 @@ static void choose_geometry(const cvi_problem *p, int fam, int dbl, int C, cvk_g
     s->bx = (dbl ? 2 : 4) * px;
     s->tx = 32, s->ty = 8, s->by = 2;
     if (p->ndim == 1) {
+        /* 1-D: one row; long runs a thread, so each stage carries work */
         s->tx = 256, s->ty = 1, s->by = 1;
+        if (px == 1)
+            s->bx = dbl ? 8 : 16;
     } else if (fam == CVK_GEN_STRIP) {
+        /* the ring holds ky + rows a stage of x-filtered rows, each tx * bx wide */
         s->by = s->bx >= 8 ? 2 : 4;
+        if (s->bx >= 8)
+            s->tx = 16;
     } else if (p->ndim == 2) {
         s->by = p->ksize[1] >= 7 ? 8 : 4;
         if (s->bx >= 8)
@@ -117,6 +129,9 @@ void cvcu_gen_release(cvcu_gen_plan *g)
 {
     if (!g)
         return;
+    cvcu_gen_release(g->zpass);
+    if (g->temp)
+        (void)cudaFree(g->temp);
     if (g->d_weights)
         (void)cudaFree(g->d_weights);
     free(g->bank);
@@ -168,8 +183,10 @@ static int fit_shared(cvk_gen_shape *s, const int k[3], int C, size_t limit, siz
     }
 }
 
-convolve_status cvcu_gen_prepare(convolve_context *ctx, const cvi_problem *p, int separable,
-                                 cvcu_gen_plan **out)
+/* The plan of one kernel for p; `batches` more batches (planes) will come
+ * at launch than p says (sizes the strips). */
+static convolve_status prepare_one(convolve_context *ctx, const cvi_problem *p, int separable,
+                                   long long batches, cvcu_gen_plan **out)
 {
     *out = NULL;
     cvcu_gen_plan *g = calloc(1, sizeof *g);
@@ -325,7 +342,7 @@ convolve_status cvcu_gen_prepare(convolve_context *ctx, const cvi_problem *p, in
         const long long rc = (long long)s->ty * s->by;
         long long len = 4 * (long long)(s->ky - 1) > 64 ? 4 * (long long)(s->ky - 1) : 64;
         const long long blocks_wanted = (long long)sms * 8;
-        const long long per = q->tiles_x * q->nbatch;
+        const long long per = q->tiles_x * q->nbatch * (batches > 1 ? batches : 1);
         while (len > rc && per * ((q->n[1] + len - 1) / len) < blocks_wanted)
             len /= 2;
         len = (len + rc - 1) / rc * rc;
@@ -348,9 +365,114 @@ convolve_status cvcu_gen_prepare(convolve_context *ctx, const cvi_problem *p, in
     return CONVOLVE_OK;
 }
 
+static cudaError_t cvcu_gen_launch_one(const cvcu_gen_plan *g, const void *in, void *out,
+                                       const long long is[3], long long ics,
+                                       const long long os[3], long long ocs,
+                                       cudaStream_t stream);
+
+/* Separable 3-D filters whose y or z taps pass this many run in two passes:
+ * fused, each plane's y halo is filtered along x again by every tile, and
+ * the rolling z accumulators take registers that taller tiles would need. */
+#define CVCU_GEN_FUSED_3D_MAX 5
+
+/* The two-pass plan of a separable 3-D filter with interleaved channels:
+ * x and y into a temporary volume of the accumulation type, plane by plane,
+ * then z (a dense kz x 1 x 1 filter; CONSTANT: the planes outside hold cval
+ * filtered along x and y, cval times the sums of those taps). */
+static convolve_status prepare_two_pass(convolve_context *ctx, const cvi_problem *p,
+                                        cvcu_gen_plan **out)
+{
+    static const double one = 1.0;
+    const int dbl = p->in_type == CONVOLVE_FLOAT64;
+    const convolve_dtype at = dbl ? CONVOLVE_FLOAT64 : CONVOLVE_FLOAT32;
+    const ptrdiff_t as = dbl ? 8 : 4, C = (ptrdiff_t)p->channels;
+    const ptrdiff_t ts[3] = {(ptrdiff_t)(p->shape[1] * p->shape[2]) * C * as,
+                             (ptrdiff_t)p->shape[2] * C * as, C * as};
+    cvi_problem a = *p, b = *p;
+    /* x and y: a 2-D problem over one plane; the launch batches the planes */
+    a.ndim = 2;
+    a.shape[0] = 1, a.ksize[0] = 1, a.koff[0] = 0, a.taps[0] = &one;
+    a.in_strides[0] = a.out_strides[0] = 0;
+    a.out_type = at;
+    a.out_strides[1] = ts[1], a.out_strides[2] = ts[2], a.out_cstride = as;
+    a.kcount = p->ksize[1] * p->ksize[2];
+    a.weights = NULL; /* separable: the taps serve */
+    /* z: a dense kz x 1 x 1 filter over the temporary volume */
+    double sy = 0, sx = 0;
+    for (size_t i = 0; i < p->ksize[1]; i++)
+        sy += p->taps[1][i];
+    for (size_t i = 0; i < p->ksize[2]; i++)
+        sx += p->taps[2][i];
+    b.in_type = at;
+    for (int i = 0; i < 3; i++)
+        b.in_strides[i] = ts[i];
+    b.in_cstride = as;
+    b.ksize[1] = b.ksize[2] = 1, b.koff[1] = b.koff[2] = 0;
+    b.kcount = p->ksize[0];
+    b.weights = p->taps[0];
+    b.separable = 0;
+    b.cval = p->cval * sy * sx;
+    cvcu_gen_plan *g = NULL;
+    convolve_status st = prepare_one(ctx, &a, 1, (long long)p->shape[0], &g);
+    if (st == CONVOLVE_OK)
+        st = prepare_one(ctx, &b, 0, 1, &g->zpass);
+    if (st == CONVOLVE_OK) {
+        size_t bytes = (size_t)ts[0] * p->shape[0];
+        cudaError_t e = cudaMalloc(&g->temp, bytes);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            g->temp = NULL;
+            st = cvi_error(ctx, e == cudaErrorMemoryAllocation
+                                    ? CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY
+                                    : CONVOLVE_ERROR_DEVICE,
+                           "CUDA: the separable filter's intermediate volume (%zu MiB) could not "
+                           "be allocated: %s", bytes >> 20, cudaGetErrorString(e));
+        }
+    }
+    if (st != CONVOLVE_OK) {
+        cvcu_gen_release(g);
+        return st;
+    }
+    g->planes = (long long)p->shape[0];
+    for (int i = 0; i < 3; i++)
+        g->temp_strides[i] = ts[i] / as;
+    snprintf(g->how + strlen(g->how), sizeof g->how - strlen(g->how), "; then z: %s",
+             g->zpass->how);
+    *out = g;
+    return CONVOLVE_OK;
+}
+
+convolve_status cvcu_gen_prepare(convolve_context *ctx, const cvi_problem *p, int separable,
+                                 cvcu_gen_plan **out)
+{
+    const size_t esize = convolve_dtype_size(p->in_type);
+    const int interleaved = p->channels == 1 ||
+                            (p->in_cstride == (ptrdiff_t)esize &&
+                             p->in_strides[2] == (ptrdiff_t)(esize * p->channels));
+    if (separable && p->separable && p->ndim == 3 && interleaved &&
+        (p->ksize[0] > CVCU_GEN_FUSED_3D_MAX || p->ksize[1] > CVCU_GEN_FUSED_3D_MAX))
+        return prepare_two_pass(ctx, p, out);
+    return prepare_one(ctx, p, separable, 1, out);
+}
+
 cudaError_t cvcu_gen_launch(const cvcu_gen_plan *g, const void *in, void *out,
                             const long long is[3], long long ics, const long long os[3],
                             long long ocs, cudaStream_t stream)
+{
+    if (g->zpass) {
+        /* x and y plane by plane into the temporary volume, then z */
+        const cudaError_t e = cvcu_gen_launch_one(g, in, g->temp, is, ics, g->temp_strides, 1,
+                                                  stream);
+        if (e != cudaSuccess)
+            return e;
+        return cvcu_gen_launch_one(g->zpass, g->temp, out, g->temp_strides, 1, os, ocs, stream);
+    }
+    return cvcu_gen_launch_one(g, in, out, is, ics, os, ocs, stream);
+}
+
+static cudaError_t cvcu_gen_launch_one(const cvcu_gen_plan *g, const void *in, void *out,
+                                       const long long is[3], long long ics,
+                                       const long long os[3], long long ocs, cudaStream_t stream)
 {
     cvk_gen_params q = g->params;
     q.in = in, q.out = out;
@@ -366,6 +488,11 @@ cudaError_t cvcu_gen_launch(const cvcu_gen_plan *g, const void *in, void *out,
         q.ics = q.ocs = 0;
         q.in_contig = is[2] == 1;
         q.out_contig = os[2] == 1;
+    }
+    if (g->planes > 0) {
+        /* the input's planes are this 2-D plan's batches (channels interleaved) */
+        q.nbatch = (int)g->planes;
+        q.ibs = is[0], q.obs = os[0];
     }
     const long long ib = g->in_size, ob = g->out_size;
     q.in_vec = q.in_contig && (uintptr_t)in % 16 == 0 && (q.n[1] == 1 || is[1] * ib % 16 == 0) &&

@@ -67,7 +67,7 @@ CVK_GEN_TILE_I(s_f32_3x3, float, float, 0, 0, 1, 3, 3, 1, 1, 0, 4, 4, 32, 8, 9)
 CVK_GEN_STRIP_I(s_f32_sep5, float, float, 0, 0, 1, 5, 5, 2, 4, 4, 32, 8, 10)
 CVK_GEN_TILE_I(s_u8c3_3x3, unsigned char, float, 2, 0, 3, 3, 3, 1, 1, 0, 12, 2, 32, 8, 9)
 CVK_GEN_TILE_I(s_f32_3x3x3, float, float, 0, 0, 1, 3, 3, 3, 1, 0, 4, 2, 32, 8, 27)
-CVK_GEN_TILE_I(s_f32_1d31, float, float, 0, 0, 1, 31, 1, 1, 15, 0, 4, 1, 256, 1, 31)
+CVK_GEN_TILE_I(s_f32_1d31, float, float, 0, 0, 1, 31, 1, 1, 15, 0, 16, 1, 256, 1, 31)
 
 typedef struct {
     cvk_gen_shape s;
@@ -93,7 +93,7 @@ static const cvk_gen_entry k_entries[] = {
     E_S(s_f32_sep5, 0, 0, 1, 5, 5, 2, 4, 4, 32, 8, 10),
     E_T(s_u8c3_3x3, 2, 0, 3, 3, 3, 1, 1, 0, 12, 2, 32, 8, 9),
     E_T(s_f32_3x3x3, 0, 0, 1, 3, 3, 3, 1, 0, 4, 2, 32, 8, 27),
-    E_T(s_f32_1d31, 0, 0, 1, 31, 1, 1, 15, 0, 4, 1, 256, 1, 31),
+    E_T(s_f32_1d31, 0, 0, 1, 31, 1, 1, 15, 0, 16, 1, 256, 1, 31),
 };
 
 extern "C" cvk_gen_launch_fn cvk_gen_precompiled(const cvk_gen_shape *s)

@@ -48,6 +48,7 @@ static struct {
     int major, minor;
     uint64_t source_hash;
     char cache_dir[1024];
+    char defines[256];          /* CONVOLVE_JIT_DEFINES: more NVRTC options (tuning) */
 } nv;
 
 static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
@@ -104,6 +105,8 @@ static void *open_nvrtc(void)
 static void load_nvrtc(void)
 {
     find_cache_dir();
+    const char *defs = getenv("CONVOLVE_JIT_DEFINES");
+    snprintf(nv.defines, sizeof nv.defines, "%s", defs ? defs : "");
     nv.source_hash = FNV_SEED;
     for (int i = 0; i < cvk_gen_source_count; i++) {
         nv.source_hash = fnv1a(nv.source_hash, cvk_gen_source_names[i],
@@ -356,7 +359,14 @@ static int compile(const char *name, int major, int minor, unsigned char **cubin
     char src[512], arch[64];
     snprintf(src, sizeof src, "#include \"gen_kernels.cuh\"\n");
     snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", major, minor);
-    const char *opts[] = {arch, "-std=c++17", "-DCVK_NVRTC=1"};
+    const char *opts[3 + 16] = {arch, "-std=c++17", "-DCVK_NVRTC=1"};
+    int nopts = 3;
+    char defs[sizeof nv.defines];
+    snprintf(defs, sizeof defs, "%s", nv.defines);
+    char *save = NULL;
+    for (char *tok = strtok_r(defs, " ", &save); tok && nopts < 3 + 16;
+         tok = strtok_r(NULL, " ", &save))
+        opts[nopts++] = tok;
     cvcu_nvrtc_prog prog = NULL;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -364,7 +374,7 @@ static int compile(const char *name, int major, int minor, unsigned char **cubin
                       cvk_gen_source_names);
     if (r == 0)
         r = nv.add_name(prog, name);
-    int rc = r == 0 ? nv.compile(prog, (int)(sizeof opts / sizeof opts[0]), opts) : r;
+    int rc = r == 0 ? nv.compile(prog, nopts, opts) : r;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     g_stats.compile_ms += (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) * 1e-6;
     if (rc != 0) {
@@ -400,8 +410,9 @@ int cvcu_jit_kernel(const char *name, int major, int minor, const void **fn, cha
 {
     pthread_once(&nv_once, load_nvrtc);
     char key[1024];
-    snprintf(key, sizeof key, "cvkjit1|src=%016llx|nvrtc=%d.%d|sm_%d%d|%s",
-             (unsigned long long)nv.source_hash, nv.major, nv.minor, major, minor, name);
+    snprintf(key, sizeof key, "cvkjit1|src=%016llx|nvrtc=%d.%d|sm_%d%d|%s|%s",
+             (unsigned long long)nv.source_hash, nv.major, nv.minor, major, minor, nv.defines,
+             name);
     pthread_mutex_lock(&g_lock);
     int rc = -1;
     *fn = table_find(key);

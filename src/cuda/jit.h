@@ -10,7 +10,9 @@
  *
  * Environment: CONVOLVE_JIT=0 turns run-time compilation off;
  * CONVOLVE_CACHE_DIR names the disk cache's folder ("" for none; default
- * $XDG_CACHE_HOME/convolve, else $HOME/.cache/convolve).
+ * $XDG_CACHE_HOME/convolve, else $HOME/.cache/convolve);
+ * CONVOLVE_JIT_DEFINES adds NVRTC options (e.g. "-DCVK_GEN_MIN_BLOCKS=3"),
+ * for tuning experiments.
  */
 #ifndef CONVOLVE_CUDA_JIT_H
 #define CONVOLVE_CUDA_JIT_H

@@ -10,14 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-convolve_status cvi_array_new(convolve_context *ctx, convolve_array **array, convolve_dtype dtype,
-                              int ndim, const size_t *shape, size_t channels, const char *what)
+convolve_status cvio_layout_init(convolve_context *ctx, convolve_layout *layout,
+                                 convolve_dtype dtype, int ndim, const size_t *shape,
+                                 size_t channels, const char *what)
 {
-    *array = NULL;
-    convolve_layout L;
-    convolve_status st = convolve_layout_init(&L, dtype, ndim, shape, channels);
+    convolve_status st = convolve_layout_init(layout, dtype, ndim, shape, channels);
     switch (st) {
-    case CONVOLVE_OK: break;
+    case CONVOLVE_OK:
+        return CONVOLVE_OK;
     case CONVOLVE_ERROR_INVALID_ARGUMENT:
         return cvi_error(ctx, st, "%s: unknown element type %d", what, (int)dtype);
     case CONVOLVE_ERROR_BAD_LAYOUT:
@@ -29,6 +29,16 @@ convolve_status cvi_array_new(convolve_context *ctx, convolve_array **array, con
         return cvi_error(ctx, CONVOLVE_ERROR_SIZE_OVERFLOW, "%s: too large, its byte count "
                          "overflows", what);
     }
+}
+
+convolve_status cvi_array_new(convolve_context *ctx, convolve_array **array, convolve_dtype dtype,
+                              int ndim, const size_t *shape, size_t channels, const char *what)
+{
+    *array = NULL;
+    convolve_layout L;
+    convolve_status st = cvio_layout_init(ctx, &L, dtype, ndim, shape, channels, what);
+    if (st != CONVOLVE_OK)
+        return st;
     size_t bytes = convolve_layout_count(&L) * convolve_dtype_size(dtype); /* checked by init */
     convolve_array *a = calloc(1, sizeof *a);
     if (!a)

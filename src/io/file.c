@@ -1,6 +1,5 @@
 /*
- * file.c - files and formats: format detection (extension, magic bytes),
- * convolve_array_load / _load_memory (read the whole file or pipe within a
+ * file.c - files: convolve_array_load / _load_memory (read the whole file or pipe within a
  * size limit, then parse it in memory; directories and devices are refused)
  * and convolve_array_save (encode into memory, then write a temporary file
  * beside the target, fsync it and rename it over the target, so that a
@@ -18,50 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ---- formats --------------------------------------------------------------- */
-
-convolve_format convolve_format_from_path(const char *path)
-{
-    static const struct {
-        const char *ext;
-        convolve_format format;
-    } k_ext[] = {
-        {"npy", CONVOLVE_FORMAT_NPY},  {"png", CONVOLVE_FORMAT_PNG},  {"jpg", CONVOLVE_FORMAT_JPEG},
-        {"jpeg", CONVOLVE_FORMAT_JPEG}, {"pgm", CONVOLVE_FORMAT_PNM}, {"ppm", CONVOLVE_FORMAT_PNM},
-        {"pnm", CONVOLVE_FORMAT_PNM},  {"txt", CONVOLVE_FORMAT_TEXT},
-    };
-    if (!path)
-        return CONVOLVE_FORMAT_AUTO;
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    const char *dot = strrchr(base, '.');
-    if (!dot || dot == base)
-        return CONVOLVE_FORMAT_AUTO;
-    for (size_t i = 0; i < sizeof k_ext / sizeof k_ext[0]; i++)
-        if (strcasecmp(dot + 1, k_ext[i].ext) == 0)
-            return k_ext[i].format;
-    return CONVOLVE_FORMAT_AUTO;
-}
-
-/* The format the leading bytes announce, or AUTO. */
-static convolve_format sniff(const unsigned char *d, size_t n)
-{
-    if (n >= 6 && memcmp(d, "\x93NUMPY", 6) == 0)
-        return CONVOLVE_FORMAT_NPY;
-    if (n >= 4 && memcmp(d, "\x89PNG", 4) == 0)
-        return CONVOLVE_FORMAT_PNG;
-    if (n >= 3 && d[0] == 0xFF && d[1] == 0xD8 && d[2] == 0xFF)
-        return CONVOLVE_FORMAT_JPEG;
-    if (n >= 3 && d[0] == 'P' && d[1] >= '1' && d[1] <= '7' &&
-        (d[2] == ' ' || d[2] == '\t' || d[2] == '\n' || d[2] == '\r' || d[2] == '#'))
-        return CONVOLVE_FORMAT_PNM;
-    return CONVOLVE_FORMAT_AUTO;
-}
 
 static convolve_status parse(convolve_context *ctx, const unsigned char *d, size_t n,
                              convolve_format f, convolve_array **array)
@@ -89,7 +47,7 @@ convolve_status convolve_array_load_memory(convolve_context *ctx, convolve_array
     static const unsigned char empty[1] = {0};
     const unsigned char *d = size ? data : empty;
     if (format == CONVOLVE_FORMAT_AUTO) {
-        format = sniff(d, size);
+        format = convolve_format_detect(d, size);
         if (format == CONVOLVE_FORMAT_AUTO)
             return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                              "%s: no known magic number (.npy, PNG, JPEG, PNM); name the format",
@@ -208,7 +166,7 @@ convolve_status convolve_array_load(convolve_context *ctx, convolve_array **arra
     }
     if (format == CONVOLVE_FORMAT_AUTO) {
         /* the content's magic number first, then the name's extension */
-        format = sniff(data, size);
+        format = convolve_format_detect(data, size);
         if (format == CONVOLVE_FORMAT_AUTO)
             format = convolve_format_from_path(path);
         if (format == CONVOLVE_FORMAT_AUTO) {
@@ -364,6 +322,30 @@ static convolve_status save_bytes(convolve_context *ctx, const char *path,
     return st;
 }
 
+/* UNSUPPORTED, naming path, what the format holds and what the array has,
+ * when the format cannot hold the array. */
+static convolve_status check_holds(convolve_context *ctx, convolve_format format,
+                                   const convolve_layout *L, const char *path)
+{
+    const char *holds;
+    switch (cvio_format_fit(format, L, &holds)) {
+    case CVIO_HOLDS:
+        return CONVOLVE_OK;
+    case CVIO_NOT_DTYPE:
+        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED, "'%s': %s, not %s (convert the array "
+                         "first)", path, holds, convolve_dtype_name(L->dtype));
+    case CVIO_NOT_DIMS:
+        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED, "'%s': %s, not %d-D arrays", path, holds,
+                         L->ndim);
+    case CVIO_NOT_CHANNELS:
+        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED, "'%s': %s, not %zu", path, holds,
+                         L->channels);
+    default:
+        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED, "'%s': %s, not %zux%zu", path, holds,
+                         L->shape[1], L->shape[0]);
+    }
+}
+
 convolve_status convolve_array_save(convolve_context *ctx, const convolve_array *array,
                                     const char *path, convolve_format format, int jpeg_quality)
 {
@@ -385,8 +367,10 @@ convolve_status convolve_array_save(convolve_context *ctx, const convolve_array 
     if (format == CONVOLVE_FORMAT_JPEG && (jpeg_quality < 0 || jpeg_quality > 100))
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                          "JPEG quality %d: use 1 to 100, or 0 for the default (95)", jpeg_quality);
+    convolve_status st = check_holds(ctx, format, &array->layout, path);
+    if (st != CONVOLVE_OK)
+        return st;
     cvi_buf buf = {NULL, 0, 0};
-    convolve_status st;
     switch (format) {
     case CONVOLVE_FORMAT_NPY: st = cvi_write_npy(ctx, array, &buf); break;
     case CONVOLVE_FORMAT_PNG: st = cvi_write_png(ctx, array, &buf); break;

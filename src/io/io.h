@@ -22,6 +22,11 @@ struct convolve_array {
 /* Largest image (width * height) the image readers accept. */
 #define CVI_IO_MAX_PIXELS ((size_t)1 << 31)
 
+/* convolve_layout_init with a message naming `what` on failure. */
+convolve_status cvio_layout_init(convolve_context *ctx, convolve_layout *layout,
+                                 convolve_dtype dtype, int ndim, const size_t *shape,
+                                 size_t channels, const char *what);
+
 /* Makes a zero-filled array. Messages name `what` (e.g. "PNG image"). */
 convolve_status cvi_array_new(convolve_context *ctx, convolve_array **array, convolve_dtype dtype,
                               int ndim, const size_t *shape, size_t channels, const char *what);
@@ -30,6 +35,27 @@ convolve_status cvi_array_new(convolve_context *ctx, convolve_array **array, con
  * width * height * channels * esize fits; FORMAT/SIZE_OVERFLOW naming `what`. */
 convolve_status cvi_check_image_size(convolve_context *ctx, const char *what, size_t width,
                                      size_t height, size_t channels, size_t esize);
+
+/* ---- what each format holds (format.c) ----------------------------------- */
+
+/* libpng's default limit on width and height (png.c checks it is within). */
+#define CVIO_PNG_MAX_SIDE 1000000
+/* libjpeg's JPEG_MAX_DIMENSION (jpeg.c checks that they agree). */
+#define CVIO_JPEG_MAX_SIDE 65500
+
+/* The first rule of a format that an array breaks, in the order checked. */
+typedef enum cvio_fit {
+    CVIO_HOLDS = 0,
+    CVIO_NOT_DTYPE,
+    CVIO_NOT_DIMS,
+    CVIO_NOT_CHANNELS,
+    CVIO_NOT_EXTENT
+} cvio_fit;
+
+/* Which rule of `format` (NPY to TEXT, not AUTO) an array of the valid
+ * `layout` breaks; *holds gets the phrase saying what the format holds
+ * (NULL with CVIO_HOLDS). The writers may assume CVIO_HOLDS. */
+cvio_fit cvio_format_fit(convolve_format format, const convolve_layout *layout, const char **holds);
 
 /* ---- growable output buffer ---------------------------------------------- */
 
@@ -76,8 +102,9 @@ convolve_status cvi_read_text(convolve_context *ctx, const unsigned char *data, 
                               convolve_array **array);
 
 /* ---- writers: an array to bytes appended to *out -------------------------- */
-/* Each returns OK, UNSUPPORTED (dtype, dimensions or channels the format
- * cannot hold), INVALID_ARGUMENT or OUT_OF_MEMORY. */
+/* The array must be one the format holds (cvio_format_fit says CVIO_HOLDS;
+ * convolve_array_save checks). Each returns OK, INVALID_ARGUMENT, INTERNAL
+ * (the encoder failed) or OUT_OF_MEMORY. */
 
 convolve_status cvi_write_npy(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
 convolve_status cvi_write_png(convolve_context *ctx, const convolve_array *array, cvi_buf *out);

@@ -20,6 +20,9 @@
 #include <jpeglib.h>
 #include <jerror.h>
 
+_Static_assert(JPEG_MAX_DIMENSION == CVIO_JPEG_MAX_SIDE,
+               "format.c's JPEG size limit must be libjpeg's");
+
 typedef struct {
     struct jpeg_error_mgr pub;
     jmp_buf jump;
@@ -208,21 +211,6 @@ static int encode(jpeg_write_state *s, const convolve_array *a, int quality)
 convolve_status cvi_write_jpeg(convolve_context *ctx, const convolve_array *array, int quality,
                                cvi_buf *out)
 {
-    const convolve_layout *L = &array->layout;
-    if (L->dtype != CONVOLVE_UINT8)
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                         "JPEG holds uint8 data, not %s (convert the array first)",
-                         convolve_dtype_name(L->dtype));
-    if (L->ndim != 2)
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                         "JPEG holds 2-D images, not %d-D arrays", L->ndim);
-    if (L->channels != 1 && L->channels != 3)
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                         "JPEG holds 1 (gray) or 3 (RGB) channels, not %zu", L->channels);
-    if (L->shape[0] > JPEG_MAX_DIMENSION || L->shape[1] > JPEG_MAX_DIMENSION)
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                         "JPEG: %zux%zu is larger than the format's limit of %d per side",
-                         L->shape[1], L->shape[0], (int)JPEG_MAX_DIMENSION);
     if (quality < 0 || quality > 100)
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                          "JPEG quality %d: use 1 to 100, or 0 for the default (95)", quality);

@@ -22,6 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* format.c refuses larger images before libpng sees them */
+_Static_assert(CVIO_PNG_MAX_SIDE <= PNG_USER_WIDTH_MAX && CVIO_PNG_MAX_SIDE <= PNG_USER_HEIGHT_MAX,
+               "format.c's PNG size limit must be within libpng's");
+
 typedef struct {
     png_structp png;
     png_infop info;
@@ -231,23 +235,6 @@ static int encode(png_state *s, const convolve_array *a)
 
 convolve_status cvi_write_png(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
 {
-    const convolve_layout *L = &array->layout;
-    if (L->dtype != CONVOLVE_UINT8 && L->dtype != CONVOLVE_UINT16)
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                         "PNG holds uint8 or uint16 data, not %s (convert the array first)",
-                         convolve_dtype_name(L->dtype));
-    if (L->ndim != 2)
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                         "PNG holds 2-D images, not %d-D arrays", L->ndim);
-    if (L->channels < 1 || L->channels > 4)
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                         "PNG holds 1 to 4 channels (gray, gray+alpha, RGB, RGBA), not %zu",
-                         L->channels);
-    if (L->shape[0] > PNG_UINT_31_MAX || L->shape[1] > PNG_UINT_31_MAX ||
-        L->shape[0] > 1000000 || L->shape[1] > 1000000)
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                         "PNG: %zux%zu is larger than libpng's limit of 1000000 per side",
-                         L->shape[1], L->shape[0]);
     png_state s;
     memset(&s, 0, sizeof s);
     s.out = out;

@@ -174,16 +174,6 @@ convolve_status cvi_read_pnm(convolve_context *ctx, const unsigned char *data, s
 convolve_status cvi_write_pnm(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
 {
     const convolve_layout *L = &array->layout;
-    if (L->dtype != CONVOLVE_UINT8 && L->dtype != CONVOLVE_UINT16)
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                         "PGM/PPM hold uint8 or uint16 data, not %s (convert the array first)",
-                         convolve_dtype_name(L->dtype));
-    if (L->ndim != 2)
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                         "PGM/PPM hold 2-D images, not %d-D arrays", L->ndim);
-    if (L->channels != 1 && L->channels != 3)
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                         "PGM/PPM hold 1 (gray) or 3 (RGB) channels, not %zu", L->channels);
     int wide = L->dtype == CONVOLVE_UINT16;
     if (!cvi_buf_printf(out, "P%c\n%zu %zu\n%d\n", L->channels == 1 ? '5' : '6', L->shape[1],
                         L->shape[0], wide ? 65535 : 255))

@@ -178,16 +178,6 @@ convolve_status cvi_read_text(convolve_context *ctx, const unsigned char *data, 
 convolve_status cvi_write_text(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
 {
     const convolve_layout *L = &array->layout;
-    if (L->dtype != CONVOLVE_FLOAT32 && L->dtype != CONVOLVE_FLOAT64)
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                         "text holds float32 or float64 data, not %s (convert the array first)",
-                         convolve_dtype_name(L->dtype));
-    if (L->ndim > 2)
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                         "text holds 1-D or 2-D arrays, not %d-D", L->ndim);
-    if (L->channels != 1)
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                         "text holds 1 channel, not %zu", L->channels);
     size_t rows = L->ndim == 2 ? L->shape[0] : 1, cols = L->shape[L->ndim - 1];
     int f32 = L->dtype == CONVOLVE_FLOAT32;
     int ok = 1; /* %.17g: the double (and so the float) reads back exactly */

@@ -20,7 +20,7 @@ rm -rf "$out/obj"
 mkdir -p "$out/obj"
 flags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined"
 defs="-DCVK_EMULATE -DCVK_GRID_X_MAX=3LL -DCVK_GRID_YZ_MAX=2LL -DCONVOLVE_WITH_CUDA -D_POSIX_C_SOURCE=200809L"
-inc="-I$root/tests/emu -I$root/include -I$root/src -I$root/src/cuda -I$root/tests"
+inc="-I$root/tests/emu -I$root/include -I$root/src -I$root/src/cuda -I$root/tests -I$root/tools"
 cmake -DROOT="$root" -DOUT="$out/obj/gen_source.c" \
       -DFILES=gen_kernels.cuh,gen_params.h,../kernel_math.h -P "$root/cmake/embed_sources.cmake"
 
@@ -36,12 +36,16 @@ done
 for f in "$root"/tests/test_gpu_strategies.c "$root"/tests/test_gpu_fast.c "$root"/tests/test_gpu_direct.c "$root"/bench/convolve_bench.c; do
     jobs+=("gcc -std=c11 -fopenmp -Wall -Wextra $flags $defs $inc -c $f -o $out/$(basename "$f").o")
 done
+for f in "$root"/tools/cli_common.c "$root"/tools/cli_options.c "$root"/tools/bench.c; do
+    # the part of the tools library (tools/cli.h) convolve_bench uses
+    jobs+=("gcc -std=c11 -Wall -Wextra -Wno-unused-parameter $flags -D_POSIX_C_SOURCE=200809L $inc -c $f -o $out/tools_$(basename "$f").o")
+done
 printf '%s\n' "${jobs[@]}" | xargs -P "${JOBS:-2}" -I{} sh -c '{}'
 libs=(-lpng -ljpeg -lz -lm -lpthread -ldl)
 g++ $flags -fopenmp -o "$out/test_gpu_strategies" "$out"/test_gpu_strategies.c.o "$out"/obj/*.o "${libs[@]}"
 g++ $flags -fopenmp -o "$out/test_gpu_fast" "$out"/test_gpu_fast.c.o "$out"/obj/*.o "${libs[@]}"
 g++ $flags -fopenmp -o "$out/test_gpu_direct" "$out"/test_gpu_direct.c.o "$out"/obj/*.o "${libs[@]}"
-g++ $flags -fopenmp -o "$out/convolve_bench" "$out"/convolve_bench.c.o "$out"/obj/*.o "${libs[@]}"
+g++ $flags -fopenmp -o "$out/convolve_bench" "$out"/convolve_bench.c.o "$out"/tools_*.o "$out"/obj/*.o "${libs[@]}"
 export ASAN_OPTIONS=detect_leaks=1
 export CONVOLVE_JIT=0 # nothing compiled at run time can load here: the precompiled kernels run
 if [ "${1:-}" = "--bench" ]; then

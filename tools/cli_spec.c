@@ -1,0 +1,337 @@
+/*
+ * cli_spec.c - the `convolve` program described once: the options of
+ * `convolve INPUT OUTPUT` (one row each: name, value, --help text, the longer
+ * text of docs/cli.md and the man page, what applying it does, what
+ * completes its value), the prose of the usage text, and the other commands.
+ * The parser, --help, docs/cli.md's tables, the man page and the bash
+ * completion are all made from these tables (tools/cli_options.c,
+ * tools/cli_docs.c).
+ */
+#include "convolve_cli.h"
+
+#include <string.h>
+
+void cli_run_args_init(cli_run_args *a)
+{
+    memset(a, 0, sizeof *a);
+    convolve_options_init(&a->opt);
+    a->repeat = 1;
+}
+
+/* ---- what each option does --------------------------------------------------- */
+
+#define ARGS(t) ((cli_run_args *)(t))
+
+static int set_weights(void *t, const char *v)
+{
+    ARGS(t)->weights = v;
+    return CLI_OK;
+}
+
+static int set_filter(void *t, const char *v)
+{
+    ARGS(t)->filter = v;
+    return CLI_OK;
+}
+
+static int set_mode(void *t, const char *v)
+{
+    if (convolve_mode_parse(v, &ARGS(t)->opt.mode) != CONVOLVE_OK)
+        return cli_fail(CLI_BAD_INPUT, "unknown mode '%s': use reflect, constant, nearest, "
+                        "mirror or wrap", v);
+    return CLI_OK;
+}
+
+static int set_cval(void *t, const char *v)
+{
+    if (!cli_parse_finite(v, &ARGS(t)->opt.cval))
+        return cli_fail(CLI_BAD_INPUT, "--cval '%s' is not a finite number", v);
+    return CLI_OK;
+}
+
+static int set_origin(void *t, const char *v)
+{
+    cli_run_args *a = ARGS(t);
+    const char *p = v;
+    a->n_origin = 0;
+    for (;;) {
+        char item[64];
+        size_t len = strcspn(p, ",");
+        long l;
+        if (a->n_origin == CONVOLVE_MAX_DIMS || len == 0 || len >= sizeof item)
+            return cli_fail(CLI_BAD_INPUT, "--origin '%s': give 1 to 3 integers separated by "
+                            "commas, e.g. --origin=-1,0,1", v);
+        memcpy(item, p, len);
+        item[len] = '\0';
+        if (!cli_parse_long(item, -1000000000L, 1000000000L, &l))
+            return cli_fail(CLI_BAD_INPUT, "--origin '%s': '%s' is not an integer from "
+                            "-1000000000 to 1000000000", v, item);
+        a->origin[a->n_origin++] = l;
+        if (!p[len])
+            return CLI_OK;
+        p += len + 1;
+    }
+}
+
+static int set_correlate(void *t, const char *v)
+{
+    ARGS(t)->opt.operation = CONVOLVE_OP_CORRELATE;
+    return CLI_OK;
+}
+
+static int set_backend(void *t, const char *v)
+{
+    if (convolve_backend_parse(v, &ARGS(t)->opt.backend) != CONVOLVE_OK)
+        return cli_fail(CLI_BAD_INPUT, "unknown backend '%s': use auto, cpu or cuda", v);
+    return CLI_OK;
+}
+
+static int set_strategy(void *t, const char *v)
+{
+    if (!*v)
+        return cli_fail(CLI_BAD_INPUT, "--strategy needs a name (see convolve info)");
+    ARGS(t)->opt.strategy = v;
+    return CLI_OK;
+}
+
+static int set_autotune(void *t, const char *v)
+{
+    ARGS(t)->opt.autotune = 1;
+    return CLI_OK;
+}
+
+static int set_wisdom(void *t, const char *v)
+{
+    if (!*v)
+        return cli_fail(CLI_BAD_INPUT, "--wisdom needs a file name");
+    ARGS(t)->wisdom = v;
+    ARGS(t)->opt.autotune = 1;
+    return CLI_OK;
+}
+
+static int set_output_dtype(void *t, const char *v)
+{
+    if (convolve_dtype_parse(v, &ARGS(t)->out_dtype) != CONVOLVE_OK)
+        return cli_fail(CLI_BAD_INPUT, "unknown output dtype '%s': use float32, float64, uint8 "
+                        "or uint16", v);
+    ARGS(t)->have_dtype = 1;
+    return CLI_OK;
+}
+
+static int set_threads(void *t, const char *v)
+{
+    long l;
+    if (!cli_parse_long(v, 0, 4096, &l))
+        return cli_fail(CLI_BAD_INPUT, "--threads '%s': give a count from 0 (all) to 4096", v);
+    ARGS(t)->opt.threads = (int)l;
+    return CLI_OK;
+}
+
+static int set_quality(void *t, const char *v)
+{
+    long l;
+    if (!cli_parse_long(v, 1, 100, &l))
+        return cli_fail(CLI_BAD_INPUT, "--quality '%s': give an integer from 1 to 100", v);
+    ARGS(t)->quality = (int)l;
+    return CLI_OK;
+}
+
+static int set_time(void *t, const char *v)
+{
+    ARGS(t)->time = 1;
+    return CLI_OK;
+}
+
+static int set_repeat(void *t, const char *v)
+{
+    if (!cli_parse_long(v, 1, 1000000, &ARGS(t)->repeat))
+        return cli_fail(CLI_BAD_INPUT, "--repeat '%s': give a count from 1 to 1000000", v);
+    return CLI_OK;
+}
+
+static int set_force(void *t, const char *v)
+{
+    ARGS(t)->force = 1;
+    return CLI_OK;
+}
+
+static int show_help(void *t, const char *v)
+{
+    cli_print_help(&cli_run_command, stdout);
+    return CLI_DONE;
+}
+
+static int show_version(void *t, const char *v)
+{
+    printf("convolve %s\n", convolve_version_string());
+    return CLI_DONE;
+}
+
+/* INPUT, then OUTPUT. */
+static int take_positional(void *t, const char *arg)
+{
+    cli_run_args *a = ARGS(t);
+    if (a->npos == 2)
+        return cli_fail(CLI_BAD_INPUT, "unexpected argument '%s': give one INPUT and one OUTPUT "
+                        "(see convolve --help)", arg);
+    if (a->npos++ == 0)
+        a->input = arg;
+    else
+        a->output = arg;
+    return CLI_OK;
+}
+
+/* ---- the tables ------------------------------------------------------------------ */
+
+static const cli_option k_filter_options[] = {
+    {"weights", 0, "FILE",
+     ".npy with as many dimensions as the input, or a text file of whitespace-separated "
+     "numbers, a line a row, a blank line between planes; text with fewer dimensions gets "
+     "leading axes of 1",
+     "A `.npy` file with as many dimensions as the input, or a text file (any other name): "
+     "whitespace-separated numbers, one row per line, a blank line between the planes of 3-D "
+     "weights, `#` starting a comment. Text weights with fewer dimensions than the input get "
+     "leading axes of 1, so a one-line file `1 2 1` filters each row of an image. Weights may "
+     "have any size, odd or even, also longer than the input.",
+     set_weights, CLI_COMPLETE_FILE, NULL, 0},
+    {"filter", 0, "SPEC", "",
+     "A named filter (see the table of named filters), made with the input's number of "
+     "dimensions.",
+     set_filter, CLI_COMPLETE_WORDS, cli_words_named_filter, CLI_HELP_LISTS_WORDS},
+};
+
+static const cli_option k_other_options[] = {
+    {"mode", 0, "M", "reflect (default), constant, nearest, mirror, wrap",
+     "how the input is extended past its edges: `reflect` (default, as scipy), `constant`, "
+     "`nearest`, `mirror`, `wrap`",
+     set_mode, CLI_COMPLETE_WORDS, cli_words_mode, 0},
+    {"cval", 0, "V", "the value outside the input in constant mode (default 0)",
+     "the value outside the input in `constant` mode (default 0)", set_cval, CLI_COMPLETE_NONE,
+     NULL, 0},
+    {"origin", 0, "O[,O[,O]]", "shift of the filter per axis, as scipy; one value for all axes",
+     "scipy's origin per axis; one value applies to every axis. Each must lie in "
+     "`[-(K/2), (K-1)/2]` for a filter extent K",
+     set_origin, CLI_COMPLETE_NONE, NULL, 0},
+    {"correlate", 0, NULL, "correlate instead of convolve (the weights are not flipped)",
+     "correlate (weights not flipped) instead of convolve", set_correlate, CLI_COMPLETE_NONE,
+     NULL, 0},
+    {"backend", 0, "B", "auto (default), cpu, cuda", "`auto` (default), `cpu`, `cuda`",
+     set_backend, CLI_COMPLETE_WORDS, cli_words_backend, 0},
+    {"strategy", 0, "NAME", "a strategy from `convolve info` (default auto)",
+     "a strategy listed by `convolve info` (default `auto`)", set_strategy, CLI_COMPLETE_WORDS,
+     cli_words_strategy, 0},
+    {"autotune", 0, NULL, "time the strategies that serve and keep the fastest",
+     "with no strategy named: times every strategy of the backend that serves the case "
+     "(1 warm-up, median of 5, on resident data) and runs the fastest",
+     set_autotune, CLI_COMPLETE_NONE, NULL, 0},
+    {"wisdom", 0, "FILE",
+     "remember what --autotune measured in FILE, per device and problem class, and reuse it "
+     "(implies --autotune)",
+     "implies `--autotune`; loads FILE if it exists (a malformed one is an error, exit 1), "
+     "reuses what it says for the same device and problem class (dimensionality, types, "
+     "channels, filter extents and kind, mode, extents rounded up to powers of two), and saves "
+     "new measurements back to FILE atomically. The API: `convolve_wisdom_load`/`_save`",
+     set_wisdom, CLI_COMPLETE_FILE, NULL, 0},
+    {"output-dtype", 0, "T",
+     "float32, float64, uint8, uint16 (default: the input's; float data written to "
+     "PNG/JPEG/PGM/PPM defaults to uint8). Integers are rounded to nearest (ties to even) and "
+     "saturated.",
+     "`float32`, `float64`, `uint8`, `uint16`. Default: the input's type, except that float "
+     "data written to PNG, JPEG, PGM or PPM becomes uint8. Integer outputs are rounded to "
+     "nearest (ties to even) and saturated, as numpy's `clip(rint(x))`",
+     set_output_dtype, CLI_COMPLETE_WORDS, cli_words_dtype, 0},
+    {"threads", 0, "N", "CPU threads (default 0: all)", "CPU threads, 0 for all (default)",
+     set_threads, CLI_COMPLETE_NONE, NULL, 0},
+    {"quality", 0, "Q", "JPEG quality 1..100 (default 95)", NULL, set_quality,
+     CLI_COMPLETE_NONE, NULL, 0},
+    {"time", 0, NULL,
+     "print `time_ms: <median> (n=<N>)` on standard error: the time of the convolution alone "
+     "(no file I/O, no planning)",
+     "prints exactly one line on standard error, `time_ms: <median> (n=<N>)`: the median time "
+     "of `convolve_execute` alone (no file I/O, plan creation excluded)",
+     set_time, CLI_COMPLETE_NONE, NULL, 0},
+    {"repeat", 0, "N", "run the convolution N times for --time (default 1)",
+     "runs the convolution N times for `--time` (default 1)", set_repeat, CLI_COMPLETE_NONE,
+     NULL, 0},
+    {"force", 0, NULL, "allow OUTPUT to be the input file",
+     "allows OUTPUT to be the input (or weights) file", set_force, CLI_COMPLETE_NONE, NULL, 0},
+    {"help", 'h', NULL, "this text", "usage text with examples", show_help, CLI_COMPLETE_NONE,
+     NULL, 0},
+    {"version", 0, NULL, "the version", NULL, show_version, CLI_COMPLETE_NONE, NULL, 0},
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+const cli_option_group cli_run_groups[] = {
+    {"Filter", "exactly one", k_filter_options, COUNT(k_filter_options)},
+    {"Options", "--opt VALUE or --opt=VALUE; negative numbers are values; -- ends options",
+     k_other_options, COUNT(k_other_options)},
+};
+const size_t cli_run_group_count = COUNT(cli_run_groups);
+
+static const cli_text k_before[] = {
+    {"Files", "format by extension; on input also by magic number",
+     "  .npy              float32, float64, uint8, uint16; C order; 1 to 3 dimensions\n"
+     "  .png              8/16-bit gray, gray+alpha, RGB, RGBA (weights apply per channel)\n"
+     "  .jpg .jpeg        8-bit gray or RGB\n"
+     "  .pgm .ppm .pnm    P2 P3 P5 P6, 8 or 16 bits (written as P5/P6)\n"
+     "  .txt              numbers, as for text weights; written from float data, 1-D or 2-D\n",
+     1},
+};
+
+static const cli_text k_after[] = {
+    {"Output", NULL,
+     "written to a temporary file renamed over OUTPUT when complete: a failed run leaves any "
+     "old OUTPUT untouched.",
+     0},
+    {"Exit codes", NULL,
+     "0 success; 1 bad input or usage (options, unreadable or malformed files, bad filters or "
+     "origins, unsupported combinations); 2 resource or device failure (out of memory, CUDA "
+     "error, writing the output failed).",
+     0},
+    {"Examples", NULL,
+     "  convolve photo.jpg blurred.png --filter gaussian:2\n"
+     "  convolve scan.png edges.png --filter sobel-x --mode nearest\n"
+     "  convolve signal.npy out.npy --weights taps.txt --mode wrap --correlate\n"
+     "  convolve volume.npy out.npy --weights k.npy --mode constant --cval -1 --origin=-1,0,1\n"
+     "  convolve big.npy out.npy --filter box:3 --backend cuda --time --repeat 20\n"
+     "  convolve demo\n",
+     1},
+};
+
+const cli_command cli_run_command = {
+    "convolve",
+    "convolve --help",
+    "convolve INPUT OUTPUT (--weights FILE | --filter NAME[:ARGS]) [options]\n"
+    "convolve info | demo [OUTPUT] [options] | bench [options] | --help | --version",
+    "convolve signals, images and volumes on CPUs and NVIDIA GPUs",
+    "Convolves (or correlates) a 1-D signal, 2-D image or 3-D volume with scipy.ndimage's "
+    "semantics, on the CPU or an NVIDIA GPU.",
+    k_before, COUNT(k_before),
+    cli_run_groups, COUNT(cli_run_groups),
+    k_after, COUNT(k_after),
+    20,
+    take_positional,
+};
+
+const cli_command cli_info_command = {
+    "convolve info", "convolve --help", "convolve info",
+    "describe the build and the GPU",
+    "Prints the version, the backends built, the strategies (the backend and dimensions each "
+    "serves) and the GPU (name, memory, compute capability), or why there is none.",
+    NULL, 0, NULL, 0, NULL, 0, 20, NULL,
+};
+
+const cli_command cli_demo_command = {
+    "convolve demo", "convolve --help", "convolve demo [OUTPUT] [options]",
+    "blur the bundled photo",
+    "Blurs the bundled photo grace_hopper.jpg with gaussian:2 and says where it wrote the "
+    "result (default ./grace_hopper_blurred.png). The photo is looked for in "
+    "$CONVOLVE_DATA_DIR, then in the source tree's data/, then in the installed "
+    "share/convolve/. Options other than --weights and --filter (e.g. --backend cpu, --time) "
+    "are passed on to the convolution.",
+    NULL, 0, NULL, 0, NULL, 0, 20, NULL,
+};
+
+const char *const cli_subcommands[] = {"info", "demo", "bench", "help"};
+const size_t cli_subcommand_count = COUNT(cli_subcommands);
