@@ -74,10 +74,12 @@ def check(name, got, ref, eps=None, tol=None, scale=0.0):
         return False
     if got.size == 0:
         return True
+    real = np.empty(0, ref.dtype).real.dtype
     if eps is None:
-        eps = {4: 2e-6, 8: 1e-12}[ref.dtype.itemsize] if ref.dtype.kind == "f" else 0.0
-    g = got.astype(np.float64)
-    r = ref.astype(np.float64)
+        eps = {4: 2e-6, 8: 1e-12}[real.itemsize] if real.kind == "f" else 0.0
+    wide = np.complex128 if ref.dtype.kind == "c" else np.float64
+    g = got.astype(wide)
+    r = ref.astype(wide)
     limit = (eps * max(np.abs(r).max(), scale) if tol is None else tol) + np.abs(r) * eps
     bad = ~(np.abs(g - r) <= limit)
     if bad.any():
@@ -330,6 +332,22 @@ def test_types():
     xf = data((25, 8))
     got = cvd.gaussian_filter(xf, 2.0)   # numpy in: a dask array out
     check("numpy input", got, ndi.gaussian_filter(xf, 2.0))
+    # complex data and weights (scipy: real and imaginary parts)
+    xc = data((19, 14)) + 1j * data((19, 14))
+    wc = RNG.normal(size=(3, 4)) + 1j * RNG.normal(size=(3, 4))
+    for mode in ("wrap", "constant"):
+        dc = da.from_array(xc, chunks=(4, (2, 5, 7)))
+        check("correlate complex %s" % mode, cvd.correlate(dc, wc, mode=mode, cval=1.0),
+              ndi.correlate(xc, wc, mode=mode, cval=1.0), scale=amax(xc) * 2 * np.abs(wc).sum())
+    # axes= of correlate (scipy 1.15's; 1.10 has weights of every axis instead)
+    x3 = data((12, 7, 15))
+    w2 = RNG.normal(size=(4, 5))
+    d3 = da.from_array(x3, chunks=(3, 7, (1, 4, 10)))
+    for mode in MODES:
+        check("correlate axes (0, 2) %s" % mode,
+              cvd.correlate(d3, w2, mode=mode, cval=0.5, origin=(1, -2), axes=(0, 2)),
+              ndi.correlate(x3, w2.reshape(4, 1, 5), mode=mode, cval=0.5, origin=(1, 0, -2)),
+              scale=amax(x3, 0.5) * np.abs(w2).sum())
 
 
 def test_graph():
@@ -377,6 +395,8 @@ def test_graph():
     raises("bad origin", ValueError, cvd.correlate, d, np.ones((3, 3)), origin=2)
     raises("bad weights", RuntimeError, cvd.convolve, d, np.ones(3))
     raises("bad sigma count", RuntimeError, cvd.gaussian_filter, d, [1.0, 2.0, 3.0])
+    unknown = d[d[:, 0] > 0.5]   # rows not known until computed
+    raises("unknown chunks", ValueError, cvd.uniform_filter, unknown, 3)
 
 
 def test_distributed():
