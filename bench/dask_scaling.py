@@ -12,10 +12,10 @@ convolve's package on the whole array (threads=1 and threads=2), and
 convolve.dask (chunks on threads=1 each) on dask's threaded scheduler with 1
 and 2 workers and on a distributed.LocalCluster of 1 and 2 worker processes
 (one thread each; the input persisted on the workers first, the result
-persisted there: what a cluster user keeps; each round's result is
-cancelled before the next, whose graph has the same keys). The threaded
-runs store into a preallocated numpy array (da.store). Each figure is the
-best of --rounds.
+persisted there: what a cluster user keeps; a new client each round, so
+that no result is found already computed). The threaded runs store into a
+preallocated numpy array (da.store). The runs alternate, round after
+round, and each figure is the best of --rounds.
 Results are checked against scipy's (max relative error printed). The
 "halo work" column: the share of extra samples each chunk filters (its halo).
 
@@ -41,15 +41,6 @@ sys.path.insert(0, os.path.join(os.environ.get("CONVOLVE_BUILD_DIR",
                                                os.path.join(here, "..", "build")), "python"))
 import convolve as cv  # noqa: E402
 import convolve.dask as cvd  # noqa: E402
-
-
-def best(fn, rounds):
-    t = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        fn()
-        t.append(time.perf_counter() - t0)
-    return min(t)
 
 
 def cpu_name():
@@ -81,41 +72,52 @@ def run_case(name, x, chunks, halos, scipy_fn, cv_fn, cvd_fn, rounds, clusters):
         name, "x".join(map(str, x.shape)), x.dtype, "x".join(map(str, chunks)),
         int(np.prod([-(-n // c) for n, c in zip(x.shape, chunks)])),
         100 * halo_share(x.shape, chunks, halos)), flush=True)
-    rows = []
     ref = scipy_fn(x)
-    t_scipy = best(lambda: scipy_fn(x), max(1, rounds // 2))
-    rows.append(("scipy.ndimage, whole array", t_scipy, 0.0))
-    for threads in (1, 2):
-        out = cv_fn(x, threads)
-        rows.append(("convolve, whole array, threads=%d" % threads,
-                     best(lambda: cv_fn(x, threads), rounds), rel_err(out, ref)))
     d = da.from_array(x, chunks=chunks)
     out = np.empty_like(x)
-    for workers in (1, 2):
+    results = {}   # label -> (best seconds, max rel. error)
+
+    def note(label, t, got):
+        old = results.get(label)
+        results[label] = (min(t, old[0]) if old else t, rel_err(got, ref))
+
+    def scipy_run():
+        t0 = time.perf_counter()
+        got = scipy_fn(x)
+        note("scipy.ndimage, whole array", time.perf_counter() - t0, got)
+
+    def whole(threads):
+        t0 = time.perf_counter()
+        got = cv_fn(x, threads)
+        note("convolve, whole array, threads=%d" % threads, time.perf_counter() - t0, got)
+
+    def threaded(workers):
         with dask.config.set(scheduler="threads", num_workers=workers):
             y = cvd_fn(d)
-            t = best(lambda: da.store(y, out, lock=False), rounds)
-        rows.append(("convolve.dask, threaded scheduler, %d worker%s" %
-                     (workers, "s" if workers > 1 else ""), t, rel_err(out, ref)))
-    for cluster in clusters:
+            t0 = time.perf_counter()
+            da.store(y, out, lock=False)
+            note("convolve.dask, threaded scheduler, %d worker%s"
+                 % (workers, "s" if workers > 1 else ""), time.perf_counter() - t0, out)
+
+    def cluster_run(cluster):
         workers = len(cluster.workers)
         with distributed.Client(cluster) as client:
             xd = client.persist(d)
             distributed.wait(xd)
+            t0 = time.perf_counter()
+            r = client.persist(cvd_fn(xd))
+            distributed.wait(r)
+            t = time.perf_counter() - t0
+            note("convolve.dask, LocalCluster, %d worker process%s"
+                 % (workers, "es" if workers > 1 else ""), t, r.compute())
 
-            t = float("inf")
-            for _ in range(rounds):
-                t0 = time.perf_counter()
-                r = client.persist(cvd_fn(xd))
-                distributed.wait(r)
-                t = min(t, time.perf_counter() - t0)
-                got = r.compute()
-                # the same graph has the same keys: forget the result, or the
-                # next round would find it computed
-                client.cancel(r)
-                del r
-        rows.append(("convolve.dask, LocalCluster, %d worker process%s" %
-                     (workers, "es" if workers > 1 else ""), t, rel_err(got, ref)))
+    runs = [scipy_run, lambda: whole(1), lambda: whole(2), lambda: threaded(1),
+            lambda: threaded(2)] + [lambda c=c: cluster_run(c) for c in clusters]
+    for _ in range(rounds):   # round after round, so that each sees the same load
+        for run in runs:
+            run()
+    t_scipy = results["scipy.ndimage, whole array"][0]
+    rows = [(label, t, err) for label, (t, err) in results.items()]
     print("| run | seconds | scipy / run | max rel. error vs scipy |")
     print("|---|---|---|---|")
     for label, t, err in rows:
