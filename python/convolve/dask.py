@@ -87,55 +87,43 @@ def _take(y, axis, sl):
     return y[tuple(idx)]
 
 
-def _extend(y, axis, before, after, mode):
-    """y with `before` samples before and `after` after it along axis, the
-    exact extension of `mode` (not constant); needs before, after <= n / 2."""
+def _extend(y, axis, h, mode):
+    """y with h samples before and after it along axis, each side a chunk of
+    its own: the exact extension of `mode` (not constant). Needs 1 <= h and
+    h <= every chunk along axis, so that n >= 2h when there are 2 chunks."""
     n = y.shape[axis]
     rev = slice(None, None, -1)
-    parts = []
-    if before:
-        if mode == "reflect":       # d c b a | a b c d
-            left = _take(_take(y, axis, slice(0, before)), axis, rev)
-        elif mode == "mirror":      # d c b | a b c d
-            left = _take(_take(y, axis, slice(1, before + 1)), axis, rev)
-        elif mode == "nearest":     # a a a | a b c d
-            left = da.repeat(_take(y, axis, slice(0, 1)), before, axis=axis)
-        else:                       # wrap: b c d | a b c d
-            left = _take(y, axis, slice(n - before, n))
-        parts.append(left)
-    parts.append(y)
-    if after:
-        if mode == "reflect":
-            right = _take(_take(y, axis, slice(n - after, n)), axis, rev)
-        elif mode == "mirror":
-            right = _take(_take(y, axis, slice(n - 1 - after, n - 1)), axis, rev)
-        elif mode == "nearest":
-            right = da.repeat(_take(y, axis, slice(n - 1, n)), after, axis=axis)
-        else:
-            right = _take(y, axis, slice(0, after))
-        parts.append(right)
-    z = da.concatenate(parts, axis=axis)
-    chunks = list(y.chunks[axis])
-    chunks[0] += before
-    chunks[-1] += after
-    new = list(z.chunks)
-    new[axis] = tuple(chunks)
-    return z.rechunk(tuple(new))
+    if mode == "reflect":       # d c b a | a b c d | d c b a
+        left = _take(_take(y, axis, slice(0, h)), axis, rev)
+        right = _take(_take(y, axis, slice(n - h, n)), axis, rev)
+    elif mode == "mirror":      # d c b | a b c d | c b a
+        left = _take(_take(y, axis, slice(1, h + 1)), axis, rev)
+        right = _take(_take(y, axis, slice(n - 1 - h, n - 1)), axis, rev)
+    elif mode == "nearest":     # a a a | a b c d | d d d
+        left = da.repeat(_take(y, axis, slice(0, 1)), h, axis=axis)
+        right = da.repeat(_take(y, axis, slice(n - 1, n)), h, axis=axis)
+    else:                       # wrap: b c d | a b c d | a b c
+        left = _take(y, axis, slice(n - h, n))
+        right = _take(y, axis, slice(0, h))
+    left, right = (p.rechunk({axis: h}) for p in (left, right))
+    return da.concatenate([left, y, right], axis=axis)
 
 
 def _call(block, func, args, kwargs):
     return func(block, *args, **kwargs)
 
 
-def _run_block(block, func, args, kwargs, lefts, sizes, block_info=None):
+def _run_block(block, func, args, kwargs, lefts, sizes, dtype, block_info=None):
     """One chunk: the package's function on the chunk with its halo, cut to
-    the chunk's own outputs."""
+    the chunk's own outputs (a view). lefts[axis][j]: where chunk j's own
+    samples start in its block; None for the added extension's chunks,
+    whose outputs are dropped (an uninitialised placeholder)."""
     loc = block_info[0]["chunk-location"] if block_info else (0,) * block.ndim
+    if any(lefts[a][j] is None for a, j in enumerate(loc)):
+        return np.empty_like(block, dtype=dtype,
+                             shape=tuple(sizes[a][j] for a, j in enumerate(loc)))
     out = func(block, *args, **kwargs)
-    cut = tuple(slice(lefts[a][j], lefts[a][j] + sizes[a][j]) for a, j in enumerate(loc))
-    if all(s.start == 0 and s.stop == n for s, n in zip(cut, out.shape)):
-        return out
-    return out[cut].copy()
+    return out[tuple(slice(lefts[a][j], lefts[a][j] + sizes[a][j]) for a, j in enumerate(loc))]
 
 
 def _probe(func, x, args, kwargs):
@@ -174,22 +162,27 @@ def _lazy(func, x, args, kwargs, dtype, halos, modes):
             deep[a] = (before, after)
     chunks = tuple(chunks)
     y = x.rechunk(chunks) if chunks != x.chunks else x
-    for a, (before, after) in deep.items():
-        if modes[a] != "constant":
-            y = _extend(y, a, before, after, modes[a])
-    lefts = []
+    # the extension of reflect, mirror, nearest, wrap: a chunk of h at each end
+    out_chunks, lefts, keep = list(chunks), [], [slice(None)] * nd
     for a in range(nd):
         if a not in deep:
             lefts.append((0,) * len(chunks[a]))
-        elif modes[a] == "constant":
-            lefts.append((0,) + (deep[a][0],) * (len(chunks[a]) - 1))
-        else:
-            lefts.append((deep[a][0],) * len(chunks[a]))
+            continue
+        before, after = deep[a]
+        if modes[a] == "constant":  # the edge chunks' own extension is the global one
+            lefts.append((0,) + (before,) * (len(chunks[a]) - 1))
+            continue
+        h = max(before, after)
+        y = _extend(y, a, h, modes[a])
+        out_chunks[a] = (h,) + chunks[a] + (h,)
+        lefts.append((None,) + (before,) * len(chunks[a]) + (None,))
+        keep[a] = slice(h, h + x.shape[a])
     depth = {a: deep.get(a, 0) for a in range(nd)}
     block = partial(_run_block, func=func, args=tuple(args), kwargs=kwargs, lefts=tuple(lefts),
-                    sizes=chunks)
-    out = da.map_overlap(block, y, depth=depth, boundary="none", trim=False, chunks=chunks,
-                         dtype=dtype, meta=meta, align_arrays=False)
+                    sizes=tuple(out_chunks), dtype=dtype)
+    out = da.map_overlap(block, y, depth=depth, boundary="none", trim=False,
+                         chunks=tuple(out_chunks), dtype=dtype, meta=meta, align_arrays=False)
+    out = out[tuple(keep)]      # whole chunks: the extension's placeholders go
     return out.rechunk(x.chunks) if chunks != x.chunks else out
 
 

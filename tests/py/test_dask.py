@@ -234,7 +234,8 @@ def test_one_dimensional():
                 o = int(RNG.integers(-(size // 2), (size - 1) // 2 + 1))
                 check("uniform_filter1d size %d o%d %s" % (size, o, tag),
                       cvd.uniform_filter1d(d, size, axis, mode=mode, cval=cval, origin=o),
-                      ndi.uniform_filter1d(x, size, axis, mode=mode, cval=cval, origin=o))
+                      ndi.uniform_filter1d(x, size, axis, mode=mode, cval=cval, origin=o),
+                      scale=amax(x, cval))
 
 
 def test_separable():
@@ -300,14 +301,16 @@ def test_filters_longer_than_array():
             d = da.from_array(x, chunks=chunks)
             check("gaussian_filter1d s9 axis 0 %s %s" % (mode, chunks),
                   cvd.gaussian_filter1d(d, 9.0, 0, mode=mode, cval=0.25),
-                  ndi.gaussian_filter1d(x, 9.0, 0, mode=mode, cval=0.25))
+                  ndi.gaussian_filter1d(x, 9.0, 0, mode=mode, cval=0.25), scale=amax(x, 0.25))
             check("uniform_filter size (31, 81) %s %s" % (mode, chunks),
                   cvd.uniform_filter(d, (31, 81), mode=mode, cval=-2.0, origin=(4, -30)),
-                  ndi.uniform_filter(x, (31, 81), mode=mode, cval=-2.0, origin=(4, -30)))
+                  ndi.uniform_filter(x, (31, 81), mode=mode, cval=-2.0, origin=(4, -30)),
+                  scale=amax(x, -2.0))
             w = RNG.normal(size=22)
             check("convolve1d K22 %s %s" % (mode, chunks),
                   cvd.convolve1d(d, w, 0, mode=mode, cval=1.5, origin=-5),
-                  ndi.convolve1d(x, w, 0, mode=mode, cval=1.5, origin=-5))
+                  ndi.convolve1d(x, w, 0, mode=mode, cval=1.5, origin=-5),
+                  scale=amax(x, 1.5) * np.abs(w).sum())
 
 
 def test_types():
