@@ -78,6 +78,8 @@ static int load_weights(convolve_context *ctx, const char *path, int ndim, convo
     convolve_format fmt = CONVOLVE_FORMAT_TEXT;
     if (by_content == CONVOLVE_FORMAT_NPY || by_name == CONVOLVE_FORMAT_NPY)
         fmt = CONVOLVE_FORMAT_NPY;
+    else if (by_content == CONVOLVE_FORMAT_TIFF || by_name == CONVOLVE_FORMAT_TIFF)
+        fmt = CONVOLVE_FORMAT_TIFF; /* a float PSF; a stack for 3-D weights */
     else if (convolve_format_is_image(by_name) || convolve_format_is_image(by_content))
         return cli_fail(CLI_BAD_INPUT, "weights '%s' look like an image; give a .npy file or "
                         "a text file of numbers", path);
@@ -88,7 +90,12 @@ static int load_weights(convolve_context *ctx, const char *path, int ndim, convo
     const convolve_layout *L = convolve_array_layout(w);
     size_t shape[CONVOLVE_MAX_DIMS];
     int wd = L->ndim;
-    if (wd > ndim || (fmt == CONVOLVE_FORMAT_NPY && wd != ndim)) {
+    if (L->channels != 1) {
+        convolve_array_free(w);
+        return cli_fail(CLI_BAD_INPUT, "weights '%s' have %zu channels; give one (gray)", path,
+                        L->channels);
+    }
+    if (wd > ndim || (fmt != CONVOLVE_FORMAT_TEXT && wd != ndim)) {
         convolve_array_free(w);
         return cli_fail(CLI_BAD_INPUT, "weights '%s' have %d dimension%s and the input %d; "
                         "they must match%s", path, wd, wd == 1 ? "" : "s", ndim,
@@ -170,7 +177,7 @@ static int run(convolve_context *ctx, cli_run_args *a)
     convolve_format ofmt = convolve_format_from_path(a->output);
     if (ofmt == CONVOLVE_FORMAT_AUTO)
         return cli_fail(CLI_BAD_INPUT, "cannot tell the output format of '%s' from its "
-                        "extension: use .npy, .png, .jpg, .jpeg, .pgm, .ppm, .pnm or .txt",
+                        "extension: use .npy, .png, .jpg, .jpeg, .pgm, .ppm, .pnm, .tif, .tiff or .txt",
                         a->output);
     if (!a->force && same_file(a->input, a->output))
         return cli_fail(CLI_BAD_INPUT, "OUTPUT '%s' is the input file; choose another name, or "
