@@ -20,7 +20,9 @@ Beyond scipy's arguments every filter takes, by keyword: backend ('cpu',
 instead of scipy's truncation). docs/python.md has the details and the
 differences from scipy.
 
-Import as a replacement: ``import convolve as ndimage``.
+Import as a replacement: ``import convolve as ndimage``. The same filters
+on dask arrays, lazily, chunk by chunk: ``import convolve.dask``
+(docs/python.md, "Dask").
 """
 from . import _core
 from ._core import ConvolveError
