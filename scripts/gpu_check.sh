@@ -90,6 +90,7 @@ step() {
 : >"$OUT/peers.txt"
 : >"$OUT/generality.txt"
 : >"$OUT/tune.txt"
+: >"$OUT/python.txt"
 
 {
     echo "date: $(date -u)"
@@ -217,6 +218,23 @@ if want generality; then
     [ -n "${GPU_CHECK_GEN_ONLY:-}" ] && step "generality, generated kernels only" "$OUT/generality.txt" 120 \
         env PYTHONUNBUFFERED=1 CONVOLVE_DIRECT_KERNELS=generated "$PY" \
         "$ROOT/bench/generality.py" --build "$BUILD" --runs 15 --no-strategies --only "f32"
+fi
+if want python; then
+    # the Python package on device arrays: scipy's own filter tests with CuPy
+    # arrays and PyTorch tensors in place of numpy ones, and its benchmark
+    # (the GPU machine's scipy is newer than Debian's, and its tests need
+    # scipy's array-API fixtures: a copy of Debian's tests folder carried in
+    # .scipytests/, not committed, runs the same tests as on the CPU)
+    SUITE_ARGS=()
+    [ -d "$ROOT/.scipytests/scipy_ndimage_tests" ] &&
+        SUITE_ARGS=(--tests-dir "$ROOT/.scipytests/scipy_ndimage_tests")
+    for arrays in cupy torch; do
+        step "scipy suite on $arrays" "$OUT/python.txt" 150 env PYTHONUNBUFFERED=1 \
+            CONVOLVE_BUILD_DIR="$BUILD" "$PY" "$ROOT/tests/py/test_scipy_suite.py" \
+            --arrays "$arrays" ${SUITE_ARGS[@]+"${SUITE_ARGS[@]}"}
+    done
+    step "python peers (GPU)" "$OUT/python.txt" 120 env PYTHONUNBUFFERED=1 \
+        CONVOLVE_BUILD_DIR="$BUILD" "$PY" "$ROOT/bench/python_peers.py" --gpu
 fi
 if want tune; then
     # the generated kernels under NVRTC options (GPU_CHECK_TUNE_VARIANTS, one
@@ -346,4 +364,9 @@ want sass && step "sass scan" "$OUT/sass.txt" 60 bash -c sass_scan
     grep -E "^=== tune|^\| [a-z0-9]" "$OUT/tune.txt" | grep -v "^| case"
 } >>"$OUT/summary.txt"
 rm -f "$OUT/.step"
+# at most 8 files come back from the GPU machine: the small logs go into one
+for f in build.log sanitizer.log sass.txt peers.txt python.txt tune.txt; do
+    [ -s "$OUT/$f" ] && { echo "##### $f"; cat "$OUT/$f"; } >>"$OUT/logs.txt"
+    rm -f "$OUT/$f"
+done
 cat "$OUT/summary.txt"

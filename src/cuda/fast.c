@@ -108,13 +108,20 @@ static double *copy_doubles(const double *src, size_t n)
 }
 
 /* 1 if the generated kernels (gen.c) run strategy sid on p: every case
- * the legacy register-streaming kernels do not serve, and all cases when
- * CONVOLVE_DIRECT_KERNELS=generated (for comparing the two). */
+ * the legacy register-streaming kernels do not serve, and those they serve
+ * where the generated ones measured faster on the H100 (BENCHMARKS.md,
+ * 8192^2 float32: dense 3x3 0.28 against 0.33 ms, 9x9 0.44 against 0.54;
+ * separable 17 taps 0.46 against 0.63). CONVOLVE_DIRECT_KERNELS=generated
+ * or =legacy forces one (for comparing them). */
 static int use_generated(int sid, const cvi_problem *p)
 {
     const int K = (int)p->ksize[2], C = (int)p->channels, t = (int)p->in_type;
     const char *env = getenv("CONVOLVE_DIRECT_KERNELS");
     if (env && strcmp(env, "generated") == 0)
+        return 1;
+    const int legacy_only = env && strcmp(env, "legacy") == 0;
+    if (!legacy_only && p->ndim == 2 && t == CONVOLVE_FLOAT32 && C == 1 && odd_cube(p, 2) &&
+        (sid == CVS_SEPARABLE ? p->separable && K >= 11 : K == 3 || (K >= 9 && K <= 15)))
         return 1;
     /* the legacy 2-D kernels keep uint8 rows as bytes: cval must be one */
     if (p->ndim == 2 && p->in_type == CONVOLVE_UINT8 && p->mode == CVI_MODE_CONSTANT &&

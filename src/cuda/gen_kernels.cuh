@@ -38,7 +38,7 @@
 
 /* Blocks a multiprocessor should hold at once (registers are capped to fit). */
 #ifndef CVK_GEN_MIN_BLOCKS
-#define CVK_GEN_MIN_BLOCKS 2
+#define CVK_GEN_MIN_BLOCKS 3
 #endif
 /* 16-byte units each thread loads before storing any while staging. */
 #ifndef CVK_GEN_STAGE_UNITS
