@@ -3,6 +3,8 @@
 #   make test   build, then run every test (GPU tests report "skipped" without a GPU)
 #   make test-sanitize   the same tests, host code built with AddressSanitizer
 #               and UndefinedBehaviorSanitizer, without CUDA (in build-sanitize)
+#   make test-emu   the CUDA kernels' tests (small cases) on the CPU emulation of
+#               tests/emu, no GPU needed (in build-emu)
 #   make python          build the Python package into build/python (part of build)
 #   make install-python  copy it into the interpreter's site directory
 #               (docs/python.md; PYTHON=/path/to/python3 picks the interpreter)
@@ -13,7 +15,7 @@ ifdef PYTHON
 CMAKE_FLAGS += -DCONVOLVE_PYTHON=$(PYTHON)
 endif
 
-.PHONY: all build demo test test-sanitize clean python install-python
+.PHONY: all build demo test test-sanitize test-emu clean python install-python
 all: build
 
 build:
@@ -32,10 +34,15 @@ test-sanitize:
 	cmake --build build-sanitize -j $(JOBS)
 	cd build-sanitize && ctest --output-on-failure -j $(JOBS)
 
+test-emu:
+	cmake -S . -B build-emu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONVOLVE_CUDA_EMULATOR=ON
+	cmake --build build-emu -j $(JOBS) --target test_gpu_strategies test_gpu_fast test_gpu_direct
+	cd build-emu && ctest -L emu --output-on-failure
+
 python: build
 
 install-python: build
 	cmake --install $(BUILD) --component python
 
 clean:
-	rm -rf $(BUILD) build-sanitize
+	rm -rf $(BUILD) build-sanitize build-emu

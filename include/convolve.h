@@ -430,17 +430,30 @@ CONVOLVE_API size_t convolve_array_bytes(const convolve_array *array);
 
 typedef enum convolve_format {
     CONVOLVE_FORMAT_AUTO = 0, /* by the file name's extension (and, on load, its magic bytes) */
-    CONVOLVE_FORMAT_NPY = 1,  /* numpy .npy: float32/64, uint8/16, C order, 1 to 3 dims (+1 on save for channels) */
+    CONVOLVE_FORMAT_NPY = 1,  /* numpy .npy: float32/64, uint8/16, 1 to 3 dims (+1 on save for channels) */
     CONVOLVE_FORMAT_PNG = 2,  /* 8/16-bit gray, gray+alpha, RGB, RGBA */
     CONVOLVE_FORMAT_JPEG = 3, /* 8-bit gray or RGB */
     CONVOLVE_FORMAT_PNM = 4,  /* PGM/PPM (P2, P3, P5, P6), 8 or 16 bits */
-    CONVOLVE_FORMAT_TEXT = 5  /* whitespace-separated numbers; a line a row, a blank line ends a plane */
+    CONVOLVE_FORMAT_TEXT = 5, /* whitespace-separated numbers; a line a row, a blank line ends a plane */
+    CONVOLVE_FORMAT_TIFF = 6  /* uint8/16, float32/64; 1 to 4 channels; a page a 2-D image, pages a 3-D stack */
 } convolve_format;
 
-/* "auto", "npy", "png", "jpeg", "pnm", "text"; NULL for unknown. */
+/*
+ * TIFF (libtiff): loads 8/16-bit unsigned and 32/64-bit float samples, gray,
+ * gray+alpha, RGB or RGBA, chunky or planar, in strips or tiles, with any
+ * compression scheme libtiff decodes (JPEG's YCbCr as RGB); one page as a
+ * 2-D image, several pages as a 3-D stack (pages, height, width), whose
+ * pages must agree in size, type and channels (else FORMAT); pages marked
+ * reduced-resolution (thumbnails) are skipped. Saves a 2-D array as one page
+ * and a 3-D array as a page per plane, uncompressed. A libconvolve built
+ * without libtiff refuses TIFF: FORMAT on load, UNSUPPORTED on save, with a
+ * message that says so.
+ */
+
+/* "auto", "npy", "png", "jpeg", "pnm", "text", "tiff"; NULL for unknown. */
 CONVOLVE_API const char *convolve_format_name(convolve_format format);
-/* The format a path's extension names (.npy .png .jpg .jpeg .pgm .ppm .pnm .txt);
- * CONVOLVE_FORMAT_AUTO when none does. */
+/* The format a path's extension names (.npy .png .jpg .jpeg .pgm .ppm .pnm .txt
+ * .tif .tiff); CONVOLVE_FORMAT_AUTO when none does. */
 CONVOLVE_API convolve_format convolve_format_from_path(const char *path);
 
 /* convolve_format_detect looks at no more than this many leading bytes. */
@@ -448,7 +461,8 @@ CONVOLVE_API convolve_format convolve_format_from_path(const char *path);
 
 /*
  * The format whose magic number opens data[0..size-1]: NPY ("\x93NUMPY"),
- * PNG ("\x89PNG"), JPEG (FF D8 FF) or PNM ("P1" to "P7" and a blank or '#');
+ * PNG ("\x89PNG"), JPEG (FF D8 FF), PNM ("P1" to "P7" and a blank or '#')
+ * or TIFF ("II*\0", "MM\0*", or BigTIFF's "II+\0", "MM\0+");
  * CONVOLVE_FORMAT_AUTO when none does (text has no magic number). This is
  * what convolve_array_load and _load_memory go by with format AUTO; only the
  * first CONVOLVE_FORMAT_DETECT_BYTES bytes are read. data may be NULL when
@@ -478,9 +492,11 @@ CONVOLVE_API convolve_status convolve_format_can_hold(convolve_context *ctx,
 
 /*
  * Reads a file into a new array. Images load as 2-D arrays with channels
- * (uint8, or uint16 for 16-bit PNG/PNM); .npy arrays load with 1 channel and
- * their own dimensions; text loads as float64 with 1, 2 or 3 dimensions
- * (planes, rows, columns; leading dimensions of size one dropped).
+ * (uint8, or uint16 for 16-bit PNG/PNM); TIFF as above; .npy arrays load
+ * with 1 channel and their own dimensions (big-endian data and Fortran order
+ * are converted to the host's byte order and C order); text loads as float64
+ * with 1, 2 or 3 dimensions (planes, rows, columns; leading dimensions of
+ * size one dropped).
  * Errors: INVALID_ARGUMENT, IO, FORMAT (malformed, truncated, unsupported),
  * SIZE_OVERFLOW, OUT_OF_MEMORY.
  */
@@ -488,7 +504,7 @@ CONVOLVE_API convolve_status convolve_array_load(convolve_context *ctx, convolve
                                                  const char *path, convolve_format format);
 
 /* The same, from bytes in memory (format must not be AUTO unless the bytes
- * carry a magic number: .npy, PNG, JPEG, PNM). */
+ * carry a magic number: .npy, PNG, JPEG, PNM, TIFF). */
 CONVOLVE_API convolve_status convolve_array_load_memory(convolve_context *ctx,
                                                         convolve_array **array, const void *data,
                                                         size_t size, convolve_format format);
@@ -497,7 +513,8 @@ CONVOLVE_API convolve_status convolve_array_load_memory(convolve_context *ctx,
  * Writes an array to a file, atomically: the data goes to a temporary file
  * beside it that is renamed over `path` only when complete, so a failure
  * leaves any old file untouched. Images need uint8 (or uint16 for PNG/PNM)
- * 2-D arrays with 1 to 4 channels (JPEG and PNM: 1 or 3); .npy takes any
+ * 2-D arrays with 1 to 4 channels (JPEG and PNM: 1 or 3); TIFF takes any
+ * element type, 2 or 3 dimensions and 1 to 4 channels; .npy takes any
  * array (channels > 1 become a last axis); TEXT takes float arrays of 1 or 2
  * dimensions and 1 channel (convolve_format_can_hold answers exactly this).
  * jpeg_quality is 1..100, or 0 for 95.

@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-20}
 build=${FUZZ_BUILD:-build-fuzz}
 jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
-harnesses=(${FUZZ_ONLY:-npy png jpeg pnm text filter_named load_memory})
+harnesses=(${FUZZ_ONLY:-npy png jpeg pnm text tiff filter_named load_memory})
 start=$(date +%s)
 
 echo "fuzz: building the harnesses in $build"
@@ -43,7 +43,7 @@ run_one() {
     cp -R "tests/fuzz/corpus/$name" "$corpus"
     mkdir -p "$results/$name"
     if [ "$name" = load_memory ]; then   # the image formats' words together
-        cat tests/fuzz/{npy,png,jpeg,pnm}.dict >"$scratch/load_memory.dict"
+        cat tests/fuzz/{npy,png,jpeg,pnm,tiff}.dict >"$scratch/load_memory.dict"
         dict=(-dict="$scratch/load_memory.dict")
     elif [ -f "tests/fuzz/$name.dict" ]; then
         dict=(-dict="tests/fuzz/$name.dict")

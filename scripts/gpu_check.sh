@@ -127,20 +127,27 @@ fallback_build() {
     local cuda=${CUDA_HOME:-/usr/local/cuda} obj=$BUILD/manual
     local nvcc
     nvcc=$(command -v nvcc || echo "$cuda/bin/nvcc")
-    local flags=(-I"$ROOT/include" -I"$ROOT/src" -I"$ROOT/tests" -I"$ROOT/tools" -I"$cuda/include"
+    local flags=(-I"$ROOT/include" -I"$ROOT/src" -I"$ROOT/src/cuda" -I"$ROOT/tests" -I"$ROOT/tools"
+        -I"$cuda/include"
         -DCONVOLVE_WITH_CUDA -D_POSIX_C_SOURCE=200809L -DCONVOLVE_DATA_DIR="\"$ROOT/data\"")
     mkdir -p "$obj" "$BUILD/tests" "$BUILD/bench"
+    # the generated kernels' source, embedded for NVRTC (as CMake does)
+    cmake -DROOT="$ROOT" -DOUT="$obj/gen_source.c" \
+          -DFILES=gen_kernels.cuh,gen_params.h,../kernel_math.h -P "$ROOT/cmake/embed_sources.cmake"
+    # objects are named by folder and file (src/plan.c and src/cuda/plan.c differ)
     local pids=() f
     for f in "$ROOT"/src/cuda/*.cu; do
         "$nvcc" -O3 -arch=sm_90 -lineinfo -std=c++17 "${flags[@]}" -c "$f" \
-            -o "$obj/$(basename "$f").o" &
+            -o "$obj/cuda_$(basename "$f").o" &
         pids+=($!)
     done
-    for f in "$ROOT"/src/*.c "$ROOT"/src/cpu/*.c "$ROOT"/src/cuda/*.c "$ROOT"/src/io/*.c; do
+    for f in "$ROOT"/src/*.c "$ROOT"/src/cpu/*.c "$ROOT"/src/cuda/*.c "$ROOT"/src/io/*.c \
+        "$obj/gen_source.c"; do
         if [ ! -e "$f" ] || [ "$(basename "$f")" = unavailable.c ]; then
             continue
         fi
-        gcc -O2 -std=c11 -fopenmp -Wall "${flags[@]}" -c "$f" -o "$obj/$(basename "$f").o" &
+        gcc -O2 -std=c11 -fopenmp -Wall "${flags[@]}" -c "$f" \
+            -o "$obj/$(basename "$(dirname "$f")")_$(basename "$f").o" &
         pids+=($!)
     done
     for f in "${pids[@]}"; do wait "$f"; done
@@ -150,11 +157,11 @@ fallback_build() {
     for t in test_gpu_strategies test_gpu_fast test_semantics test_bench; do
         gcc -O2 -std=c11 -fopenmp "${flags[@]}" -c "$ROOT/tests/$t.c" -o "$obj/$t.main.o"
         "$nvcc" -arch=sm_90 -o "$BUILD/tests/$t" "$obj/$t.main.o" "$obj"/tools_*.o "$obj"/*.c.o \
-            "$obj"/*.cu.o -Xcompiler -fopenmp -lcufft -lm
+            "$obj"/*.cu.o -Xcompiler -fopenmp -lcufft -lm -ldl -lpthread
     done
     gcc -O2 -std=c11 "${flags[@]}" -c "$ROOT/bench/convolve_bench.c" -o "$obj/bench.main.o"
     "$nvcc" -arch=sm_90 -o "$BUILD/bench/convolve_bench" "$obj/bench.main.o" "$obj"/tools_*.o \
-        "$obj"/*.c.o "$obj"/*.cu.o -Xcompiler -fopenmp -lcufft -lm
+        "$obj"/*.c.o "$obj"/*.cu.o -Xcompiler -fopenmp -lcufft -lm -ldl -lpthread
 }
 if [ "$CMAKE_OK" -eq 0 ]; then
     export -f fallback_build

@@ -1,31 +1,14 @@
 /*
- * context.c - contexts: creation, the last-error message, and the lazily
- * probed CUDA device.
+ * context.c - contexts: creation, freeing (with the autotune's wisdom), and
+ * the lazily probed CUDA device.
  */
+#include "backend.h"
 #include "internal.h"
-#include "cuda/backend.h"
+#include "wisdom.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-convolve_status cvi_error(convolve_context *ctx, convolve_status status, const char *fmt, ...)
-{
-    if (ctx) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(ctx->message, sizeof ctx->message, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
-
-convolve_status cvi_ok(convolve_context *ctx)
-{
-    if (ctx)
-        ctx->message[0] = '\0';
-    return CONVOLVE_OK;
-}
 
 convolve_status convolve_context_create(convolve_context **ctx)
 {
@@ -42,19 +25,18 @@ void convolve_context_free(convolve_context *ctx)
     free(ctx);
 }
 
-const char *convolve_last_error(const convolve_context *ctx)
-{
-    return ctx ? ctx->message : "no context";
-}
-
 int cvi_cuda_usable(convolve_context *ctx)
 {
     if (!ctx->cuda_probed) {
-        memset(&ctx->device, 0, sizeof ctx->device);
-        cvi_cuda_probe(&ctx->device, &ctx->shared_memory_per_block);
+        memset(&ctx->cuda, 0, sizeof ctx->cuda);
+        if (cvcu_backend.probe)
+            cvcu_backend.probe(&ctx->cuda);
+        else
+            snprintf(ctx->cuda.info.reason, sizeof ctx->cuda.info.reason,
+                     "libconvolve was built without CUDA");
         ctx->cuda_probed = 1;
     }
-    return ctx->device.available;
+    return ctx->cuda.info.available;
 }
 
 convolve_status convolve_device_query(convolve_context *ctx, convolve_device_info *info)
@@ -62,6 +44,6 @@ convolve_status convolve_device_query(convolve_context *ctx, convolve_device_inf
     if (!ctx || !info)
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_device_query: NULL argument");
     cvi_cuda_usable(ctx);
-    *info = ctx->device;
+    *info = ctx->cuda.info;
     return cvi_ok(ctx);
 }

@@ -1,8 +1,9 @@
 /*
  * kernel_math.h - the arithmetic every backend shares, written once for C and
- * CUDA: boundary index mapping (the ghost cells of every mode) and the
- * conversion of a floating-point result to an output element (integers are
- * rounded to nearest, ties to even, and saturated; NaN becomes 0).
+ * CUDA: boundary index mapping (the ghost cells of every mode), element
+ * loads, and the conversion of a floating-point result to an output element
+ * (integers are rounded to nearest, ties to even, and saturated; NaN
+ * becomes 0).
  *
  * Included by C sources and by CUDA sources; CVI_HD marks the functions for
  * both host and device there.
@@ -25,7 +26,16 @@ typedef unsigned short uint16_t;
 #define CVI_HD static inline
 #endif
 
-/* Mirrors convolve_mode (include/convolve.h); kept numerically equal. */
+/* Mirror convolve_dtype and convolve_mode (include/convolve.h) for code that
+ * does not include the public header (the kernels); kept numerically equal
+ * (static assertions in src/names.c). */
+enum {
+    CVI_DTYPE_FLOAT32 = 0,
+    CVI_DTYPE_FLOAT64 = 1,
+    CVI_DTYPE_UINT8 = 2,
+    CVI_DTYPE_UINT16 = 3
+};
+
 enum {
     CVI_MODE_REFLECT = 0,
     CVI_MODE_CONSTANT = 1,
@@ -33,6 +43,12 @@ enum {
     CVI_MODE_MIRROR = 3,
     CVI_MODE_WRAP = 4
 };
+
+/* Bytes of an element of dtype t (CVI_DTYPE_*). */
+CVI_HD int cvi_dtype_bytes(int t)
+{
+    return t == CVI_DTYPE_FLOAT64 ? 8 : t == CVI_DTYPE_UINT8 ? 1 : t == CVI_DTYPE_UINT16 ? 2 : 4;
+}
 
 /*
  * Maps index j along an axis of n elements (n >= 1) to the index whose value
@@ -98,6 +114,30 @@ CVI_HD uint16_t cvi_saturate_u16(double v)
 #else
     return (uint16_t)__builtin_rint(v);
 #endif
+}
+
+/* Reads the element of dtype t (CVI_DTYPE_*) at p as double. */
+CVI_HD double cvi_load_double(int t, const void *p)
+{
+    switch (t) {
+    case CVI_DTYPE_FLOAT32: return (double)*(const float *)p;
+    case CVI_DTYPE_FLOAT64: return *(const double *)p;
+    case CVI_DTYPE_UINT8: return (double)*(const unsigned char *)p;
+    default: return (double)*(const unsigned short *)p;
+    }
+}
+
+/* Writes v to the element of dtype t (CVI_DTYPE_*) at p: float types are
+ * cast, integer types rounded to nearest (ties to even) and saturated, NaN
+ * to 0. */
+CVI_HD void cvi_store_double(int t, void *p, double v)
+{
+    switch (t) {
+    case CVI_DTYPE_FLOAT32: *(float *)p = (float)v; break;
+    case CVI_DTYPE_FLOAT64: *(double *)p = v; break;
+    case CVI_DTYPE_UINT8: *(unsigned char *)p = cvi_saturate_u8(v); break;
+    default: *(unsigned short *)p = cvi_saturate_u16(v); break;
+    }
 }
 
 #ifdef __CUDACC__

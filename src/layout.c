@@ -87,17 +87,19 @@ convolve_status cvi_layout_span(const convolve_layout *l, ptrdiff_t *lo, ptrdiff
     return CONVOLVE_OK;
 }
 
-int cvi_layout_is_contiguous(const convolve_layout *l)
+void cvi_problem_span(const cvi_problem *p, int output, ptrdiff_t *lo, ptrdiff_t *hi)
 {
-    convolve_layout c;
-    if (convolve_layout_init(&c, l->dtype, l->ndim, l->shape, l->channels) != CONVOLVE_OK)
-        return 0;
-    if (l->channels > 1 && l->channel_stride != c.channel_stride)
-        return 0;
-    for (int a = 0; a < l->ndim; a++)
-        if (l->shape[a] > 1 && l->strides[a] != c.strides[a])
-            return 0;
-    return 1;
+    convolve_layout l;
+    memset(&l, 0, sizeof l);
+    l.dtype = output ? p->out_type : p->in_type;
+    l.ndim = 3;
+    l.channels = p->channels;
+    l.channel_stride = output ? p->out_cstride : p->in_cstride;
+    for (int a = 0; a < 3; a++) {
+        l.shape[a] = p->shape[a];
+        l.strides[a] = output ? p->out_strides[a] : p->in_strides[a];
+    }
+    (void)cvi_layout_span(&l, lo, hi); /* the layouts were checked: no overflow */
 }
 
 /* 1 if no two elements of the layout share a byte: with the axes sorted by

@@ -15,7 +15,4 @@ convolve_status cvi_check_layout(convolve_context *ctx, const convolve_layout *l
  * past the highest byte the layout touches. SIZE_OVERFLOW if they overflow. */
 convolve_status cvi_layout_span(const convolve_layout *l, ptrdiff_t *lo, ptrdiff_t *hi);
 
-/* 1 if the layout is contiguous C order with interleaved channels. */
-int cvi_layout_is_contiguous(const convolve_layout *l);
-
 #endif

@@ -6,6 +6,19 @@
 
 #include <string.h>
 
+/* The kernels' mirrors of the public enums (src/kernel_math.h). */
+_Static_assert(CVI_DTYPE_FLOAT32 == (int)CONVOLVE_FLOAT32 &&
+                   CVI_DTYPE_FLOAT64 == (int)CONVOLVE_FLOAT64 &&
+                   CVI_DTYPE_UINT8 == (int)CONVOLVE_UINT8 &&
+                   CVI_DTYPE_UINT16 == (int)CONVOLVE_UINT16,
+               "CVI_DTYPE_* must equal convolve_dtype");
+_Static_assert(CVI_MODE_REFLECT == (int)CONVOLVE_MODE_REFLECT &&
+                   CVI_MODE_CONSTANT == (int)CONVOLVE_MODE_CONSTANT &&
+                   CVI_MODE_NEAREST == (int)CONVOLVE_MODE_NEAREST &&
+                   CVI_MODE_MIRROR == (int)CONVOLVE_MODE_MIRROR &&
+                   CVI_MODE_WRAP == (int)CONVOLVE_MODE_WRAP,
+               "CVI_MODE_* must equal convolve_mode");
+
 unsigned convolve_version_number(void)
 {
     return CONVOLVE_VERSION_NUMBER;
@@ -69,7 +82,19 @@ static int lookup(const char *const *table, const char *name)
 static const char *const k_dtype[] = {"float32", "float64", "uint8", "uint16", NULL};
 static const char *const k_mode[] = {"reflect", "constant", "nearest", "mirror", "wrap", NULL};
 static const char *const k_backend[] = {"auto", "cpu", "cuda", NULL};
-static const char *const k_format[] = {"auto", "npy", "png", "jpeg", "pnm", "text", NULL};
+static const char *const k_format[] = {"auto", "npy",  "png",  "jpeg",
+                                       "pnm",  "text", "tiff", NULL};
+
+/* The names in a NULL-terminated table. */
+#define COUNT_NAMES(table) (sizeof table / sizeof table[0] - 1)
+
+/* Each table has a name for every value of its enum, in the enum's order. */
+_Static_assert(sizeof k_status / sizeof k_status[0] == CONVOLVE_ERROR_INTERNAL + 1,
+               "a status without a name");
+_Static_assert(COUNT_NAMES(k_dtype) == CONVOLVE_UINT16 + 1, "a dtype without a name");
+_Static_assert(COUNT_NAMES(k_mode) == CONVOLVE_MODE_WRAP + 1, "a mode without a name");
+_Static_assert(COUNT_NAMES(k_backend) == CONVOLVE_BACKEND_CUDA + 1, "a backend without a name");
+_Static_assert(COUNT_NAMES(k_format) == CONVOLVE_FORMAT_TIFF + 1, "a format without a name");
 
 size_t convolve_dtype_size(convolve_dtype dtype)
 {
@@ -84,7 +109,7 @@ size_t convolve_dtype_size(convolve_dtype dtype)
 
 const char *convolve_dtype_name(convolve_dtype dtype)
 {
-    return (unsigned)dtype < 4 ? k_dtype[dtype] : NULL;
+    return (unsigned)dtype < COUNT_NAMES(k_dtype) ? k_dtype[dtype] : NULL;
 }
 
 convolve_status convolve_dtype_parse(const char *name, convolve_dtype *dtype)
@@ -98,7 +123,7 @@ convolve_status convolve_dtype_parse(const char *name, convolve_dtype *dtype)
 
 const char *convolve_mode_name(convolve_mode mode)
 {
-    return (unsigned)mode < 5 ? k_mode[mode] : NULL;
+    return (unsigned)mode < COUNT_NAMES(k_mode) ? k_mode[mode] : NULL;
 }
 
 convolve_status convolve_mode_parse(const char *name, convolve_mode *mode)
@@ -112,7 +137,7 @@ convolve_status convolve_mode_parse(const char *name, convolve_mode *mode)
 
 const char *convolve_backend_name(convolve_backend backend)
 {
-    return (unsigned)backend < 3 ? k_backend[backend] : NULL;
+    return (unsigned)backend < COUNT_NAMES(k_backend) ? k_backend[backend] : NULL;
 }
 
 convolve_status convolve_backend_parse(const char *name, convolve_backend *backend)
@@ -124,23 +149,7 @@ convolve_status convolve_backend_parse(const char *name, convolve_backend *backe
     return CONVOLVE_OK;
 }
 
-int convolve_backend_built(convolve_backend backend)
-{
-    switch (backend) {
-    case CONVOLVE_BACKEND_AUTO:
-    case CONVOLVE_BACKEND_CPU:
-        return 1;
-    case CONVOLVE_BACKEND_CUDA:
-#ifdef CONVOLVE_WITH_CUDA
-        return 1;
-#else
-        return 0;
-#endif
-    }
-    return 0;
-}
-
 const char *convolve_format_name(convolve_format format)
 {
-    return (unsigned)format < 6 ? k_format[format] : NULL;
+    return (unsigned)format < COUNT_NAMES(k_format) ? k_format[format] : NULL;
 }

@@ -3,10 +3,9 @@
  * the API boundary), the canonical problem every backend receives, the choice
  * of backend and strategy, and execution on host or device memory.
  */
-#include "internal.h"
+#include "backend.h"
 #include "layout.h"
-#include "cpu/cpu_backend.h"
-#include "cuda/backend.h"
+#include "tune.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -111,19 +110,16 @@ static convolve_status build_problem(convolve_plan *plan, const convolve_filter 
     return CONVOLVE_OK;
 }
 
-/* Picks backend and strategy; on success plan->strategy is set and, for
- * CUDA, plan->backend_state is prepared. */
-static convolve_status choose(convolve_plan *plan, const convolve_filter *filter,
-                              const convolve_options *o)
+/* The backend a plan runs on: the one asked for, or under AUTO the GPU
+ * when it is usable and the work is large enough (or, with a strategy
+ * named, when the GPU has a strategy of that name). BACKEND_UNAVAILABLE when
+ * CUDA is asked for and cannot be used. */
+static convolve_status choose_backend(convolve_plan *plan, const convolve_options *o, int named,
+                                      convolve_backend *backend)
 {
     convolve_context *ctx = plan->ctx;
-    const cvi_problem *p = &plan->problem;
-    const char *name = o->strategy;
-    int named = name && *name && strcmp(name, "auto") != 0;
-    convolve_backend backend = o->backend;
-    char why[CVI_REASON_SIZE] = "";
-
-    if (backend == CONVOLVE_BACKEND_CUDA) {
+    *backend = o->backend;
+    if (o->backend == CONVOLVE_BACKEND_CUDA) {
         if (!convolve_backend_built(CONVOLVE_BACKEND_CUDA))
             return cvi_error(ctx, CONVOLVE_ERROR_BACKEND_UNAVAILABLE,
                              "the CUDA backend was asked for, but this libconvolve was built "
@@ -131,80 +127,126 @@ static convolve_status choose(convolve_plan *plan, const convolve_filter *filter
         if (!cvi_cuda_usable(ctx))
             return cvi_error(ctx, CONVOLVE_ERROR_BACKEND_UNAVAILABLE,
                              "the CUDA backend was asked for, but no GPU can be used: %s",
-                             ctx->device.reason);
+                             ctx->cuda.info.reason);
     }
-    if (backend == CONVOLVE_BACKEND_AUTO) {
+    if (o->backend == CONVOLVE_BACKEND_AUTO) {
         int gpu = 0;
         if (named) /* the backend that has a strategy of that name; the GPU first */
-            gpu = cvi_strategy_find(CONVOLVE_BACKEND_CUDA, name) && cvi_cuda_usable(ctx);
+            gpu = cvi_strategy_find(CONVOLVE_BACKEND_CUDA, o->strategy) && cvi_cuda_usable(ctx);
         else if (convolve_backend_built(CONVOLVE_BACKEND_CUDA)) {
             size_t count = convolve_layout_count(&plan->in), work;
-            gpu = (!cvi_mul_size(count, p->kcount, &work) || work >= CVI_AUTO_CUDA_MIN_WORK) &&
+            gpu = (!cvi_mul_size(count, plan->problem.kcount, &work) ||
+                   work >= CVI_AUTO_CUDA_MIN_WORK) &&
                   cvi_cuda_usable(ctx);
         }
-        backend = gpu ? CONVOLVE_BACKEND_CUDA : CONVOLVE_BACKEND_CPU;
+        *backend = gpu ? CONVOLVE_BACKEND_CUDA : CONVOLVE_BACKEND_CPU;
     }
+    return CONVOLVE_OK;
+}
+
+/* The strategy called `name` on `backend`, if it serves the problem; else
+ * the error that says why not (BACKEND_UNAVAILABLE for a GPU strategy
+ * without a GPU, INVALID_ARGUMENT naming the strategies there are,
+ * UNSUPPORTED naming the limit). */
+static convolve_status find_named(convolve_plan *plan, const convolve_options *o,
+                                  convolve_backend backend, const cvi_strategy **found)
+{
+    convolve_context *ctx = plan->ctx;
+    const cvi_problem *p = &plan->problem;
+    const char *name = o->strategy;
+    const cvi_strategy *s = cvi_strategy_find(backend, name);
+    char why[CVI_REASON_SIZE] = "";
+    if (!s && backend == CONVOLVE_BACKEND_CPU && o->backend == CONVOLVE_BACKEND_AUTO &&
+        cvi_strategy_find(CONVOLVE_BACKEND_CUDA, name))
+        return cvi_error(ctx, CONVOLVE_ERROR_BACKEND_UNAVAILABLE,
+                         "strategy '%s' runs on the GPU, and no GPU can be used: %s", name,
+                         convolve_backend_built(CONVOLVE_BACKEND_CUDA)
+                             ? ctx->cuda.info.reason
+                             : "this libconvolve was built without CUDA");
+    if (!s) {
+        const cvi_backend *b = cvi_backend_of(backend);
+        char list[512] = "";
+        for (size_t i = 0; i < b->strategy_count; i++) {
+            const cvi_strategy *t = &b->strategies[i];
+            if (cvi_strategy_serves_ndim(t, p->ndim)) {
+                strncat(list, " ", sizeof list - strlen(list) - 1);
+                strncat(list, t->name, sizeof list - strlen(list) - 1);
+            }
+        }
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                         "no strategy '%s' on the %s backend; %d-D strategies there:%s", name,
+                         convolve_backend_name(backend), p->ndim, list);
+    }
+    if (!cvi_strategy_serves_ndim(s, p->ndim))
+        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
+                         "strategy '%s' does not serve %d-D arrays", name, p->ndim);
+    if (s->check && s->check(s, p, &ctx->cuda, why, sizeof why) != CONVOLVE_OK)
+        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED, "strategy '%s' cannot serve this "
+                         "case: %s", name, why);
+    *found = s;
+    return CONVOLVE_OK;
+}
+
+/* Makes plan->state for strategy s: plan->strategy, ->backend and ->state
+ * are set on success. */
+static convolve_status prepare(convolve_plan *plan, const cvi_strategy *s)
+{
+    const cvi_backend *b = cvi_backend_of(s->backend);
+    void *state = NULL;
+    convolve_status st = b->prepare(plan->ctx, &plan->ctx->cuda, s, &plan->problem, &state);
+    if (st == CONVOLVE_OK) {
+        plan->strategy = s;
+        plan->backend = b;
+        plan->state = state;
+    }
+    return st;
+}
+
+/* The CPU backend's own choice for the plan's problem. */
+static const cvi_strategy *cpu_pick(const convolve_plan *plan)
+{
+    char why[CVI_REASON_SIZE];
+    return cvcpu_backend.pick(NULL, &plan->problem, why, sizeof why);
+}
+
+/* Picks backend and strategy (named, remembered or timed by the autotune,
+ * or the backend's own pick) and prepares the plan's state. Under AUTO
+ * with no strategy named, a GPU that cannot serve or prepare the case
+ * leaves the plan to the CPU. */
+static convolve_status choose(convolve_plan *plan, const convolve_options *o)
+{
+    convolve_context *ctx = plan->ctx;
+    const cvi_problem *p = &plan->problem;
+    const int named = o->strategy && *o->strategy && strcmp(o->strategy, "auto") != 0;
+    const int may_fall_back = o->backend == CONVOLVE_BACKEND_AUTO && !named;
+    convolve_backend backend;
+    convolve_status st = choose_backend(plan, o, named, &backend);
+    if (st != CONVOLVE_OK)
+        return st;
+    const cvi_backend *b = cvi_backend_of(backend);
 
     const cvi_strategy *s = NULL;
-    if (!named && o->autotune) {
-        convolve_status st = cvi_tune(ctx, &plan->in, &plan->out, filter, o, p, backend, &s);
-        if (st != CONVOLVE_OK)
-            return st;
-    }
-    if (s) {
-        /* the autotune's choice, which serves */
-    } else if (named) {
-        s = cvi_strategy_find(backend, name);
-        if (!s && backend == CONVOLVE_BACKEND_CPU && o->backend == CONVOLVE_BACKEND_AUTO &&
-            cvi_strategy_find(CONVOLVE_BACKEND_CUDA, name))
-            return cvi_error(ctx, CONVOLVE_ERROR_BACKEND_UNAVAILABLE,
-                             "strategy '%s' runs on the GPU, and no GPU can be used: %s", name,
-                             convolve_backend_built(CONVOLVE_BACKEND_CUDA)
-                                 ? ctx->device.reason
-                                 : "this libconvolve was built without CUDA");
-        if (!s) {
-            char list[512] = "";
-            for (size_t i = 0, n = cvi_strategy_total(); i < n; i++) {
-                const cvi_strategy *t = cvi_strategy_at(i);
-                if (t->backend == backend && (t->dims >> (p->ndim - 1) & 1)) {
-                    strncat(list, " ", sizeof list - strlen(list) - 1);
-                    strncat(list, t->name, sizeof list - strlen(list) - 1);
-                }
-            }
-            return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
-                             "no strategy '%s' on the %s backend; %d-D strategies there:%s", name,
-                             convolve_backend_name(backend), p->ndim, list);
-        }
-        if (!(s->dims >> (p->ndim - 1) & 1))
+    char why[CVI_REASON_SIZE] = "";
+    if (named)
+        st = find_named(plan, o, backend, &s);
+    else if (o->autotune)
+        st = cvi_tune(ctx, p, b, &s);
+    if (st != CONVOLVE_OK)
+        return st;
+    if (!s)
+        s = b->pick(&ctx->cuda, p, why, sizeof why);
+    if (!s) {
+        if (o->backend == CONVOLVE_BACKEND_CUDA)
             return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                             "strategy '%s' does not serve %d-D arrays", name, p->ndim);
-        if (s->check && s->check(s, p, ctx, why, sizeof why) != CONVOLVE_OK)
-            return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED, "strategy '%s' cannot serve this "
-                             "case: %s", name, why);
-    } else if (backend == CONVOLVE_BACKEND_CUDA) {
-        s = cvi_cuda_pick(ctx, p, why, sizeof why);
-        if (!s) {
-            if (o->backend == CONVOLVE_BACKEND_CUDA)
-                return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                                 "no CUDA strategy can serve this case: %s", why);
-            s = cvi_cpu_pick(p);
-        }
-    } else {
-        s = cvi_cpu_pick(p);
+                             "no CUDA strategy can serve this case: %s", why);
+        s = cpu_pick(plan);
     }
-
-    if (s->backend == CONVOLVE_BACKEND_CUDA) {
-        convolve_status st = cvi_cuda_prepare(ctx, s, p, &plan->backend_state);
-        if (st != CONVOLVE_OK) {
-            /* AUTO with no strategy named falls back to the CPU */
-            if (o->backend != CONVOLVE_BACKEND_AUTO || named)
-                return st;
-            s = cvi_cpu_pick(p);
-        }
-    }
-    plan->strategy = s;
-    plan->cpu_fallback = s->backend == CONVOLVE_BACKEND_CUDA &&
-                         o->backend == CONVOLVE_BACKEND_AUTO && !named;
+    st = prepare(plan, s);
+    if (st != CONVOLVE_OK && s->backend == CONVOLVE_BACKEND_CUDA && may_fall_back)
+        st = prepare(plan, cpu_pick(plan));
+    if (st != CONVOLVE_OK)
+        return st;
+    plan->cpu_fallback = plan->strategy->backend == CONVOLVE_BACKEND_CUDA && may_fall_back;
     return CONVOLVE_OK;
 }
 
@@ -251,7 +293,7 @@ convolve_status convolve_plan_create(convolve_context *ctx, convolve_plan **out_
     plan->in = *in;
     plan->out = *out;
     if ((st = build_problem(plan, filter, options)) != CONVOLVE_OK ||
-        (st = choose(plan, filter, options)) != CONVOLVE_OK) {
+        (st = choose(plan, options)) != CONVOLVE_OK) {
         convolve_plan_free(plan);
         return st;
     }
@@ -263,7 +305,8 @@ void convolve_plan_free(convolve_plan *plan)
 {
     if (!plan)
         return;
-    cvi_cuda_release(plan->backend_state);
+    if (plan->backend)
+        plan->backend->release(plan->state);
     for (int a = 0; a < 3; a++)
         free(plan->taps[a]);
     free(plan->weights);
@@ -314,19 +357,19 @@ convolve_status convolve_execute(convolve_plan *plan, const void *in, void *out)
     convolve_status st = check_pointers(plan, in, out, 1);
     if (st != CONVOLVE_OK)
         return st;
-    if (plan->strategy->backend == CONVOLVE_BACKEND_CUDA) {
-        st = cvi_cuda_execute_host(plan->ctx, plan->backend_state, in, out);
-        if (st == CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY && plan->cpu_fallback) {
-            /* AUTO chose the GPU and its memory ran out: the plan moves to
-             * the CPU for good (convolve_plan_backend then says so) */
-            cvi_cuda_release(plan->backend_state);
-            plan->backend_state = NULL;
-            plan->strategy = cvi_cpu_pick(&plan->problem);
+    st = plan->backend->execute_host(plan->ctx, plan->state, in, out);
+    if (st == CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY && plan->cpu_fallback) {
+        /* AUTO chose the GPU and its memory ran out: the plan moves to the
+         * CPU for good (convolve_plan_backend then says so) */
+        const cvi_backend *gpu = plan->backend;
+        void *gpu_state = plan->state;
+        st = prepare(plan, cpu_pick(plan));
+        if (st == CONVOLVE_OK) {
+            gpu->release(gpu_state);
             plan->cpu_fallback = 0;
-            st = cvi_cpu_execute(plan->ctx, plan->strategy, &plan->problem, in, out);
+            st = plan->backend->execute_host(plan->ctx, plan->state, in, out);
         }
-    } else
-        st = cvi_cpu_execute(plan->ctx, plan->strategy, &plan->problem, in, out);
+    }
     return st == CONVOLVE_OK ? cvi_ok(plan->ctx) : st;
 }
 
@@ -335,14 +378,14 @@ convolve_status convolve_execute_device(convolve_plan *plan, const void *in, voi
 {
     if (!plan)
         return CONVOLVE_ERROR_INVALID_ARGUMENT;
-    if (plan->strategy->backend != CONVOLVE_BACKEND_CUDA)
+    if (!plan->backend->execute_device)
         return cvi_error(plan->ctx, CONVOLVE_ERROR_UNSUPPORTED,
                          "convolve_execute_device needs a CUDA plan; this one runs '%s' on the CPU",
                          plan->strategy->name);
     convolve_status st = check_pointers(plan, in, out, 0);
     if (st != CONVOLVE_OK)
         return st;
-    st = cvi_cuda_execute_device(plan->ctx, plan->backend_state, in, out, stream);
+    st = plan->backend->execute_device(plan->ctx, plan->state, in, out, stream);
     return st == CONVOLVE_OK ? cvi_ok(plan->ctx) : st;
 }
 

@@ -1,46 +1,23 @@
 /*
- * tune.c - the measured autotune and its wisdom: with options.autotune, plan
- * creation times every strategy of the chosen backend that serves the case
- * and keeps the fastest; the context remembers the choice per problem class
- * (device, dimensionality, element types, channels, filter extents and kind,
- * mode, extents rounded up to powers of two), and the wisdom can be saved to
- * and loaded from a text file, like FFTW's.
- *
- * Wisdom file: a first line "convolve-wisdom 1", then one line per class:
- *   KEY <TAB> STRATEGY <TAB> MEDIAN_MS
- * KEY is printable text without tabs (see make_key).
+ * tune.c - the measured autotune: with options.autotune, plan creation
+ * times every strategy of the chosen backend that serves the case (each
+ * prepared and benchmarked through the backend's table, on the problem the
+ * plan already has) and keeps the fastest; the context's wisdom (wisdom.c)
+ * remembers the choice per problem class: device, dimensionality, element
+ * types, channels, filter extents and kind, mode, extents rounded up to
+ * powers of two.
  */
+#include "tune.h"
 #include "internal.h"
-#include "io/io.h"
-#include "cpu/cpu_backend.h"
+#include "wisdom.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CVI_WISDOM_MAGIC "convolve-wisdom 1"
-#define CVI_KEY_SIZE 640 /* longer than any key make_key can write */
-#define CVI_NAME_SIZE 32
-#define CVI_WISDOM_MAX_BYTES ((size_t)1 << 24)
-
-typedef struct cvi_wisdom_entry {
-    char key[CVI_KEY_SIZE];
-    char strategy[CVI_NAME_SIZE];
-    double ms;
-} cvi_wisdom_entry;
-
-struct cvi_wisdom {
-    cvi_wisdom_entry *e;
-    size_t n, cap;
-};
-
-void cvi_wisdom_free(struct cvi_wisdom *w)
-{
-    if (w) {
-        free(w->e);
-        free(w);
-    }
-}
+/* Timed runs per strategy, after one warm-up run. */
+#define CVI_TUNE_RUNS 5
 
 static size_t pow2_at_least(size_t n)
 {
@@ -50,15 +27,12 @@ static size_t pow2_at_least(size_t n)
     return p;
 }
 
-/* The problem's class on `backend`, as printable text without tabs. */
-static void make_key(convolve_context *ctx, const cvi_problem *p, convolve_backend backend,
+/* The problem's class on backend b, as printable text without tabs. */
+static void make_key(const convolve_context *ctx, const cvi_problem *p, const cvi_backend *b,
                      char *key, size_t size)
 {
     char dev[300];
-    if (backend == CONVOLVE_BACKEND_CUDA)
-        snprintf(dev, sizeof dev, "cuda:%s", ctx->device.name);
-    else
-        snprintf(dev, sizeof dev, "cpu:%d-threads", cvi_cpu_threads(p));
+    b->device_key(&ctx->cuda, p, dev, sizeof dev);
     for (char *c = dev; *c; c++)
         if (*c == '\t' || *c == '\n' || *c == '\r' || (unsigned char)*c < 32)
             *c = ' ';
@@ -66,227 +40,69 @@ static void make_key(convolve_context *ctx, const cvi_problem *p, convolve_backe
     char shape[96] = "", kern[64] = "";
     for (int a = pad; a < 3; a++) {
         size_t n = strlen(shape), m = strlen(kern);
-        snprintf(shape + n, sizeof shape - n, "%s%zu", a > pad ? "x" : "", pow2_at_least(p->shape[a]));
+        snprintf(shape + n, sizeof shape - n, "%s%zu", a > pad ? "x" : "",
+                 pow2_at_least(p->shape[a]));
         snprintf(kern + m, sizeof kern - m, "%s%zu", a > pad ? "x" : "", p->ksize[a]);
     }
     snprintf(key, size, "%s;%dd;%s>%s;c%zu;k%s;%s;%s;s%s", dev, p->ndim,
              convolve_dtype_name(p->in_type), convolve_dtype_name(p->out_type), p->channels, kern,
-             p->separable ? "separable" : "dense", convolve_mode_name((convolve_mode)p->mode), shape);
+             p->separable ? "separable" : "dense", convolve_mode_name((convolve_mode)p->mode),
+             shape);
 }
 
-static cvi_wisdom_entry *find(struct cvi_wisdom *w, const char *key)
+/* 1 if s serves p (on the context's device). */
+static int serves(const convolve_context *ctx, const cvi_strategy *s, const cvi_problem *p)
 {
-    for (size_t i = 0; w && i < w->n; i++)
-        if (!strcmp(w->e[i].key, key))
-            return &w->e[i];
-    return NULL;
+    char why[CVI_REASON_SIZE];
+    return cvi_strategy_serves_ndim(s, p->ndim) &&
+           (!s->check || s->check(s, p, &ctx->cuda, why, sizeof why) == CONVOLVE_OK);
 }
 
-/* A new entry at the end of w (growing it), or NULL when out of memory. */
-static cvi_wisdom_entry *append(struct cvi_wisdom *w)
+/* The median time (ms) of strategy s on p: prepared, one warm-up run, then
+ * CVI_TUNE_RUNS timed runs. 0 when it cannot run (then *ms is unset). */
+static int time_strategy(convolve_context *ctx, const cvi_backend *b, const cvi_strategy *s,
+                         const cvi_problem *p, double *ms)
 {
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? 2 * w->cap : 16;
-        cvi_wisdom_entry *ne = realloc(w->e, cap * sizeof *ne);
-        if (!ne)
-            return NULL;
-        w->e = ne;
-        w->cap = cap;
+    double times[CVI_TUNE_RUNS];
+    void *state = NULL;
+    int ok = b->prepare(ctx, &ctx->cuda, s, p, &state) == CONVOLVE_OK &&
+             b->benchmark(ctx, state, 1, CVI_TUNE_RUNS, times) == CONVOLVE_OK;
+    b->release(state);
+    if (ok) {
+        convolve_timing t;
+        cvi_summarise_times(times, CVI_TUNE_RUNS, &t);
+        *ms = t.median_ms;
     }
-    return &w->e[w->n++];
+    return ok;
 }
 
-static void set_entry(cvi_wisdom_entry *e, const char *key, const char *strategy, double ms)
+convolve_status cvi_tune(convolve_context *ctx, const cvi_problem *p, const cvi_backend *b,
+                         const cvi_strategy **chosen)
 {
-    snprintf(e->key, sizeof e->key, "%s", key);
-    snprintf(e->strategy, sizeof e->strategy, "%s", strategy);
-    e->ms = ms;
-}
-
-/* Adds or replaces an entry; 0 when out of memory. */
-static int put(convolve_context *ctx, const char *key, const char *strategy, double ms)
-{
-    if (!ctx->wisdom && !(ctx->wisdom = calloc(1, sizeof *ctx->wisdom)))
-        return 0;
-    cvi_wisdom_entry *e = find(ctx->wisdom, key);
-    if (!e && !(e = append(ctx->wisdom)))
-        return 0;
-    set_entry(e, key, strategy, ms);
-    return 1;
-}
-
-convolve_status cvi_tune(convolve_context *ctx, const convolve_layout *in,
-                         const convolve_layout *out, const convolve_filter *filter,
-                         const convolve_options *o, const cvi_problem *p,
-                         convolve_backend backend, const cvi_strategy **chosen)
-{
-    char key[CVI_KEY_SIZE], why[CVI_REASON_SIZE];
+    char key[CVI_WISDOM_KEY_SIZE];
     *chosen = NULL;
-    make_key(ctx, p, backend, key, sizeof key);
-    cvi_wisdom_entry *e = find(ctx->wisdom, key);
-    if (e) {
-        const cvi_strategy *s = cvi_strategy_find(backend, e->strategy);
-        if (s && (s->dims >> (p->ndim - 1) & 1) &&
-            (!s->check || s->check(s, p, ctx, why, sizeof why) == CONVOLVE_OK)) {
+    make_key(ctx, p, b, key, sizeof key);
+    const char *known = cvi_wisdom_lookup(ctx, key);
+    if (known) {
+        const cvi_strategy *s = cvi_strategy_find(b->id, known);
+        if (s && serves(ctx, s, p)) {
             *chosen = s;
             return CONVOLVE_OK;
         }
     }
     /* time each strategy that serves, on data where the backend computes */
     double best = 0;
-    for (size_t i = 0, n = cvi_strategy_total(); i < n; i++) {
-        const cvi_strategy *s = cvi_strategy_at(i);
-        if (s->backend != backend || !(s->dims >> (p->ndim - 1) & 1) ||
-            !strcmp(s->name, "reference") ||
-            (s->check && s->check(s, p, ctx, why, sizeof why) != CONVOLVE_OK))
-            continue;
-        convolve_options t = *o;
-        t.backend = backend;
-        t.strategy = s->name;
-        t.autotune = 0;
-        convolve_plan *plan = NULL;
-        convolve_timing tm;
-        if (convolve_plan_create(ctx, &plan, in, out, filter, &t) == CONVOLVE_OK &&
-            convolve_plan_benchmark(plan, 1, 5, &tm) == CONVOLVE_OK &&
-            (!*chosen || tm.median_ms < best)) {
+    for (size_t i = 0; i < b->strategy_count; i++) {
+        const cvi_strategy *s = &b->strategies[i];
+        double ms;
+        if (strcmp(s->name, "reference") != 0 && serves(ctx, s, p) &&
+            time_strategy(ctx, b, s, p, &ms) && (!*chosen || ms < best)) {
             *chosen = s;
-            best = tm.median_ms;
+            best = ms;
         }
-        convolve_plan_free(plan);
     }
     cvi_ok(ctx);
-    if (*chosen && !put(ctx, key, (*chosen)->name, best))
+    if (*chosen && !cvi_wisdom_remember(ctx, key, (*chosen)->name, best))
         return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for wisdom");
     return CONVOLVE_OK;
-}
-
-size_t convolve_wisdom_count(const convolve_context *ctx)
-{
-    return ctx && ctx->wisdom ? ctx->wisdom->n : 0;
-}
-
-void convolve_wisdom_forget(convolve_context *ctx)
-{
-    if (ctx) {
-        cvi_wisdom_free(ctx->wisdom);
-        ctx->wisdom = NULL;
-    }
-}
-
-convolve_status convolve_wisdom_save(convolve_context *ctx, const char *path)
-{
-    if (!ctx || !path)
-        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_wisdom_save: %s is NULL",
-                         ctx ? "path" : "context");
-    cvi_buf b = {0};
-    int ok = cvi_buf_printf(&b, "%s\n", CVI_WISDOM_MAGIC);
-    for (size_t i = 0; ok && ctx->wisdom && i < ctx->wisdom->n; i++) {
-        const cvi_wisdom_entry *e = &ctx->wisdom->e[i];
-        ok = cvi_buf_printf(&b, "%s\t%s\t%.6g\n", e->key, e->strategy, e->ms);
-    }
-    convolve_status st = ok ? cvi_write_file_atomic(ctx, path, b.data, b.size)
-                            : cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory");
-    cvi_buf_free(&b);
-    return st == CONVOLVE_OK ? cvi_ok(ctx) : st;
-}
-
-/* Parses one "KEY\tSTRATEGY\tMS" line (NUL-terminated, no newline). */
-static int parse_line(char *line, char **key, char **strategy, double *ms)
-{
-    char *t1 = strchr(line, '\t');
-    if (!t1)
-        return 0;
-    char *t2 = strchr(t1 + 1, '\t');
-    if (!t2 || strchr(t2 + 1, '\t'))
-        return 0;
-    *t1 = *t2 = '\0';
-    *key = line;
-    *strategy = t1 + 1;
-    if (!**key || strlen(*key) >= CVI_KEY_SIZE || !**strategy ||
-        strlen(*strategy) >= CVI_NAME_SIZE)
-        return 0;
-    for (const char *c = line; *c; c++)
-        if ((unsigned char)*c < 32)
-            return 0;
-    for (const char *c = *strategy; *c; c++)
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_'))
-            return 0;
-    char *end;
-    *ms = strtod(t2 + 1, &end);
-    return end != t2 + 1 && *end == '\0' && *ms >= 0 && *ms < 1e12;
-}
-
-convolve_status convolve_wisdom_load(convolve_context *ctx, const char *path)
-{
-    if (!ctx || !path)
-        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_wisdom_load: %s is NULL",
-                         ctx ? "path" : "context");
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return cvi_error(ctx, CONVOLVE_ERROR_IO, "cannot open wisdom file '%s'", path);
-    char *text = malloc(CVI_WISDOM_MAX_BYTES + 1);
-    if (!text) {
-        fclose(f);
-        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory reading '%s'", path);
-    }
-    size_t size = fread(text, 1, CVI_WISDOM_MAX_BYTES + 1, f);
-    int err = ferror(f);
-    fclose(f);
-    convolve_status st = CONVOLVE_OK;
-    if (err)
-        st = cvi_error(ctx, CONVOLVE_ERROR_IO, "cannot read wisdom file '%s'", path);
-    else if (size > CVI_WISDOM_MAX_BYTES)
-        st = cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "wisdom file '%s' is larger than %zu bytes",
-                       path, CVI_WISDOM_MAX_BYTES);
-    else if (memchr(text, '\0', size))
-        st = cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "wisdom file '%s' holds a NUL byte", path);
-    if (st != CONVOLVE_OK) {
-        free(text);
-        return st;
-    }
-    text[size] = '\0';
-    /* parse everything first: a bad file leaves the wisdom as it was */
-    struct cvi_wisdom staged = {0};
-    char *line = text, *next;
-    size_t lineno = 0;
-    for (; *line; line = next) {
-        lineno++;
-        char *nl = strchr(line, '\n');
-        next = nl ? nl + 1 : line + strlen(line);
-        if (nl)
-            *nl = '\0';
-        if (lineno == 1) {
-            if (strcmp(line, CVI_WISDOM_MAGIC) != 0) {
-                st = cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                               "'%s' is not a wisdom file: its first line is not \"%s\"", path,
-                               CVI_WISDOM_MAGIC);
-                break;
-            }
-            continue;
-        }
-        if (!*line)
-            continue;
-        char *key, *strategy;
-        double ms;
-        if (!parse_line(line, &key, &strategy, &ms)) {
-            st = cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                           "wisdom file '%s', line %zu: want KEY<TAB>STRATEGY<TAB>MILLISECONDS",
-                           path, lineno);
-            break;
-        }
-        cvi_wisdom_entry *e = append(&staged);
-        if (!e) {
-            st = cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for wisdom");
-            break;
-        }
-        set_entry(e, key, strategy, ms);
-    }
-    if (st == CONVOLVE_OK && lineno == 0)
-        st = cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "wisdom file '%s' is empty", path);
-    for (size_t i = 0; st == CONVOLVE_OK && i < staged.n; i++)
-        if (!put(ctx, staged.e[i].key, staged.e[i].strategy, staged.e[i].ms))
-            st = cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for wisdom");
-    free(staged.e);
-    free(text);
-    return st == CONVOLVE_OK ? cvi_ok(ctx) : st;
 }

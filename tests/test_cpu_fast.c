@@ -479,7 +479,7 @@ static void integer_edges(void)
     CHECK(ref8[6] == 2 && ref8[7] == 2 && ref8[13] == 255 && ref16[2] == 0 && ref16[20] == 65535,
           "reference rounding: %d %d %d %d %d", ref8[6], ref8[7], ref8[13], ref16[2], ref16[20]);
     for (int isa = 0; isa <= 2; isa++) {
-        cvi_cpu_fast_limit_isa(isa);
+        cvcpu_fast_limit_isa(isa);
         for (int s = 0; s < NSTRAT; s++) {
             if (!strcmp(k_strategies[s], "separable"))
                 continue;
@@ -496,7 +496,7 @@ static void integer_edges(void)
             }
         }
     }
-    cvi_cpu_fast_limit_isa(-1);
+    cvcpu_fast_limit_isa(-1);
     convolve_filter_free(f);
     free(x);
 }
@@ -655,12 +655,12 @@ int main(int argc, char **argv)
     nan_input();
     /* every instruction set this CPU has, the portable C path first */
     for (int isa = 0; isa <= 2; isa++) {
-        cvi_cpu_fast_limit_isa(isa);
+        cvcpu_fast_limit_isa(isa);
         printf("instruction set cap %d\n", isa);
         random_rounds(rounds, 0, only);
         random_rounds(rounds / 10, 1, only);
     }
-    cvi_cpu_fast_limit_isa(-1);
+    cvcpu_fast_limit_isa(-1);
     corners(only);
     larger(only);
     convolve_context_free(ctx);

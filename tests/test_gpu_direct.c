@@ -245,8 +245,10 @@ static void random_case(dcase *c)
             c->K[a] = dense3[h_randint(0, 3)];
         c->origin[a] = h_randint(0, 1) ? 0 : any_origin(c->K[a]);
     }
-    if (c->separable && c->ndim == 2 && h_randint(0, 1))
-        c->K[1] = c->K[0]; /* square too */
+    if (c->separable && c->ndim == 2 && h_randint(0, 1)) {
+        c->K[1] = c->K[0]; /* square too: its origin drawn for the new extent */
+        c->origin[1] = h_randint(0, 1) ? 0 : any_origin(c->K[1]);
+    }
     size_t lim[3];
     if (c->ndim == 1) {
         lim[0] = lim[1] = 1, lim[2] = g_small ? 3000 : 70000;

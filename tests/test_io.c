@@ -1,6 +1,7 @@
 /*
  * test_io.c - host arrays and files: round trips through every format, dtype
- * and channel count; hand-made malformed inputs for each reader (bad magic,
+ * and channel count; TIFFs that libtiff writes in every layout the reader
+ * takes (built with libtiff); hand-made malformed inputs for each reader (bad magic,
  * truncation, bad headers, unsupported variants, huge dimensions), each of
  * which must fail with the right status and a message; element conversion;
  * and atomic saves (a failed save leaves the old file and no temporary file).
@@ -14,6 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#ifdef CONVOLVE_HAVE_TIFF
+#include <tiffio.h>
+#endif
 
 static convolve_context *ctx;
 static char tmpdir[256];
@@ -179,7 +183,11 @@ static void arrays(void)
     CHECK(convolve_format_from_path("x.pnm") == CONVOLVE_FORMAT_PNM, "pnm ext");
     CHECK(convolve_format_from_path("x.txt") == CONVOLVE_FORMAT_TEXT, "txt ext");
     CHECK(convolve_format_from_path("x.png") == CONVOLVE_FORMAT_PNG, "png ext");
-    CHECK(convolve_format_from_path("x.tif") == CONVOLVE_FORMAT_AUTO, "tif ext");
+    CHECK(convolve_format_from_path("x.tif") == CONVOLVE_FORMAT_TIFF, "tif ext");
+    CHECK(convolve_format_from_path("a/x.TIFF") == CONVOLVE_FORMAT_TIFF, "tiff ext");
+    CHECK(convolve_format_from_path("x.tf") == CONVOLVE_FORMAT_AUTO, "unknown ext");
+    CHECK(strcmp(convolve_format_name(CONVOLVE_FORMAT_TIFF), "tiff") == 0 &&
+              convolve_format_name((convolve_format)7) == NULL, "tiff name");
     CHECK(convolve_format_from_path("dir.png/x") == CONVOLVE_FORMAT_AUTO, "dir ext");
     CHECK(convolve_format_from_path(".png") == CONVOLVE_FORMAT_AUTO, "hidden file");
     CHECK(convolve_format_from_path(NULL) == CONVOLVE_FORMAT_AUTO, "NULL path");
@@ -433,6 +441,40 @@ static void npy_inputs(void)
         convolve_array_free(a);
     }
 
+    /* Fortran order: element (i, j, k) lies at i + d0 * (j + d1 * k); it loads
+     * transposed into C order, with the same value at each index, in either
+     * byte order */
+    for (int big = 0; big <= 1; big++)
+        for (int nd = 2; nd <= 3; nd++) {
+            const size_t d0 = 3, d1 = 4, d2 = nd == 3 ? 5 : 1, count = d0 * d1 * d2;
+            uint16_t f[60], want[60];
+            for (size_t i = 0; i < d0; i++)
+                for (size_t j = 0; j < d1; j++)
+                    for (size_t k = 0; k < d2; k++) {
+                        uint16_t v = (uint16_t)h_randint(0, 65535);
+                        want[(i * d1 + j) * d2 + k] = v;
+                        f[i + d0 * (j + d1 * k)] =
+                            big ? (uint16_t)(v >> 8 | v << 8) : v; /* host is little-endian */
+                    }
+            char dict[128];
+            snprintf(dict, sizeof dict, "{'descr': '%cu2', 'fortran_order': True, 'shape': "
+                     "(%zu, %zu%s), }", big ? '>' : '<', d0, d1, nd == 3 ? ", 5" : "");
+            n = make_npy(buf, 1, dict, f, count * 2);
+            CHECK_OK(ctx, load_mem(buf, n, CONVOLVE_FORMAT_NPY, &a));
+            const convolve_layout *L = a ? convolve_array_layout(a) : NULL;
+            CHECK(L && L->ndim == nd && L->shape[0] == d0 && L->shape[1] == d1 &&
+                      (nd == 2 || L->shape[2] == d2), "Fortran %d-D shape", nd);
+            if (L)
+                CHECK(memcmp(convolve_array_data(a), want, count * 2) == 0,
+                      "Fortran %d-D (%s-endian) values", nd, big ? "big" : "little");
+            convolve_array_free(a);
+        }
+    /* a 1-D Fortran-order array is the same bytes */
+    n = make_npy(buf, 1, "{'descr': '<f8', 'fortran_order': True, 'shape': (6,), }", d6, 48);
+    CHECK_OK(ctx, load_mem(buf, n, CONVOLVE_FORMAT_NPY, &a));
+    CHECK(a && memcmp(convolve_array_data(a), d6, 48) == 0, "Fortran 1-D");
+    convolve_array_free(a);
+
     struct {
         int major;
         const char *dict;
@@ -440,8 +482,8 @@ static void npy_inputs(void)
         convolve_status want;
         const char *msg;
     } bad[] = {
-        {1, "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }", 48,
-         CONVOLVE_ERROR_FORMAT, "Fortran"},
+        {1, "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }", 40,
+         CONVOLVE_ERROR_FORMAT, "truncated"},
         {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (), }", 8, CONVOLVE_ERROR_FORMAT,
          "0-dimensional"},
         {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1, 1, 2, 3), }", 48,
@@ -823,6 +865,478 @@ static void text_inputs(void)
     EXPECT_MSG("magic");
 }
 
+/* ---- TIFF --------------------------------------------------------------------- */
+
+#ifdef CONVOLVE_HAVE_TIFF
+
+/* How a hand-made TIFF is laid out (libtiff writes it). */
+typedef struct {
+    const char *mode;          /* "w" little-endian, "wb" big-endian, "w8" BigTIFF */
+    uint16_t compression;      /* COMPRESSION_* */
+    uint16_t predictor;        /* 0: none */
+    int planar;                /* samples in separate planes */
+    uint32_t tile;             /* square tiles of this side; 0: strips */
+    uint32_t rps;              /* rows per strip */
+} tiff_spec;
+
+/* Writes one page (h x w pixels of spp interleaved samples of dtype t, host
+ * order) into the open TIFF as spec says. Returns 1 on success. */
+static int tiff_put_page(TIFF *tif, const tiff_spec *s, convolve_dtype t, uint32_t h, uint32_t w,
+                         uint16_t spp, const void *data, uint16_t photometric)
+{
+    const size_t es = convolve_dtype_size(t);
+    const int fl = t == CONVOLVE_FLOAT32 || t == CONVOLVE_FLOAT64;
+    int ok = TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, w) && TIFFSetField(tif, TIFFTAG_IMAGELENGTH, h) &&
+             TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, (uint16_t)(es * 8)) &&
+             TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, spp) &&
+             TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, fl ? SAMPLEFORMAT_IEEEFP : SAMPLEFORMAT_UINT) &&
+             TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, photometric) &&
+             TIFFSetField(tif, TIFFTAG_PLANARCONFIG,
+                          s->planar ? PLANARCONFIG_SEPARATE : PLANARCONFIG_CONTIG) &&
+             TIFFSetField(tif, TIFFTAG_COMPRESSION, s->compression);
+    if (ok && (spp == 2 || spp == 4)) {
+        uint16_t extra = EXTRASAMPLE_UNASSALPHA;
+        ok = TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, (uint16_t)1, &extra);
+    }
+    if (ok && s->predictor)
+        ok = TIFFSetField(tif, TIFFTAG_PREDICTOR, s->predictor);
+    if (ok && s->compression == COMPRESSION_JPEG) {
+        ok = TIFFSetField(tif, TIFFTAG_JPEGQUALITY, 100);
+        if (ok && photometric == PHOTOMETRIC_YCBCR)
+            ok = TIFFSetField(tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB);
+    }
+    if (ok && s->tile)
+        ok = TIFFSetField(tif, TIFFTAG_TILEWIDTH, s->tile) &&
+             TIFFSetField(tif, TIFFTAG_TILELENGTH, s->tile);
+    else if (ok)
+        ok = TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, s->rps);
+    if (!ok)
+        return 0;
+    const unsigned char *src = data;
+    const size_t pixel = es * spp, planes = s->planar ? spp : 1, unit = s->planar ? es : pixel;
+    const uint32_t uw = s->tile ? s->tile : w, uh = s->tile ? s->tile : s->rps;
+    unsigned char *buf = calloc((size_t)uw * uh, unit);
+    uint32_t index = 0;
+    for (size_t p = 0; p < planes && ok; p++)
+        for (uint32_t y0 = 0; y0 < h && ok; y0 += uh)
+            for (uint32_t x0 = 0; x0 < w && ok; x0 += uw, index++) {
+                /* a tile past the image's edge repeats the edge (JPEG stays smooth) */
+                uint32_t rows = h - y0 < uh ? h - y0 : uh;
+                uint32_t fill_rows = s->tile ? uh : rows;
+                for (uint32_t y = 0; y < fill_rows; y++)
+                    for (uint32_t x = 0; x < uw; x++) {
+                        uint32_t sy = y0 + y < h ? y0 + y : h - 1, sx = x0 + x < w ? x0 + x : w - 1;
+                        memcpy(buf + ((size_t)y * uw + x) * unit,
+                               src + ((size_t)sy * w + sx) * pixel + p * es, unit);
+                    }
+                if (s->tile)
+                    ok = TIFFWriteEncodedTile(tif, index, buf, (tmsize_t)uw * uh * unit) >= 0;
+                else
+                    ok = TIFFWriteEncodedStrip(tif, index, buf, (tmsize_t)rows * uw * unit) >= 0;
+            }
+    free(buf);
+    return ok && TIFFWriteDirectory(tif);
+}
+
+/* Writes `pages` pages of a (pages x h x w x spp) array to path; 1 on success. */
+static int tiff_write(const char *path, const tiff_spec *s, const convolve_array *a)
+{
+    const convolve_layout *L = convolve_array_layout(a);
+    const size_t pages = L->ndim == 3 ? L->shape[0] : 1;
+    const uint32_t h = (uint32_t)L->shape[L->ndim - 2], w = (uint32_t)L->shape[L->ndim - 1];
+    const size_t page_bytes = convolve_array_bytes(a) / pages;
+    TIFF *tif = TIFFOpen(path, s->mode);
+    if (!tif)
+        return 0;
+    int ok = 1;
+    for (size_t p = 0; p < pages && ok; p++)
+        ok = tiff_put_page(tif, s, L->dtype, h, w, (uint16_t)L->channels,
+                           (const unsigned char *)convolve_array_const_data(a) + p * page_bytes,
+                           L->channels >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK);
+    TIFFClose(tif);
+    return ok;
+}
+
+/* Sets the value of tag (SHORT or LONG, count 1) in the first directory of a
+ * little-endian classic TIFF in memory; 1 if found. */
+static int tiff_patch(unsigned char *d, size_t n, uint16_t tag, uint32_t value)
+{
+#define RD16(p) ((uint32_t)(p)[0] | (uint32_t)(p)[1] << 8)
+#define RD32(p) (RD16(p) | RD16((p) + 2) << 16)
+    if (n < 8 || d[0] != 'I')
+        return 0;
+    size_t ifd = RD32(d + 4);
+    if (ifd + 2 > n)
+        return 0;
+    for (size_t k = 0, count = RD16(d + ifd); k < count && ifd + 14 + 12 * k <= n; k++) {
+        unsigned char *e = d + ifd + 2 + 12 * k;
+        if (RD16(e) != tag)
+            continue;
+        if (RD16(e + 2) == 3) { /* SHORT */
+            e[8] = (unsigned char)value, e[9] = (unsigned char)(value >> 8);
+        } else {
+            for (int b = 0; b < 4; b++)
+                e[8 + b] = (unsigned char)(value >> (8 * b));
+        }
+        return 1;
+    }
+    return 0;
+#undef RD16
+#undef RD32
+}
+
+/* Loads path with format AUTO (content first): the array, or NULL. */
+static convolve_array *tiff_load(const char *path)
+{
+    convolve_array *b = NULL;
+    convolve_status st = convolve_array_load(ctx, &b, path, CONVOLVE_FORMAT_AUTO);
+    CHECK(st == CONVOLVE_OK, "load %s: %s", path, convolve_last_error(ctx));
+    return b;
+}
+
+/* Files libtiff writes in every layout we read: sample types, channels,
+ * chunky and planar, strips and tiles (with partial edge tiles), the
+ * compression schemes, byte orders, predictors, BigTIFF and stacks. */
+static void tiff_layouts(void)
+{
+    static const convolve_dtype types[4] = {CONVOLVE_UINT8, CONVOLVE_UINT16, CONVOLVE_FLOAT32,
+                                            CONVOLVE_FLOAT64};
+    static const uint16_t schemes[] = {COMPRESSION_NONE, COMPRESSION_LZW,
+                                       COMPRESSION_ADOBE_DEFLATE, COMPRESSION_PACKBITS,
+                                       COMPRESSION_ZSTD, COMPRESSION_LZMA, COMPRESSION_DEFLATE};
+    static const char *const modes[3] = {"w", "wb", "w8"};
+    int made = 0, n = 0;
+    for (int t = 0; t < 4; t++)
+        for (uint16_t spp = 1; spp <= 4; spp++)
+            for (int variant = 0; variant < 4; variant++, n++) {
+                tiff_spec s = {modes[n % 3], schemes[n % 7], 0, variant & 1,
+                               (variant & 2) ? 16 : 0, (uint32_t)(1 + n % 5)};
+                if (!TIFFIsCODECConfigured(s.compression))
+                    s.compression = COMPRESSION_LZW;
+                /* (libtiff 4.5 writes the floating-point predictor wrongly in a
+                 * byte-swapped file, its own reader disagreeing; tests/py reads
+                 * such a file made by hand) */
+                const int fl = types[t] == CONVOLVE_FLOAT32 || types[t] == CONVOLVE_FLOAT64;
+                if (s.compression != COMPRESSION_NONE && s.compression != COMPRESSION_PACKBITS &&
+                    n % 2 && !(fl && s.mode[1] == 'b'))
+                    s.predictor = fl ? PREDICTOR_FLOATINGPOINT : PREDICTOR_HORIZONTAL;
+                const size_t pages = n % 4 == 3 ? 3 : 1;
+                size_t shape[3] = {pages, 23 + (size_t)n % 3, 37};
+                convolve_array *a = make_array(types[t], pages > 1 ? 3 : 2,
+                                               pages > 1 ? shape : shape + 1, spp);
+                char name[96];
+                snprintf(name, sizeof name, "lay_%s_%u_%d_%s_c%u_p%u.tif",
+                         convolve_dtype_name(types[t]), spp, variant, s.mode, s.compression,
+                         s.predictor);
+                if (!tiff_write(tpath(name), &s, a)) {
+                    CHECK(0, "libtiff could not write %s", name);
+                } else {
+                    made++;
+                    convolve_array *b = tiff_load(tpath(name));
+                    expect_identical(a, b, name);
+                    convolve_array_free(b);
+                }
+                convolve_array_free(a);
+            }
+    CHECK(made == 64, "made %d of 64 layouts", made);
+
+    /* JPEG: gray, and RGB stored as YCbCr (converted back to RGB), in strips
+     * and tiles; lossy, so a smooth picture comes back close */
+    for (int k = 0; k < 4; k++) {
+        const uint16_t spp = k < 2 ? 1 : 3;
+        const size_t h = 40, w = 56;
+        convolve_array *a = make_array(CONVOLVE_UINT8, 2, (size_t[]){h, w}, spp);
+        uint8_t *p = convolve_array_data(a);
+        for (size_t y = 0; y < h; y++)
+            for (size_t x = 0; x < w; x++)
+                for (size_t c = 0; c < spp; c++)
+                    p[(y * w + x) * spp + c] = (uint8_t)(20 + x + 2 * y + 30 * c);
+        tiff_spec s = {"w", COMPRESSION_JPEG, 0, 0, k % 2 ? 16 : 0, 16};
+        TIFF *tif = TIFFOpen(tpath("jpeg.tif"), "w");
+        int ok = tif && tiff_put_page(tif, &s, CONVOLVE_UINT8, (uint32_t)h, (uint32_t)w, spp, p,
+                                      spp == 3 ? PHOTOMETRIC_YCBCR : PHOTOMETRIC_MINISBLACK);
+        if (tif)
+            TIFFClose(tif);
+        CHECK(ok, "libtiff could not write JPEG TIFF %d", k);
+        convolve_array *b = ok ? tiff_load(tpath("jpeg.tif")) : NULL;
+        CHECK(b && same_layout(convolve_array_layout(a), convolve_array_layout(b)),
+              "JPEG TIFF %d layout", k);
+        if (b && same_layout(convolve_array_layout(a), convolve_array_layout(b))) {
+            const uint8_t *q = convolve_array_data(b);
+            int maxd = 0;
+            for (size_t i = 0; i < h * w * spp; i++)
+                maxd = abs(p[i] - q[i]) > maxd ? abs(p[i] - q[i]) : maxd;
+            CHECK(maxd <= 6, "JPEG TIFF %d: max difference %d", k, maxd);
+        }
+        convolve_array_free(b);
+        convolve_array_free(a);
+    }
+}
+
+/* What our writer makes: every type, 1 to 4 channels, one page or a stack;
+ * libtiff reads the pages back with the tags a viewer needs. */
+static void tiff_writer(void)
+{
+    static const convolve_dtype types[4] = {CONVOLVE_UINT8, CONVOLVE_UINT16, CONVOLVE_FLOAT32,
+                                            CONVOLVE_FLOAT64};
+    for (int t = 0; t < 4; t++)
+        for (size_t ch = 1; ch <= 4; ch++)
+            for (int nd = 2; nd <= 3; nd++) {
+                size_t shape[3] = {4, 9 + ch, 13};
+                convolve_array *a = make_array(types[t], nd, nd == 3 ? shape : shape + 1, ch);
+                char name[64];
+                snprintf(name, sizeof name, "w_%s_%zu_%d.tiff", convolve_dtype_name(types[t]),
+                         ch, nd);
+                convolve_array *b = round_trip(a, name, CONVOLVE_FORMAT_AUTO, 0);
+                expect_identical(a, b, name);
+                convolve_array_free(b);
+                TIFF *tif = TIFFOpen(tpath(name), "r");
+                CHECK(tif != NULL, "libtiff cannot open %s", name);
+                if (tif) {
+                    uint16_t fmt = 0, spp = 0, photo = 0, bps = 0;
+                    TIFFGetField(tif, TIFFTAG_SAMPLEFORMAT, &fmt);
+                    TIFFGetField(tif, TIFFTAG_SAMPLESPERPIXEL, &spp);
+                    TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &photo);
+                    TIFFGetField(tif, TIFFTAG_BITSPERSAMPLE, &bps);
+                    CHECK(spp == ch && bps == 8 * convolve_dtype_size(types[t]) &&
+                              fmt == (t >= 2 ? SAMPLEFORMAT_IEEEFP : SAMPLEFORMAT_UINT) &&
+                              photo == (ch >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK),
+                          "%s tags", name);
+                    CHECK(TIFFNumberOfDirectories(tif) == (nd == 3 ? 4 : 1), "%s pages", name);
+                    TIFFClose(tif);
+                }
+                convolve_array_free(a);
+            }
+    /* the writer refuses what TIFF does not hold here */
+    convolve_array *a1 = make_array(CONVOLVE_FLOAT32, 1, (size_t[]){5}, 1);
+    convolve_array *a5 = make_array(CONVOLVE_UINT8, 2, (size_t[]){3, 3}, 5);
+    CHECK_STATUS(ctx, convolve_array_save(ctx, a1, tpath("x.tif"), CONVOLVE_FORMAT_AUTO, 0),
+                 CONVOLVE_ERROR_UNSUPPORTED);
+    EXPECT_MSG("2-D images and 3-D stacks");
+    CHECK_STATUS(ctx, convolve_array_save(ctx, a5, tpath("x.tif"), CONVOLVE_FORMAT_TIFF, 0),
+                 CONVOLVE_ERROR_UNSUPPORTED);
+    EXPECT_MSG("1 to 4 channels");
+    CHECK(access(tpath("x.tif"), F_OK) != 0, "a refused save left a file");
+    convolve_array_free(a1);
+    convolve_array_free(a5);
+}
+
+/* Makes a small TIFF with one page per spec'd call and returns its bytes. */
+static unsigned char *tiff_bytes(const char *name, const tiff_spec *s, const convolve_array *a,
+                                 size_t *n)
+{
+    *n = 0;
+    if (!tiff_write(tpath(name), s, a)) {
+        CHECK(0, "libtiff could not write %s", name);
+        return NULL;
+    }
+    return read_bytes(tpath(name), n);
+}
+
+/* Writes one page of raw tags (what libtiff lets us write that we refuse). */
+static unsigned char *tiff_odd(const char *name, uint16_t bps, uint16_t fmt, uint16_t spp,
+                               uint16_t photo, size_t *n)
+{
+    TIFF *tif = TIFFOpen(tpath(name), "w");
+    uint32_t w = 4, h = 3;
+    int ok = tif && TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, w) &&
+             TIFFSetField(tif, TIFFTAG_IMAGELENGTH, h) &&
+             TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, bps) &&
+             TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, spp) &&
+             TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, fmt) &&
+             TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, photo) &&
+             TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG) &&
+             TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, h);
+    if (ok && photo == PHOTOMETRIC_PALETTE) {
+        uint16_t map[3][256];
+        memset(map, 0, sizeof map);
+        ok = TIFFSetField(tif, TIFFTAG_COLORMAP, map[0], map[1], map[2]);
+    }
+    if (ok && spp > 4) {
+        uint16_t extra[8] = {0};
+        ok = TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, (uint16_t)(spp - 1), extra);
+    }
+    unsigned char pixels[4 * 3 * 8 * 8];
+    for (size_t i = 0; i < sizeof pixels; i++)
+        pixels[i] = (unsigned char)h_randint(0, 255);
+    if (ok)
+        ok = TIFFWriteEncodedStrip(tif, 0, pixels, (tmsize_t)((w * spp * bps + 7) / 8 * h)) >= 0 &&
+             TIFFWriteDirectory(tif);
+    if (tif)
+        TIFFClose(tif);
+    CHECK(ok, "libtiff could not write %s", name);
+    return ok ? read_bytes(tpath(name), n) : NULL;
+}
+
+/* Stacks whose pages disagree, kinds we refuse, damaged files and sizes the
+ * data cannot back: each a FORMAT error with a message, never a crash or a
+ * partly filled array. */
+static void tiff_inputs(void)
+{
+    tiff_spec plain = {"w", COMPRESSION_NONE, 0, 0, 0, 2};
+    size_t n;
+    unsigned char *d;
+
+    /* pages that disagree in size, then in type */
+    for (int k = 0; k < 2; k++) {
+        TIFF *tif = TIFFOpen(tpath("mixed.tif"), "w");
+        convolve_array *p1 = make_array(CONVOLVE_UINT16, 2, (size_t[]){5, 6}, 1);
+        convolve_array *p2 = make_array(k ? CONVOLVE_UINT8 : CONVOLVE_UINT16, 2,
+                                        (size_t[]){5, k ? 6 : 7}, 1);
+        int ok = tif && tiff_put_page(tif, &plain, CONVOLVE_UINT16, 5, 6, 1,
+                                      convolve_array_data(p1), PHOTOMETRIC_MINISBLACK) &&
+                 tiff_put_page(tif, &plain, k ? CONVOLVE_UINT8 : CONVOLVE_UINT16, 5, k ? 6 : 7,
+                               1, convolve_array_data(p2), PHOTOMETRIC_MINISBLACK);
+        if (tif)
+            TIFFClose(tif);
+        CHECK(ok, "libtiff could not write mixed pages");
+        convolve_array *b = NULL;
+        CHECK_STATUS(ctx, convolve_array_load(ctx, &b, tpath("mixed.tif"), CONVOLVE_FORMAT_AUTO),
+                     CONVOLVE_ERROR_FORMAT);
+        EXPECT_MSG("TIFF page 2");
+        EXPECT_MSG(k ? "uint8" : "7x5");
+        EXPECT_MSG("must agree");
+        CHECK(b == NULL, "array set on failure");
+        convolve_array_free(p1);
+        convolve_array_free(p2);
+    }
+
+    /* a reduced-resolution page (a thumbnail) is skipped */
+    {
+        TIFF *tif = TIFFOpen(tpath("thumb.tif"), "w");
+        convolve_array *big = make_array(CONVOLVE_UINT8, 2, (size_t[]){8, 10}, 3);
+        convolve_array *small = make_array(CONVOLVE_UINT8, 2, (size_t[]){2, 3}, 3);
+        int ok = tif && tiff_put_page(tif, &plain, CONVOLVE_UINT8, 8, 10, 3,
+                                      convolve_array_data(big), PHOTOMETRIC_RGB) &&
+                 TIFFSetField(tif, TIFFTAG_SUBFILETYPE, (uint32_t)FILETYPE_REDUCEDIMAGE) &&
+                 tiff_put_page(tif, &plain, CONVOLVE_UINT8, 2, 3, 3, convolve_array_data(small),
+                               PHOTOMETRIC_RGB);
+        if (tif)
+            TIFFClose(tif);
+        CHECK(ok, "libtiff could not write a thumbnail");
+        convolve_array *b = ok ? tiff_load(tpath("thumb.tif")) : NULL;
+        expect_identical(big, b, "thumbnail skipped");
+        convolve_array_free(b);
+        convolve_array_free(big);
+        convolve_array_free(small);
+    }
+
+    /* kinds we refuse */
+    static const struct {
+        uint16_t bps, fmt, spp, photo;
+        const char *msg;
+    } odd[] = {
+        {16, SAMPLEFORMAT_INT, 1, PHOTOMETRIC_MINISBLACK, "signed integer"},
+        {32, SAMPLEFORMAT_UINT, 1, PHOTOMETRIC_MINISBLACK, "32-bit unsigned"},
+        {12, SAMPLEFORMAT_UINT, 1, PHOTOMETRIC_MINISBLACK, "12-bit unsigned"},
+        {1, SAMPLEFORMAT_UINT, 1, PHOTOMETRIC_MINISBLACK, "1-bit unsigned"},
+        {16, SAMPLEFORMAT_IEEEFP, 1, PHOTOMETRIC_MINISBLACK, "16-bit float"},
+        {8, SAMPLEFORMAT_UINT, 1, PHOTOMETRIC_MINISWHITE, "white-is-zero"},
+        {8, SAMPLEFORMAT_UINT, 1, PHOTOMETRIC_PALETTE, "palette"},
+        {8, SAMPLEFORMAT_UINT, 4, PHOTOMETRIC_SEPARATED, "CMYK"},
+        {8, SAMPLEFORMAT_UINT, 5, PHOTOMETRIC_MINISBLACK, "5 samples per pixel"},
+        {8, SAMPLEFORMAT_UINT, 2, PHOTOMETRIC_RGB, "RGB with 2 samples"},
+        {8, SAMPLEFORMAT_UINT, 3, PHOTOMETRIC_CIELAB, "Photometric 8"},
+    };
+    for (size_t k = 0; k < sizeof odd / sizeof odd[0]; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "odd%zu.tif", k);
+        d = tiff_odd(name, odd[k].bps, odd[k].fmt, odd[k].spp, odd[k].photo, &n);
+        if (!d)
+            continue;
+        EXPECT_MEM(d, n, CONVOLVE_FORMAT_AUTO, CONVOLVE_ERROR_FORMAT, name);
+        EXPECT_MSG(odd[k].msg);
+        free(d);
+    }
+
+    /* a compression scheme libtiff cannot decode (JPEG 2000's number) */
+    convolve_array *g = make_array(CONVOLVE_UINT8, 2, (size_t[]){6, 8}, 1);
+    d = tiff_bytes("g.tif", &plain, g, &n);
+    if (d) {
+        CHECK(tiff_patch(d, n, TIFFTAG_COMPRESSION, 34712), "no Compression tag");
+        EXPECT_MEM(d, n, CONVOLVE_FORMAT_TIFF, CONVOLVE_ERROR_FORMAT, "JPEG 2000");
+        EXPECT_MSG("cannot be decoded");
+        free(d);
+    }
+    /* a header declaring far more pixels than its data can hold: refused
+     * before the pixels are allocated (deflate, one strip) */
+    tiff_spec deflate = {"w", COMPRESSION_ADOBE_DEFLATE, 0, 0, 0, 6};
+    d = tiff_bytes("huge.tif", &deflate, g, &n);
+    if (d) {
+        CHECK(tiff_patch(d, n, TIFFTAG_IMAGEWIDTH, 40000) &&
+                  tiff_patch(d, n, TIFFTAG_IMAGELENGTH, 40000) &&
+                  tiff_patch(d, n, TIFFTAG_ROWSPERSTRIP, 40000), "patching huge.tif");
+        EXPECT_MEM(d, n, CONVOLVE_FORMAT_TIFF, CONVOLVE_ERROR_FORMAT, "huge claim");
+        EXPECT_MSG("cannot hold 40000x40000 pixels");
+        free(d);
+    }
+    /* uncompressed: the strips must hold every byte */
+    d = tiff_bytes("short.tif", &plain, g, &n);
+    if (d) {
+        CHECK(tiff_patch(d, n, TIFFTAG_IMAGELENGTH, 7), "patching short.tif");
+        EXPECT_MEM(d, n, CONVOLVE_FORMAT_TIFF, CONVOLVE_ERROR_FORMAT, "one row short");
+        free(d);
+    }
+    /* a next-directory offset past the end of the file */
+    d = tiff_bytes("next.tif", &plain, g, &n);
+    if (d) {
+        size_t ifd = (size_t)d[4] | (size_t)d[5] << 8 | (size_t)d[6] << 16 | (size_t)d[7] << 24;
+        size_t entries = (size_t)d[ifd] | (size_t)d[ifd + 1] << 8, at = ifd + 2 + 12 * entries;
+        CHECK(at + 4 <= n, "next.tif layout");
+        if (at + 4 <= n) {
+            d[at] = 0xF0, d[at + 1] = 0xFF, d[at + 2] = 0xFF, d[at + 3] = 0x0F;
+            EXPECT_MEM(d, n, CONVOLVE_FORMAT_TIFF, CONVOLVE_ERROR_FORMAT, "next IFD");
+            EXPECT_MSG("directory 2 cannot be read");
+        }
+        free(d);
+    }
+    convolve_array_free(g);
+    /* not a TIFF; and cut short anywhere, a stack never loads */
+    EXPECT_MEM("II*\0", 4, CONVOLVE_FORMAT_TIFF, CONVOLVE_ERROR_FORMAT, "8 bytes");
+    EXPECT_MEM("GIF89a....", 10, CONVOLVE_FORMAT_TIFF, CONVOLVE_ERROR_FORMAT, "bad magic");
+    EXPECT_MSG("not a TIFF file");
+    convolve_array *st = make_array(CONVOLVE_UINT16, 3, (size_t[]){2, 5, 6}, 2);
+    tiff_spec lzw = {"w", COMPRESSION_LZW, PREDICTOR_HORIZONTAL, 1, 0, 2};
+    d = tiff_bytes("stack.tif", &lzw, st, &n);
+    if (d) {
+        convolve_array *b = NULL;
+        CHECK_OK(ctx, load_mem(d, n, CONVOLVE_FORMAT_AUTO, &b));
+        expect_identical(st, b, "LZW planar stack");
+        convolve_array_free(b);
+        int loaded = 0;
+        for (size_t cut = 0; cut < n; cut++)
+            loaded += load_mem(d, cut, CONVOLVE_FORMAT_TIFF, NULL) == CONVOLVE_OK;
+        CHECK(loaded == 0, "%d truncated TIFFs loaded", loaded);
+        free(d);
+    }
+    convolve_array_free(st);
+}
+
+#else /* built without libtiff */
+
+static void tiff_layouts(void)
+{
+}
+
+static void tiff_writer(void)
+{
+    convolve_array *a = make_array(CONVOLVE_UINT8, 2, (size_t[]){3, 3}, 1), *b = NULL;
+    CHECK_STATUS(ctx, convolve_array_save(ctx, a, tpath("x.tif"), CONVOLVE_FORMAT_AUTO, 0),
+                 CONVOLVE_ERROR_UNSUPPORTED);
+    EXPECT_MSG("built without TIFF");
+    CHECK_STATUS(ctx, convolve_array_load_memory(ctx, &b, "II*\0\x08\0\0\0", 8,
+                                                 CONVOLVE_FORMAT_AUTO), CONVOLVE_ERROR_FORMAT);
+    EXPECT_MSG("built without TIFF");
+    convolve_array_free(a);
+    printf("test_io: built without TIFF; only its refusal is tested\n");
+}
+
+static void tiff_inputs(void)
+{
+}
+
+#endif
+
 static void load_errors(void)
 {
     convolve_array *a = NULL;
@@ -918,6 +1432,9 @@ static void format_detection(void)
         {"d.jpg", CONVOLVE_FORMAT_JPEG, CONVOLVE_UINT8},
         {"d.pgm", CONVOLVE_FORMAT_PNM, CONVOLVE_UINT16},
         {"d.txt", CONVOLVE_FORMAT_TEXT, CONVOLVE_FLOAT64},
+#ifdef CONVOLVE_HAVE_TIFF
+        {"d.tif", CONVOLVE_FORMAT_TIFF, CONVOLVE_FLOAT32},
+#endif
     };
     for (size_t i = 0; i < sizeof k_files / sizeof k_files[0]; i++) {
         convolve_array *a = make_array(k_files[i].dtype, 2, (size_t[]){5, 7}, 1);
@@ -954,12 +1471,17 @@ static void format_detection(void)
  * extents, the order of the checks, and bad arguments. */
 static void format_capacity(void)
 {
-    const convolve_format formats[5] = {CONVOLVE_FORMAT_NPY, CONVOLVE_FORMAT_PNG,
-                                        CONVOLVE_FORMAT_JPEG, CONVOLVE_FORMAT_PNM,
-                                        CONVOLVE_FORMAT_TEXT};
+    const convolve_format formats[] = {CONVOLVE_FORMAT_NPY, CONVOLVE_FORMAT_PNG,
+                                       CONVOLVE_FORMAT_JPEG, CONVOLVE_FORMAT_PNM,
+                                       CONVOLVE_FORMAT_TEXT,
+#ifdef CONVOLVE_HAVE_TIFF
+                                       CONVOLVE_FORMAT_TIFF,
+#endif
+    };
+    const int nformats = (int)(sizeof formats / sizeof formats[0]);
     const size_t shape[3] = {3, 4, 5};
     int held = 0, refused = 0;
-    for (int f = 0; f < 5; f++)
+    for (int f = 0; f < nformats; f++)
         for (int t = 0; t < 4; t++)
             for (int nd = 1; nd <= 3; nd++)
                 for (size_t ch = 1; ch <= 5; ch++) {
@@ -992,9 +1514,14 @@ static void format_capacity(void)
                 }
     unlink(tpath("cap.out"));
     /* npy: 60; png: 2 types x 4 channels; jpeg: 2 (1 and 3 channels);
-     * pnm: 2 x 2; text: 2 types x 2 dimensionalities */
+     * pnm: 2 x 2; text: 2 types x 2 dimensionalities; tiff: 4 types x 2
+     * dimensionalities x 4 channels */
+#ifdef CONVOLVE_HAVE_TIFF
+    CHECK(held == 60 + 8 + 2 + 4 + 4 + 32, "%d combinations held", held);
+#else
     CHECK(held == 60 + 8 + 2 + 4 + 4, "%d combinations held", held);
-    CHECK(held + refused == 300, "%d held + %d refused", held, refused);
+#endif
+    CHECK(held + refused == 60 * nformats, "%d held + %d refused", held, refused);
 
     /* extents: PNG up to 1000000 per side, JPEG up to 65500 */
     convolve_layout L;
@@ -1018,6 +1545,15 @@ static void format_capacity(void)
                  CONVOLVE_ERROR_UNSUPPORTED);
     EXPECT_MSG("not 65501x1");
     convolve_array_free(wide);
+#ifdef CONVOLVE_HAVE_TIFF
+    /* TIFF: 32-bit sides */
+    CHECK_OK(NULL, convolve_layout_init(&L, CONVOLVE_UINT8, 2, (size_t[]){1, 4294967295u}, 1));
+    CHECK_OK(ctx, convolve_format_can_hold(ctx, CONVOLVE_FORMAT_TIFF, &L));
+    L.shape[1] = (size_t)4294967296u;
+    CHECK_STATUS(ctx, convolve_format_can_hold(ctx, CONVOLVE_FORMAT_TIFF, &L),
+                 CONVOLVE_ERROR_UNSUPPORTED);
+    EXPECT_MSG("TIFF holds at most 4294967295 pixels per side");
+#endif
 
     /* the order of the checks: type, dimensions, channels, extents */
     CHECK_OK(NULL, convolve_layout_init(&L, CONVOLVE_FLOAT32, 3, (size_t[]){2, 2, 70000}, 5));
@@ -1218,6 +1754,9 @@ static void mutations(int rounds)
         {"m.jpg", CONVOLVE_FORMAT_JPEG, CONVOLVE_UINT8, 2, 3},
         {"m.pgm", CONVOLVE_FORMAT_PNM, CONVOLVE_UINT8, 2, 1},
         {"m.txt", CONVOLVE_FORMAT_TEXT, CONVOLVE_FLOAT64, 2, 1},
+#ifdef CONVOLVE_HAVE_TIFF
+        {"m.tif", CONVOLVE_FORMAT_TIFF, CONVOLVE_UINT16, 2, 2},
+#endif
     };
     for (size_t f = 0; f < sizeof k / sizeof k[0]; f++) {
         convolve_array *a = make_array(k[f].dtype, k[f].ndim, (size_t[]){6, 7}, k[f].channels);
@@ -1279,6 +1818,9 @@ int main(void)
         fprintf(stderr, "test_io: cannot make a temporary directory: %s\n", strerror(errno));
         return 1;
     }
+#ifdef CONVOLVE_HAVE_TIFF
+    TIFFSetWarningHandler(NULL); /* the test's own libtiff calls: quiet */
+#endif
     arrays();
     conversion();
     round_trips();
@@ -1287,6 +1829,9 @@ int main(void)
     jpeg_inputs();
     pnm_inputs();
     text_inputs();
+    tiff_layouts();
+    tiff_writer();
+    tiff_inputs();
     load_errors();
     format_detection();
     format_capacity();

@@ -146,6 +146,8 @@ int cli_weights_read(convolve_context *ctx, const char *path, cli_weights *w, ch
     convolve_format fmt = CONVOLVE_FORMAT_TEXT;
     if (by_content == CONVOLVE_FORMAT_NPY || by_name == CONVOLVE_FORMAT_NPY)
         fmt = CONVOLVE_FORMAT_NPY;
+    else if (by_content == CONVOLVE_FORMAT_TIFF || by_name == CONVOLVE_FORMAT_TIFF)
+        fmt = CONVOLVE_FORMAT_TIFF; /* a float PSF; a stack for 3-D weights */
     else if (convolve_format_is_image(by_name) || convolve_format_is_image(by_content))
         return cli_msg(msg, CLI_BAD_INPUT, "weights '%s' look like an image; give a .npy file "
                        "or a text file of numbers", path);
@@ -158,6 +160,12 @@ int cli_weights_read(convolve_context *ctx, const char *path, cli_weights *w, ch
     if (st != CONVOLVE_OK)
         return cli_msg(msg, cli_exit_code(st), "weights: %s", convolve_last_error(ctx));
     const convolve_layout *L = convolve_array_layout(w64);
+    if (L->channels != 1) {
+        size_t channels = L->channels;
+        convolve_array_free(w64);
+        return cli_msg(msg, CLI_BAD_INPUT, "weights '%s' have %zu channels; give one (gray)", path,
+                       channels);
+    }
     w->text = fmt == CONVOLVE_FORMAT_TEXT;
     w->ndim = L->ndim;
     memcpy(w->shape, L->shape, sizeof w->shape);
@@ -263,7 +271,7 @@ static int run(convolve_context *ctx, cli_run_args *a)
     convolve_format ofmt = convolve_format_from_path(a->output);
     if (ofmt == CONVOLVE_FORMAT_AUTO)
         return cli_fail(CLI_BAD_INPUT, "cannot tell the output format of '%s' from its "
-                        "extension: use .npy, .png, .jpg, .jpeg, .pgm, .ppm, .pnm or .txt",
+                        "extension: use .npy, .png, .jpg, .jpeg, .pgm, .ppm, .pnm, .tif, .tiff or .txt",
                         a->output);
     if (!a->force && cli_same_file(a->input, a->output))
         return cli_fail(CLI_BAD_INPUT, "OUTPUT '%s' is the input file; choose another name, or "

@@ -376,10 +376,13 @@ const size_t cli_run_group_count = COUNT(cli_run_groups);
 
 static const cli_text k_before[] = {
     {"Files", "format by extension; on input also by magic number",
-     "  .npy              float32, float64, uint8, uint16; C order; 1 to 3 dimensions\n"
+     "  .npy              float32, float64, uint8, uint16; either byte order, C or Fortran\n"
+     "                    order; 1 to 3 dimensions\n"
      "  .png              8/16-bit gray, gray+alpha, RGB, RGBA (weights apply per channel)\n"
      "  .jpg .jpeg        8-bit gray or RGB\n"
      "  .pgm .ppm .pnm    P2 P3 P5 P6, 8 or 16 bits (written as P5/P6)\n"
+     "  .tif .tiff        8/16-bit or float32/64; gray, gray+alpha, RGB, RGBA; pages are a\n"
+     "                    3-D stack (read and written)\n"
      "  .txt              numbers, as for text weights; written from float data, 1-D or 2-D\n",
      1},
 };
@@ -417,6 +420,7 @@ static const cli_text k_after[] = {
      "  convolve scan.png edges.png --filter sobel-x --mode nearest\n"
      "  convolve signal.npy out.npy --weights taps.txt --mode wrap --correlate\n"
      "  convolve volume.npy out.npy --weights k.npy --mode constant --cval -1 --origin=-1,0,1\n"
+     "  convolve stack.tif blurred.tif --filter gaussian:1.5\n"
      "  convolve big.npy out.npy --filter box:3 --backend cuda --time --repeat 20\n"
      "  convolve *.jpg --output-dir blurred --suffix _blur --format png --filter gaussian:2\n"
      "  find scans -name '*.png' -print0 | convolve --inputs-from - --output-dir out --filter "

@@ -1,23 +1,28 @@
 /*
- * dispatch.c - the CPU backend's strategy table, its "auto" choice, and the
- * dispatch of a plan to the chosen strategy.
+ * dispatch.c - the CPU backend's table (cvcpu_backend, src/backend.h): its
+ * strategies, its "auto" choice, a plan's state (the strategy, the problem
+ * and the thread count, resolved once), the dispatch of a plan to the
+ * chosen strategy, and the benchmark on host memory.
  */
 #include "cpu_backend.h"
 #include "fast.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-enum { CPU_REFERENCE = 0, CPU_FAST, CPU_DIRECT, CPU_SEPARABLE, CPU_FFT };
+enum { CPU_REFERENCE = 0, CPU_FAST, CPU_DIRECT, CPU_SEPARABLE, CPU_FFT, CPU_STRATEGY_COUNT };
 
 static convolve_status check_separable(const cvi_strategy *s, const cvi_problem *p,
-                                       const convolve_context *ctx, char *why, size_t why_size)
+                                       const cvi_device *dev, char *why, size_t why_size)
 {
-    (void)s;
-    (void)ctx;
+    (void)s, (void)dev;
     if (p->separable)
         return CONVOLVE_OK;
     snprintf(why, why_size, "the filter is not separable (give one 1-D filter per axis, or "
@@ -26,44 +31,45 @@ static convolve_status check_separable(const cvi_strategy *s, const cvi_problem 
 }
 
 static convolve_status check_fft(const cvi_strategy *s, const cvi_problem *p,
-                                 const convolve_context *ctx, char *why, size_t why_size)
+                                 const cvi_device *dev, char *why, size_t why_size)
 {
-    (void)s;
-    (void)ctx;
-    return cvf_fft_check(p, why, why_size);
+    (void)s, (void)dev;
+    return cvcpu_fft_check(p, why, why_size);
 }
 
-static const cvi_strategy k_cpu_strategies[] = {
-    {"reference", CONVOLVE_BACKEND_CPU, 7u, CPU_REFERENCE,
-     "exact loops accumulating in double: the oracle every strategy is tested against", NULL,
-     {0, 0, 0}},
-    {"fast", CONVOLVE_BACKEND_CPU, 7u, CPU_FAST,
-     "picks direct, separable or fft by cost; threaded and vectorised (AVX2/AVX-512)", NULL,
-     {0, 0, 0}},
-    {"direct", CONVOLVE_BACKEND_CPU, 7u, CPU_DIRECT,
-     "dense taps over rings of gathered rows, register-blocked SIMD, threads over tiles", NULL,
-     {0, 0, 0}},
-    {"separable", CONVOLVE_BACKEND_CPU, 7u, CPU_SEPARABLE,
-     "one 1-D pass per axis, strip-mined through rings of rows that stay in cache",
-     check_separable, {0, 0, 0}},
-    {"fft", CONVOLVE_BACKEND_CPU, 7u, CPU_FFT,
-     "overlap-save FFT tiles: cost nearly independent of the filter size", check_fft,
-     {0, 0, 0}},
+/* Indexed by id; the order is the public strategy list's. */
+static const cvi_strategy k_cpu_strategies[CPU_STRATEGY_COUNT] = {
+    [CPU_REFERENCE] = {"reference", CONVOLVE_BACKEND_CPU, CVI_DIMS_ALL, CPU_REFERENCE,
+                       "exact loops accumulating in double: the oracle every strategy is "
+                       "tested against",
+                       NULL, {0, 0, 0}},
+    [CPU_FAST] = {"fast", CONVOLVE_BACKEND_CPU, CVI_DIMS_ALL, CPU_FAST,
+                  "picks direct, separable or fft by cost; threaded and vectorised "
+                  "(AVX2/AVX-512)",
+                  NULL, {0, 0, 0}},
+    [CPU_DIRECT] = {"direct", CONVOLVE_BACKEND_CPU, CVI_DIMS_ALL, CPU_DIRECT,
+                    "dense taps over rings of gathered rows, register-blocked SIMD, threads "
+                    "over tiles",
+                    NULL, {0, 0, 0}},
+    [CPU_SEPARABLE] = {"separable", CONVOLVE_BACKEND_CPU, CVI_DIMS_ALL, CPU_SEPARABLE,
+                       "one 1-D pass per axis, strip-mined through rings of rows that stay in "
+                       "cache",
+                       check_separable, {0, 0, 0}},
+    [CPU_FFT] = {"fft", CONVOLVE_BACKEND_CPU, CVI_DIMS_ALL, CPU_FFT,
+                 "overlap-save FFT tiles: cost nearly independent of the filter size",
+                 check_fft, {0, 0, 0}},
 };
 
-const cvi_strategy *cvi_cpu_strategies(size_t *count)
+/* "auto" on the CPU: `fast`, which chooses per problem (fast.c). */
+static const cvi_strategy *pick(const cvi_device *dev, const cvi_problem *p, char *why,
+                                size_t why_size)
 {
-    *count = sizeof k_cpu_strategies / sizeof k_cpu_strategies[0];
-    return k_cpu_strategies;
-}
-
-const cvi_strategy *cvi_cpu_pick(const cvi_problem *p)
-{
-    (void)p;
+    (void)dev, (void)p, (void)why, (void)why_size;
     return &k_cpu_strategies[CPU_FAST];
 }
 
-int cvi_cpu_threads(const cvi_problem *p)
+/* The number of threads to use for p: its own setting, else all there are. */
+static int threads_for(const cvi_problem *p)
 {
     if (p->threads > 0)
         return p->threads;
@@ -74,34 +80,145 @@ int cvi_cpu_threads(const cvi_problem *p)
 #endif
 }
 
-convolve_status cvi_cpu_execute(convolve_context *ctx, const cvi_strategy *s, const cvi_problem *p,
-                                const void *in, void *out)
+static void device_key(const cvi_device *dev, const cvi_problem *p, char *key, size_t size)
 {
+    (void)dev;
+    snprintf(key, size, "cpu:%d-threads", threads_for(p));
+}
+
+/* A CPU plan. */
+typedef struct cpu_plan {
+    const cvi_strategy *strategy;
+    const cvi_problem *p;
+    int threads;
+} cpu_plan;
+
+static convolve_status prepare(convolve_context *ctx, const cvi_device *dev,
+                               const cvi_strategy *s, const cvi_problem *p, void **state)
+{
+    char why[CVI_REASON_SIZE] = "";
+    *state = NULL;
+    if (s->check && s->check(s, p, dev, why, sizeof why) != CONVOLVE_OK)
+        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
+                         "strategy '%s' cannot serve this case: %s", s->name, why);
+    cpu_plan *plan = malloc(sizeof *plan);
+    if (!plan)
+        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for a plan");
+    plan->strategy = s;
+    plan->p = p;
+    plan->threads = threads_for(p);
+    *state = plan;
+    return CONVOLVE_OK;
+}
+
+static void release(void *state)
+{
+    free(state);
+}
+
+static convolve_status execute(convolve_context *ctx, void *state, const void *in, void *out)
+{
+    const cpu_plan *plan = state;
+    const cvi_problem *p = plan->p;
+    const int threads = plan->threads;
     convolve_status st;
-    switch (s->id) {
+    switch (plan->strategy->id) {
     case CPU_REFERENCE:
-        st = cvi_cpu_reference(p, in, out);
+        st = cvcpu_reference(p, threads, in, out);
         break;
     case CPU_FAST:
-        switch (cvf_choose(p, in)) {
-        case CVF_SEPARABLE: st = cvf_separable(p, in, out); break;
-        case CVF_FFT: st = cvf_fft(p, in, out); break;
-        default: st = cvf_direct(p, in, out); break;
+        switch (cvcpu_choose(p, threads, in)) {
+        case CVCPU_SEPARABLE: st = cvcpu_separable(p, threads, in, out); break;
+        case CVCPU_FFT: st = cvcpu_fft(p, threads, in, out); break;
+        default: st = cvcpu_direct(p, threads, in, out); break;
         }
         break;
     case CPU_DIRECT:
-        st = cvf_direct(p, in, out);
+        st = cvcpu_direct(p, threads, in, out);
         break;
     case CPU_SEPARABLE:
-        st = cvf_separable(p, in, out);
+        st = cvcpu_separable(p, threads, in, out);
         break;
     case CPU_FFT:
-        st = cvf_fft(p, in, out);
+        st = cvcpu_fft(p, threads, in, out);
         break;
     default:
-        return cvi_error(ctx, CONVOLVE_ERROR_INTERNAL, "unknown CPU strategy %d", s->id);
+        return cvi_error(ctx, CONVOLVE_ERROR_INTERNAL, "unknown CPU strategy %d",
+                         plan->strategy->id);
     }
     if (st == CONVOLVE_ERROR_OUT_OF_MEMORY)
-        return cvi_error(ctx, st, "out of memory in CPU strategy '%s'", s->name);
+        return cvi_error(ctx, st, "out of memory in CPU strategy '%s'", plan->strategy->name);
     return st;
 }
+
+/* ---- the benchmark ------------------------------------------------------- */
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Fills `bytes` bytes with pseudo-random values that are finite in every
+ * dtype: float32/64 arrays get values in [-1, 1), integer arrays random bits. */
+static void fill_random(convolve_dtype t, void *data, size_t bytes)
+{
+    uint64_t s = 0x9E3779B97F4A7C15ull;
+    size_t esize = convolve_dtype_size(t), n = bytes / esize;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        double u = (double)(s >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+        char *p = (char *)data + i * esize;
+        switch (t) {
+        case CONVOLVE_FLOAT32: *(float *)p = (float)u; break;
+        case CONVOLVE_FLOAT64: *(double *)p = u; break;
+        case CONVOLVE_UINT8: *(uint8_t *)p = (uint8_t)(s >> 56); break;
+        default: *(uint16_t *)p = (uint16_t)(s >> 48); break;
+        }
+    }
+}
+
+/* Times the plan on host arrays laid out as its problem says, the input
+ * random. */
+static convolve_status benchmark(convolve_context *ctx, void *state, int warmup, int runs,
+                                 double *times)
+{
+    const cpu_plan *plan = state;
+    ptrdiff_t ilo, ihi, olo, ohi;
+    cvi_problem_span(plan->p, 0, &ilo, &ihi);
+    cvi_problem_span(plan->p, 1, &olo, &ohi);
+    char *in = malloc((size_t)(ihi - ilo)), *out = malloc((size_t)(ohi - olo));
+    convolve_status st = CONVOLVE_OK;
+    if (!in || !out) {
+        st = cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for benchmark arrays");
+        goto done;
+    }
+    fill_random(plan->p->in_type, in, (size_t)(ihi - ilo));
+    memset(out, 0, (size_t)(ohi - olo));
+    for (int i = 0; i < warmup + runs && st == CONVOLVE_OK; i++) {
+        double t0 = now_ms();
+        st = execute(ctx, state, in - ilo, out - olo);
+        if (i >= warmup)
+            times[i - warmup] = now_ms() - t0;
+    }
+done:
+    free(in);
+    free(out);
+    return st;
+}
+
+const cvi_backend cvcpu_backend = {
+    .id = CONVOLVE_BACKEND_CPU,
+    .strategies = k_cpu_strategies,
+    .strategy_count = CPU_STRATEGY_COUNT,
+    .probe = NULL,
+    .pick = pick,
+    .prepare = prepare,
+    .execute_host = execute,
+    .execute_device = NULL,
+    .benchmark = benchmark,
+    .release = release,
+    .device_key = device_key,
+    .copy_bandwidth = NULL,
+};

@@ -4,7 +4,7 @@
  * output element, fitted to measurements on 4096 x 4096 float32 images
  * (2 threads, AVX-512): direct costs about 15 ps per tap plus the memory
  * traffic, a separable pass about 25 ps per tap, and the FFT about 0.27 ns
- * per unit of its own work model (cvf_fft_cost) plus its gathers and stores.
+ * per unit of its own work model (cvcpu_fft_cost) plus its gathers and stores.
  * Measured crossings: separable beats direct from 3x3 on; the FFT beats
  * direct from about 15x15 (2-D) on.
  * Only the ratios matter, and they hold for double and other instruction
@@ -21,7 +21,7 @@
 #endif
 
 /* 1 if every input element (and cval, where it is read) is finite. */
-static int input_finite(const cvi_problem *p, const void *in)
+static int input_finite(const cvi_problem *p, int threads, const void *in)
 {
     if (p->mode == CVI_MODE_CONSTANT && !isfinite(p->cval))
         return 0;
@@ -29,10 +29,9 @@ static int input_finite(const cvi_problem *p, const void *in)
         return 1;
     const ptrdiff_t rows = (ptrdiff_t)(p->shape[0] * p->shape[1] * p->channels);
     unsigned bad = 0;
-    int threads = cvi_cpu_threads(p);
     if ((double)rows * (double)p->shape[2] < 4e6)
         threads = 1;
-CVF_OMP(omp parallel for schedule(static) num_threads(threads) reduction(| : bad))
+CVCPU_OMP(omp parallel for schedule(static) num_threads(threads) reduction(| : bad))
     for (ptrdiff_t r = 0; r < rows; r++) {
         size_t c = (size_t)r % p->channels, i = (size_t)r / p->channels;
         const char *row = (const char *)in + (ptrdiff_t)(i / p->shape[1]) * p->in_strides[0] +
@@ -58,24 +57,24 @@ CVF_OMP(omp parallel for schedule(static) num_threads(threads) reduction(| : bad
     return !bad;
 }
 
-int cvf_choose(const cvi_problem *p, const void *in)
+int cvcpu_choose(const cvi_problem *p, int threads, const void *in)
 {
     const double taps = (double)p->kcount;
     const int axes = (p->ksize[0] > 1) + (p->ksize[1] > 1) + (p->ksize[2] > 1);
     double best = 0.82 + 0.015 * taps;
-    int pick = CVF_DIRECT;
+    int pick = CVCPU_DIRECT;
     /* with one axis of extent > 1, separable is the same work as direct */
     if (p->separable && axes >= 2) {
         double sep = 0.72 + 0.025 * (double)(p->ksize[0] + p->ksize[1] + p->ksize[2]);
         if (sep < best) {
             best = sep;
-            pick = CVF_SEPARABLE;
+            pick = CVCPU_SEPARABLE;
         }
     }
     if (taps >= 64) {
-        double work = cvf_fft_cost(p);
-        if (work > 0 && 1.0 + 0.27 * work < best && (!in || input_finite(p, in)))
-            pick = CVF_FFT;
+        double work = cvcpu_fft_cost(p);
+        if (work > 0 && 1.0 + 0.27 * work < best && (!in || input_finite(p, threads, in)))
+            pick = CVCPU_FFT;
     }
     return pick;
 }

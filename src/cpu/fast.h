@@ -16,51 +16,48 @@
 #include "cpu_backend.h"
 
 /* OpenMP directives that vanish (without warnings) when OpenMP is off:
- * CVF_OMP(omp parallel ...). */
+ * CVCPU_OMP(omp parallel ...). */
 #ifdef _OPENMP
-#define CVF_OMP(directive) _Pragma(#directive)
+#define CVCPU_OMP(directive) _Pragma(#directive)
 #else
-#define CVF_OMP(directive)
+#define CVCPU_OMP(directive)
 #endif
 
 /* ---- instruction sets ------------------------------------------------- */
 
-enum { CVF_ISA_PORTABLE = 0, CVF_ISA_AVX2 = 1, CVF_ISA_AVX512 = 2 };
-
-/* The best instruction set this CPU has, capped by cvi_cpu_fast_limit_isa. */
-int cvf_isa(void);
+enum { CVCPU_ISA_PORTABLE = 0, CVCPU_ISA_AVX2 = 1, CVCPU_ISA_AVX512 = 2 };
 
 /* ---- row kernels -------------------------------------------------------- */
 
-/* Rows handed to kernels are padded: n outputs are computed as CVF_ROUND(n)
+/* Rows handed to kernels are padded: n outputs are computed as CVCPU_ROUND(n)
  * (out must hold that many) and each row must be readable for
- * CVF_ROUND(n) + K - 1 elements. */
-#define CVF_PAD 16
-#define CVF_ROUND(n) (((n) + CVF_PAD - 1) / CVF_PAD * CVF_PAD)
+ * CVCPU_ROUND(n) + K - 1 elements. */
+#define CVCPU_PAD 16
+#define CVCPU_ROUND(n) (((n) + CVCPU_PAD - 1) / CVCPU_PAD * CVCPU_PAD)
 
 /*
  * out[x] = sum_{p < nrows} sum_{k < K} w[p*K + k] * rows[p][x + k]
- * for x in [0, CVF_ROUND(n)); elements of the compute type (float or double).
+ * for x in [0, CVCPU_ROUND(n)); elements of the compute type (float or double).
  */
-typedef void (*cvf_corr_fn)(void *out, size_t n, const void *const *rows, size_t nrows,
-                            const void *w, size_t K);
+typedef void (*cvcpu_corr_fn)(void *out, size_t n, const void *const *rows, size_t nrows,
+              const void *w, size_t K);
 
 /* The kernel for a compute type (dbl: double, else float) and instruction set. */
-cvf_corr_fn cvf_corr_kernel(int dbl, int isa);
+cvcpu_corr_fn cvcpu_corr_kernel(int dbl, int isa);
 
 /*
- * Register-blocked dense kernel on CVF_RB = 4 output rows at once:
+ * Register-blocked dense kernel on CVCPU_RB = 4 output rows at once:
  * out[r][x] = sum_{k0 < K0} sum_{k1 < K1} sum_{k < K2} w[(k0*K1 + k1)*K2 + k]
  *             * rows[k0*J + r + k1][x + k],   J = 4 + K1 - 1,
- * for r < 4, x in [0, CVF_ROUND(n)): J consecutive input rows per filter
+ * for r < 4, x in [0, CVCPU_ROUND(n)): J consecutive input rows per filter
  * plane k0, each loaded vector shared by the output rows it feeds; the sum
- * runs in the same order as cvf_corr_fn's. NULL where the instruction set
- * has none (the caller then uses cvf_corr_fn row by row).
+ * runs in the same order as cvcpu_corr_fn's. NULL where the instruction set
+ * has none (the caller then uses cvcpu_corr_fn row by row).
  */
-#define CVF_RB 4
-typedef void (*cvf_corr4_fn)(void *const *out, size_t n, const void *const *rows, size_t K0,
-                             size_t K1, const void *w, size_t K2);
-cvf_corr4_fn cvf_corr4_kernel(int dbl, int isa);
+#define CVCPU_RB 4
+typedef void (*cvcpu_corr4_fn)(void *const *out, size_t n, const void *const *rows, size_t K0,
+              size_t K1, const void *w, size_t K2);
+cvcpu_corr4_fn cvcpu_corr4_kernel(int dbl, int isa);
 
 /*
  * Row conversions between float and the integer types, for contiguous rows:
@@ -68,18 +65,18 @@ cvf_corr4_fn cvf_corr4_kernel(int dbl, int isa);
  * as cvi_saturate_u8/u16; from integers exactly. NULL where the instruction
  * set has none (the portable loops of fast_common.c serve).
  */
-typedef struct cvf_cvt {
+typedef struct cvcpu_cvt {
     void (*to_u8)(void *dst, const float *src, size_t n);
     void (*to_u16)(void *dst, const float *src, size_t n);
     void (*from_u8)(float *dst, const void *src, size_t n);
     void (*from_u16)(float *dst, const void *src, size_t n);
-} cvf_cvt;
+} cvcpu_cvt;
 
-const cvf_cvt *cvf_cvt_kernels(int isa);
+const cvcpu_cvt *cvcpu_cvt_kernels(int isa);
 
 /* ---- one execution ------------------------------------------------------ */
 
-typedef struct cvf_exec {
+typedef struct cvcpu_exec {
     const cvi_problem *p;
     const char *in;
     char *out;
@@ -88,22 +85,23 @@ typedef struct cvf_exec {
     int isa;
     int stream;         /* store float32 output rows with non-temporal stores */
     int in_place;       /* input rows are contiguous in the compute type: read them as they are */
-    cvf_corr_fn corr;
-    const cvf_cvt *cvt;
+    cvcpu_corr_fn corr;
+    const cvcpu_cvt *cvt;
     int threads;
-} cvf_exec;
+} cvcpu_exec;
 
-void cvf_exec_init(cvf_exec *e, const cvi_problem *p, const void *in, void *out);
+/* Sets up one execution of p with `threads` threads (at least 1). */
+void cvcpu_exec_init(cvcpu_exec *e, const cvi_problem *p, int threads, const void *in, void *out);
 
 /* Uses no more threads than `work` (multiply-adds, about) keeps busy: below a
  * few milliseconds of work, waking and joining threads costs more than it
  * saves, and a second thread that has to wait for a busy core can cost a
  * whole scheduler time slice. */
-void cvf_limit_threads(cvf_exec *e, double work);
+void cvcpu_limit_threads(cvcpu_exec *e, double work);
 
 /* The input's element (j0, j1, column 0) of channel c: the start of a row;
  * NULL when j0 or j1 is -1 (a row of cval in CONSTANT mode). */
-static inline const char *cvf_in_row(const cvf_exec *e, size_t c, ptrdiff_t j0, ptrdiff_t j1)
+static inline const char *cvcpu_in_row(const cvcpu_exec *e, size_t c, ptrdiff_t j0, ptrdiff_t j1)
 {
     if (j0 < 0 || j1 < 0)
         return NULL;
@@ -111,7 +109,7 @@ static inline const char *cvf_in_row(const cvf_exec *e, size_t c, ptrdiff_t j0, 
     return e->in + j0 * p->in_strides[0] + j1 * p->in_strides[1] + (ptrdiff_t)c * p->in_cstride;
 }
 
-static inline char *cvf_out_row(const cvf_exec *e, size_t c, size_t i0, size_t i1, size_t x)
+static inline char *cvcpu_out_row(const cvcpu_exec *e, size_t c, size_t i0, size_t i1, size_t x)
 {
     const cvi_problem *p = e->p;
     return e->out + (ptrdiff_t)i0 * p->out_strides[0] + (ptrdiff_t)i1 * p->out_strides[1] +
@@ -119,13 +117,13 @@ static inline char *cvf_out_row(const cvf_exec *e, size_t c, size_t i0, size_t i
 }
 
 /* dst[t] = the extended input along axis 2 at column q0 + t, t in [0, L),
- * for the row that starts at `row` (from cvf_in_row; NULL: all cval). */
-void cvf_gather(const cvf_exec *e, const char *row, ptrdiff_t q0, size_t L, void *dst);
+ * for the row that starts at `row` (from cvcpu_in_row; NULL: all cval). */
+void cvcpu_gather(const cvcpu_exec *e, const char *row, ptrdiff_t q0, size_t L, void *dst);
 
 /* Asks the caches for the input columns [q0, q0 + L) of the row that starts
- * at `row` (NULL: nothing), which a later cvf_gather will read: the loads
+ * at `row` (NULL: nothing), which a later cvcpu_gather will read: the loads
  * then overlap the computation in between. */
-void cvf_prefetch(const cvf_exec *e, const char *row, ptrdiff_t q0, size_t L);
+void cvcpu_prefetch(const cvcpu_exec *e, const char *row, ptrdiff_t q0, size_t L);
 
 /*
  * Splits the columns [xa, xa + wdt) of an output row for a filter of K2 taps
@@ -134,10 +132,10 @@ void cvf_prefetch(const cvf_exec *e, const char *row, ptrdiff_t q0, size_t L);
  * use) and a right border [xr, xa + wdt). Without in-place reading or room
  * for a middle, xl = xr = xa + wdt.
  */
-void cvf_split_columns(const cvf_exec *e, size_t xa, size_t wdt, size_t *xl, size_t *xr);
+void cvcpu_split_columns(const cvcpu_exec *e, size_t xa, size_t wdt, size_t *xl, size_t *xr);
 
-/* Extent (elements) of a border buffer for cvf_filter_row. */
-static inline size_t cvf_edge_pad(size_t K2)
+/* Extent (elements) of a border buffer for cvcpu_filter_row. */
+static inline size_t cvcpu_edge_pad(size_t K2)
 {
     return (2 * K2 + 48 + 15) / 16 * 16;
 }
@@ -145,48 +143,39 @@ static inline size_t cvf_edge_pad(size_t K2)
 /*
  * out[x - xa] = sum_k w[k] * ext[x + k - koff2] for x in [xa, xa + wdt), the
  * row starting at `row` (non-NULL): the middle [xl, xr) read in place, the
- * rest gathered into `edge` (2 * cvf_edge_pad(K2) elements) or, without a
+ * rest gathered into `edge` (2 * cvcpu_edge_pad(K2) elements) or, without a
  * middle, the whole extended row gathered into `ext` (wdt + K2 - 1 + 16).
  */
-void cvf_filter_row(const cvf_exec *e, const char *row, size_t xa, size_t wdt, size_t xl,
-                    size_t xr, void *edge, void *ext, void *out, const void *w, size_t K2);
-
-/* Loads n elements of the input's type from src (byte stride) as the compute type. */
-void cvf_load(const cvf_exec *e, const char *src, ptrdiff_t stride, size_t n, void *dst);
+void cvcpu_filter_row(const cvcpu_exec *e, const char *row, size_t xa, size_t wdt, size_t xl,
+                      size_t xr, void *edge, void *ext, void *out, const void *w, size_t K2);
 
 /* Stores n compute-type values to the output row at dst (its axis-2 stride). */
-void cvf_store(const cvf_exec *e, char *dst, size_t n, const void *src);
+void cvcpu_store(const cvcpu_exec *e, char *dst, size_t n, const void *src);
 
 /* Ends a thread's stores (a fence after non-temporal stores). */
-void cvf_store_done(const cvf_exec *e);
+void cvcpu_store_done(const cvcpu_exec *e);
 
 /* dst[0..n) = v in the compute type. */
-void cvf_fill(const cvf_exec *e, void *dst, size_t n, double v);
+void cvcpu_fill(const cvcpu_exec *e, void *dst, size_t n, double v);
 
 /* Copies n doubles into the compute type, times scale. */
-void cvf_convert_weights(const cvf_exec *e, void *dst, const double *w, size_t n, double scale);
+void cvcpu_convert_weights(const cvcpu_exec *e, void *dst, const double *w, size_t n, double scale);
 
 /* ---- memory ------------------------------------------------------------- */
 
 /* 64-byte aligned, zero-filled; NULL on failure or overflow of n * size. */
-void *cvf_alloc(size_t n, size_t size);
-void cvf_free(void *ptr);
+void *cvcpu_alloc(size_t n, size_t size);
+void cvcpu_free(void *ptr);
 
 /* Rounds up to a multiple of 16 elements (64-byte rows for float). */
-static inline size_t cvf_round16(size_t n)
+static inline size_t cvcpu_round16(size_t n)
 {
     return (n + 15) / 16 * 16;
 }
 
 /* ---- partitions ----------------------------------------------------------- */
 
-/* Splits n into `parts` nearly equal pieces: the start of piece i. */
-static inline size_t cvf_split(size_t n, size_t parts, size_t i)
-{
-    return n / parts * i + (i < n % parts ? i : n % parts);
-}
-
-static inline size_t cvf_div_up(size_t a, size_t b)
+static inline size_t cvcpu_div_up(size_t a, size_t b)
 {
     return (a + b - 1) / b;
 }
@@ -198,26 +187,27 @@ static inline size_t cvf_div_up(size_t a, size_t b)
  * and bands tall enough that their K1 - 1 halo rows cost little. With
  * band_rows_max > 0, bands are at most that tall.
  */
-void cvf_plan_tiles(const cvi_problem *p, size_t es, int threads, size_t ring_rows, size_t outer,
-                    size_t band_rows_max, size_t *tw, size_t *rb);
+void cvcpu_plan_tiles(const cvi_problem *p, size_t es, int threads, size_t ring_rows, size_t outer,
+                      size_t band_rows_max, size_t *tw, size_t *rb);
 
-/* ---- drivers (each serves every problem; OUT_OF_MEMORY is their only error) -- */
+/* ---- drivers (each serves every problem; OUT_OF_MEMORY is their only error) -- *
+ * `threads`: how many threads to use (at least 1).                            */
 
-convolve_status cvf_direct(const cvi_problem *p, const void *in, void *out);
-convolve_status cvf_separable(const cvi_problem *p, const void *in, void *out);
-convolve_status cvf_fft(const cvi_problem *p, const void *in, void *out);
+convolve_status cvcpu_direct(const cvi_problem *p, int threads, const void *in, void *out);
+convolve_status cvcpu_separable(const cvi_problem *p, int threads, const void *in, void *out);
+convolve_status cvcpu_fft(const cvi_problem *p, int threads, const void *in, void *out);
 
 /* Which driver `fast` runs for p on the input at `in` (NULL: not known;
  * the FFT is only chosen for inputs without NaN or infinity, which an FFT
  * would spread over a whole tile). */
-enum { CVF_DIRECT = 0, CVF_SEPARABLE = 1, CVF_FFT = 2 };
-int cvf_choose(const cvi_problem *p, const void *in);
+enum { CVCPU_DIRECT = 0, CVCPU_SEPARABLE = 1, CVCPU_FFT = 2 };
+int cvcpu_choose(const cvi_problem *p, int threads, const void *in);
 
 /* Why the FFT strategy cannot serve p ("" and CONVOLVE_OK when it can). */
-convolve_status cvf_fft_check(const cvi_problem *p, char *why, size_t why_size);
+convolve_status cvcpu_fft_check(const cvi_problem *p, char *why, size_t why_size);
 
 /* The FFT's modelled work per output (butterfly passes and the like over
  * tile elements per output); negative when it cannot serve p. */
-double cvf_fft_cost(const cvi_problem *p);
+double cvcpu_fft_cost(const cvi_problem *p);
 
 #endif

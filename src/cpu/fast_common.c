@@ -12,34 +12,35 @@
 
 #if defined(__x86_64__) && defined(__SSE2__)
 #include <emmintrin.h>
-#define CVF_HAVE_SSE2 1
+#define CVCPU_HAVE_SSE2 1
 #endif
 
 /* ---- instruction sets ------------------------------------------------- */
 
-static int g_isa_limit = CVF_ISA_AVX512;
+static int g_isa_limit = CVCPU_ISA_AVX512;
 
-void cvi_cpu_fast_limit_isa(int isa)
+void cvcpu_fast_limit_isa(int isa)
 {
-    g_isa_limit = isa < 0 ? CVF_ISA_AVX512 : isa;
+    g_isa_limit = isa < 0 ? CVCPU_ISA_AVX512 : isa;
 }
 
-int cvf_isa(void)
+/* The best instruction set this CPU has, capped by cvcpu_fast_limit_isa. */
+static int best_isa(void)
 {
-    int isa = CVF_ISA_PORTABLE;
+    int isa = CVCPU_ISA_PORTABLE;
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f"))
-        isa = CVF_ISA_AVX512;
+        isa = CVCPU_ISA_AVX512;
     else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        isa = CVF_ISA_AVX2;
+        isa = CVCPU_ISA_AVX2;
 #endif
     return isa < g_isa_limit ? isa : g_isa_limit;
 }
 
 /* ---- memory ------------------------------------------------------------- */
 
-void *cvf_alloc(size_t n, size_t size)
+void *cvcpu_alloc(size_t n, size_t size)
 {
     size_t bytes;
     if (!cvi_mul_size(n, size, &bytes) || bytes > SIZE_MAX - 64)
@@ -51,7 +52,7 @@ void *cvf_alloc(size_t n, size_t size)
     return ptr;
 }
 
-void cvf_free(void *ptr)
+void cvcpu_free(void *ptr)
 {
     free(ptr);
 }
@@ -59,29 +60,29 @@ void cvf_free(void *ptr)
 /* ---- partitions ----------------------------------------------------------- */
 
 /* Ring rows per thread are kept within this many bytes (L2 cache). */
-#define CVF_RING_BYTES ((size_t)384 << 10)
+#define CVCPU_RING_BYTES ((size_t)384 << 10)
 /* Widest column tile (elements). */
-#define CVF_TILE_MAX 4096
+#define CVCPU_TILE_MAX 4096
 
-void cvf_plan_tiles(const cvi_problem *p, size_t es, int threads, size_t ring_rows, size_t outer,
-                    size_t band_rows_max, size_t *tw, size_t *rb)
+void cvcpu_plan_tiles(const cvi_problem *p, size_t es, int threads, size_t ring_rows, size_t outer,
+                      size_t band_rows_max, size_t *tw, size_t *rb)
 {
     const size_t n1 = p->shape[1], n2 = p->shape[2], K1 = p->ksize[1], K2 = p->ksize[2];
-    size_t lmax = CVF_RING_BYTES / es / (ring_rows ? ring_rows : 1);
+    size_t lmax = CVCPU_RING_BYTES / es / (ring_rows ? ring_rows : 1);
     size_t w = lmax > K2 + 64 ? lmax - K2 + 1 : 64;
-    if (w > CVF_TILE_MAX)
-        w = CVF_TILE_MAX;
+    if (w > CVCPU_TILE_MAX)
+        w = CVCPU_TILE_MAX;
     w = w / 16 * 16;
     if (w < 64)
         w = 64;
-    size_t ntw = cvf_div_up(n2, w);
-    w = cvf_round16(cvf_div_up(n2, ntw));
+    size_t ntw = cvcpu_div_up(n2, w);
+    w = cvcpu_round16(cvcpu_div_up(n2, ntw));
     if (w > n2)
         w = n2;
-    size_t per = outer * cvf_div_up(n2, w);
+    size_t per = outer * cvcpu_div_up(n2, w);
     size_t want = 8 * (size_t)threads;
-    size_t nrb = per >= want ? 1 : cvf_div_up(want, per);
-    size_t h = cvf_div_up(n1, nrb);
+    size_t nrb = per >= want ? 1 : cvcpu_div_up(want, per);
+    size_t h = cvcpu_div_up(n1, nrb);
     size_t hmin = 4 * (K1 - 1) > 16 ? 4 * (K1 - 1) : 16;
     if (h < hmin)
         h = hmin;
@@ -105,9 +106,9 @@ void cvf_plan_tiles(const cvi_problem *p, size_t es, int threads, size_t ring_ro
 /* ---- one execution ------------------------------------------------------ */
 
 /* Float32 outputs at least this large bypass the caches on store. */
-#define CVF_STREAM_MIN_BYTES ((size_t)16 << 20)
+#define CVCPU_STREAM_MIN_BYTES ((size_t)16 << 20)
 
-void cvf_exec_init(cvf_exec *e, const cvi_problem *p, const void *in, void *out)
+void cvcpu_exec_init(cvcpu_exec *e, const cvi_problem *p, int threads, const void *in, void *out)
 {
     memset(e, 0, sizeof *e);
     e->p = p;
@@ -115,28 +116,28 @@ void cvf_exec_init(cvf_exec *e, const cvi_problem *p, const void *in, void *out)
     e->out = out;
     e->dbl = p->in_type == CONVOLVE_FLOAT64 || p->out_type == CONVOLVE_FLOAT64;
     e->es = e->dbl ? sizeof(double) : sizeof(float);
-    e->isa = cvf_isa();
-    e->corr = cvf_corr_kernel(e->dbl, e->isa);
-    e->cvt = cvf_cvt_kernels(e->isa);
-    e->threads = cvi_cpu_threads(p);
+    e->isa = best_isa();
+    e->corr = cvcpu_corr_kernel(e->dbl, e->isa);
+    e->cvt = cvcpu_cvt_kernels(e->isa);
+    e->threads = threads;
     e->in_place = p->in_type == (e->dbl ? CONVOLVE_FLOAT64 : CONVOLVE_FLOAT32) &&
                   p->in_strides[2] == (ptrdiff_t)e->es;
     size_t count = p->shape[0] * p->shape[1] * p->shape[2] * p->channels;
-#if CVF_HAVE_SSE2
+#if CVCPU_HAVE_SSE2
     e->stream = p->out_type == CONVOLVE_FLOAT32 && !e->dbl &&
                 p->out_strides[2] == (ptrdiff_t)sizeof(float) &&
-                count >= CVF_STREAM_MIN_BYTES / sizeof(float);
+                count >= CVCPU_STREAM_MIN_BYTES / sizeof(float);
 #else
     (void)count;
 #endif
 }
 
 /* Multiply-adds worth a thread of its own. */
-#define CVF_WORK_PER_THREAD 4e6
+#define CVCPU_WORK_PER_THREAD 4e6
 
-void cvf_limit_threads(cvf_exec *e, double work)
+void cvcpu_limit_threads(cvcpu_exec *e, double work)
 {
-    double most = work / CVF_WORK_PER_THREAD;
+    double most = work / CVCPU_WORK_PER_THREAD;
     if (most < 1.0)
         e->threads = 1;
     else if (most < (double)e->threads)
@@ -145,7 +146,7 @@ void cvf_limit_threads(cvf_exec *e, double work)
 
 /* ---- loads ---------------------------------------------------------------- */
 
-#define CVF_LOAD_LOOP(T, DST)                                                   \
+#define CVCPU_LOAD_LOOP(T, DST)                                                 \
     do {                                                                        \
         if (stride == (ptrdiff_t)sizeof(T))                                     \
             for (size_t i = 0; i < n; i++)                                      \
@@ -155,7 +156,7 @@ void cvf_limit_threads(cvf_exec *e, double work)
                 (DST)[i] = *(const T *)(const void *)(src + (ptrdiff_t)i * stride); \
     } while (0)
 
-static void load_float(const cvf_cvt *cvt, convolve_dtype t, const char *src, ptrdiff_t stride,
+static void load_float(const cvcpu_cvt *cvt, convolve_dtype t, const char *src, ptrdiff_t stride,
                        size_t n, float *dst)
 {
     switch (t) {
@@ -163,20 +164,20 @@ static void load_float(const cvf_cvt *cvt, convolve_dtype t, const char *src, pt
         if (stride == (ptrdiff_t)sizeof(float))
             memcpy(dst, src, n * sizeof(float));
         else
-            CVF_LOAD_LOOP(float, dst);
+            CVCPU_LOAD_LOOP(float, dst);
         break;
-    case CONVOLVE_FLOAT64: CVF_LOAD_LOOP(double, dst); break;
+    case CONVOLVE_FLOAT64: CVCPU_LOAD_LOOP(double, dst); break;
     case CONVOLVE_UINT8:
         if (cvt && stride == 1)
             cvt->from_u8(dst, src, n);
         else
-            CVF_LOAD_LOOP(uint8_t, dst);
+            CVCPU_LOAD_LOOP(uint8_t, dst);
         break;
     default:
         if (cvt && stride == (ptrdiff_t)sizeof(uint16_t))
             cvt->from_u16(dst, src, n);
         else
-            CVF_LOAD_LOOP(uint16_t, dst);
+            CVCPU_LOAD_LOOP(uint16_t, dst);
         break;
     }
 }
@@ -184,19 +185,21 @@ static void load_float(const cvf_cvt *cvt, convolve_dtype t, const char *src, pt
 static void load_double(convolve_dtype t, const char *src, ptrdiff_t stride, size_t n, double *dst)
 {
     switch (t) {
-    case CONVOLVE_FLOAT32: CVF_LOAD_LOOP(float, dst); break;
+    case CONVOLVE_FLOAT32: CVCPU_LOAD_LOOP(float, dst); break;
     case CONVOLVE_FLOAT64:
         if (stride == (ptrdiff_t)sizeof(double))
             memcpy(dst, src, n * sizeof(double));
         else
-            CVF_LOAD_LOOP(double, dst);
+            CVCPU_LOAD_LOOP(double, dst);
         break;
-    case CONVOLVE_UINT8: CVF_LOAD_LOOP(uint8_t, dst); break;
-    default: CVF_LOAD_LOOP(uint16_t, dst); break;
+    case CONVOLVE_UINT8: CVCPU_LOAD_LOOP(uint8_t, dst); break;
+    default: CVCPU_LOAD_LOOP(uint16_t, dst); break;
     }
 }
 
-void cvf_load(const cvf_exec *e, const char *src, ptrdiff_t stride, size_t n, void *dst)
+/* Loads n elements of the input's type from src (byte stride) as the compute type. */
+static void load_elements(const cvcpu_exec *e, const char *src, ptrdiff_t stride, size_t n,
+                          void *dst)
 {
     if (e->dbl)
         load_double(e->p->in_type, src, stride, n, dst);
@@ -204,7 +207,7 @@ void cvf_load(const cvf_exec *e, const char *src, ptrdiff_t stride, size_t n, vo
         load_float(e->cvt, e->p->in_type, src, stride, n, dst);
 }
 
-void cvf_fill(const cvf_exec *e, void *dst, size_t n, double v)
+void cvcpu_fill(const cvcpu_exec *e, void *dst, size_t n, double v)
 {
     if (e->dbl) {
         double *d = dst;
@@ -217,7 +220,7 @@ void cvf_fill(const cvf_exec *e, void *dst, size_t n, double v)
     }
 }
 
-void cvf_convert_weights(const cvf_exec *e, void *dst, const double *w, size_t n, double scale)
+void cvcpu_convert_weights(const cvcpu_exec *e, void *dst, const double *w, size_t n, double scale)
 {
     if (e->dbl)
         for (size_t i = 0; i < n; i++)
@@ -246,18 +249,18 @@ static inline ptrdiff_t boundary_index(ptrdiff_t j, ptrdiff_t n, int mode)
     return cvi_boundary_index(j, n, mode);
 }
 
-void cvf_gather(const cvf_exec *e, const char *row, ptrdiff_t q0, size_t L, void *dst)
+void cvcpu_gather(const cvcpu_exec *e, const char *row, ptrdiff_t q0, size_t L, void *dst)
 {
     const cvi_problem *p = e->p;
     if (!row) {
-        cvf_fill(e, dst, L, p->cval);
+        cvcpu_fill(e, dst, L, p->cval);
         return;
     }
     const ptrdiff_t n = (ptrdiff_t)p->shape[2], s = p->in_strides[2], q1 = q0 + (ptrdiff_t)L;
     ptrdiff_t a = q0 > 0 ? q0 : 0, b = q1 < n ? q1 : n;
     char *d = dst;
     if (a < b)
-        cvf_load(e, row + a * s, s, (size_t)(b - a), d + (size_t)(a - q0) * e->es);
+        load_elements(e, row + a * s, s, (size_t)(b - a), d + (size_t)(a - q0) * e->es);
     /* the columns outside [0, n), element by element (at most K - 1 per side
      * unless the filter is longer than the row) */
     for (ptrdiff_t q = q0; q < q1; q++) {
@@ -268,13 +271,13 @@ void cvf_gather(const cvf_exec *e, const char *row, ptrdiff_t q0, size_t L, void
         ptrdiff_t j = boundary_index(q, n, p->mode);
         void *t = d + (size_t)(q - q0) * e->es;
         if (j < 0)
-            cvf_fill(e, t, 1, p->cval);
+            cvcpu_fill(e, t, 1, p->cval);
         else
-            cvf_load(e, row + j * s, s, 1, t);
+            load_elements(e, row + j * s, s, 1, t);
     }
 }
 
-void cvf_prefetch(const cvf_exec *e, const char *row, ptrdiff_t q0, size_t L)
+void cvcpu_prefetch(const cvcpu_exec *e, const char *row, ptrdiff_t q0, size_t L)
 {
 #if defined(__GNUC__) || defined(__clang__)
     const cvi_problem *p = e->p;
@@ -290,7 +293,7 @@ void cvf_prefetch(const cvf_exec *e, const char *row, ptrdiff_t q0, size_t L)
 #endif
 }
 
-void cvf_split_columns(const cvf_exec *e, size_t xa, size_t wdt, size_t *xl, size_t *xr)
+void cvcpu_split_columns(const cvcpu_exec *e, size_t xa, size_t wdt, size_t *xl, size_t *xr)
 {
     const cvi_problem *p = e->p;
     const size_t K2 = p->ksize[2];
@@ -298,7 +301,7 @@ void cvf_split_columns(const cvf_exec *e, size_t xa, size_t wdt, size_t *xl, siz
     *xl = *xr = xa + wdt;
     if (!e->in_place)
         return;
-    size_t lo = xa + cvf_round16((size_t)koff2 > xa ? (size_t)koff2 - xa : 0);
+    size_t lo = xa + cvcpu_round16((size_t)koff2 > xa ? (size_t)koff2 - xa : 0);
     /* the middle ends by here */
     ptrdiff_t lim = (ptrdiff_t)p->shape[2] - (ptrdiff_t)K2 + 1 + koff2;
     size_t end = lim < (ptrdiff_t)(xa + wdt) ? (lim > 0 ? (size_t)lim : 0) : xa + wdt;
@@ -308,25 +311,25 @@ void cvf_split_columns(const cvf_exec *e, size_t xa, size_t wdt, size_t *xl, siz
     }
 }
 
-void cvf_filter_row(const cvf_exec *e, const char *row, size_t xa, size_t wdt, size_t xl,
-                    size_t xr, void *edge, void *ext, void *out, const void *w, size_t K2)
+void cvcpu_filter_row(const cvcpu_exec *e, const char *row, size_t xa, size_t wdt, size_t xl,
+                      size_t xr, void *edge, void *ext, void *out, const void *w, size_t K2)
 {
     const ptrdiff_t koff2 = e->p->koff[2];
     char *o = out;
     if (xr == xl) {
-        cvf_gather(e, row, (ptrdiff_t)xa - koff2, wdt + K2 - 1, ext);
+        cvcpu_gather(e, row, (ptrdiff_t)xa - koff2, wdt + K2 - 1, ext);
         e->corr(o, wdt, (const void *const *)&ext, 1, w, K2);
         return;
     }
     const void *mid = row + ((ptrdiff_t)xl - koff2) * e->p->in_strides[2];
-    void *right = (char *)edge + cvf_edge_pad(K2) * e->es;
+    void *right = (char *)edge + cvcpu_edge_pad(K2) * e->es;
     e->corr(o + (xl - xa) * e->es, xr - xl, &mid, 1, w, K2);
     if (xl > xa) {
-        cvf_gather(e, row, (ptrdiff_t)xa - koff2, xl - xa + K2 - 1, edge);
+        cvcpu_gather(e, row, (ptrdiff_t)xa - koff2, xl - xa + K2 - 1, edge);
         e->corr(o, xl - xa, (const void *const *)&edge, 1, w, K2);
     }
     if (xr < xa + wdt) {
-        cvf_gather(e, row, (ptrdiff_t)xr - koff2, xa + wdt - xr + K2 - 1, right);
+        cvcpu_gather(e, row, (ptrdiff_t)xr - koff2, xa + wdt - xr + K2 - 1, right);
         e->corr(o + (xr - xa) * e->es, xa + wdt - xr, (const void *const *)&right, 1, w, K2);
     }
 }
@@ -345,7 +348,7 @@ static inline float sat_round(float v, float hi)
     return r < hi ? r : hi;
 }
 
-#if CVF_HAVE_SSE2
+#if CVCPU_HAVE_SSE2
 /* Non-temporal copy of n floats; the destination is only 4-byte aligned. */
 static void stream_f32(float *dst, const float *src, size_t n)
 {
@@ -363,7 +366,7 @@ static void stream_f32(float *dst, const float *src, size_t n)
 }
 #endif
 
-#define CVF_STORE_LOOP(T, EXPR)                                                 \
+#define CVCPU_STORE_LOOP(T, EXPR)                                               \
     do {                                                                        \
         if (stride == (ptrdiff_t)sizeof(T))                                     \
             for (size_t i = 0; i < n; i++)                                      \
@@ -375,7 +378,7 @@ static void stream_f32(float *dst, const float *src, size_t n)
 
 /* Integer outputs with a stride: converted in chunks into a contiguous
  * buffer (vectorised), then copied element by element. */
-#define CVF_STORE_INT_CHUNKED(T, HI, FN)                                        \
+#define CVCPU_STORE_INT_CHUNKED(T, HI, FN)                                      \
     do {                                                                        \
         T buf[256];                                                             \
         void (*fn_)(void *, const float *, size_t) = FN;                        \
@@ -392,11 +395,11 @@ static void stream_f32(float *dst, const float *src, size_t n)
         }                                                                       \
     } while (0)
 
-static void store_float(const cvf_exec *e, char *dst, ptrdiff_t stride, size_t n, const float *s)
+static void store_float(const cvcpu_exec *e, char *dst, ptrdiff_t stride, size_t n, const float *s)
 {
     switch (e->p->out_type) {
     case CONVOLVE_FLOAT32:
-#if CVF_HAVE_SSE2
+#if CVCPU_HAVE_SSE2
         if (e->stream && stride == (ptrdiff_t)sizeof(float)) {
             stream_f32((float *)(void *)dst, s, n);
             break;
@@ -405,44 +408,45 @@ static void store_float(const cvf_exec *e, char *dst, ptrdiff_t stride, size_t n
         if (stride == (ptrdiff_t)sizeof(float))
             memcpy(dst, s, n * sizeof(float));
         else
-            CVF_STORE_LOOP(float, s[i]);
+            CVCPU_STORE_LOOP(float, s[i]);
         break;
-    case CONVOLVE_FLOAT64: CVF_STORE_LOOP(double, s[i]); break;
+    case CONVOLVE_FLOAT64: CVCPU_STORE_LOOP(double, s[i]); break;
     case CONVOLVE_UINT8:
         if (stride == 1 && e->cvt)
             e->cvt->to_u8(dst, s, n);
         else if (stride == 1)
-            CVF_STORE_LOOP(uint8_t, sat_round(s[i], 255.0f));
+            CVCPU_STORE_LOOP(uint8_t, sat_round(s[i], 255.0f));
         else
-            CVF_STORE_INT_CHUNKED(uint8_t, 255.0f, e->cvt ? e->cvt->to_u8 : NULL);
+            CVCPU_STORE_INT_CHUNKED(uint8_t, 255.0f, e->cvt ? e->cvt->to_u8 : NULL);
         break;
     default:
         if (stride == (ptrdiff_t)sizeof(uint16_t) && e->cvt)
             e->cvt->to_u16(dst, s, n);
         else if (stride == (ptrdiff_t)sizeof(uint16_t))
-            CVF_STORE_LOOP(uint16_t, sat_round(s[i], 65535.0f));
+            CVCPU_STORE_LOOP(uint16_t, sat_round(s[i], 65535.0f));
         else
-            CVF_STORE_INT_CHUNKED(uint16_t, 65535.0f, e->cvt ? e->cvt->to_u16 : NULL);
+            CVCPU_STORE_INT_CHUNKED(uint16_t, 65535.0f, e->cvt ? e->cvt->to_u16 : NULL);
         break;
     }
 }
 
-static void store_double(const cvf_exec *e, char *dst, ptrdiff_t stride, size_t n, const double *s)
+static void store_double(const cvcpu_exec *e, char *dst, ptrdiff_t stride, size_t n,
+                         const double *s)
 {
     switch (e->p->out_type) {
-    case CONVOLVE_FLOAT32: CVF_STORE_LOOP(float, s[i]); break;
+    case CONVOLVE_FLOAT32: CVCPU_STORE_LOOP(float, s[i]); break;
     case CONVOLVE_FLOAT64:
         if (stride == (ptrdiff_t)sizeof(double))
             memcpy(dst, s, n * sizeof(double));
         else
-            CVF_STORE_LOOP(double, s[i]);
+            CVCPU_STORE_LOOP(double, s[i]);
         break;
-    case CONVOLVE_UINT8: CVF_STORE_LOOP(uint8_t, cvi_saturate_u8(s[i])); break;
-    default: CVF_STORE_LOOP(uint16_t, cvi_saturate_u16(s[i])); break;
+    case CONVOLVE_UINT8: CVCPU_STORE_LOOP(uint8_t, cvi_saturate_u8(s[i])); break;
+    default: CVCPU_STORE_LOOP(uint16_t, cvi_saturate_u16(s[i])); break;
     }
 }
 
-void cvf_store(const cvf_exec *e, char *dst, size_t n, const void *src)
+void cvcpu_store(const cvcpu_exec *e, char *dst, size_t n, const void *src)
 {
     ptrdiff_t stride = e->p->out_strides[2];
     if (e->dbl)
@@ -451,9 +455,9 @@ void cvf_store(const cvf_exec *e, char *dst, size_t n, const void *src)
         store_float(e, dst, stride, n, src);
 }
 
-void cvf_store_done(const cvf_exec *e)
+void cvcpu_store_done(const cvcpu_exec *e)
 {
-#if CVF_HAVE_SSE2
+#if CVCPU_HAVE_SSE2
     if (e->stream)
         _mm_sfence();
 #else

@@ -36,16 +36,16 @@ typedef struct {
 typedef struct {
     void *ring;         /* K0 * Q rows of lpad elements */
     void *edges;        /* K0 * Q pairs of border rows of epad elements */
-    void *orow[CVF_RB]; /* output rows (CVF_ROUND(tw) elements each) */
+    void *orow[CVCPU_RB]; /* output rows (CVCPU_ROUND(tw) elements each) */
     rowref *slot;       /* K0 * Q ring entries */
     const void **rows;  /* K0 * Q: the rows of one kernel call */
     ptrdiff_t *j0;      /* K0: input plane of each filter plane (-1: outside) */
 } dthread;
 
 typedef struct {
-    cvf_exec e;
-    cvf_corr4_fn corr4; /* 4-row kernel, NULL when unused */
-    size_t R;           /* output rows per kernel call: CVF_RB with corr4, else 1 */
+    cvcpu_exec e;
+    cvcpu_corr4_fn corr4; /* 4-row kernel, NULL when unused */
+    size_t R;           /* output rows per kernel call: CVCPU_RB with corr4, else 1 */
     size_t Q;           /* ring rows per filter plane: K1 + R - 1 */
     const void *w;      /* weights in the compute type */
     const void *crow;   /* a row of cval (CONSTANT mode), else NULL */
@@ -57,13 +57,13 @@ typedef struct {
 static void fill_slots(const dplan *d, dthread *s, size_t c, ptrdiff_t j1, size_t pos,
                        size_t xa, size_t wdt, size_t xl, size_t xr)
 {
-    const cvf_exec *e = &d->e;
+    const cvcpu_exec *e = &d->e;
     const cvi_problem *p = e->p;
     const size_t K0 = p->ksize[0], K2 = p->ksize[2], es = e->es;
     const ptrdiff_t koff2 = p->koff[2];
     const int middle = xr > xl;
     for (size_t k0 = 0; k0 < K0; k0++) {
-        const char *row = cvf_in_row(e, c, s->j0[k0], j1);
+        const char *row = cvcpu_in_row(e, c, s->j0[k0], j1);
         size_t at = k0 * d->Q + pos % d->Q;
         rowref *r = &s->slot[at];
         if (!row) {
@@ -72,15 +72,15 @@ static void fill_slots(const dplan *d, dthread *s, size_t c, ptrdiff_t j1, size_
             char *edge = (char *)s->edges + 2 * at * d->epad * es;
             r->part[1] = row + ((ptrdiff_t)xl - koff2) * p->in_strides[2];
             if (xl > xa)
-                cvf_gather(e, row, (ptrdiff_t)xa - koff2, xl - xa + K2 - 1, edge);
+                cvcpu_gather(e, row, (ptrdiff_t)xa - koff2, xl - xa + K2 - 1, edge);
             if (xr < xa + wdt)
-                cvf_gather(e, row, (ptrdiff_t)xr - koff2, xa + wdt - xr + K2 - 1,
-                           edge + d->epad * es);
+                cvcpu_gather(e, row, (ptrdiff_t)xr - koff2, xa + wdt - xr + K2 - 1,
+                             edge + d->epad * es);
             r->part[0] = edge;
             r->part[2] = edge + d->epad * es;
         } else {
             char *buf = (char *)s->ring + at * d->lpad * es;
-            cvf_gather(e, row, (ptrdiff_t)xa - koff2, wdt + K2 - 1, buf);
+            cvcpu_gather(e, row, (ptrdiff_t)xa - koff2, wdt + K2 - 1, buf);
             r->part[0] = buf;
             r->part[1] = buf + (xl - xa) * es;
             r->part[2] = buf + (xr - xa) * es;
@@ -91,7 +91,7 @@ static void fill_slots(const dplan *d, dthread *s, size_t c, ptrdiff_t j1, size_
 static void direct_item(const dplan *d, dthread *s, size_t c, size_t i0, size_t ra, size_t rz,
                         size_t xa, size_t wdt)
 {
-    const cvf_exec *e = &d->e;
+    const cvcpu_exec *e = &d->e;
     const cvi_problem *p = e->p;
     const size_t K0 = p->ksize[0], K1 = p->ksize[1], K2 = p->ksize[2], Q = d->Q, es = e->es;
     const size_t nrows = rz - ra;
@@ -102,7 +102,7 @@ static void direct_item(const dplan *d, dthread *s, size_t c, size_t i0, size_t 
     /* column parts: [xa, xl) left border, [xl, xr) middle read in place,
      * [xr, xa + wdt) right border */
     size_t xl, xr;
-    cvf_split_columns(e, xa, wdt, &xl, &xr);
+    cvcpu_split_columns(e, xa, wdt, &xl, &xr);
     const size_t pn[3] = {xl - xa, xr - xl, xa + wdt - xr}, po[3] = {0, xl - xa, xr - xa};
     size_t filled = 0; /* input rows ra - koff1 + [0, filled) are in the rings */
     for (size_t g = 0; g < nrows;) {
@@ -119,15 +119,15 @@ static void direct_item(const dplan *d, dthread *s, size_t c, size_t i0, size_t 
             ptrdiff_t j1 = cvi_boundary_index((ptrdiff_t)(ra + filled) - p->koff[1],
                                               (ptrdiff_t)p->shape[1], p->mode);
             for (size_t k0 = 0; k0 < K0; k0++)
-                cvf_prefetch(e, cvf_in_row(e, c, s->j0[k0], j1), (ptrdiff_t)xa - koff2,
-                             wdt + K2 - 1);
+                cvcpu_prefetch(e, cvcpu_in_row(e, c, s->j0[k0], j1), (ptrdiff_t)xa - koff2,
+                               wdt + K2 - 1);
         }
         for (int part = 0; part < 3; part++) {
             if (!pn[part])
                 continue;
             if (cnt > 1) {
                 const size_t J = cnt + K1 - 1;
-                void *outs[CVF_RB];
+                void *outs[CVCPU_RB];
                 for (size_t r = 0; r < cnt; r++)
                     outs[r] = (char *)s->orow[r] + po[part] * es;
                 for (size_t k0 = 0; k0 < K0; k0++)
@@ -143,7 +143,7 @@ static void direct_item(const dplan *d, dthread *s, size_t c, size_t i0, size_t 
             }
         }
         for (size_t r = 0; r < cnt; r++)
-            cvf_store(e, cvf_out_row(e, c, i0, ra + g + r, xa), wdt, s->orow[r]);
+            cvcpu_store(e, cvcpu_out_row(e, c, i0, ra + g + r, xa), wdt, s->orow[r]);
         g += cnt;
     }
 }
@@ -153,8 +153,8 @@ static void free_threads(dthread *th, int nt)
     if (!th)
         return;
     for (int t = 0; t < nt; t++) {
-        cvf_free(th[t].ring);
-        cvf_free(th[t].edges);
+        cvcpu_free(th[t].ring);
+        cvcpu_free(th[t].edges);
         free(th[t].slot);
         free(th[t].rows);
         free(th[t].j0);
@@ -162,45 +162,46 @@ static void free_threads(dthread *th, int nt)
     free(th);
 }
 
-convolve_status cvf_direct(const cvi_problem *p, const void *in, void *out)
+convolve_status cvcpu_direct(const cvi_problem *p, int threads, const void *in, void *out)
 {
     dplan d;
-    cvf_exec_init(&d.e, p, in, out);
+    cvcpu_exec_init(&d.e, p, threads, in, out);
     const double outputs = (double)(p->shape[0] * p->shape[1] * p->shape[2] * p->channels);
-    cvf_limit_threads(&d.e, outputs * (double)p->kcount);
-    const cvf_exec *e = &d.e;
+    cvcpu_limit_threads(&d.e, outputs * (double)p->kcount);
+    const cvcpu_exec *e = &d.e;
     const size_t K0 = p->ksize[0], K1 = p->ksize[1], K2 = p->ksize[2];
     /* the 4-row kernel pays once rows are long enough to share (measured) */
-    d.corr4 = K1 >= (e->isa >= CVF_ISA_AVX512 ? 5u : 9u) ? cvf_corr4_kernel(e->dbl, e->isa) : NULL;
-    d.R = d.corr4 ? CVF_RB : 1;
+    d.corr4 = K1 >= (e->isa >= CVCPU_ISA_AVX512 ? 5u : 9u) ? cvcpu_corr4_kernel(e->dbl, e->isa)
+                                                             : NULL;
+    d.R = d.corr4 ? CVCPU_RB : 1;
     d.Q = K1 + d.R - 1;
     const size_t P = K0 * d.Q;
-    cvf_plan_tiles(p, e->es, e->threads, P + d.R, p->shape[0], 0, &d.tw, &d.rb);
-    d.ntw = cvf_div_up(p->shape[2], d.tw);
-    d.nrb = cvf_div_up(p->shape[1], d.rb);
-    d.lpad = cvf_round16(CVF_ROUND(d.tw) + K2 - 1);
-    d.epad = cvf_edge_pad(K2);
+    cvcpu_plan_tiles(p, e->es, e->threads, P + d.R, p->shape[0], 0, &d.tw, &d.rb);
+    d.ntw = cvcpu_div_up(p->shape[2], d.tw);
+    d.nrb = cvcpu_div_up(p->shape[1], d.rb);
+    d.lpad = cvcpu_round16(CVCPU_ROUND(d.tw) + K2 - 1);
+    d.epad = cvcpu_edge_pad(K2);
     const size_t items = p->shape[0] * d.nrb * d.ntw;
     int nt = e->threads;
     if ((size_t)nt > items)
         nt = (int)items;
 
     convolve_status st = CONVOLVE_OK;
-    void *w = cvf_alloc(p->kcount, e->es), *crow = NULL;
+    void *w = cvcpu_alloc(p->kcount, e->es), *crow = NULL;
     dthread *th = calloc((size_t)nt, sizeof *th);
     if (!w || !th)
         goto oom;
-    cvf_convert_weights(e, w, p->weights, p->kcount, 1.0);
+    cvcpu_convert_weights(e, w, p->weights, p->kcount, 1.0);
     d.w = w;
     if (p->mode == CVI_MODE_CONSTANT) {
-        if (!(crow = cvf_alloc(d.lpad, e->es)))
+        if (!(crow = cvcpu_alloc(d.lpad, e->es)))
             goto oom;
-        cvf_fill(e, crow, d.lpad, p->cval);
+        cvcpu_fill(e, crow, d.lpad, p->cval);
     }
     d.crow = crow;
     for (int t = 0; t < nt; t++) {
-        th[t].ring = cvf_alloc(P * d.lpad + d.R * cvf_round16(CVF_ROUND(d.tw)), e->es);
-        th[t].edges = cvf_alloc(2 * P * d.epad, e->es);
+        th[t].ring = cvcpu_alloc(P * d.lpad + d.R * cvcpu_round16(CVCPU_ROUND(d.tw)), e->es);
+        th[t].edges = cvcpu_alloc(2 * P * d.epad, e->es);
         th[t].slot = malloc(P * sizeof(rowref));
         th[t].rows = malloc(P * sizeof(void *));
         th[t].j0 = malloc(K0 * sizeof(ptrdiff_t));
@@ -208,17 +209,17 @@ convolve_status cvf_direct(const cvi_problem *p, const void *in, void *out)
             goto oom;
         for (size_t r = 0; r < d.R; r++)
             th[t].orow[r] =
-                (char *)th[t].ring + (P * d.lpad + r * cvf_round16(CVF_ROUND(d.tw))) * e->es;
+                (char *)th[t].ring + (P * d.lpad + r * cvcpu_round16(CVCPU_ROUND(d.tw))) * e->es;
     }
 
-CVF_OMP(omp parallel num_threads(nt))
+CVCPU_OMP(omp parallel num_threads(nt))
     {
         int tid = 0;
 #ifdef _OPENMP
         tid = omp_get_thread_num();
 #endif
         dthread *s = &th[tid];
-CVF_OMP(omp for schedule(dynamic, 1))
+CVCPU_OMP(omp for schedule(dynamic, 1))
         for (ptrdiff_t it = 0; it < (ptrdiff_t)items; it++) {
             size_t r = (size_t)it;
             size_t x = r % d.ntw;
@@ -232,14 +233,14 @@ CVF_OMP(omp for schedule(dynamic, 1))
             for (size_t c = 0; c < p->channels; c++)
                 direct_item(&d, s, c, i0, ra, rz, xa, wdt);
         }
-        cvf_store_done(e);
+        cvcpu_store_done(e);
     }
     goto done;
 oom:
     st = CONVOLVE_ERROR_OUT_OF_MEMORY;
 done:
     free_threads(th, nt);
-    cvf_free(w);
-    cvf_free(crow);
+    cvcpu_free(w);
+    cvcpu_free(crow);
     return st;
 }

@@ -33,11 +33,11 @@
 /* Largest block (elements of one tile) the strategy accepts at all; blocks
  * whose four arrays (two blocks, re and im) exceed the cache size cost twice
  * as much in the model. */
-#define CVF_FFT_MAX_BLOCK ((size_t)1 << 22)
-#define CVF_FFT_CACHE_BYTES ((size_t)1 << 19)
+#define CVCPU_FFT_MAX_BLOCK ((size_t)1 << 22)
+#define CVCPU_FFT_CACHE_BYTES ((size_t)1 << 19)
 /* Batch extents for untransformed axes. */
-#define CVF_FFT_SLOTS 16
-#define CVF_FFT_COLS 256
+#define CVCPU_FFT_SLOTS 16
+#define CVCPU_FFT_COLS 256
 
 typedef struct {
     int f[3];           /* axis a is transformed */
@@ -71,14 +71,14 @@ static void tiles_count(const cvi_problem *p, size_t es, ftiles *t)
 {
     for (int a = 0; a < 3; a++)
         t->V[a] = t->f[a] ? t->T[a] - p->ksize[a] + 1 : t->T[a];
-    t->nt0 = cvf_div_up(p->shape[0], t->V[0]);
-    t->nt2 = cvf_div_up(p->shape[2], t->V[2]);
+    t->nt0 = cvcpu_div_up(p->shape[0], t->V[0]);
+    t->nt2 = cvcpu_div_up(p->shape[2], t->V[2]);
     if (t->f[1]) {
         t->nslots = 0;
-        t->n12 = cvf_div_up(p->shape[1], t->V[1]) * t->nt2;
+        t->n12 = cvcpu_div_up(p->shape[1], t->V[1]) * t->nt2;
     } else {
         t->nslots = p->shape[1] * t->nt2;
-        t->n12 = cvf_div_up(t->nslots, t->T[1]);
+        t->n12 = cvcpu_div_up(t->nslots, t->T[1]);
     }
     t->jobs = p->channels * t->nt0 * t->n12;
     t->block = t->T[0] * t->T[1] * t->T[2];
@@ -90,7 +90,7 @@ static void tiles_count(const cvi_problem *p, size_t es, ftiles *t)
             passes += (double)log2_of(t->T[a]);
     double per_block = (double)t->block * (passes + (t->f[2] ? 1.0 : 0.0) + 1.5);
     double outputs = (double)(p->shape[0] * p->shape[1] * p->shape[2] * p->channels);
-    if (4 * t->block * es > CVF_FFT_CACHE_BYTES)
+    if (4 * t->block * es > CVCPU_FFT_CACHE_BYTES)
         per_block *= 2.0;
     t->cost = (double)t->jobs * per_block / 2.0 / outputs;
 }
@@ -116,7 +116,7 @@ static int choose_tiles(const cvi_problem *p, size_t es, ftiles *best)
     if (!t.f[0])
         t.T[0] = 1;
     if (!t.f[2])
-        t.T[2] = p->shape[2] < CVF_FFT_COLS ? p->shape[2] : CVF_FFT_COLS;
+        t.T[2] = p->shape[2] < CVCPU_FFT_COLS ? p->shape[2] : CVCPU_FFT_COLS;
     int found = 0;
     for (size_t t0 = lo[0]; t0 <= hi[0]; t0 *= 2)
         for (size_t t1 = lo[1]; t1 <= hi[1]; t1 *= 2)
@@ -128,12 +128,12 @@ static int choose_tiles(const cvi_problem *p, size_t es, ftiles *best)
                 if (t.f[2])
                     t.T[2] = t2;
                 if (!t.f[1]) {
-                    size_t nt2 = cvf_div_up(p->shape[2], t.f[2] ? t2 - p->ksize[2] + 1 : t.T[2]);
+                    size_t nt2 = cvcpu_div_up(p->shape[2], t.f[2] ? t2 - p->ksize[2] + 1 : t.T[2]);
                     size_t slots = p->shape[1] * nt2;
-                    t.T[1] = slots < CVF_FFT_SLOTS ? slots : CVF_FFT_SLOTS;
+                    t.T[1] = slots < CVCPU_FFT_SLOTS ? slots : CVCPU_FFT_SLOTS;
                 }
                 size_t block = t.T[0] * t.T[1] * t.T[2];
-                if (block > CVF_FFT_MAX_BLOCK)
+                if (block > CVCPU_FFT_MAX_BLOCK)
                     continue;
                 tiles_count(p, es, &t);
                 if (!found || t.cost < best->cost)
@@ -143,7 +143,7 @@ static int choose_tiles(const cvi_problem *p, size_t es, ftiles *best)
     return found;
 }
 
-convolve_status cvf_fft_check(const cvi_problem *p, char *why, size_t why_size)
+convolve_status cvcpu_fft_check(const cvi_problem *p, char *why, size_t why_size)
 {
     ftiles t;
     if (why && why_size)
@@ -152,11 +152,11 @@ convolve_status cvf_fft_check(const cvi_problem *p, char *why, size_t why_size)
         return CONVOLVE_OK;
     if (why && why_size)
         snprintf(why, why_size, "the filter (%zu x %zu x %zu) needs FFT tiles of more than %zu "
-                 "elements", p->ksize[0], p->ksize[1], p->ksize[2], (size_t)CVF_FFT_MAX_BLOCK);
+                 "elements", p->ksize[0], p->ksize[1], p->ksize[2], (size_t)CVCPU_FFT_MAX_BLOCK);
     return CONVOLVE_ERROR_UNSUPPORTED;
 }
 
-double cvf_fft_cost(const cvi_problem *p)
+double cvcpu_fft_cost(const cvi_problem *p)
 {
     ftiles t;
     int dbl = p->in_type == CONVOLVE_FLOAT64 || p->out_type == CONVOLVE_FLOAT64;
@@ -164,10 +164,10 @@ double cvf_fft_cost(const cvi_problem *p)
 }
 
 typedef struct {
-    cvf_exec e;
+    cvcpu_exec e;
     ftiles t;
-    const cvf_fft_ops *ops;
-    cvf_twiddles tw[3];
+    const cvcpu_fft_ops *ops;
+    cvcpu_twiddles tw[3];
     void *gre, *gim;    /* the filter's spectrum, in the transformed layout */
 } fplan;
 
@@ -206,7 +206,7 @@ static int job_row(const fplan *d, size_t t12, size_t s, ptrdiff_t *y, size_t *o
 /* Gathers the input of job into dst (a T0 x T1 x T2 array). */
 static void job_gather(const fplan *d, size_t job, char *dst)
 {
-    const cvf_exec *e = &d->e;
+    const cvcpu_exec *e = &d->e;
     const cvi_problem *p = e->p;
     const ftiles *t = &d->t;
     size_t c, t0, t12, es = e->es, rowbytes = t->T[2] * es;
@@ -226,7 +226,7 @@ static void job_gather(const fplan *d, size_t job, char *dst)
             ptrdiff_t j1 = t->f[1] ? cvi_boundary_index(y - p->koff[1], (ptrdiff_t)p->shape[1],
                                                         p->mode)
                                    : y;
-            cvf_gather(e, cvf_in_row(e, c, j0, j1), (ptrdiff_t)o2 - p->koff[2], t->T[2], to);
+            cvcpu_gather(e, cvcpu_in_row(e, c, j0, j1), (ptrdiff_t)o2 - p->koff[2], t->T[2], to);
         }
     }
 }
@@ -234,7 +234,7 @@ static void job_gather(const fplan *d, size_t job, char *dst)
 /* Stores the valid outputs of job from src (a T0 x T1 x T2 array). */
 static void job_store(const fplan *d, size_t job, const char *src)
 {
-    const cvf_exec *e = &d->e;
+    const cvcpu_exec *e = &d->e;
     const cvi_problem *p = e->p;
     const ftiles *t = &d->t;
     size_t c, t0, t12, es = e->es, rowbytes = t->T[2] * es;
@@ -252,8 +252,8 @@ static void job_store(const fplan *d, size_t job, const char *src)
             if (t->f[1] && (s >= t->V[1] || (size_t)y >= p->shape[1]))
                 break;
             size_t cnt = p->shape[2] - o2 < t->V[2] ? p->shape[2] - o2 : t->V[2];
-            cvf_store(e, cvf_out_row(e, c, i0, (size_t)y, o2), cnt,
-                      src + (p0 * t->T[1] + s) * rowbytes);
+            cvcpu_store(e, cvcpu_out_row(e, c, i0, (size_t)y, o2), cnt,
+                        src + (p0 * t->T[1] + s) * rowbytes);
         }
     }
 }
@@ -338,26 +338,26 @@ static void make_spectrum(fplan *d, fthread *s)
     }
 }
 
-convolve_status cvf_fft(const cvi_problem *p, const void *in, void *out)
+convolve_status cvcpu_fft(const cvi_problem *p, int threads, const void *in, void *out)
 {
     fplan d;
     memset(&d, 0, sizeof d);
-    cvf_exec_init(&d.e, p, in, out);
+    cvcpu_exec_init(&d.e, p, threads, in, out);
     d.e.stream = 0; /* tile rows are short: plain stores measured faster */
-    const cvf_exec *e = &d.e;
+    const cvcpu_exec *e = &d.e;
     if (!choose_tiles(p, e->es, &d.t))
         return CONVOLVE_ERROR_UNSUPPORTED;
-    cvf_limit_threads(&d.e, (double)(p->shape[0] * p->shape[1] * p->shape[2] * p->channels) *
+    cvcpu_limit_threads(&d.e, (double)(p->shape[0] * p->shape[1] * p->shape[2] * p->channels) *
                                 d.t.cost * 4.0);
-    d.ops = cvf_fft_get(e->dbl, e->isa);
-    const size_t n = d.t.block, pairs = cvf_div_up(d.t.jobs, 2);
+    d.ops = cvcpu_fft_get(e->dbl, e->isa);
+    const size_t n = d.t.block, pairs = cvcpu_div_up(d.t.jobs, 2);
     int nt = e->threads;
     if ((size_t)nt > pairs)
         nt = (int)pairs;
 
     convolve_status st = CONVOLVE_OK;
-    void *twmem = cvf_alloc(2 * (d.t.T[0] + d.t.T[1] + d.t.T[2]), e->es);
-    void *gmem = cvf_alloc(2 * n, e->es);
+    void *twmem = cvcpu_alloc(2 * (d.t.T[0] + d.t.T[1] + d.t.T[2]), e->es);
+    void *gmem = cvcpu_alloc(2 * n, e->es);
     fthread *th = calloc((size_t)nt, sizeof *th);
     if (!twmem || !gmem || !th)
         goto oom;
@@ -368,12 +368,12 @@ convolve_status cvf_fft(const cvi_problem *p, const void *in, void *out)
         d.tw[a].im = twp + d.t.T[a] * e->es;
         twp += 2 * d.t.T[a] * e->es;
         if (d.t.f[a])
-            cvf_twiddles_fill(&d.tw[a], e->es);
+            cvcpu_twiddles_fill(&d.tw[a], e->es);
     }
     d.gre = gmem;
     d.gim = (char *)gmem + n * e->es;
     for (int t = 0; t < nt; t++) {
-        char *b = cvf_alloc(4 * n, e->es);
+        char *b = cvcpu_alloc(4 * n, e->es);
         if (!b)
             goto oom;
         th[t].re = b;
@@ -383,14 +383,14 @@ convolve_status cvf_fft(const cvi_problem *p, const void *in, void *out)
     }
     make_spectrum(&d, &th[0]);
 
-CVF_OMP(omp parallel num_threads(nt))
+CVCPU_OMP(omp parallel num_threads(nt))
     {
         int tid = 0;
 #ifdef _OPENMP
         tid = omp_get_thread_num();
 #endif
         fthread *s = &th[tid];
-CVF_OMP(omp for schedule(dynamic, 1))
+CVCPU_OMP(omp for schedule(dynamic, 1))
         for (ptrdiff_t it = 0; it < (ptrdiff_t)pairs; it++) {
             size_t a = 2 * (size_t)it, b = a + 1;
             job_gather(&d, a, s->re);
@@ -406,7 +406,7 @@ CVF_OMP(omp for schedule(dynamic, 1))
             if (b < d.t.jobs)
                 job_store(&d, b, s->im);
         }
-        cvf_store_done(e);
+        cvcpu_store_done(e);
     }
     goto done;
 oom:
@@ -414,9 +414,9 @@ oom:
 done:
     if (th)
         for (int t = 0; t < nt; t++)
-            cvf_free(th[t].re);
+            cvcpu_free(th[t].re);
     free(th);
-    cvf_free(twmem);
-    cvf_free(gmem);
+    cvcpu_free(twmem);
+    cvcpu_free(gmem);
     return st;
 }

@@ -1,6 +1,6 @@
 /*
  * fast_kernels.c - the row kernels of the fast CPU strategies: a weighted
- * sum of shifted contiguous rows (cvf_corr_fn, see fast.h), in float and in
+ * sum of shifted contiguous rows (cvcpu_corr_fn, see fast.h), in float and in
  * double, in portable C (vectorised by the compiler for the baseline
  * instruction set) and with AVX2+FMA and AVX-512F intrinsics compiled for
  * those targets alone and chosen at run time.
@@ -23,18 +23,18 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 /* Generic 16-byte vectors (SSE2, NEON, ...): 16 outputs in registers. */
-typedef float cvf_v4f __attribute__((vector_size(16)));
-typedef double cvf_v2d __attribute__((vector_size(16)));
+typedef float cvcpu_v4f __attribute__((vector_size(16)));
+typedef double cvcpu_v2d __attribute__((vector_size(16)));
 
-#define CVF_PORTABLE_CORR(NAME, T, VT)                                                      \
+#define CVCPU_PORTABLE_CORR(NAME, T, VT)                                                    \
     static void NAME(void *outv, size_t n, const void *const *rows, size_t nrows,           \
-                     const void *wv, size_t K)                                               \
+                     const void *wv, size_t K)                                              \
     {                                                                                       \
-        enum { L = (int)(sizeof(VT) / sizeof(T)), NV = CVF_PAD / L };                       \
+        enum { L = (int)(sizeof(VT) / sizeof(T)), NV = CVCPU_PAD / L };                     \
         T *out = outv;                                                                      \
         const T *w = wv;                                                                    \
-        size_t N = CVF_ROUND(n);                                                            \
-        for (size_t x = 0; x < N; x += CVF_PAD) {                                           \
+        size_t N = CVCPU_ROUND(n);                                                          \
+        for (size_t x = 0; x < N; x += CVCPU_PAD) {                                         \
             VT acc[NV];                                                                     \
             for (int v = 0; v < NV; v++)                                                    \
                 acc[v] = (VT){0};                                                           \
@@ -52,17 +52,17 @@ typedef double cvf_v2d __attribute__((vector_size(16)));
             memcpy(out + x, acc, sizeof acc);                                               \
         }                                                                                   \
     }
-CVF_PORTABLE_CORR(corr_portable_f, float, cvf_v4f)
-CVF_PORTABLE_CORR(corr_portable_d, double, cvf_v2d)
+CVCPU_PORTABLE_CORR(corr_portable_f, float, cvcpu_v4f)
+CVCPU_PORTABLE_CORR(corr_portable_d, double, cvcpu_v2d)
 #else
 /* Any other C11 compiler: scalar loops. */
-#define CVF_PORTABLE_CORR(NAME, T)                                                          \
+#define CVCPU_PORTABLE_CORR(NAME, T)                                                        \
     static void NAME(void *outv, size_t n, const void *const *rows, size_t nrows,           \
-                     const void *wv, size_t K)                                               \
+                     const void *wv, size_t K)                                              \
     {                                                                                       \
         T *out = outv;                                                                      \
         const T *w = wv;                                                                    \
-        for (size_t x = 0; x < CVF_ROUND(n); x++) {                                         \
+        for (size_t x = 0; x < CVCPU_ROUND(n); x++) {                                       \
             T acc = 0;                                                                      \
             for (size_t p = 0; p < nrows; p++)                                              \
                 for (size_t k = 0; k < K; k++)                                              \
@@ -70,26 +70,26 @@ CVF_PORTABLE_CORR(corr_portable_d, double, cvf_v2d)
             out[x] = acc;                                                                   \
         }                                                                                   \
     }
-CVF_PORTABLE_CORR(corr_portable_f, float)
-CVF_PORTABLE_CORR(corr_portable_d, double)
+CVCPU_PORTABLE_CORR(corr_portable_f, float)
+CVCPU_PORTABLE_CORR(corr_portable_d, double)
 #endif
 
 /* ---- x86-64: AVX2+FMA and AVX-512F ---------------------------------------- */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define CVF_X86 1
+#define CVCPU_X86 1
 #include <immintrin.h>
 
-#define CVF_AVX2 __attribute__((target("avx2,fma")))
-#define CVF_AVX512 __attribute__((target("avx512f")))
+#define CVCPU_AVX2 __attribute__((target("avx2,fma")))
+#define CVCPU_AVX512 __attribute__((target("avx512f")))
 
 /*
  * One kernel: blocks of 8 vectors, then 4, then 1 (the output is padded to
  * a whole vector). VW is the vector width in elements.
  */
-#define CVF_SIMD_CORR(NAME, ATTR, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)               \
+#define CVCPU_SIMD_CORR(NAME, ATTR, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)            \
     ATTR static void NAME(void *outv, size_t n, const void *const *rows, size_t nrows,      \
-                          const void *wv, size_t K)                                          \
+                          const void *wv, size_t K)                                         \
     {                                                                                       \
         T *out = outv;                                                                      \
         const T *w = wv;                                                                    \
@@ -144,7 +144,7 @@ CVF_PORTABLE_CORR(corr_portable_d, double)
                 for (size_t k = 0; k < K; k++)                                              \
                     a0 = FMADD(SET1(wp[k]), LOADU(r + k), a0);                              \
             }                                                                               \
-            STOREU(out + x, a0);                                                   \
+            STOREU(out + x, a0);                                                            \
         }                                                                                   \
     }
 
@@ -154,11 +154,11 @@ CVF_PORTABLE_CORR(corr_portable_d, double)
  * it and its neighbour, instead of two more (cache-line splitting) loads.
  * The sum runs in the same order as the general kernel's.
  */
-#define CVF_SHIFT(hi, lo, k)                                                                  \
-    _mm512_castsi512_ps(                                                                      \
+#define CVCPU_SHIFT(hi, lo, k)                                                              \
+    _mm512_castsi512_ps(                                                                    \
         _mm512_alignr_epi32(_mm512_castps_si512(hi), _mm512_castps_si512(lo), k))
-CVF_AVX512 static void corr3_avx512_f(float *out, size_t n, const void *const *rows,
-                                      size_t nrows, const float *w)
+CVCPU_AVX512 static void corr3_avx512_f(float *out, size_t n, const void *const *rows,
+                                        size_t nrows, const float *w)
 {
     size_t N = (n + 15) / 16 * 16, x = 0;
     for (; x + 128 <= N; x += 128) {
@@ -176,8 +176,8 @@ CVF_AVX512 static void corr3_avx512_f(float *out, size_t n, const void *const *r
                 __m512 hi = v < 7 ? _mm512_loadu_ps(r + 16 * (v + 1))
                                   : _mm512_maskz_loadu_ps(0x3, r + 16 * (v + 1));
                 acc[v] = _mm512_fmadd_ps(w0, lo, acc[v]);
-                acc[v] = _mm512_fmadd_ps(w1, CVF_SHIFT(hi, lo, 1), acc[v]);
-                acc[v] = _mm512_fmadd_ps(w2, CVF_SHIFT(hi, lo, 2), acc[v]);
+                acc[v] = _mm512_fmadd_ps(w1, CVCPU_SHIFT(hi, lo, 1), acc[v]);
+                acc[v] = _mm512_fmadd_ps(w2, CVCPU_SHIFT(hi, lo, 2), acc[v]);
                 lo = hi;
             }
         }
@@ -193,22 +193,22 @@ CVF_AVX512 static void corr3_avx512_f(float *out, size_t n, const void *const *r
              * readable up to N + 2) */
             __m512 hi = _mm512_maskz_loadu_ps(0x3, r + 16);
             acc = _mm512_fmadd_ps(_mm512_set1_ps(w[3 * p]), lo, acc);
-            acc = _mm512_fmadd_ps(_mm512_set1_ps(w[3 * p + 1]), CVF_SHIFT(hi, lo, 1), acc);
-            acc = _mm512_fmadd_ps(_mm512_set1_ps(w[3 * p + 2]), CVF_SHIFT(hi, lo, 2), acc);
+            acc = _mm512_fmadd_ps(_mm512_set1_ps(w[3 * p + 1]), CVCPU_SHIFT(hi, lo, 1), acc);
+            acc = _mm512_fmadd_ps(_mm512_set1_ps(w[3 * p + 2]), CVCPU_SHIFT(hi, lo, 2), acc);
         }
         _mm512_storeu_ps(out + x, acc);
     }
 }
-#undef CVF_SHIFT
+#undef CVCPU_SHIFT
 
-CVF_SIMD_CORR(corr_avx2_f, CVF_AVX2, float, __m256, 8, _mm256_setzero_ps(), _mm256_set1_ps,
-              _mm256_loadu_ps, _mm256_storeu_ps, _mm256_fmadd_ps)
+CVCPU_SIMD_CORR(corr_avx2_f, CVCPU_AVX2, float, __m256, 8, _mm256_setzero_ps(), _mm256_set1_ps,
+                _mm256_loadu_ps, _mm256_storeu_ps, _mm256_fmadd_ps)
 #define MULADD(c, x, a) _mm256_add_pd(a, _mm256_mul_pd(c, x))
-CVF_SIMD_CORR(corr_avx2_d, CVF_AVX2, double, __m256d, 4, _mm256_setzero_pd(), _mm256_set1_pd,
-              _mm256_loadu_pd, _mm256_storeu_pd, MULADD)
+CVCPU_SIMD_CORR(corr_avx2_d, CVCPU_AVX2, double, __m256d, 4, _mm256_setzero_pd(), _mm256_set1_pd,
+                _mm256_loadu_pd, _mm256_storeu_pd, MULADD)
 #undef MULADD
-CVF_SIMD_CORR(corr_avx512_fk, CVF_AVX512, float, __m512, 16, _mm512_setzero_ps(), _mm512_set1_ps,
-              _mm512_loadu_ps, _mm512_storeu_ps, _mm512_fmadd_ps)
+CVCPU_SIMD_CORR(corr_avx512_fk, CVCPU_AVX512, float, __m512, 16, _mm512_setzero_ps(),
+                _mm512_set1_ps, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_fmadd_ps)
 
 static void corr_avx512_f(void *out, size_t n, const void *const *rows, size_t nrows,
                           const void *w, size_t K)
@@ -219,90 +219,90 @@ static void corr_avx512_f(void *out, size_t n, const void *const *rows, size_t n
         corr_avx512_fk(out, n, rows, nrows, w, K);
 }
 #define MULADD(c, x, a) _mm512_add_pd(a, _mm512_mul_pd(c, x))
-CVF_SIMD_CORR(corr_avx512_d, CVF_AVX512, double, __m512d, 8, _mm512_setzero_pd(), _mm512_set1_pd,
-              _mm512_loadu_pd, _mm512_storeu_pd, MULADD)
+CVCPU_SIMD_CORR(corr_avx512_d, CVCPU_AVX512, double, __m512d, 8, _mm512_setzero_pd(),
+                _mm512_set1_pd, _mm512_loadu_pd, _mm512_storeu_pd, MULADD)
 #undef MULADD
 
 /*
- * The 4-row kernel (cvf_corr4_fn): V vectors of 4 output rows stay in
+ * The 4-row kernel (cvcpu_corr4_fn): V vectors of 4 output rows stay in
  * registers; input row j feeds output rows r = j - k1 for the k1 in range,
  * so each loaded vector serves up to 4 FMAs. The active rows [lo, hi] of
  * each input row select a specialised loop (no FMA with an absent weight).
  */
-#define CVF_C4_STEP(V, LO, HI, T, VT, VW, SET1, LOADU, FMADD)                                 \
-    for (size_t k = 0; k < K2; k++) {                                                         \
-        VT in[V];                                                                             \
-        for (int v = 0; v < V; v++) {                                                         \
-            in[v] = LOADU(row + k + (size_t)v * VW);                                          \
-            __asm__("" : "+v"(in[v])); /* keep it in a register: one load, many FMAs */        \
-        }                                                                                     \
-        for (int r = LO; r <= HI; r++) {                                                      \
-            VT c = SET1(w0[k - (size_t)r * K2]);                                              \
-            for (int v = 0; v < V; v++)                                                       \
-                a[r][v] = FMADD(c, in[v], a[r][v]);                                           \
-        }                                                                                     \
+#define CVCPU_C4_STEP(V, LO, HI, T, VT, VW, SET1, LOADU, FMADD)                             \
+    for (size_t k = 0; k < K2; k++) {                                                       \
+        VT in[V];                                                                           \
+        for (int v = 0; v < V; v++) {                                                       \
+            in[v] = LOADU(row + k + (size_t)v * VW);                                        \
+            __asm__("" : "+v"(in[v])); /* keep it in a register: one load, many FMAs */     \
+        }                                                                                   \
+        for (int r = LO; r <= HI; r++) {                                                    \
+            VT c = SET1(w0[k - (size_t)r * K2]);                                            \
+            for (int v = 0; v < V; v++)                                                     \
+                a[r][v] = FMADD(c, in[v], a[r][v]);                                         \
+        }                                                                                   \
     }
 
-#define CVF_C4_BLOCK(V, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)                          \
-    {                                                                                         \
-        VT a[4][V];                                                                           \
-        for (int r = 0; r < 4; r++)                                                           \
-            for (int v = 0; v < V; v++)                                                       \
-                a[r][v] = ZERO;                                                               \
-        for (size_t k0 = 0; k0 < K0; k0++)                                                    \
-            for (size_t j = 0; j < J; j++) {                                                  \
-                const T *row = (const T *)rows[k0 * J + j] + x;                               \
-                const T *w0 = w + (k0 * K1 + j) * K2;                                         \
-                size_t lo = j + 1 > K1 ? j + 1 - K1 : 0, hi = j < 3 ? j : 3;                  \
-                switch (lo * 4 + hi) {                                                        \
-                case 0: CVF_C4_STEP(V, 0, 0, T, VT, VW, SET1, LOADU, FMADD) break;            \
-                case 1: CVF_C4_STEP(V, 0, 1, T, VT, VW, SET1, LOADU, FMADD) break;            \
-                case 2: CVF_C4_STEP(V, 0, 2, T, VT, VW, SET1, LOADU, FMADD) break;            \
-                case 3: CVF_C4_STEP(V, 0, 3, T, VT, VW, SET1, LOADU, FMADD) break;            \
-                case 5: CVF_C4_STEP(V, 1, 1, T, VT, VW, SET1, LOADU, FMADD) break;            \
-                case 6: CVF_C4_STEP(V, 1, 2, T, VT, VW, SET1, LOADU, FMADD) break;            \
-                case 7: CVF_C4_STEP(V, 1, 3, T, VT, VW, SET1, LOADU, FMADD) break;            \
-                case 10: CVF_C4_STEP(V, 2, 2, T, VT, VW, SET1, LOADU, FMADD) break;           \
-                case 11: CVF_C4_STEP(V, 2, 3, T, VT, VW, SET1, LOADU, FMADD) break;           \
-                default: CVF_C4_STEP(V, 3, 3, T, VT, VW, SET1, LOADU, FMADD) break;           \
-                }                                                                             \
-            }                                                                                 \
-        for (int r = 0; r < 4; r++)                                                           \
-            for (int v = 0; v < V; v++)                                                       \
-                STOREU((T *)out[r] + x + (size_t)v * VW, a[r][v]);                            \
+#define CVCPU_C4_BLOCK(V, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)                      \
+    {                                                                                       \
+        VT a[4][V];                                                                         \
+        for (int r = 0; r < 4; r++)                                                         \
+            for (int v = 0; v < V; v++)                                                     \
+                a[r][v] = ZERO;                                                             \
+        for (size_t k0 = 0; k0 < K0; k0++)                                                  \
+            for (size_t j = 0; j < J; j++) {                                                \
+                const T *row = (const T *)rows[k0 * J + j] + x;                             \
+                const T *w0 = w + (k0 * K1 + j) * K2;                                       \
+                size_t lo = j + 1 > K1 ? j + 1 - K1 : 0, hi = j < 3 ? j : 3;                \
+                switch (lo * 4 + hi) {                                                      \
+                case 0: CVCPU_C4_STEP(V, 0, 0, T, VT, VW, SET1, LOADU, FMADD) break;        \
+                case 1: CVCPU_C4_STEP(V, 0, 1, T, VT, VW, SET1, LOADU, FMADD) break;        \
+                case 2: CVCPU_C4_STEP(V, 0, 2, T, VT, VW, SET1, LOADU, FMADD) break;        \
+                case 3: CVCPU_C4_STEP(V, 0, 3, T, VT, VW, SET1, LOADU, FMADD) break;        \
+                case 5: CVCPU_C4_STEP(V, 1, 1, T, VT, VW, SET1, LOADU, FMADD) break;        \
+                case 6: CVCPU_C4_STEP(V, 1, 2, T, VT, VW, SET1, LOADU, FMADD) break;        \
+                case 7: CVCPU_C4_STEP(V, 1, 3, T, VT, VW, SET1, LOADU, FMADD) break;        \
+                case 10: CVCPU_C4_STEP(V, 2, 2, T, VT, VW, SET1, LOADU, FMADD) break;       \
+                case 11: CVCPU_C4_STEP(V, 2, 3, T, VT, VW, SET1, LOADU, FMADD) break;       \
+                default: CVCPU_C4_STEP(V, 3, 3, T, VT, VW, SET1, LOADU, FMADD) break;       \
+                }                                                                           \
+            }                                                                               \
+        for (int r = 0; r < 4; r++)                                                         \
+            for (int v = 0; v < V; v++)                                                     \
+                STOREU((T *)out[r] + x + (size_t)v * VW, a[r][v]);                          \
     }
 
-#define CVF_SIMD_CORR4(NAME, ATTR, V, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)            \
-    ATTR static void NAME(void *const *out, size_t n, const void *const *rows, size_t K0,     \
-                          size_t K1, const void *wv, size_t K2)                               \
-    {                                                                                         \
-        const T *w = wv;                                                                      \
-        const size_t J = 4 + K1 - 1, N = (n + VW - 1) / VW * VW;                              \
-        size_t x = 0;                                                                         \
-        for (; x + V * VW <= N; x += V * VW)                                                  \
-            CVF_C4_BLOCK(V, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)                      \
-        for (; x < N; x += VW)                                                                \
-            CVF_C4_BLOCK(1, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)                      \
+#define CVCPU_SIMD_CORR4(NAME, ATTR, V, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)        \
+    ATTR static void NAME(void *const *out, size_t n, const void *const *rows, size_t K0,   \
+                          size_t K1, const void *wv, size_t K2)                             \
+    {                                                                                       \
+        const T *w = wv;                                                                    \
+        const size_t J = 4 + K1 - 1, N = (n + VW - 1) / VW * VW;                            \
+        size_t x = 0;                                                                       \
+        for (; x + V * VW <= N; x += V * VW)                                                \
+            CVCPU_C4_BLOCK(V, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)                  \
+        for (; x < N; x += VW)                                                              \
+            CVCPU_C4_BLOCK(1, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)                  \
     }
 
-CVF_SIMD_CORR4(corr4_avx2_f, CVF_AVX2, 2, float, __m256, 8, _mm256_setzero_ps(), _mm256_set1_ps,
-               _mm256_loadu_ps, _mm256_storeu_ps, _mm256_fmadd_ps)
-CVF_SIMD_CORR4(corr4_avx512_f, CVF_AVX512, 4, float, __m512, 16, _mm512_setzero_ps(),
-               _mm512_set1_ps, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_fmadd_ps)
+CVCPU_SIMD_CORR4(corr4_avx2_f, CVCPU_AVX2, 2, float, __m256, 8, _mm256_setzero_ps(), _mm256_set1_ps,
+                 _mm256_loadu_ps, _mm256_storeu_ps, _mm256_fmadd_ps)
+CVCPU_SIMD_CORR4(corr4_avx512_f, CVCPU_AVX512, 4, float, __m512, 16, _mm512_setzero_ps(),
+                 _mm512_set1_ps, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_fmadd_ps)
 #define MULADD(c, x, a) _mm256_add_pd(a, _mm256_mul_pd(c, x))
-CVF_SIMD_CORR4(corr4_avx2_d, CVF_AVX2, 2, double, __m256d, 4, _mm256_setzero_pd(), _mm256_set1_pd,
-               _mm256_loadu_pd, _mm256_storeu_pd, MULADD)
+CVCPU_SIMD_CORR4(corr4_avx2_d, CVCPU_AVX2, 2, double, __m256d, 4, _mm256_setzero_pd(),
+                 _mm256_set1_pd, _mm256_loadu_pd, _mm256_storeu_pd, MULADD)
 #undef MULADD
 #define MULADD(c, x, a) _mm512_add_pd(a, _mm512_mul_pd(c, x))
-CVF_SIMD_CORR4(corr4_avx512_d, CVF_AVX512, 4, double, __m512d, 8, _mm512_setzero_pd(),
-               _mm512_set1_pd, _mm512_loadu_pd, _mm512_storeu_pd, MULADD)
+CVCPU_SIMD_CORR4(corr4_avx512_d, CVCPU_AVX512, 4, double, __m512d, 8, _mm512_setzero_pd(),
+                 _mm512_set1_pd, _mm512_loadu_pd, _mm512_storeu_pd, MULADD)
 #undef MULADD
 
-/* ---- conversions (see cvf_cvt) ----------------------------------------------
+/* ---- conversions (see cvcpu_cvt) ----------------------------------------------
  * min(hi, v) keeps NaN (the second operand) and clamps +inf; the conversion
  * rounds to nearest even and turns NaN and -inf into INT_MIN, which max(., 0)
  * makes 0; the unsigned saturating narrow does the rest. */
-CVF_AVX512 static void to_u8_avx512(void *dst, const float *src, size_t n)
+CVCPU_AVX512 static void to_u8_avx512(void *dst, const float *src, size_t n)
 {
     uint8_t *d = dst;
     const __m512 hi = _mm512_set1_ps(255.0f);
@@ -319,7 +319,7 @@ CVF_AVX512 static void to_u8_avx512(void *dst, const float *src, size_t n)
     }
 }
 
-CVF_AVX512 static void to_u16_avx512(void *dst, const float *src, size_t n)
+CVCPU_AVX512 static void to_u16_avx512(void *dst, const float *src, size_t n)
 {
     uint16_t *d = dst;
     const __m512 hi = _mm512_set1_ps(65535.0f);
@@ -336,7 +336,7 @@ CVF_AVX512 static void to_u16_avx512(void *dst, const float *src, size_t n)
     }
 }
 
-CVF_AVX512 static void from_u8_avx512(float *dst, const void *src, size_t n)
+CVCPU_AVX512 static void from_u8_avx512(float *dst, const void *src, size_t n)
 {
     const uint8_t *s = src;
     size_t i = 0;
@@ -347,7 +347,7 @@ CVF_AVX512 static void from_u8_avx512(float *dst, const void *src, size_t n)
         dst[i] = (float)s[i];
 }
 
-CVF_AVX512 static void from_u16_avx512(float *dst, const void *src, size_t n)
+CVCPU_AVX512 static void from_u16_avx512(float *dst, const void *src, size_t n)
 {
     const uint16_t *s = src;
     size_t i = 0;
@@ -360,17 +360,17 @@ CVF_AVX512 static void from_u16_avx512(float *dst, const void *src, size_t n)
 
 /* AVX2: the same steps; signed saturating packs are exact after max(., 0)
  * and a clamp to hi, and the lane order is restored by a permute. */
-CVF_AVX2 static void to_u8_avx2(void *dst, const float *src, size_t n)
+CVCPU_AVX2 static void to_u8_avx2(void *dst, const float *src, size_t n)
 {
     uint8_t *d = dst;
     const __m256 hi = _mm256_set1_ps(255.0f);
     const __m256i zero = _mm256_setzero_si256();
     size_t i = 0;
-#define CVF_TO_I32(p)                                                                   \
+#define CVCPU_TO_I32(p)                                                                     \
     _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_loadu_ps(p))), zero)
     for (; i + 32 <= n; i += 32) {
-        __m256i a = CVF_TO_I32(src + i), b = CVF_TO_I32(src + i + 8);
-        __m256i c = CVF_TO_I32(src + i + 16), e = CVF_TO_I32(src + i + 24);
+        __m256i a = CVCPU_TO_I32(src + i), b = CVCPU_TO_I32(src + i + 8);
+        __m256i c = CVCPU_TO_I32(src + i + 16), e = CVCPU_TO_I32(src + i + 24);
         __m256i ab = _mm256_packs_epi32(a, b), ce = _mm256_packs_epi32(c, e);
         __m256i r = _mm256_packus_epi16(ab, ce);
         r = _mm256_permutevar8x32_epi32(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
@@ -383,14 +383,14 @@ CVF_AVX2 static void to_u8_avx2(void *dst, const float *src, size_t n)
     }
 }
 
-CVF_AVX2 static void to_u16_avx2(void *dst, const float *src, size_t n)
+CVCPU_AVX2 static void to_u16_avx2(void *dst, const float *src, size_t n)
 {
     uint16_t *d = dst;
     const __m256 hi = _mm256_set1_ps(65535.0f);
     const __m256i zero = _mm256_setzero_si256();
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        __m256i a = CVF_TO_I32(src + i), b = CVF_TO_I32(src + i + 8);
+        __m256i a = CVCPU_TO_I32(src + i), b = CVCPU_TO_I32(src + i + 8);
         __m256i r = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
         _mm256_storeu_si256((__m256i *)(void *)(d + i), r);
     }
@@ -401,7 +401,7 @@ CVF_AVX2 static void to_u16_avx2(void *dst, const float *src, size_t n)
     }
 }
 
-CVF_AVX2 static void from_u8_avx2(float *dst, const void *src, size_t n)
+CVCPU_AVX2 static void from_u8_avx2(float *dst, const void *src, size_t n)
 {
     const uint8_t *s = src;
     size_t i = 0;
@@ -412,7 +412,7 @@ CVF_AVX2 static void from_u8_avx2(float *dst, const void *src, size_t n)
         dst[i] = (float)s[i];
 }
 
-CVF_AVX2 static void from_u16_avx2(float *dst, const void *src, size_t n)
+CVCPU_AVX2 static void from_u16_avx2(float *dst, const void *src, size_t n)
 {
     const uint16_t *s = src;
     size_t i = 0;
@@ -423,19 +423,19 @@ CVF_AVX2 static void from_u16_avx2(float *dst, const void *src, size_t n)
         dst[i] = (float)s[i];
 }
 
-#undef CVF_TO_I32
+#undef CVCPU_TO_I32
 
-static const cvf_cvt cvt_avx512 = {to_u8_avx512, to_u16_avx512, from_u8_avx512, from_u16_avx512};
-static const cvf_cvt cvt_avx2 = {to_u8_avx2, to_u16_avx2, from_u8_avx2, from_u16_avx2};
+static const cvcpu_cvt cvt_avx512 = {to_u8_avx512, to_u16_avx512, from_u8_avx512, from_u16_avx512};
+static const cvcpu_cvt cvt_avx2 = {to_u8_avx2, to_u16_avx2, from_u8_avx2, from_u16_avx2};
 
 #endif /* x86-64 */
 
-const cvf_cvt *cvf_cvt_kernels(int isa)
+const cvcpu_cvt *cvcpu_cvt_kernels(int isa)
 {
-#if CVF_X86
-    if (isa >= CVF_ISA_AVX512)
+#if CVCPU_X86
+    if (isa >= CVCPU_ISA_AVX512)
         return &cvt_avx512;
-    if (isa >= CVF_ISA_AVX2)
+    if (isa >= CVCPU_ISA_AVX2)
         return &cvt_avx2;
 #else
     (void)isa;
@@ -443,12 +443,12 @@ const cvf_cvt *cvf_cvt_kernels(int isa)
     return NULL;
 }
 
-cvf_corr_fn cvf_corr_kernel(int dbl, int isa)
+cvcpu_corr_fn cvcpu_corr_kernel(int dbl, int isa)
 {
-#if CVF_X86
-    if (isa >= CVF_ISA_AVX512)
+#if CVCPU_X86
+    if (isa >= CVCPU_ISA_AVX512)
         return dbl ? corr_avx512_d : corr_avx512_f;
-    if (isa >= CVF_ISA_AVX2)
+    if (isa >= CVCPU_ISA_AVX2)
         return dbl ? corr_avx2_d : corr_avx2_f;
 #else
     (void)isa;
@@ -456,12 +456,12 @@ cvf_corr_fn cvf_corr_kernel(int dbl, int isa)
     return dbl ? corr_portable_d : corr_portable_f;
 }
 
-cvf_corr4_fn cvf_corr4_kernel(int dbl, int isa)
+cvcpu_corr4_fn cvcpu_corr4_kernel(int dbl, int isa)
 {
-#if CVF_X86
-    if (isa >= CVF_ISA_AVX512)
+#if CVCPU_X86
+    if (isa >= CVCPU_ISA_AVX512)
         return dbl ? corr4_avx512_d : corr4_avx512_f;
-    if (isa >= CVF_ISA_AVX2)
+    if (isa >= CVCPU_ISA_AVX2)
         return dbl ? corr4_avx2_d : corr4_avx2_f;
 #else
     (void)dbl;

@@ -23,10 +23,10 @@
 #endif
 
 /* The Z pass's ring of bands is kept within this many bytes per thread. */
-#define CVF_ZRING_BYTES ((size_t)512 << 10)
+#define CVCPU_ZRING_BYTES ((size_t)512 << 10)
 
 typedef struct {
-    cvf_exec e;
+    cvcpu_exec e;
     int vpass, zpass;
     const void *th, *tv, *tz;   /* taps of H (scaled by folded taps), V, Z */
     const void *hconst;         /* a row of cval * sum(th) */
@@ -39,7 +39,7 @@ typedef struct {
 
 typedef struct {
     void *ext;                  /* extended input row (lpad) */
-    void *edge;                 /* two border rows (cvf_edge_pad(K2) each) */
+    void *edge;                 /* two border rows (cvcpu_edge_pad(K2) each) */
     void *hring;                /* K1 rows (tpad) */
     void *orow;                 /* tpad */
     void *zring;                /* K0 bands of rb rows (tpad), with Z */
@@ -54,34 +54,34 @@ typedef struct {
 static void sep_rows(const splan *d, sthread *s, size_t c, ptrdiff_t j0, size_t ra, size_t rz,
                      size_t xa, size_t wdt, char *dst, size_t pitch, size_t i0)
 {
-    const cvf_exec *e = &d->e;
+    const cvcpu_exec *e = &d->e;
     const cvi_problem *p = e->p;
     const size_t K1 = d->vpass ? p->ksize[1] : 1, K2 = p->ksize[2];
     const size_t rowbytes = d->tpad * e->es;
     const ptrdiff_t koff1 = d->vpass ? p->koff[1] : 0;
     size_t xl, xr;
-    cvf_split_columns(e, xa, wdt, &xl, &xr);
+    cvcpu_split_columns(e, xa, wdt, &xl, &xr);
     const size_t steps = rz - ra + K1 - 1;
     for (size_t t = 0; t < steps; t++) {
         ptrdiff_t j1 = cvi_boundary_index((ptrdiff_t)(ra + t) - koff1, (ptrdiff_t)p->shape[1],
                                           p->mode);
-        const char *row = cvf_in_row(e, c, j0, j1);
+        const char *row = cvcpu_in_row(e, c, j0, j1);
         size_t slot = t % K1;
         if (!d->vpass) {
             void *to = dst ? dst + t * pitch : s->orow;
             if (row)
-                cvf_filter_row(e, row, xa, wdt, xl, xr, s->edge, s->ext, to, d->th, K2);
+                cvcpu_filter_row(e, row, xa, wdt, xl, xr, s->edge, s->ext, to, d->th, K2);
             else
-                cvf_fill(e, to, CVF_ROUND(wdt), d->hc);
+                cvcpu_fill(e, to, CVCPU_ROUND(wdt), d->hc);
             if (!dst)
-                cvf_store(e, cvf_out_row(e, c, i0, ra + t, xa), wdt, s->orow);
+                cvcpu_store(e, cvcpu_out_row(e, c, i0, ra + t, xa), wdt, s->orow);
             continue;
         }
         if (!row) {
             s->hptr[slot] = d->hconst;
         } else {
             void *h = (char *)s->hring + slot * rowbytes;
-            cvf_filter_row(e, row, xa, wdt, xl, xr, s->edge, s->ext, h, d->th, K2);
+            cvcpu_filter_row(e, row, xa, wdt, xl, xr, s->edge, s->ext, h, d->th, K2);
             s->hptr[slot] = h;
         }
         if (t + 1 < K1)
@@ -92,7 +92,7 @@ static void sep_rows(const splan *d, sthread *s, size_t c, ptrdiff_t j0, size_t 
         void *to = dst ? dst + first * pitch : s->orow;
         e->corr(to, wdt, s->rows, K1, d->tv, 1);
         if (!dst)
-            cvf_store(e, cvf_out_row(e, c, i0, ra + first, xa), wdt, s->orow);
+            cvcpu_store(e, cvcpu_out_row(e, c, i0, ra + first, xa), wdt, s->orow);
     }
 }
 
@@ -101,7 +101,7 @@ static void sep_rows(const splan *d, sthread *s, size_t c, ptrdiff_t j0, size_t 
 static void sep_stream(const splan *d, sthread *s, size_t c, size_t ra, size_t rz, size_t xa,
                        size_t wdt)
 {
-    const cvf_exec *e = &d->e;
+    const cvcpu_exec *e = &d->e;
     const cvi_problem *p = e->p;
     const size_t K0 = p->ksize[0], n0 = p->shape[0], pitch = d->tpad * e->es;
     const size_t bandbytes = d->rb * pitch;
@@ -124,7 +124,7 @@ static void sep_stream(const splan *d, sthread *s, size_t c, size_t ra, size_t r
                 s->rows[k0] = b ? b + r * pitch : d->vconst;
             }
             e->corr(s->orow, wdt, s->rows, K0, d->tz, 1);
-            cvf_store(e, cvf_out_row(e, c, i0, ra + r, xa), wdt, s->orow);
+            cvcpu_store(e, cvcpu_out_row(e, c, i0, ra + r, xa), wdt, s->orow);
         }
     }
 }
@@ -142,7 +142,7 @@ static void free_threads(sthread *th, int nt)
     if (!th)
         return;
     for (int t = 0; t < nt; t++) {
-        cvf_free(th[t].ext);
+        cvcpu_free(th[t].ext);
         free(th[t].hptr);
         free(th[t].rows);
         free(th[t].zptr);
@@ -150,83 +150,105 @@ static void free_threads(sthread *th, int nt)
     free(th);
 }
 
-convolve_status cvf_separable(const cvi_problem *p, const void *in, void *out)
+/* Tiles whose rings of H rows (and of Z bands) stay in cache: d->tw, rb,
+ * ntw, nrb, lpad and tpad. Returns the number of work items. */
+static size_t plan_tiles(splan *d)
+{
+    const cvcpu_exec *e = &d->e;
+    const cvi_problem *p = e->p;
+    const size_t K0 = p->ksize[0], K1 = p->ksize[1], K2 = p->ksize[2];
+    size_t ring = (d->vpass ? K1 : 0) + 2;
+    if (d->zpass) {
+        cvcpu_plan_tiles(p, e->es, e->threads, ring, 1, 0, &d->tw, &d->rb);
+        size_t maxrb = CVCPU_ZRING_BYTES / (K0 * cvcpu_round16(CVCPU_ROUND(d->tw)) * e->es);
+        if (maxrb < 8)
+            maxrb = 8;
+        cvcpu_plan_tiles(p, e->es, e->threads, ring, 1, maxrb, &d->tw, &d->rb);
+    } else {
+        cvcpu_plan_tiles(p, e->es, e->threads, ring, p->shape[0], 0, &d->tw, &d->rb);
+    }
+    d->ntw = cvcpu_div_up(p->shape[2], d->tw);
+    d->nrb = cvcpu_div_up(p->shape[1], d->rb);
+    d->lpad = cvcpu_round16(CVCPU_ROUND(d->tw) + K2 - 1);
+    d->tpad = cvcpu_round16(CVCPU_ROUND(d->tw));
+    return d->nrb * d->ntw * (d->zpass ? 1 : p->shape[0]);
+}
+
+/* Each thread's buffers: the extended row, its edges, the ring of H rows,
+ * an output row and (Z pass) the ring of bands. 0 when out of memory. */
+static int alloc_threads(const splan *d, sthread *th, int nt)
+{
+    const cvcpu_exec *e = &d->e;
+    const cvi_problem *p = e->p;
+    const size_t K0 = p->ksize[0], K1 = p->ksize[1], K2 = p->ksize[2];
+    const size_t epad = cvcpu_edge_pad(K2);
+    const size_t per = d->lpad + 2 * epad + (K1 + 1) * d->tpad +
+                       (d->zpass ? K0 * d->rb * d->tpad : 0);
+    const size_t nrows = K0 > K1 ? K0 : K1;
+    for (int t = 0; t < nt; t++) {
+        sthread *s = &th[t];
+        s->ext = cvcpu_alloc(per, e->es);
+        s->hptr = malloc(K1 * sizeof(void *));
+        s->rows = malloc(nrows * sizeof(void *));
+        s->zptr = malloc(K0 * sizeof(void *));
+        if (!s->ext || !s->hptr || !s->rows || !s->zptr)
+            return 0;
+        s->edge = (char *)s->ext + d->lpad * e->es;
+        s->hring = (char *)s->edge + 2 * epad * e->es;
+        s->orow = (char *)s->hring + K1 * d->tpad * e->es;
+        s->zring = (char *)s->orow + d->tpad * e->es;
+    }
+    return 1;
+}
+
+convolve_status cvcpu_separable(const cvi_problem *p, int threads, const void *in, void *out)
 {
     splan d;
-    cvf_exec_init(&d.e, p, in, out);
+    cvcpu_exec_init(&d.e, p, threads, in, out);
     const double outputs = (double)(p->shape[0] * p->shape[1] * p->shape[2] * p->channels);
-    cvf_limit_threads(&d.e, outputs * (double)(p->ksize[0] + p->ksize[1] + p->ksize[2] + 4));
-    const cvf_exec *e = &d.e;
+    cvcpu_limit_threads(&d.e, outputs * (double)(p->ksize[0] + p->ksize[1] + p->ksize[2] + 4));
+    const cvcpu_exec *e = &d.e;
     const size_t K0 = p->ksize[0], K1 = p->ksize[1], K2 = p->ksize[2];
     d.vpass = K1 > 1;
     d.zpass = K0 > 1;
     double scale = (d.vpass ? 1.0 : p->taps[1][0]) * (d.zpass ? 1.0 : p->taps[0][0]);
 
-    /* tiles: the rings of H rows (and of Z bands) stay in cache */
-    size_t ring = (d.vpass ? K1 : 0) + 2;
-    if (d.zpass) {
-        cvf_plan_tiles(p, e->es, e->threads, ring, 1, 0, &d.tw, &d.rb);
-        size_t maxrb = CVF_ZRING_BYTES / (K0 * cvf_round16(CVF_ROUND(d.tw)) * e->es);
-        if (maxrb < 8)
-            maxrb = 8;
-        cvf_plan_tiles(p, e->es, e->threads, ring, 1, maxrb, &d.tw, &d.rb);
-    } else {
-        cvf_plan_tiles(p, e->es, e->threads, ring, p->shape[0], 0, &d.tw, &d.rb);
-    }
-    d.ntw = cvf_div_up(p->shape[2], d.tw);
-    d.nrb = cvf_div_up(p->shape[1], d.rb);
-    d.lpad = cvf_round16(CVF_ROUND(d.tw) + K2 - 1);
-    d.tpad = cvf_round16(CVF_ROUND(d.tw));
-    const size_t items = d.nrb * d.ntw * (d.zpass ? 1 : p->shape[0]);
+    const size_t items = plan_tiles(&d);
     int nt = e->threads;
     if ((size_t)nt > items)
         nt = (int)items;
 
     convolve_status st = CONVOLVE_OK;
-    char *taps = cvf_alloc(K0 + K1 + K2 + 3 * 16, e->es);
-    char *consts = cvf_alloc(2 * d.tpad, e->es);
+    char *taps = cvcpu_alloc(K0 + K1 + K2 + 3 * 16, e->es);
+    char *consts = cvcpu_alloc(2 * d.tpad, e->es);
     sthread *th = calloc((size_t)nt, sizeof *th);
     if (!taps || !consts || !th)
         goto oom;
     d.th = taps;
-    d.tv = taps + cvf_round16(K2) * e->es;
-    d.tz = taps + (cvf_round16(K2) + cvf_round16(K1)) * e->es;
-    cvf_convert_weights(e, (void *)d.th, p->taps[2], K2, scale);
-    cvf_convert_weights(e, (void *)d.tv, p->taps[1], K1, 1.0);
-    cvf_convert_weights(e, (void *)d.tz, p->taps[0], K0, 1.0);
+    d.tv = taps + cvcpu_round16(K2) * e->es;
+    d.tz = taps + (cvcpu_round16(K2) + cvcpu_round16(K1)) * e->es;
+    cvcpu_convert_weights(e, (void *)d.th, p->taps[2], K2, scale);
+    cvcpu_convert_weights(e, (void *)d.tv, p->taps[1], K1, 1.0);
+    cvcpu_convert_weights(e, (void *)d.tz, p->taps[0], K0, 1.0);
     double hc = p->cval * sum_of(p->taps[2], K2) * scale;
     double vc = d.vpass ? hc * sum_of(p->taps[1], K1) : hc;
     d.hc = hc;
-    cvf_fill(e, consts, d.tpad, hc);
-    cvf_fill(e, consts + d.tpad * e->es, d.tpad, vc);
+    cvcpu_fill(e, consts, d.tpad, hc);
+    cvcpu_fill(e, consts + d.tpad * e->es, d.tpad, vc);
     d.hconst = consts;
     d.vconst = consts + d.tpad * e->es;
 
-    const size_t epad = cvf_edge_pad(K2);
-    const size_t per = d.lpad + 2 * epad + (K1 + 1) * d.tpad + (d.zpass ? K0 * d.rb * d.tpad : 0);
-    const size_t nrows = K0 > K1 ? K0 : K1;
-    for (int t = 0; t < nt; t++) {
-        sthread *s = &th[t];
-        s->ext = cvf_alloc(per, e->es);
-        s->hptr = malloc(K1 * sizeof(void *));
-        s->rows = malloc(nrows * sizeof(void *));
-        s->zptr = malloc(K0 * sizeof(void *));
-        if (!s->ext || !s->hptr || !s->rows || !s->zptr)
-            goto oom;
-        s->edge = (char *)s->ext + d.lpad * e->es;
-        s->hring = (char *)s->edge + 2 * epad * e->es;
-        s->orow = (char *)s->hring + K1 * d.tpad * e->es;
-        s->zring = (char *)s->orow + d.tpad * e->es;
-    }
+    if (!alloc_threads(&d, th, nt))
+        goto oom;
 
-CVF_OMP(omp parallel num_threads(nt))
+CVCPU_OMP(omp parallel num_threads(nt))
     {
         int tid = 0;
 #ifdef _OPENMP
         tid = omp_get_thread_num();
 #endif
         sthread *s = &th[tid];
-CVF_OMP(omp for schedule(dynamic, 1))
+CVCPU_OMP(omp for schedule(dynamic, 1))
         for (ptrdiff_t it = 0; it < (ptrdiff_t)items; it++) {
             size_t r = (size_t)it;
             size_t x = r % d.ntw;
@@ -244,14 +266,14 @@ CVF_OMP(omp for schedule(dynamic, 1))
                     sep_rows(&d, s, c, (ptrdiff_t)i0, ra, rz, xa, wdt, NULL, 0, i0);
             }
         }
-        cvf_store_done(e);
+        cvcpu_store_done(e);
     }
     goto done;
 oom:
     st = CONVOLVE_ERROR_OUT_OF_MEMORY;
 done:
     free_threads(th, nt);
-    cvf_free(taps);
-    cvf_free(consts);
+    cvcpu_free(taps);
+    cvcpu_free(consts);
     return st;
 }

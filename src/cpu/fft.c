@@ -11,7 +11,7 @@
 #include <math.h>
 #include <stdint.h>
 
-void cvf_twiddles_fill(cvf_twiddles *tw, size_t es)
+void cvcpu_twiddles_fill(cvcpu_twiddles *tw, size_t es)
 {
     const double pi = 3.14159265358979323846;
     for (size_t h = 1; h < tw->T; h *= 2)
@@ -31,7 +31,7 @@ void cvf_twiddles_fill(cvf_twiddles *tw, size_t es)
  * (empty for the portable set), SFX names the set. TRANSPOSE_BLOCKS(...)
  * transposes what it can with SIMD and returns the rows it has done (whole
  * blocks of rows; the rest is transposed element by element). */
-#define CVF_FFT_SET(SFX, T, ATTR)                                                            \
+#define CVCPU_FFT_SET(SFX, T, ATTR)                                                         \
     /* a, b <- a + b, (a - b) w over n elements */                                          \
     ATTR static void dif_bfly_##SFX(T *restrict ar, T *restrict ai, T *restrict br,         \
                                     T *restrict bi, size_t n, T wr, T wi)                   \
@@ -58,8 +58,8 @@ void cvf_twiddles_fill(cvf_twiddles *tw, size_t es)
             bi[s] = ui - vi;                                                                \
         }                                                                                   \
     }                                                                                       \
-    /* two DIF stages at once (distances 2q, then q) on a, b, c, d at offsets   \
-     * 0, q, 2q, 3q: w1 = tw[2q + j], w2 = tw[3q + j], w3 = tw[q + j] */            \
+    /* two DIF stages at once (distances 2q, then q) on a, b, c, d at offsets               \
+     * 0, q, 2q, 3q: w1 = tw[2q + j], w2 = tw[3q + j], w3 = tw[q + j] */                    \
     ATTR static void dif_bfly2_##SFX(T *restrict ar, T *restrict ai, T *restrict br,        \
                                      T *restrict bi, T *restrict cr, T *restrict ci,        \
                                      T *restrict dr, T *restrict di, size_t n, T w1r,       \
@@ -84,8 +84,8 @@ void cvf_twiddles_fill(cvf_twiddles *tw, size_t es)
             di[s] = v_r * w3i + v_i * w3r;                                                  \
         }                                                                                   \
     }                                                                                       \
-    /* two DIT stages at once (distances q, then 2q), conjugate twiddles:      \
-     * w3 = tw[q + j] for the first, w1 = tw[2q + j], w2 = tw[3q + j] */               \
+    /* two DIT stages at once (distances q, then 2q), conjugate twiddles:                   \
+     * w3 = tw[q + j] for the first, w1 = tw[2q + j], w2 = tw[3q + j] */                    \
     ATTR static void dit_bfly2_##SFX(T *restrict ar, T *restrict ai, T *restrict br,        \
                                      T *restrict bi, T *restrict cr, T *restrict ci,        \
                                      T *restrict dr, T *restrict di, size_t n, T w1r,       \
@@ -138,7 +138,7 @@ void cvf_twiddles_fill(cvf_twiddles *tw, size_t es)
         }                                                                                   \
     }                                                                                       \
     ATTR static void forward_##SFX(void *re, void *im, size_t outer, size_t n, size_t S,    \
-                                   const cvf_twiddles *tw)                                  \
+                                   const cvcpu_twiddles *tw)                                \
     {                                                                                       \
         const T *twr = tw->re, *twi = tw->im;                                               \
         for (size_t o = 0; o < outer; o++) {                                                \
@@ -175,7 +175,7 @@ void cvf_twiddles_fill(cvf_twiddles *tw, size_t es)
         }                                                                                   \
     }                                                                                       \
     ATTR static void inverse_##SFX(void *re, void *im, size_t outer, size_t n, size_t S,    \
-                                   const cvf_twiddles *tw)                                  \
+                                   const cvcpu_twiddles *tw)                                \
     {                                                                                       \
         const T *twr = tw->re, *twi = tw->im;                                               \
         for (size_t o = 0; o < outer; o++) {                                                \
@@ -238,23 +238,23 @@ void cvf_twiddles_fill(cvf_twiddles *tw, size_t es)
             xi[i] = a * gi[i] + b * gr[i];                                                  \
         }                                                                                   \
     }                                                                                       \
-    static const cvf_fft_ops ops_##SFX = {forward_##SFX, inverse_##SFX, transpose_##SFX,    \
+    static const cvcpu_fft_ops ops_##SFX = {forward_##SFX, inverse_##SFX, transpose_##SFX,  \
                                           multiply_##SFX};
 
 #define TRANSPOSE_BLOCKS(dre, dim, sre, sim, R, C) 0
-CVF_FFT_SET(pf, float, )
-CVF_FFT_SET(pd, double, )
+CVCPU_FFT_SET(pf, float, )
+CVCPU_FFT_SET(pd, double, )
 #undef TRANSPOSE_BLOCKS
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define CVF_FFT_X86 1
+#define CVCPU_FFT_X86 1
 #include <immintrin.h>
 
-#define CVF_T_AVX2 __attribute__((target("avx2,fma")))
-#define CVF_T_AVX512 __attribute__((target("avx512f")))
+#define CVCPU_T_AVX2 __attribute__((target("avx2,fma")))
+#define CVCPU_T_AVX512 __attribute__((target("avx512f")))
 
 /* dst (column stride ds) = transpose of the 8 x 8 floats at src (row stride ss) */
-CVF_T_AVX2 static inline void tr8_f(float *dst, size_t ds, const float *src, size_t ss)
+CVCPU_T_AVX2 static inline void tr8_f(float *dst, size_t ds, const float *src, size_t ss)
 {
     __m256 r[8], t[8], u[8];
     for (int i = 0; i < 8; i++)
@@ -276,7 +276,7 @@ CVF_T_AVX2 static inline void tr8_f(float *dst, size_t ds, const float *src, siz
 }
 
 /* the same for 4 x 4 doubles */
-CVF_T_AVX2 static inline void tr4_d(double *dst, size_t ds, const double *src, size_t ss)
+CVCPU_T_AVX2 static inline void tr4_d(double *dst, size_t ds, const double *src, size_t ss)
 {
     __m256d r0 = _mm256_loadu_pd(src), r1 = _mm256_loadu_pd(src + ss);
     __m256d r2 = _mm256_loadu_pd(src + 2 * ss), r3 = _mm256_loadu_pd(src + 3 * ss);
@@ -289,11 +289,11 @@ CVF_T_AVX2 static inline void tr4_d(double *dst, size_t ds, const double *src, s
 }
 
 /* x, y <- the two-source permutes of x and y by the tables va and vb */
-#define CVF_XSWAP(T, x, y)                                                     \
-    do {                                                                       \
-        a = _mm512_permutex2var_##T(x, va, y);                                 \
-        y = _mm512_permutex2var_##T(x, vb, y);                                 \
-        x = a;                                                                 \
+#define CVCPU_XSWAP(T, x, y)                                                                \
+    do {                                                                                    \
+        a = _mm512_permutex2var_##T(x, va, y);                                              \
+        y = _mm512_permutex2var_##T(x, vb, y);                                              \
+        x = a;                                                                              \
     } while (0)
 
 /* 16 x 16 floats (and 8 x 8 doubles): stages that swap the off-diagonal
@@ -310,7 +310,7 @@ static const int32_t k_tr16[4][2][16] __attribute__((aligned(64))) = {
      {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31}},
 };
 
-CVF_T_AVX512 static inline void tr16_f(float *dst, size_t ds, const float *src, size_t ss)
+CVCPU_T_AVX512 static inline void tr16_f(float *dst, size_t ds, const float *src, size_t ss)
 {
     __m512 r0 = _mm512_loadu_ps(src + 0 * ss);
     __m512 r1 = _mm512_loadu_ps(src + 1 * ss);
@@ -331,47 +331,47 @@ CVF_T_AVX512 static inline void tr16_f(float *dst, size_t ds, const float *src, 
     __m512 a;
     { /* swap the off-diagonal 8 x 8 sub-blocks */
         __m512i va = _mm512_load_si512(k_tr16[0][0]), vb = _mm512_load_si512(k_tr16[0][1]);
-        CVF_XSWAP(ps, r0, r8);
-        CVF_XSWAP(ps, r1, r9);
-        CVF_XSWAP(ps, r2, r10);
-        CVF_XSWAP(ps, r3, r11);
-        CVF_XSWAP(ps, r4, r12);
-        CVF_XSWAP(ps, r5, r13);
-        CVF_XSWAP(ps, r6, r14);
-        CVF_XSWAP(ps, r7, r15);
+        CVCPU_XSWAP(ps, r0, r8);
+        CVCPU_XSWAP(ps, r1, r9);
+        CVCPU_XSWAP(ps, r2, r10);
+        CVCPU_XSWAP(ps, r3, r11);
+        CVCPU_XSWAP(ps, r4, r12);
+        CVCPU_XSWAP(ps, r5, r13);
+        CVCPU_XSWAP(ps, r6, r14);
+        CVCPU_XSWAP(ps, r7, r15);
     }
     { /* swap the off-diagonal 4 x 4 sub-blocks */
         __m512i va = _mm512_load_si512(k_tr16[1][0]), vb = _mm512_load_si512(k_tr16[1][1]);
-        CVF_XSWAP(ps, r0, r4);
-        CVF_XSWAP(ps, r1, r5);
-        CVF_XSWAP(ps, r2, r6);
-        CVF_XSWAP(ps, r3, r7);
-        CVF_XSWAP(ps, r8, r12);
-        CVF_XSWAP(ps, r9, r13);
-        CVF_XSWAP(ps, r10, r14);
-        CVF_XSWAP(ps, r11, r15);
+        CVCPU_XSWAP(ps, r0, r4);
+        CVCPU_XSWAP(ps, r1, r5);
+        CVCPU_XSWAP(ps, r2, r6);
+        CVCPU_XSWAP(ps, r3, r7);
+        CVCPU_XSWAP(ps, r8, r12);
+        CVCPU_XSWAP(ps, r9, r13);
+        CVCPU_XSWAP(ps, r10, r14);
+        CVCPU_XSWAP(ps, r11, r15);
     }
     { /* swap the off-diagonal 2 x 2 sub-blocks */
         __m512i va = _mm512_load_si512(k_tr16[2][0]), vb = _mm512_load_si512(k_tr16[2][1]);
-        CVF_XSWAP(ps, r0, r2);
-        CVF_XSWAP(ps, r1, r3);
-        CVF_XSWAP(ps, r4, r6);
-        CVF_XSWAP(ps, r5, r7);
-        CVF_XSWAP(ps, r8, r10);
-        CVF_XSWAP(ps, r9, r11);
-        CVF_XSWAP(ps, r12, r14);
-        CVF_XSWAP(ps, r13, r15);
+        CVCPU_XSWAP(ps, r0, r2);
+        CVCPU_XSWAP(ps, r1, r3);
+        CVCPU_XSWAP(ps, r4, r6);
+        CVCPU_XSWAP(ps, r5, r7);
+        CVCPU_XSWAP(ps, r8, r10);
+        CVCPU_XSWAP(ps, r9, r11);
+        CVCPU_XSWAP(ps, r12, r14);
+        CVCPU_XSWAP(ps, r13, r15);
     }
     { /* swap the off-diagonal 1 x 1 sub-blocks */
         __m512i va = _mm512_load_si512(k_tr16[3][0]), vb = _mm512_load_si512(k_tr16[3][1]);
-        CVF_XSWAP(ps, r0, r1);
-        CVF_XSWAP(ps, r2, r3);
-        CVF_XSWAP(ps, r4, r5);
-        CVF_XSWAP(ps, r6, r7);
-        CVF_XSWAP(ps, r8, r9);
-        CVF_XSWAP(ps, r10, r11);
-        CVF_XSWAP(ps, r12, r13);
-        CVF_XSWAP(ps, r14, r15);
+        CVCPU_XSWAP(ps, r0, r1);
+        CVCPU_XSWAP(ps, r2, r3);
+        CVCPU_XSWAP(ps, r4, r5);
+        CVCPU_XSWAP(ps, r6, r7);
+        CVCPU_XSWAP(ps, r8, r9);
+        CVCPU_XSWAP(ps, r10, r11);
+        CVCPU_XSWAP(ps, r12, r13);
+        CVCPU_XSWAP(ps, r14, r15);
     }
     _mm512_storeu_ps(dst + 0 * ds, r0);
     _mm512_storeu_ps(dst + 1 * ds, r1);
@@ -400,7 +400,7 @@ static const int64_t k_tr8[3][2][8] __attribute__((aligned(64))) = {
      {1, 9, 3, 11, 5, 13, 7, 15}},
 };
 
-CVF_T_AVX512 static inline void tr8_d(double *dst, size_t ds, const double *src, size_t ss)
+CVCPU_T_AVX512 static inline void tr8_d(double *dst, size_t ds, const double *src, size_t ss)
 {
     __m512d r0 = _mm512_loadu_pd(src + 0 * ss);
     __m512d r1 = _mm512_loadu_pd(src + 1 * ss);
@@ -413,24 +413,24 @@ CVF_T_AVX512 static inline void tr8_d(double *dst, size_t ds, const double *src,
     __m512d a;
     { /* swap the off-diagonal 4 x 4 sub-blocks */
         __m512i va = _mm512_load_si512(k_tr8[0][0]), vb = _mm512_load_si512(k_tr8[0][1]);
-        CVF_XSWAP(pd, r0, r4);
-        CVF_XSWAP(pd, r1, r5);
-        CVF_XSWAP(pd, r2, r6);
-        CVF_XSWAP(pd, r3, r7);
+        CVCPU_XSWAP(pd, r0, r4);
+        CVCPU_XSWAP(pd, r1, r5);
+        CVCPU_XSWAP(pd, r2, r6);
+        CVCPU_XSWAP(pd, r3, r7);
     }
     { /* swap the off-diagonal 2 x 2 sub-blocks */
         __m512i va = _mm512_load_si512(k_tr8[1][0]), vb = _mm512_load_si512(k_tr8[1][1]);
-        CVF_XSWAP(pd, r0, r2);
-        CVF_XSWAP(pd, r1, r3);
-        CVF_XSWAP(pd, r4, r6);
-        CVF_XSWAP(pd, r5, r7);
+        CVCPU_XSWAP(pd, r0, r2);
+        CVCPU_XSWAP(pd, r1, r3);
+        CVCPU_XSWAP(pd, r4, r6);
+        CVCPU_XSWAP(pd, r5, r7);
     }
     { /* swap the off-diagonal 1 x 1 sub-blocks */
         __m512i va = _mm512_load_si512(k_tr8[2][0]), vb = _mm512_load_si512(k_tr8[2][1]);
-        CVF_XSWAP(pd, r0, r1);
-        CVF_XSWAP(pd, r2, r3);
-        CVF_XSWAP(pd, r4, r5);
-        CVF_XSWAP(pd, r6, r7);
+        CVCPU_XSWAP(pd, r0, r1);
+        CVCPU_XSWAP(pd, r2, r3);
+        CVCPU_XSWAP(pd, r4, r5);
+        CVCPU_XSWAP(pd, r6, r7);
     }
     _mm512_storeu_pd(dst + 0 * ds, r0);
     _mm512_storeu_pd(dst + 1 * ds, r1);
@@ -443,45 +443,45 @@ CVF_T_AVX512 static inline void tr8_d(double *dst, size_t ds, const double *src,
 }
 
 /* Transposes the rows of R x C that whole B x B blocks cover; returns them. */
-#define CVF_TR_BLOCKS(NAME, ATTR, T, B, TR)                                                   \
+#define CVCPU_TR_BLOCKS(NAME, ATTR, T, B, TR)                                               \
     ATTR static size_t NAME(void *dre, void *dim, const void *sre, const void *sim, size_t R, \
-                            size_t C)                                                         \
-    {                                                                                         \
-        if (C % B)                                                                            \
-            return 0;                                                                         \
-        size_t rows = R / B * B;                                                              \
-        for (size_t r = 0; r < rows; r += B)                                                  \
-            for (size_t c = 0; c < C; c += B) {                                               \
-                TR((T *)dre + c * R + r, R, (const T *)sre + r * C + c, C);                   \
-                TR((T *)dim + c * R + r, R, (const T *)sim + r * C + c, C);                   \
-            }                                                                                 \
-        return rows;                                                                          \
+                            size_t C)                                                       \
+    {                                                                                       \
+        if (C % B)                                                                          \
+            return 0;                                                                       \
+        size_t rows = R / B * B;                                                            \
+        for (size_t r = 0; r < rows; r += B)                                                \
+            for (size_t c = 0; c < C; c += B) {                                             \
+                TR((T *)dre + c * R + r, R, (const T *)sre + r * C + c, C);                 \
+                TR((T *)dim + c * R + r, R, (const T *)sim + r * C + c, C);                 \
+            }                                                                               \
+        return rows;                                                                        \
     }
-CVF_TR_BLOCKS(trb_af, CVF_T_AVX2, float, 8, tr8_f)
-CVF_TR_BLOCKS(trb_ad, CVF_T_AVX2, double, 4, tr4_d)
-CVF_TR_BLOCKS(trb_zf, CVF_T_AVX512, float, 16, tr16_f)
-CVF_TR_BLOCKS(trb_zd, CVF_T_AVX512, double, 8, tr8_d)
+CVCPU_TR_BLOCKS(trb_af, CVCPU_T_AVX2, float, 8, tr8_f)
+CVCPU_TR_BLOCKS(trb_ad, CVCPU_T_AVX2, double, 4, tr4_d)
+CVCPU_TR_BLOCKS(trb_zf, CVCPU_T_AVX512, float, 16, tr16_f)
+CVCPU_TR_BLOCKS(trb_zd, CVCPU_T_AVX512, double, 8, tr8_d)
 
 #define TRANSPOSE_BLOCKS trb_af
-CVF_FFT_SET(af, float, CVF_T_AVX2)
+CVCPU_FFT_SET(af, float, CVCPU_T_AVX2)
 #undef TRANSPOSE_BLOCKS
 #define TRANSPOSE_BLOCKS trb_ad
-CVF_FFT_SET(ad, double, CVF_T_AVX2)
+CVCPU_FFT_SET(ad, double, CVCPU_T_AVX2)
 #undef TRANSPOSE_BLOCKS
 #define TRANSPOSE_BLOCKS trb_zf
-CVF_FFT_SET(zf, float, CVF_T_AVX512)
+CVCPU_FFT_SET(zf, float, CVCPU_T_AVX512)
 #undef TRANSPOSE_BLOCKS
 #define TRANSPOSE_BLOCKS trb_zd
-CVF_FFT_SET(zd, double, CVF_T_AVX512)
+CVCPU_FFT_SET(zd, double, CVCPU_T_AVX512)
 #undef TRANSPOSE_BLOCKS
 #endif
 
-const cvf_fft_ops *cvf_fft_get(int dbl, int isa)
+const cvcpu_fft_ops *cvcpu_fft_get(int dbl, int isa)
 {
-#if CVF_FFT_X86
-    if (isa >= CVF_ISA_AVX512)
+#if CVCPU_FFT_X86
+    if (isa >= CVCPU_ISA_AVX512)
         return dbl ? &ops_zd : &ops_zf;
-    if (isa >= CVF_ISA_AVX2)
+    if (isa >= CVCPU_ISA_AVX2)
         return dbl ? &ops_ad : &ops_af;
 #else
     (void)isa;

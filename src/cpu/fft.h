@@ -13,26 +13,26 @@
 
 /* Twiddles for length T: tw[h + j] = exp(-2 pi i j / (2h)), h = 1, 2, 4, ..
  * T/2, j < h (T entries each, re and im, in the compute type). */
-typedef struct cvf_twiddles {
+typedef struct cvcpu_twiddles {
     size_t T;
     void *re, *im;
-} cvf_twiddles;
+} cvcpu_twiddles;
 
 /* Fills tw (its arrays hold T elements of `es` bytes: 4 float, 8 double). */
-void cvf_twiddles_fill(cvf_twiddles *tw, size_t es);
+void cvcpu_twiddles_fill(cvcpu_twiddles *tw, size_t es);
 
-typedef struct cvf_fft_ops {
+typedef struct cvcpu_fft_ops {
     /* Transforms `outer` consecutive sub-blocks of T x S elements along their
      * axis of length T (stride S elements): forward or inverse. */
-    void (*forward)(void *re, void *im, size_t outer, size_t T, size_t S, const cvf_twiddles *tw);
-    void (*inverse)(void *re, void *im, size_t outer, size_t T, size_t S, const cvf_twiddles *tw);
+    void (*forward)(void *re, void *im, size_t outer, size_t T, size_t S, const cvcpu_twiddles *tw);
+    void (*inverse)(void *re, void *im, size_t outer, size_t T, size_t S, const cvcpu_twiddles *tw);
     /* dst[c][r] = src[r][c] for an R x C matrix (re and im alike). */
     void (*transpose)(void *dre, void *dim, const void *sre, const void *sim, size_t R, size_t C);
     /* x[i] *= g[i] (complex), n elements. */
     void (*multiply)(void *xre, void *xim, const void *gre, const void *gim, size_t n);
-} cvf_fft_ops;
+} cvcpu_fft_ops;
 
 /* The operations for a compute type (dbl: double) and instruction set. */
-const cvf_fft_ops *cvf_fft_get(int dbl, int isa);
+const cvcpu_fft_ops *cvcpu_fft_get(int dbl, int isa);
 
 #endif

@@ -20,7 +20,7 @@ static ptrdiff_t *axis_map(const cvi_problem *p, int a)
     return map;
 }
 
-convolve_status cvi_cpu_reference(const cvi_problem *p, const void *in, void *out)
+convolve_status cvcpu_reference(const cvi_problem *p, int threads, const void *in, void *out)
 {
     ptrdiff_t *map[3];
     for (int a = 0; a < 3; a++)
@@ -35,7 +35,6 @@ convolve_status cvi_cpu_reference(const cvi_problem *p, const void *in, void *ou
     const size_t n0 = p->shape[0], n1 = p->shape[1], n2 = p->shape[2];
     const size_t K0 = p->ksize[0], K1 = p->ksize[1], K2 = p->ksize[2];
     const ptrdiff_t rows = (ptrdiff_t)(n0 * n1);
-    int threads = cvi_cpu_threads(p);
     (void)threads;
 
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)

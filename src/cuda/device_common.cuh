@@ -1,10 +1,16 @@
 /*
- * device_common.cuh - device-side helpers shared by the kernels of
- * kernels_1d.cu, kernels_2d.cu and kernels_3d.cu: loads converted to the
- * accumulation type, ghost-cell fetches through cvi_boundary_index, the
- * output store (a switch on the output type, with rounding and saturation
- * for integers), the filter bank's typed view, the grid-stride helpers and
- * the instantiation of a kernel template for each input type.
+ * device_common.cuh - device-side helpers shared by every kernel of
+ * src/cuda/: the grid limits, loads converted to the accumulation type,
+ * ghost-cell fetches through cvi_boundary_index, the output stores (a switch
+ * on the output type, with rounding and saturation for integers), the
+ * filter bank's typed view, the grid-stride helpers, the instantiation of a
+ * kernel template for each input type, and the cp.async wrappers of the
+ * fast kernels.
+ *
+ * The one place where a build may override what the kernels see: the CPU
+ * emulation of tests/emu/ defines CVK_LAUNCH, CVK_DYNAMIC_SHARED and the
+ * cp.async wrappers in its cuda_runtime.h, and lowers CVK_GRID_X_MAX and
+ * CVK_GRID_YZ_MAX so that the grid-stride loops run.
  */
 #ifndef CONVOLVE_CUDA_DEVICE_COMMON_CUH
 #define CONVOLVE_CUDA_DEVICE_COMMON_CUH
@@ -17,13 +23,19 @@
 
 typedef long long i64;
 
-/* The largest grid extents a launch may have; kernels loop past them. (The
- * CPU emulation of tests/emu/ lowers them to exercise those loops.) */
+/* The device's largest grid extents (x; y and z). Kernels that fold a row
+ * index into blockIdx.y + blockIdx.z * CVK_DEVICE_GRID_YZ use them. */
+#define CVK_DEVICE_GRID_X 2147483647LL
+#define CVK_DEVICE_GRID_YZ 65535LL
+
+/* The largest grid extents the grid-stride kernels launch with; they loop
+ * past them. (The CPU emulation of tests/emu/ lowers them to exercise those
+ * loops.) */
 #ifndef CVK_GRID_X_MAX
-#define CVK_GRID_X_MAX 2147483647LL
+#define CVK_GRID_X_MAX CVK_DEVICE_GRID_X
 #endif
 #ifndef CVK_GRID_YZ_MAX
-#define CVK_GRID_YZ_MAX 65535LL
+#define CVK_GRID_YZ_MAX CVK_DEVICE_GRID_YZ
 #endif
 
 /* The block's dynamic shared memory, as bytes named `name`. */
@@ -64,18 +76,6 @@ __device__ __forceinline__ A cvk_fetch_yx(const cvk_args &a, const T *src, i64 j
     return (r1 | r2) < 0 ? (A)a.cval : cvk_ld<T, A>(src + r1 * a.is[1] + r2 * a.is[2]);
 }
 
-/* Value at (j0, j1, j2) of the volume at src, ghost cells included. */
-template <typename T, typename A>
-__device__ __forceinline__ A cvk_fetch_zyx(const cvk_args &a, const T *src, i64 j0, i64 j1,
-                                           i64 j2)
-{
-    const i64 r0 = cvi_boundary_index(j0, a.n[0], a.mode);
-    const i64 r1 = cvi_boundary_index(j1, a.n[1], a.mode);
-    const i64 r2 = cvi_boundary_index(j2, a.n[2], a.mode);
-    return (r0 | r1 | r2) < 0 ? (A)a.cval
-                              : cvk_ld<T, A>(src + r0 * a.is[0] + r1 * a.is[1] + r2 * a.is[2]);
-}
-
 __device__ __forceinline__ uint8_t cvk_sat_u8(float v) { return cvi_saturate_u8f(v); }
 __device__ __forceinline__ uint8_t cvk_sat_u8(double v) { return cvi_saturate_u8(v); }
 __device__ __forceinline__ uint16_t cvk_sat_u16(float v) { return cvi_saturate_u16f(v); }
@@ -87,18 +87,30 @@ template <typename A>
 __device__ __forceinline__ void cvk_store(const cvk_args &a, i64 off, A v)
 {
     switch (a.out_type) {
-    case 0: /* CONVOLVE_FLOAT32 */
+    case CVI_DTYPE_FLOAT32:
         ((float *)a.out)[off] = (float)v;
         break;
-    case 1: /* CONVOLVE_FLOAT64 */
+    case CVI_DTYPE_FLOAT64:
         ((double *)a.out)[off] = (double)v;
         break;
-    case 2: /* CONVOLVE_UINT8 */
+    case CVI_DTYPE_UINT8:
         ((uint8_t *)a.out)[off] = cvk_sat_u8(v);
         break;
-    default: /* CONVOLVE_UINT16 */
+    default: /* CVI_DTYPE_UINT16 */
         ((uint16_t *)a.out)[off] = cvk_sat_u16(v);
         break;
+    }
+}
+
+/* Stores the float result v as element e of an output row of dtype `type`
+ * (the fast kernels, which accumulate in float). */
+__device__ __forceinline__ void cvk_store_float(int type, char *row, long long e, float v)
+{
+    switch (type) {
+    case CVI_DTYPE_FLOAT32: ((float *)row)[e] = v; break;
+    case CVI_DTYPE_FLOAT64: ((double *)row)[e] = (double)v; break;
+    case CVI_DTYPE_UINT8: ((unsigned char *)row)[e] = cvi_saturate_u8f(v); break;
+    default: ((unsigned short *)row)[e] = cvi_saturate_u16f(v); break;
     }
 }
 
@@ -131,16 +143,53 @@ static inline unsigned cvk_grid_yz(long long tiles)
 
 static inline long long cvk_ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
+/* Blocks a grid-stride kernel over a flat range needs at most: enough for
+ * every multiprocessor of a large GPU many times over. */
+#define CVK_FLAT_MAX_BLOCKS 65536LL
+
+/* Multiprocessors to size grids for: the device's count, or an H200's 132
+ * when it is not known (0). */
+static inline long long cvk_multiprocessors(int known)
+{
+    return known > 0 ? known : 132;
+}
+
+/* Row grids: `xblocks` blocks along x and `rows` rows folded into grid y
+ * and z (row = blockIdx.y + blockIdx.z * CVK_DEVICE_GRID_YZ, cvk_grid_row).
+ * Returns 0 when that is past the device's limits. */
+static inline int cvk_row_grid(long long xblocks, long long rows, dim3 *grid)
+{
+    const long long gz = (rows + CVK_DEVICE_GRID_YZ - 1) / CVK_DEVICE_GRID_YZ;
+    if (gz > CVK_DEVICE_GRID_YZ || xblocks > CVK_DEVICE_GRID_X)
+        return 0;
+    *grid = dim3((unsigned)xblocks,
+                 (unsigned)(rows < CVK_DEVICE_GRID_YZ ? rows : CVK_DEVICE_GRID_YZ),
+                 (unsigned)(gz < 1 ? 1 : gz));
+    return 1;
+}
+__device__ __forceinline__ long long cvk_grid_row()
+{
+    return (long long)blockIdx.y + (long long)blockIdx.z * CVK_DEVICE_GRID_YZ;
+}
+
 /* Launches kernel template K for the input type of a (float, double, uint8,
  * uint16 with float, double, float, float accumulation). ARGS is the
  * parenthesised argument list. */
 #define CVK_LAUNCH_TYPED(K, a, grid, block, smem, stream, ARGS)                               \
     do {                                                                                      \
         switch ((a).in_type) {                                                                \
-        case 0: CVK_LAUNCH_T(K, float, float, grid, block, smem, stream, ARGS); break;        \
-        case 1: CVK_LAUNCH_T(K, double, double, grid, block, smem, stream, ARGS); break;      \
-        case 2: CVK_LAUNCH_T(K, uint8_t, float, grid, block, smem, stream, ARGS); break;      \
-        default: CVK_LAUNCH_T(K, uint16_t, float, grid, block, smem, stream, ARGS); break;    \
+        case CVI_DTYPE_FLOAT32:                                                               \
+            CVK_LAUNCH_T(K, float, float, grid, block, smem, stream, ARGS);                   \
+            break;                                                                            \
+        case CVI_DTYPE_FLOAT64:                                                               \
+            CVK_LAUNCH_T(K, double, double, grid, block, smem, stream, ARGS);                 \
+            break;                                                                            \
+        case CVI_DTYPE_UINT8:                                                                 \
+            CVK_LAUNCH_T(K, uint8_t, float, grid, block, smem, stream, ARGS);                 \
+            break;                                                                            \
+        default:                                                                              \
+            CVK_LAUNCH_T(K, uint16_t, float, grid, block, smem, stream, ARGS);                \
+            break;                                                                            \
         }                                                                                     \
     } while (0)
 
@@ -152,14 +201,41 @@ static inline long long cvk_ceil_div(long long a, long long b) { return (a + b -
         if ((smem) > CVK_DEFAULT_SHARED) {                                                    \
             const void *f_;                                                                   \
             switch ((a).in_type) {                                                            \
-            case 0: f_ = (const void *)K<float, float>; break;                                \
-            case 1: f_ = (const void *)K<double, double>; break;                              \
-            case 2: f_ = (const void *)K<uint8_t, float>; break;                              \
+            case CVI_DTYPE_FLOAT32: f_ = (const void *)K<float, float>; break;                \
+            case CVI_DTYPE_FLOAT64: f_ = (const void *)K<double, double>; break;              \
+            case CVI_DTYPE_UINT8: f_ = (const void *)K<uint8_t, float>; break;                \
             default: f_ = (const void *)K<uint16_t, float>; break;                            \
             }                                                                                 \
             (err) = cudaFuncSetAttribute(f_, cudaFuncAttributeMaxDynamicSharedMemorySize,     \
                                          (int)(smem));                                        \
         }                                                                                     \
     } while (0)
+
+/* ---- asynchronous copies global -> shared (cp.async, sm_80+) ------------ *
+ * cvk_cp16 copies 16 bytes (both addresses 16-byte aligned), cvk_cp4 4
+ * bytes; cvk_cp_commit closes a group of copies, cvk_cp_wait<N> waits until
+ * at most N groups are in flight. The fast kernels (fast_direct.cuh,
+ * fast_direct3d.cu) fill their shared-memory buffers with them. A build
+ * that defines CVK_CP_ASYNC_DEFINED supplies its own (tests/emu/).        */
+#ifndef CVK_CP_ASYNC_DEFINED
+__device__ __forceinline__ void cvk_cp16(void *smem, const void *gmem)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void cvk_cp4(void *smem, const void *gmem)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void cvk_cp_commit()
+{
+    asm volatile("cp.async.commit_group;\n" ::);
+}
+template <int N> __device__ __forceinline__ void cvk_cp_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+#endif
 
 #endif

@@ -6,11 +6,14 @@
  */
 #include "fast_direct.cuh"
 
+/* Threads per block of the edge kernel. */
+#define EDGE_THREADS 128
+
 /* The dynamic shared memory a 2-D block needs. */
-static size_t fd_ring_bytes(int es, int V, int HALO)
+static size_t ring_bytes(int es, int V, int HALO)
 {
     const int per16 = 16 / es, hp = (HALO + per16 - 1) / per16 * per16;
-    return (size_t)FD_WARPS * FD_RING * (size_t)(32 * V + 2 * hp) * (size_t)es;
+    return (size_t)CVK_DIRECT_WARPS * CVK_RING_ROWS * (size_t)(32 * V + 2 * hp) * (size_t)es;
 }
 
 /* The columns the fast kernels leave: one thread per output element of rows
@@ -18,12 +21,12 @@ static size_t fd_ring_bytes(int es, int V, int HALO)
  * of the KY x KX box through cvi_boundary_index. Runtime sizes, weights from
  * the parameter bank; a separable filter (wy then wx in p.w) is applied as
  * its outer product, exactly its meaning. Serves 1-D as one row, KY = 1. */
-__global__ void fd_edge_kernel(const __grid_constant__ fd_params p, int KY, int KX, int C,
-                               int in_u8, int sep, long long lo, long long hi)
+__global__ void cvk_direct_edge_kernel(const __grid_constant__ cvk_direct_params p, int KY, int KX,
+                                       int C, int in_u8, int sep, long long lo, long long hi)
 {
     const long long n = lo + (p.WC - hi);
     const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const long long y = blockIdx.y + (long long)blockIdx.z * 65535;
+    const long long y = cvk_grid_row();
     if (idx >= n || y >= p.H)
         return;
     const long long e = idx < lo ? idx : hi + (idx - lo);
@@ -46,57 +49,56 @@ __global__ void fd_edge_kernel(const __grid_constant__ fd_params p, int KY, int 
             acc = fmaf(sep ? p.w[ky] * p.w[KY + kx] : p.w[ky * KX + kx], v, acc);
         }
     }
-    fd_store_one(p.out_type, p.out + y * p.out_row, e, acc);
+    cvk_store_float(p.out_type, p.out + y * p.out_row, e, acc);
 }
 
-/* Launches fd_edge_kernel over the output elements outside [lo, hi). */
-static cudaError_t fd_launch_edges(const fd_params &p, int KY, int KX, int C, int in_u8, int sep,
-                                   long long lo, long long hi, cudaStream_t stream)
+/* Launches cvk_direct_edge_kernel over the output elements outside [lo, hi). */
+static cudaError_t launch_edges(const cvk_direct_params &p, int KY, int KX, int C, int in_u8,
+                                int sep, long long lo, long long hi, cudaStream_t stream)
 {
     const long long n = lo + (p.WC - hi);
     if (n <= 0)
         return cudaSuccess;
-    const long long gz = (p.H + 65534) / 65535;
-    if (gz > 65535 || (n + 127) / 128 > 0x7fffffffLL)
+    dim3 grid;
+    if (!cvk_row_grid((n + EDGE_THREADS - 1) / EDGE_THREADS, p.H, &grid))
         return cudaErrorInvalidConfiguration;
-    dim3 grid((unsigned)((n + 127) / 128), (unsigned)(p.H < 65535 ? p.H : 65535), (unsigned)gz);
-    CVK_LAUNCH(fd_edge_kernel, grid, 128, 0, stream, (p, KY, KX, C, in_u8, sep, lo, hi));
+    CVK_LAUNCH(cvk_direct_edge_kernel, grid, EDGE_THREADS, 0, stream,
+               (p, KY, KX, C, in_u8, sep, lo, hi));
     return cudaGetLastError();
 }
 
-static fd_kernel_fn fd_pick(int in_type, int channels, int K, int separable)
+static cvk_direct_kernel_fn pick2d(int in_type, int channels, int K, int separable)
 {
-    if (in_type == FD_F32 && channels == 1)
-        return separable ? fd_pick_sep_f32(K) : fd_pick_dense_f32(K);
-    if (in_type == FD_U8)
-        return fd_pick_u8(channels, K, separable);
+    if (in_type == CVI_DTYPE_FLOAT32 && channels == 1)
+        return separable ? cvk_direct2d_sep_f32(K) : cvk_direct2d_dense_f32(K);
+    if (in_type == CVI_DTYPE_UINT8)
+        return cvk_direct2d_u8(channels, K, separable);
     return 0;
 }
 
-static fd_kernel_fn fd1_pick(int in_type, int channels, int K)
+static cvk_direct_kernel_fn pick1d(int in_type, int channels, int K)
 {
-    return in_type == FD_F32 && channels == 1 ? fd_pick_1d(K) : 0;
+    return in_type == CVI_DTYPE_FLOAT32 && channels == 1 ? cvk_direct1d_f32(K) : 0;
 }
 
-extern "C" int cvi_fd2d_supports(int in_type, int channels, int ksize, int separable)
+extern "C" int cvk_direct2d_supports(int in_type, int channels, int ksize, int separable)
 {
-    return fd_pick(in_type, channels, ksize, separable) != 0;
+    return pick2d(in_type, channels, ksize, separable) != 0;
 }
 
-extern "C" int cvi_fd1d_supports(int in_type, int channels, int ksize)
+extern "C" int cvk_direct1d_supports(int in_type, int channels, int ksize)
 {
-    return fd1_pick(in_type, channels, ksize) != 0;
+    return pick1d(in_type, channels, ksize) != 0;
 }
 
 /* Fills the parameters common to the 1-D and 2-D launches; V elements a
  * lane. Returns 0 if the input cannot take vector loads (then every output
  * goes to the edge kernel). */
-static int fd_setup(const cvi_fd2d_args *a, int V, fd_params &p)
+static int setup_params(const cvk_direct_args *a, int V, cvk_direct_params &p)
 {
     const int K = a->ksize, C = a->channels;
-    const size_t in_size = a->in_type == FD_U8 ? 1 : 4;
-    static const size_t out_sizes[4] = {4, 8, 1, 2};
-    const size_t out_size = out_sizes[a->out_type];
+    const size_t in_size = (size_t)cvi_dtype_bytes(a->in_type); /* float32 or uint8 */
+    const size_t out_size = (size_t)cvi_dtype_bytes(a->out_type);
     p.in = (const char *)a->in;
     p.out = (char *)a->out;
     p.in_row = a->in_row;
@@ -129,7 +131,8 @@ static int fd_setup(const cvi_fd2d_args *a, int V, fd_params &p)
 /* The fast segments: multiples of SEG (centred coordinates) whose window
  * [we0 - HALO, we0 + SEG + HALO) lies in the row; [lo, hi) receives the
  * output elements they cover (empty when there are none). */
-static void fd_segments(fd_params &p, int HALO, int SEG, int aligned, long long *lo, long long *hi)
+static void fast_segments(cvk_direct_params &p, int HALO, int SEG, int aligned, long long *lo,
+                          long long *hi)
 {
     const long long wf = (HALO + SEG - 1) / SEG;  /* first: we0 >= HALO */
     const long long wl = (p.WC - HALO) / SEG - 1; /* last: we0 + SEG + HALO <= WC */
@@ -144,16 +147,16 @@ static void fd_segments(fd_params &p, int HALO, int SEG, int aligned, long long 
     }
 }
 
-extern "C" cudaError_t cvi_fd2d_launch(const cvi_fd2d_args *a, cudaStream_t stream)
+extern "C" cudaError_t cvk_direct2d_launch(const cvk_direct_args *a, cudaStream_t stream)
 {
-    fd_kernel_fn fn = fd_pick(a->in_type, a->channels, a->ksize, a->separable);
+    cvk_direct_kernel_fn fn = pick2d(a->in_type, a->channels, a->ksize, a->separable);
     if (!fn || a->height_taps != a->ksize)
         return cudaErrorInvalidValue;
     const int K = a->ksize, C = a->channels, HALO = (K / 2) * C;
-    const int es = a->in_type == FD_U8 ? 1 : 4;
+    const int es = a->in_type == CVI_DTYPE_UINT8 ? 1 : 4;
     const int V = es == 1 ? 8 : (a->separable && K >= 17) ? 2 : 4, SEG = 32 * V;
-    fd_params p;
-    fd_setup(a, V, p);
+    cvk_direct_params p;
+    setup_params(a, V, p);
     /* interior warps copy rows in 16-byte chunks: 16-byte aligned rows */
     p.aligned = (uintptr_t)a->in % 16 == 0 && a->in_row % 16 == 0;
     /* Warps at multiples of SEG (centred coordinates) covering the centred
@@ -163,8 +166,8 @@ extern "C" cudaError_t cvi_fd2d_launch(const cvi_fd2d_args *a, cudaStream_t stre
     p.nwarps = (hi - p.first + SEG - 1) / SEG;
     /* Strip height: about one full wave of 4-warp blocks at full occupancy
      * (16 per SM), long enough that the K - 1 halo rows stay a small share. */
-    const long long bx = (p.nwarps + FD_WARPS - 1) / FD_WARPS;
-    const long long want = (long long)(a->multiprocessors > 0 ? a->multiprocessors : 132) * 16;
+    const long long bx = (p.nwarps + CVK_DIRECT_WARPS - 1) / CVK_DIRECT_WARPS;
+    const long long want = cvk_multiprocessors(a->multiprocessors) * 16;
     long long strip = (p.H * bx + want - 1) / want;
     const long long min_strip = (a->separable ? 4 : 2) * (K - 1) > 16
                                     ? (a->separable ? 4 : 2) * (K - 1) : 16;
@@ -173,27 +176,27 @@ extern "C" cudaError_t cvi_fd2d_launch(const cvi_fd2d_args *a, cudaStream_t stre
         strip = p.H;
     p.strip = (int)strip;
     const long long by = (p.H + strip - 1) / strip;
-    if (by > 65535 || bx > 0x7fffffffLL)
+    if (by > CVK_DEVICE_GRID_YZ || bx > CVK_DEVICE_GRID_X)
         return cudaErrorInvalidConfiguration;
-    CVK_LAUNCH(fn, dim3((unsigned)bx, (unsigned)by), FD_WARPS * 32, fd_ring_bytes(es, V, HALO),
+    CVK_LAUNCH(fn, dim3((unsigned)bx, (unsigned)by), CVK_DIRECT_WARPS * 32, ring_bytes(es, V, HALO),
                stream, (p));
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t cvi_fd1d_launch(const cvi_fd2d_args *a, cudaStream_t stream)
+extern "C" cudaError_t cvk_direct1d_launch(const cvk_direct_args *a, cudaStream_t stream)
 {
-    fd_kernel_fn fn = fd1_pick(a->in_type, a->channels, a->ksize);
+    cvk_direct_kernel_fn fn = pick1d(a->in_type, a->channels, a->ksize);
     if (!fn || a->height != 1 || a->height_taps != 1 || a->separable)
         return cudaErrorInvalidValue;
     const int K = a->ksize, HALO = K / 2, V = 8, SEG = 32 * V;
-    fd_params p;
-    const int aligned = fd_setup(a, V, p);
+    cvk_direct_params p;
+    const int aligned = setup_params(a, V, p);
     p.koffy = 0;
     long long lo, hi;
-    fd_segments(p, HALO, SEG, aligned, &lo, &hi);
+    fast_segments(p, HALO, SEG, aligned, &lo, &hi);
     if (p.nwarps > 0) {
         /* enough 8-warp blocks for a few waves; each warp loops over segments */
-        const long long want = (long long)(a->multiprocessors > 0 ? a->multiprocessors : 132) * 8 * 4;
+        const long long want = cvk_multiprocessors(a->multiprocessors) * 8 * 4;
         long long blocks = (p.nwarps + 7) / 8;
         blocks = blocks < want ? blocks : want;
         CVK_LAUNCH(fn, (unsigned)blocks, 256, 0, stream, (p));
@@ -201,5 +204,5 @@ extern "C" cudaError_t cvi_fd1d_launch(const cvi_fd2d_args *a, cudaStream_t stre
         if (err != cudaSuccess)
             return err;
     }
-    return fd_launch_edges(p, 1, K, 1, 0, 0, lo, hi, stream);
+    return launch_edges(p, 1, K, 1, 0, 0, lo, hi, stream);
 }

@@ -20,14 +20,14 @@
  * registers with windows by shuffles at every size but 3x3, e.g. 7x7 0.36
  * against 0.42 ms and a separable 33-tap Gaussian 0.70 against 1.35 ms on
  * 8192^2.)
- * 2-D: each warp keeps a ring of FD_RING row segments in shared memory,
+ * 2-D: each warp keeps a ring of CVK_RING_ROWS row segments in shared memory,
  * filled by cp.async (16-byte chunks, halo included) several rows ahead, and
  * reads its window from there; warps whose segment reaches past the row's
  * ends (or all, when rows are not 16-byte aligned) fill their slots element by
  * element through cvi_boundary_index (float: 4-byte cp.async copies, so they
  * pipeline too), so every mode is exact in one kernel.
  * 1-D: windows come from neighbouring lanes by shuffles, and the few outputs
- * near the ends from fd_edge_kernel. A non-zero horizontal origin shifts
+ * near the ends from cvk_direct_edge_kernel. A non-zero horizontal origin shifts
  * where outputs are stored, not what is loaded, so loads stay aligned.
  *
  * This header holds the kernel templates; fast_direct_*.cu compile their
@@ -42,14 +42,12 @@
 
 #include <stdint.h>
 
-#define FD_WARPS 4 /* warps per block, side by side along the row */
-#define FD_FULL 0xffffffffu
-
-enum { FD_F32 = 0, FD_F64 = 1, FD_U8 = 2, FD_U16 = 3 }; /* convolve_dtype */
+#define CVK_DIRECT_WARPS 4 /* warps per block, side by side along the row */
+#define CVK_FULL_MASK 0xffffffffu
 
 /* Everything a launch needs, passed by value: the weights live in the
  * parameter bank, so FMAs read them as constant operands. */
-typedef struct fd_params {
+typedef struct cvk_direct_params {
     const char *in;
     char *out;
     long long in_row, out_row;
@@ -65,31 +63,32 @@ typedef struct fd_params {
     int aligned;         /* 2-D: input rows allow 16-byte copies */
     float cval;
     /* dense: K*K weights; separable: K vertical then K horizontal taps */
-    float w[CVI_FD2D_MAX_K * CVI_FD2D_MAX_K];
-} fd_params;
+    float w[CVK_DIRECT2D_MAX_K * CVK_DIRECT2D_MAX_K];
+} cvk_direct_params;
 
-/* Elements per lane: 16 bytes of float, 8 of uint8. */
-template <typename T> struct fd_lane_width { enum { V = 4 }; };
-template <> struct fd_lane_width<unsigned char> { enum { V = 8 }; };
+/* w holds a dense 2-D filter, a separable one's 2K taps, or a 1-D filter. */
+static_assert(2 * CVK_DIRECT2D_MAX_SEP_K <= CVK_DIRECT2D_MAX_K * CVK_DIRECT2D_MAX_K &&
+                  CVK_DIRECT1D_MAX_K <= CVK_DIRECT2D_MAX_K * CVK_DIRECT2D_MAX_K,
+              "cvk_direct_params.w is too small");
 
-__device__ __forceinline__ float fd_to_float(float v) { return v; }
-__device__ __forceinline__ float fd_to_float(unsigned char v) { return (float)v; }
+__device__ __forceinline__ float cvk_to_float(float v) { return v; }
+__device__ __forceinline__ float cvk_to_float(unsigned char v) { return (float)v; }
 
 /* Loads V consecutive elements at p (aligned to V * sizeof(T)) as floats. */
-__device__ __forceinline__ void fd_load_vec(const float *p, float (&v)[4])
+__device__ __forceinline__ void cvk_load_vec(const float *p, float (&v)[4])
 {
     float4 q = __ldg((const float4 *)p);
     v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
 }
 
-__device__ __forceinline__ void fd_load_vec(const float *p, float (&v)[8])
+__device__ __forceinline__ void cvk_load_vec(const float *p, float (&v)[8])
 {
     float4 q = __ldg((const float4 *)p), r = __ldg((const float4 *)p + 1);
     v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
     v[4] = r.x, v[5] = r.y, v[6] = r.z, v[7] = r.w;
 }
 
-__device__ __forceinline__ void fd_load_vec(const unsigned char *p, float (&v)[8])
+__device__ __forceinline__ void cvk_load_vec(const unsigned char *p, float (&v)[8])
 {
     uint2 q = __ldg((const uint2 *)p);
 #pragma unroll
@@ -99,30 +98,19 @@ __device__ __forceinline__ void fd_load_vec(const unsigned char *p, float (&v)[8
     }
 }
 
-/* Stores one float result as the output type. */
-__device__ __forceinline__ void fd_store_one(int type, char *row, long long e, float v)
-{
-    switch (type) {
-    case FD_F32: ((float *)row)[e] = v; break;
-    case FD_F64: ((double *)row)[e] = (double)v; break;
-    case FD_U8: ((unsigned char *)row)[e] = cvi_saturate_u8f(v); break;
-    default: ((unsigned short *)row)[e] = cvi_saturate_u16f(v); break;
-    }
-}
-
 /* Stores V results at element e (aligned to V elements of the output type). */
 template <int V>
-__device__ __forceinline__ void fd_store_vec(int type, char *row, long long e, const float (&v)[V])
+__device__ __forceinline__ void cvk_store_vec(int type, char *row, long long e, const float (&v)[V])
 {
-    if (type == FD_F32 && V % 4 == 0) {
+    if (type == CVI_DTYPE_FLOAT32 && V % 4 == 0) {
 #pragma unroll
         for (int i = 0; i < V; i += 4)
             *(float4 *)((float *)row + e + i) = make_float4(v[i], v[i + 1], v[i + 2], v[i + 3]);
-    } else if (type == FD_F32 && V == 2) {
+    } else if (type == CVI_DTYPE_FLOAT32 && V == 2) {
         float2 q;
         q.x = v[0], q.y = v[1 % V];
         *(float2 *)((float *)row + e) = q;
-    } else if (type == FD_U8 && V % 4 == 0) {
+    } else if (type == CVI_DTYPE_UINT8 && V % 4 == 0) {
 #pragma unroll
         for (int i = 0; i < V; i += 4) {
             unsigned int q = (unsigned int)cvi_saturate_u8f(v[i]) |
@@ -134,7 +122,7 @@ __device__ __forceinline__ void fd_store_vec(int type, char *row, long long e, c
     } else {
 #pragma unroll
         for (int i = 0; i < V; i++)
-            fd_store_one(type, row, e + i, v[i]);
+            cvk_store_float(type, row, e + i, v[i]);
     }
 }
 
@@ -143,27 +131,27 @@ __device__ __forceinline__ void fd_store_vec(int type, char *row, long long e, c
  * the segment's halo (lanes 0..HALO-1 the left halo, lanes 32-HALO..31 the
  * right). The segment and its halo lie inside the row. */
 template <int V, int HALO, typename T>
-__device__ __forceinline__ void fd_load_seg(const T *row, long long we0, int lane,
-                                            float (&r)[V + 1])
+__device__ __forceinline__ void cvk_load_segment(const T *row, long long we0, int lane,
+                                                 float (&r)[V + 1])
 {
     enum { SEG = 32 * V };
     float own[V];
-    fd_load_vec(row + we0 + (long long)lane * V, own);
+    cvk_load_vec(row + we0 + (long long)lane * V, own);
 #pragma unroll
     for (int i = 0; i < V; i++)
         r[i] = own[i];
     const long long ex = lane < HALO ? we0 - HALO + lane
                          : lane >= 32 - HALO ? we0 + SEG + (lane - (32 - HALO))
                                              : -1;
-    r[V] = ex >= 0 ? fd_to_float(row[ex]) : 0.0f;
+    r[V] = ex >= 0 ? cvk_to_float(row[ex]) : 0.0f;
 }
 
 /* Builds the lane's window, V + 2*HALO elements centred on its own V, from
- * what fd_load_seg gave the warp: neighbours' elements by shuffles, the
+ * what cvk_load_segment gave the warp: neighbours' elements by shuffles, the
  * segment's halo from the edge lanes. */
 template <int V, int HALO>
-__device__ __forceinline__ void fd_window(const float (&r)[V + 1], int lane,
-                                          float (&win)[V + 2 * HALO])
+__device__ __forceinline__ void cvk_shuffle_window(const float (&r)[V + 1], int lane,
+                                                   float (&win)[V + 2 * HALO])
 {
     enum { SEG = 32 * V, WIN = V + 2 * HALO };
 #pragma unroll
@@ -175,9 +163,9 @@ __device__ __forceinline__ void fd_window(const float (&r)[V + 1], int lane,
             const int dl = d >= 0 ? d / V : -((-d + V - 1) / V); /* floor(d / V) */
             const int slot = d - dl * V;                        /* 0..V-1 */
             const int q = lane * V + d;                         /* warp-relative element */
-            float vm = __shfl_sync(FD_FULL, r[slot], (lane + dl) & 31);
+            float vm = __shfl_sync(CVK_FULL_MASK, r[slot], (lane + dl) & 31);
             int xl = q < 0 ? q + HALO : q - SEG + (32 - HALO);
-            float ve = __shfl_sync(FD_FULL, r[V], xl & 31);
+            float ve = __shfl_sync(CVK_FULL_MASK, r[V], xl & 31);
             win[j] = (q >= 0 && q < SEG) ? vm : ve;
         }
     }
@@ -185,53 +173,19 @@ __device__ __forceinline__ void fd_window(const float (&r)[V + 1], int lane,
 
 /* ---- 2-D: a shared-memory ring of rows per warp --------------------------- */
 
-#define FD_RING 8 /* rows a warp holds: up to FD_RING - 1 in flight */
-
-#ifdef CVK_EMULATE /* the CPU emulation of tests/emu/ copies at once */
-__device__ __forceinline__ void fd_cp16(void *smem, const void *gmem)
-{
-    for (int i = 0; i < 16; i++)
-        ((char *)smem)[i] = ((const char *)gmem)[i];
-}
-__device__ __forceinline__ void fd_cp4(void *smem, const void *gmem)
-{
-    for (int i = 0; i < 4; i++)
-        ((char *)smem)[i] = ((const char *)gmem)[i];
-}
-__device__ __forceinline__ void fd_cp_commit() {}
-template <int N> __device__ __forceinline__ void fd_cp_wait() {}
-#else
-__device__ __forceinline__ void fd_cp16(void *smem, const void *gmem)
-{
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
-}
-__device__ __forceinline__ void fd_cp4(void *smem, const void *gmem)
-{
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem));
-}
-__device__ __forceinline__ void fd_cp_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::);
-}
-template <int N> __device__ __forceinline__ void fd_cp_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-#endif
+#define CVK_RING_ROWS 8 /* rows a warp holds: up to CVK_RING_ROWS - 1 in flight */
 
 /* The ring's geometry for element type T, V elements a lane, halo HALO
  * elements: a row slot holds the warp's segment and HP >= HALO elements each
  * side, HP a whole number of 16-byte chunks. */
-template <typename T, int V, int HALO> struct fd_ring {
+template <typename T, int V, int HALO> struct cvk_ring {
     enum {
         SEG = 32 * V,
         PER16 = 16 / (int)sizeof(T),
         HP = (HALO + PER16 - 1) / PER16 * PER16,
         L = SEG + 2 * HP,                     /* elements a slot */
         CHUNKS = L / PER16,                   /* 16-byte copies a row */
-        BYTES = L * (int)sizeof(T) * FD_RING  /* a warp's ring */
+        BYTES = L * (int)sizeof(T) * CVK_RING_ROWS  /* a warp's ring */
     };
 };
 
@@ -239,10 +193,10 @@ template <typename T, int V, int HALO> struct fd_ring {
  * mode, pixels of C interleaved channels): the warps whose segment reaches
  * past the row's ends. Rare, so kept out of line (code size). */
 template <typename T, int V, int HALO, int C>
-__device__ __noinline__ void fd_ring_fill_mapped(const fd_params &p, const char *row,
-                                                 long long we0, int lane, T *dst)
+__device__ __noinline__ void cvk_ring_fill_mapped(const cvk_direct_params &p, const char *row,
+                                                  long long we0, int lane, T *dst)
 {
-    typedef fd_ring<T, V, HALO> G;
+    typedef cvk_ring<T, V, HALO> G;
     if (sizeof(T) == 4) {
         /* float: each element copied alone, asynchronously like the rest */
         for (int i = lane; i < G::L; i += 32) {
@@ -252,7 +206,7 @@ __device__ __noinline__ void fd_ring_fill_mapped(const fd_params &p, const char 
             if (mp < 0)
                 dst[i] = (T)p.cval;
             else
-                fd_cp4(dst + i, (const T *)row + mp * C + (g - pix * C));
+                cvk_cp4(dst + i, (const T *)row + mp * C + (g - pix * C));
         }
     } else {
         /* bytes: all of the lane's loads first, then the stores */
@@ -264,7 +218,7 @@ __device__ __noinline__ void fd_ring_fill_mapped(const fd_params &p, const char 
             const long long g = we0 - G::HP + i;
             const long long pix = g >= 0 ? g / C : -((-g + C - 1) / C);
             const long long mp = cvi_boundary_index(pix, p.W, p.mode);
-            /* CONSTANT past the ends: cval, an exact T (fast.c checks) */
+            /* CONSTANT past the ends: cval, an exact T (strategies.c checks) */
             v[k] = i >= G::L ? (T)0
                    : mp < 0  ? (T)p.cval
                              : ((const T *)row)[mp * C + (g - pix * C)];
@@ -278,14 +232,14 @@ __device__ __noinline__ void fd_ring_fill_mapped(const fd_params &p, const char 
 
 /* Starts loading input row y's segment into ring slot `slot`: interior
  * warps copy it with cp.async; warps whose segment reaches past the row's
- * ends fill it through fd_ring_fill_mapped; a row the mode makes all cval is
+ * ends fill it through cvk_ring_fill_mapped; a row the mode makes all cval is
  * only marked in *cval_rows (uniform per warp). One commit group a row. */
 template <typename T, int V, int HALO, int C>
-__device__ __forceinline__ void fd_ring_issue(const fd_params &p, long long y, long long we0,
-                                              int lane, bool interior, T *ring, int slot,
-                                              unsigned *cval_rows)
+__device__ __forceinline__ void cvk_ring_issue(const cvk_direct_params &p, long long y,
+                                               long long we0, int lane, bool interior, T *ring,
+                                               int slot, unsigned *cval_rows)
 {
-    typedef fd_ring<T, V, HALO> G;
+    typedef cvk_ring<T, V, HALO> G;
     const long long m = cvi_boundary_index(y, p.H, p.mode);
     if (m < 0) {
         *cval_rows |= 1u << slot;
@@ -297,26 +251,26 @@ __device__ __forceinline__ void fd_ring_issue(const fd_params &p, long long y, l
             const char *src = row + (we0 - G::HP) * (long long)sizeof(T);
 #pragma unroll
             for (int c = lane; c < G::CHUNKS; c += 32)
-                fd_cp16((char *)dst + 16 * c, src + 16 * c);
+                cvk_cp16((char *)dst + 16 * c, src + 16 * c);
         } else {
-            fd_ring_fill_mapped<T, V, HALO, C>(p, row, we0, lane, dst);
+            cvk_ring_fill_mapped<T, V, HALO, C>(p, row, we0, lane, dst);
         }
     }
-    fd_cp_commit();
+    cvk_cp_commit();
 }
 
 /* Loads V elements at p (aligned to V elements) as floats. */
-__device__ __forceinline__ void fd_lds(const float *p, float (&v)[4])
+__device__ __forceinline__ void cvk_lds(const float *p, float (&v)[4])
 {
     float4 q = *(const float4 *)p;
     v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
 }
-__device__ __forceinline__ void fd_lds(const float *p, float (&v)[2])
+__device__ __forceinline__ void cvk_lds(const float *p, float (&v)[2])
 {
     float2 q = *(const float2 *)p;
     v[0] = q.x, v[1] = q.y;
 }
-__device__ __forceinline__ void fd_lds(const unsigned char *p, float (&v)[8])
+__device__ __forceinline__ void cvk_lds(const unsigned char *p, float (&v)[8])
 {
     uint2 q = *(const uint2 *)p;
 #pragma unroll
@@ -328,17 +282,17 @@ __device__ __forceinline__ void fd_lds(const unsigned char *p, float (&v)[8])
 
 /* The lane's window (V + 2*HALO elements centred on its own V) from a slot. */
 template <typename T, int V, int HALO>
-__device__ __forceinline__ void fd_ring_window(const T *slot, int lane,
-                                               float (&win)[V + 2 * HALO])
+__device__ __forceinline__ void cvk_ring_window(const T *slot, int lane,
+                                                float (&win)[V + 2 * HALO])
 {
-    typedef fd_ring<T, V, HALO> G;
+    typedef cvk_ring<T, V, HALO> G;
     enum { WIN = V + 2 * HALO, O = G::HP - HALO, Q = (O + WIN + V - 1) / V };
     const T *base = slot + lane * V;
     float sup[V * Q];
 #pragma unroll
     for (int q = 0; q < Q; q++) {
         float u[V];
-        fd_lds(base + V * q, u);
+        cvk_lds(base + V * q, u);
 #pragma unroll
         for (int i = 0; i < V; i++)
             sup[V * q + i] = u[i];
@@ -353,8 +307,8 @@ __device__ __forceinline__ void fd_ring_window(const T *slot, int lane,
  * are worth the FMAs). ROT: output o lives in acc[o % K] and u = t % K is a
  * compile-time constant; else acc[K-1-ky] and the rows shift after. */
 template <int K, int C, int V, bool SEP, bool ROT>
-__device__ __forceinline__ void fd_accumulate(const fd_params &p, const float *win, int u, int t,
-                                              int rows, float (&acc)[K][V])
+__device__ __forceinline__ void cvk_accumulate_row(const cvk_direct_params &p, const float *win,
+                                                   int u, int t, int rows, float (&acc)[K][V])
 {
     if (SEP) {
         /* a row outside (CONSTANT) holds cval, so h = cval * sum(wx): the
@@ -399,32 +353,33 @@ __device__ __forceinline__ void fd_accumulate(const fd_params &p, const float *w
 
 /* Stores a completed output row's V values (those inside the row). */
 template <int V>
-__device__ __forceinline__ void fd_store_row(const fd_params &p, long long y, long long e,
-                                             const float (&v)[V])
+__device__ __forceinline__ void cvk_store_row(const cvk_direct_params &p, long long y, long long e,
+                                              const float (&v)[V])
 {
     char *orow = p.out + y * p.out_row;
     if (p.vec_store && e >= 0 && e + V <= p.WC) {
-        fd_store_vec<V>(p.out_type, orow, e, v);
+        cvk_store_vec<V>(p.out_type, orow, e, v);
     } else {
 #pragma unroll
         for (int i = 0; i < V; i++)
             if (e + i >= 0 && e + i < p.WC)
-                fd_store_one(p.out_type, orow, e + i, v[i]);
+                cvk_store_float(p.out_type, orow, e + i, v[i]);
     }
 }
 
 template <int K, int C, typename T, bool SEP, int V>
-__global__ void __launch_bounds__(FD_WARPS * 32) fd_kernel(const __grid_constant__ fd_params p)
+__global__ void __launch_bounds__(CVK_DIRECT_WARPS * 32)
+    cvk_direct2d_kernel(const __grid_constant__ cvk_direct_params p)
 {
     enum { HALO = (K / 2) * C, WIN = V + 2 * HALO };
     /* rotate the accumulator rows (unrolling rows by K) where the shifts
      * would cost much next to the FMAs (small filters); larger ones shift
      * (code size: an unrolled row per accumulator row) */
     enum { ROT = SEP ? K <= 17 : K <= 9 };
-    typedef fd_ring<T, V, HALO> G;
+    typedef cvk_ring<T, V, HALO> G;
     CVK_DYNAMIC_SHARED(smem);
     const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
-    const long long warp = (long long)blockIdx.x * FD_WARPS + wib;
+    const long long warp = (long long)blockIdx.x * CVK_DIRECT_WARPS + wib;
     if (warp >= p.nwarps)
         return; /* whole warps only: only warp-level syncs are used */
     T *ring = (T *)(smem + wib * G::BYTES);
@@ -445,11 +400,11 @@ __global__ void __launch_bounds__(FD_WARPS * 32) fd_kernel(const __grid_constant
     const int total = rows + K - 1;
     unsigned cval_rows = 0;
 #pragma unroll
-    for (int t = 0; t < FD_RING - 1; t++) {
+    for (int t = 0; t < CVK_RING_ROWS - 1; t++) {
         if (t < total)
-            fd_ring_issue<T, V, HALO, C>(p, ybase + t, we0, lane, interior, ring, t, &cval_rows);
+            cvk_ring_issue<T, V, HALO, C>(p, ybase + t, we0, lane, interior, ring, t, &cval_rows);
         else
-            fd_cp_commit();
+            cvk_cp_commit();
     }
 
 #pragma unroll 1
@@ -459,29 +414,29 @@ __global__ void __launch_bounds__(FD_WARPS * 32) fd_kernel(const __grid_constant
             const int t = t0 + u;
             if (t >= total)
                 break;
-            const int ahead = t + FD_RING - 1;
+            const int ahead = t + CVK_RING_ROWS - 1;
             if (ahead < total)
-                fd_ring_issue<T, V, HALO, C>(p, ybase + ahead, we0, lane, interior, ring,
-                                             ahead % FD_RING, &cval_rows);
+                cvk_ring_issue<T, V, HALO, C>(p, ybase + ahead, we0, lane, interior, ring,
+                                              ahead % CVK_RING_ROWS, &cval_rows);
             else
-                fd_cp_commit();
-            fd_cp_wait<FD_RING - 1>(); /* row t's group is done */
+                cvk_cp_commit();
+            cvk_cp_wait<CVK_RING_ROWS - 1>(); /* row t's group is done */
             __syncwarp();
-            const int slot = t % FD_RING;
+            const int slot = t % CVK_RING_ROWS;
             float win[WIN];
             if (cval_rows >> slot & 1u) {
 #pragma unroll
                 for (int j = 0; j < WIN; j++)
                     win[j] = p.cval;
             } else {
-                fd_ring_window<T, V, HALO>(ring + slot * G::L, lane, win);
+                cvk_ring_window<T, V, HALO>(ring + slot * G::L, lane, win);
             }
             __syncwarp(); /* the slot may be refilled next row */
-            fd_accumulate<K, C, V, SEP, ROT>(p, win, u, t, rows, acc);
+            cvk_accumulate_row<K, C, V, SEP, ROT>(p, win, u, t, rows, acc);
             const int o = t - (K - 1); /* output row o is complete */
             const int done = ROT ? (u + 1) % K : 0;
             if (o >= 0)
-                fd_store_row<V>(p, y0 + o, e_out, acc[done]);
+                cvk_store_row<V>(p, y0 + o, e_out, acc[done]);
             if (ROT) {
 #pragma unroll
                 for (int i = 0; i < V; i++)
@@ -504,7 +459,8 @@ __global__ void __launch_bounds__(FD_WARPS * 32) fd_kernel(const __grid_constant
  * next segment's loads issued before the current one is computed; a lane
  * computes V outputs from its window. float32, one channel. */
 template <int K, int V>
-__global__ void __launch_bounds__(256) fd1_kernel(const __grid_constant__ fd_params p)
+__global__ void __launch_bounds__(256)
+    cvk_direct1d_kernel(const __grid_constant__ cvk_direct_params p)
 {
     enum { HALO = K / 2, SEG = 32 * V, WIN = V + 2 * HALO };
     const int lane = threadIdx.x & 31;
@@ -514,13 +470,13 @@ __global__ void __launch_bounds__(256) fd1_kernel(const __grid_constant__ fd_par
         return;
     const float *row = (const float *)p.in;
     float cur[V + 1], nxt[V + 1];
-    fd_load_seg<V, HALO, float>(row, p.first + s * SEG, lane, cur);
+    cvk_load_segment<V, HALO, float>(row, p.first + s * SEG, lane, cur);
     for (; s < p.nwarps; s += warps) {
         const long long we0 = p.first + s * SEG;
         if (s + warps < p.nwarps)
-            fd_load_seg<V, HALO, float>(row, we0 + warps * SEG, lane, nxt);
+            cvk_load_segment<V, HALO, float>(row, we0 + warps * SEG, lane, nxt);
         float win[WIN];
-        fd_window<V, HALO>(cur, lane, win);
+        cvk_shuffle_window<V, HALO>(cur, lane, win);
         float out[V];
 #pragma unroll
         for (int i = 0; i < V; i++) {
@@ -532,12 +488,12 @@ __global__ void __launch_bounds__(256) fd1_kernel(const __grid_constant__ fd_par
         }
         const long long e = we0 + (long long)lane * V + p.shift;
         if (p.vec_store && e >= 0 && e + V <= p.N) {
-            fd_store_vec<V>(p.out_type, p.out, e, out);
+            cvk_store_vec<V>(p.out_type, p.out, e, out);
         } else {
 #pragma unroll
             for (int i = 0; i < V; i++)
                 if (e + i >= 0 && e + i < p.N)
-                    fd_store_one(p.out_type, p.out, e + i, out[i]);
+                    cvk_store_float(p.out_type, p.out, e + i, out[i]);
         }
 #pragma unroll
         for (int i = 0; i <= V; i++)
@@ -545,21 +501,21 @@ __global__ void __launch_bounds__(256) fd1_kernel(const __grid_constant__ fd_par
     }
 }
 
-typedef void (*fd_kernel_fn)(fd_params);
+typedef void (*cvk_direct_kernel_fn)(cvk_direct_params);
 
 /* Elements a lane: 16 bytes of float (8 bytes, 2 elements, for separable
  * K >= 17, whose K accumulator rows would cost too many registers), 8 of uint8. */
-#define FD_LANE(T, K, S) (sizeof(T) == 1 ? 8 : ((S) && (K) >= 17) ? 2 : 4)
-#define FD_CASE(K, C, T, S) \
-    case K: return fd_kernel<K, C, T, S, FD_LANE(T, K, S)>;
+#define CVK_DIRECT_LANE(T, K, S) (sizeof(T) == 1 ? 8 : ((S) && (K) >= 17) ? 2 : 4)
+#define CVK_DIRECT_CASE(K, C, T, S) \
+    case K: return cvk_direct2d_kernel<K, C, T, S, CVK_DIRECT_LANE(T, K, S)>;
 
 /* The instances, by file: fast_direct_f32.cu (dense float32 gray, K = 3..17,
  * and 1-D), fast_direct_sep.cu (separable float32 gray, K = 3..33),
  * fast_direct_u8.cu (uint8 gray and RGB: dense K = 3, 5; separable 3..9).
  * Each returns 0 for a K it has not. */
-fd_kernel_fn fd_pick_dense_f32(int K);
-fd_kernel_fn fd_pick_sep_f32(int K);
-fd_kernel_fn fd_pick_u8(int channels, int K, int separable);
-fd_kernel_fn fd_pick_1d(int K);
+cvk_direct_kernel_fn cvk_direct2d_dense_f32(int K);
+cvk_direct_kernel_fn cvk_direct2d_sep_f32(int K);
+cvk_direct_kernel_fn cvk_direct2d_u8(int channels, int K, int separable);
+cvk_direct_kernel_fn cvk_direct1d_f32(int K);
 
 #endif

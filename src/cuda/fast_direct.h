@@ -3,8 +3,8 @@
  * odd filters, dense or separable, on rows of interleaved channels, and 1-D
  * filters; reached from C through these launchers.
  */
-#ifndef CONVOLVE_FAST_DIRECT2D_H
-#define CONVOLVE_FAST_DIRECT2D_H
+#ifndef CONVOLVE_CUDA_FAST_DIRECT_H
+#define CONVOLVE_CUDA_FAST_DIRECT_H
 
 #include <cuda_runtime_api.h>
 #include <stddef.h>
@@ -14,12 +14,16 @@ extern "C" {
 #endif
 
 /* Largest filter extents the kernels are compiled for (odd sizes 3..these):
- * dense float32 gray; separable float32 gray. uint8 gray and RGB: dense 3, 5;
- * separable 3..9. */
-#define CVI_FD2D_MAX_K 17
-#define CVI_FD2D_MAX_SEP_K 33
+ * dense float32 gray; separable float32 gray; 1-D float32. uint8 gray and
+ * RGB: dense up to CVK_DIRECT2D_MAX_K_U8, separable up to
+ * CVK_DIRECT2D_MAX_SEP_K_U8. */
+#define CVK_DIRECT2D_MAX_K 17
+#define CVK_DIRECT2D_MAX_SEP_K 33
+#define CVK_DIRECT1D_MAX_K 33
+#define CVK_DIRECT2D_MAX_K_U8 5
+#define CVK_DIRECT2D_MAX_SEP_K_U8 9
 
-typedef struct cvi_fd2d_args {
+typedef struct cvk_direct_args {
     const void *in;          /* element (0, 0, channel 0) */
     void *out;
     ptrdiff_t in_row;        /* bytes between rows */
@@ -36,18 +40,18 @@ typedef struct cvi_fd2d_args {
     const double *weights;   /* K*K, correlation form, C order */
     const double *taps_y, *taps_x; /* K each, correlation form */
     int multiprocessors;     /* of the device, to size the grid */
-} cvi_fd2d_args;
+} cvk_direct_args;
 
 /* 1 if a 2-D kernel serves this element type, channel count, extent and kind. */
-int cvi_fd2d_supports(int in_type, int channels, int ksize, int separable);
+int cvk_direct2d_supports(int in_type, int channels, int ksize, int separable);
 /* 1 if the 1-D kernel serves this element type, channel count and extent
- * (float32, one channel, K odd 3..33). */
-int cvi_fd1d_supports(int in_type, int channels, int ksize);
+ * (float32, one channel, K odd 3..CVK_DIRECT1D_MAX_K). */
+int cvk_direct1d_supports(int in_type, int channels, int ksize);
 
 /* Launch on `stream`; return the launch's error (cudaSuccess when queued).
  * 2-D: a K x K filter over height x width; 1-D: height 1, height_taps 1. */
-cudaError_t cvi_fd2d_launch(const cvi_fd2d_args *args, cudaStream_t stream);
-cudaError_t cvi_fd1d_launch(const cvi_fd2d_args *args, cudaStream_t stream);
+cudaError_t cvk_direct2d_launch(const cvk_direct_args *args, cudaStream_t stream);
+cudaError_t cvk_direct1d_launch(const cvk_direct_args *args, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -20,15 +20,13 @@
 
 #include <stdint.h>
 
-#define F3_TY 8     /* output rows per block (one warp each) */
-#define F3_TX 128   /* output columns per block (4 per lane) */
-#define F3_XP 4     /* x halo held in shared memory on each side (r <= 4) */
-#define F3_SW (F3_TX + 2 * F3_XP)
-#define F3_THREADS (F3_TY * 32)
+#define CVK_3D_TY 8     /* output rows per block (one warp each) */
+#define CVK_3D_TX 128   /* output columns per block (4 per lane) */
+#define CVK_3D_XP 4     /* x halo held in shared memory on each side (r <= 4) */
+#define CVK_3D_SW (CVK_3D_TX + 2 * CVK_3D_XP)
+#define CVK_3D_THREADS (CVK_3D_TY * 32)
 
-enum { F3_F32 = 0, F3_F64 = 1, F3_U8 = 2, F3_U16 = 3 }; /* convolve_dtype */
-
-typedef struct f3_params {
+typedef struct cvk_direct3d_params {
     const char *in;
     char *out;
     long long in_str[2], out_str[2]; /* bytes between planes, rows */
@@ -38,101 +36,56 @@ typedef struct f3_params {
     int mode, out_type, zrun;        /* planes a block walks */
     int aligned, vec_store;
     float cval;
-    float w[CVI_F3_MAX_K * CVI_F3_MAX_K * CVI_F3_MAX_K];
-} f3_params;
-
-#ifdef CVK_EMULATE /* the CPU emulation of tests/emu/ copies at once */
-__device__ __forceinline__ void f3_cp16(float *smem, const float *gmem)
-{
-    for (int i = 0; i < 4; i++)
-        smem[i] = gmem[i];
-}
-__device__ __forceinline__ void f3_cp4(float *smem, const float *gmem)
-{
-    *smem = *gmem;
-}
-__device__ __forceinline__ void f3_commit() {}
-template <int N> __device__ __forceinline__ void f3_wait() {}
-#else
-__device__ __forceinline__ void f3_cp16(float *smem, const float *gmem)
-{
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
-}
-
-__device__ __forceinline__ void f3_cp4(float *smem, const float *gmem)
-{
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem));
-}
-
-__device__ __forceinline__ void f3_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::);
-}
-
-template <int N> __device__ __forceinline__ void f3_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-#endif
-
-/* Stores v as element x of an output row of the given type. */
-__device__ __forceinline__ void f3_store_one(int type, char *row, long long x, float v)
-{
-    switch (type) {
-    case F3_F32: ((float *)row)[x] = v; break;
-    case F3_F64: ((double *)row)[x] = (double)v; break;
-    case F3_U8: ((unsigned char *)row)[x] = cvi_saturate_u8f(v); break;
-    default: ((unsigned short *)row)[x] = cvi_saturate_u16f(v); break;
-    }
-}
+    float w[CVK_DIRECT3D_MAX_K * CVK_DIRECT3D_MAX_K * CVK_DIRECT3D_MAX_K];
+} cvk_direct3d_params;
 
 /* Starts copying input plane z (tile rows y0 - koffy .. + rows, columns
  * x0 - XP .. + SW) into buf: asynchronous copies, cval written directly. */
-__device__ __forceinline__ void f3_load_plane(const f3_params &p, float *buf, long long z,
-                                              long long y0, long long x0, int rows, bool fast)
+__device__ __forceinline__ void cvk_load_plane(const cvk_direct3d_params &p, float *buf,
+                                               long long z, long long y0, long long x0, int rows,
+                                               bool fast)
 {
     const long long mz = cvi_boundary_index(z, p.D, p.mode);
     if (fast) {
-        const int per_row = F3_SW / 4;
-        for (int i = threadIdx.x; i < rows * per_row; i += F3_THREADS) {
+        const int per_row = CVK_3D_SW / 4;
+        for (int i = threadIdx.x; i < rows * per_row; i += CVK_3D_THREADS) {
             const int ty = i / per_row, q = i - ty * per_row;
             const long long my = cvi_boundary_index(y0 - p.koffy + ty, p.H, p.mode);
-            float *dst = buf + ty * F3_SW + 4 * q;
+            float *dst = buf + ty * CVK_3D_SW + 4 * q;
             if (mz < 0 || my < 0) {
                 *(float4 *)dst = make_float4(p.cval, p.cval, p.cval, p.cval);
             } else {
                 const float *src = (const float *)(p.in + mz * p.in_str[0] + my * p.in_str[1]) +
-                                   (x0 - F3_XP + 4 * q);
-                f3_cp16(dst, src);
+                                   (x0 - CVK_3D_XP + 4 * q);
+                cvk_cp16(dst, src);
             }
         }
     } else {
-        for (int i = threadIdx.x; i < rows * F3_SW; i += F3_THREADS) {
-            const int ty = i / F3_SW, s = i - ty * F3_SW;
+        for (int i = threadIdx.x; i < rows * CVK_3D_SW; i += CVK_3D_THREADS) {
+            const int ty = i / CVK_3D_SW, s = i - ty * CVK_3D_SW;
             const long long my = cvi_boundary_index(y0 - p.koffy + ty, p.H, p.mode);
-            const long long mx = cvi_boundary_index(x0 - F3_XP + s, p.W, p.mode);
-            float *dst = buf + ty * F3_SW + s;
+            const long long mx = cvi_boundary_index(x0 - CVK_3D_XP + s, p.W, p.mode);
+            float *dst = buf + ty * CVK_3D_SW + s;
             if (mz < 0 || my < 0 || mx < 0)
                 *dst = p.cval;
             else
-                f3_cp4(dst, (const float *)(p.in + mz * p.in_str[0] + my * p.in_str[1]) + mx);
+                cvk_cp4(dst, (const float *)(p.in + mz * p.in_str[0] + my * p.in_str[1]) + mx);
         }
     }
 }
 
 template <int K>
-__global__ void __launch_bounds__(F3_THREADS) f3_kernel(const __grid_constant__ f3_params p)
+__global__ void __launch_bounds__(CVK_3D_THREADS)
+    cvk_direct3d_kernel(const __grid_constant__ cvk_direct3d_params p)
 {
-    enum { R = K / 2, ROWS = F3_TY + K - 1 };
-    __shared__ __align__(16) float tile[3][ROWS * F3_SW];
+    enum { R = K / 2, ROWS = CVK_3D_TY + K - 1 };
+    __shared__ __align__(16) float tile[3][ROWS * CVK_3D_SW];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const long long x0 = p.x_base + (long long)blockIdx.x * F3_TX; /* centred columns */
-    const long long y0 = (long long)blockIdx.y * F3_TY;
+    const long long x0 = p.x_base + (long long)blockIdx.x * CVK_3D_TX; /* centred columns */
+    const long long y0 = (long long)blockIdx.y * CVK_3D_TY;
     const long long z0 = (long long)blockIdx.z * p.zrun;
     const int planes = (int)(p.D - z0 < p.zrun ? p.D - z0 : p.zrun);
-    const bool fast = p.aligned && x0 - F3_XP >= 0 && x0 + F3_TX + F3_XP <= p.W;
+    const bool fast = p.aligned && x0 - CVK_3D_XP >= 0 && x0 + CVK_3D_TX + CVK_3D_XP <= p.W;
     const long long y = y0 + warp;
 
     float acc[K][4];
@@ -144,28 +97,28 @@ __global__ void __launch_bounds__(F3_THREADS) f3_kernel(const __grid_constant__ 
 
     const int total = planes + K - 1; /* >= K >= 3 */
     const long long zbase = z0 - p.koffz;
-    f3_load_plane(p, tile[0], zbase, y0, x0, ROWS, fast);
-    f3_commit();
-    f3_load_plane(p, tile[1], zbase + 1, y0, x0, ROWS, fast);
-    f3_commit();
+    cvk_load_plane(p, tile[0], zbase, y0, x0, ROWS, fast);
+    cvk_cp_commit();
+    cvk_load_plane(p, tile[1], zbase + 1, y0, x0, ROWS, fast);
+    cvk_cp_commit();
 
 #pragma unroll 1
     for (int t = 0; t < total; t++) {
-        f3_wait<1>();    /* plane t's copies are done (t + 1's may fly on) */
+        cvk_cp_wait<1>();    /* plane t's copies are done (t + 1's may fly on) */
         __syncthreads(); /* ...everyone's; and plane t - 1's readers are done */
         if (t + 2 < total) /* into the buffer plane t - 1 used */
-            f3_load_plane(p, tile[(t + 2) % 3], zbase + t + 2, y0, x0, ROWS, fast);
-        f3_commit();
+            cvk_load_plane(p, tile[(t + 2) % 3], zbase + t + 2, y0, x0, ROWS, fast);
+        cvk_cp_commit();
         const float *buf = tile[t % 3];
         /* plane t adds to outputs t-kz (weight slice kz) in acc[K-1-kz] */
 #pragma unroll
         for (int ky = 0; ky < K; ky++) {
             /* the lane's columns need tile columns XP-R+4*lane .. +4+2R: read
              * the aligned 12 around them */
-            const float *src = buf + (warp + ky) * F3_SW + 4 * lane;
-            float sup[4 + 2 * F3_XP];
+            const float *src = buf + (warp + ky) * CVK_3D_SW + 4 * lane;
+            float sup[4 + 2 * CVK_3D_XP];
 #pragma unroll
-            for (int q = 0; q < (4 + 2 * F3_XP) / 4; q++) {
+            for (int q = 0; q < (4 + 2 * CVK_3D_XP) / 4; q++) {
                 float4 v = *(const float4 *)(src + 4 * q);
                 sup[4 * q] = v.x, sup[4 * q + 1] = v.y, sup[4 * q + 2] = v.z, sup[4 * q + 3] = v.w;
             }
@@ -178,7 +131,8 @@ __global__ void __launch_bounds__(F3_THREADS) f3_kernel(const __grid_constant__ 
                     const float w = p.w[(kz * K + ky) * K + kx];
 #pragma unroll
                     for (int i = 0; i < 4; i++)
-                        acc[K - 1 - kz][i] = fmaf(w, sup[F3_XP - R + i + kx], acc[K - 1 - kz][i]);
+                        acc[K - 1 - kz][i] =
+                            fmaf(w, sup[CVK_3D_XP - R + i + kx], acc[K - 1 - kz][i]);
                 }
             }
         }
@@ -186,14 +140,14 @@ __global__ void __launch_bounds__(F3_THREADS) f3_kernel(const __grid_constant__ 
         if (o >= 0 && y < p.H) {
             char *row = p.out + (z0 + o) * p.out_str[0] + y * p.out_str[1];
             const long long x = x0 + 4 * lane + p.shift;
-            if (p.vec_store && p.out_type == F3_F32 && x >= 0 && x + 4 <= p.W) {
+            if (p.vec_store && p.out_type == CVI_DTYPE_FLOAT32 && x >= 0 && x + 4 <= p.W) {
                 *(float4 *)((float *)row + x) =
                     make_float4(acc[0][0], acc[0][1], acc[0][2], acc[0][3]);
             } else {
 #pragma unroll
                 for (int i = 0; i < 4; i++)
                     if (x + i >= 0 && x + i < p.W)
-                        f3_store_one(p.out_type, row, x + i, acc[0][i]);
+                        cvk_store_float(p.out_type, row, x + i, acc[0][i]);
             }
         }
 #pragma unroll
@@ -207,33 +161,33 @@ __global__ void __launch_bounds__(F3_THREADS) f3_kernel(const __grid_constant__ 
     }
 }
 
-typedef void (*f3_kernel_fn)(f3_params);
+typedef void (*cvk_direct3d_kernel_fn)(cvk_direct3d_params);
 
-static f3_kernel_fn f3_pick(int in_type, int channels, int K)
+static cvk_direct3d_kernel_fn pick3d(int in_type, int channels, int K)
 {
-    if (in_type != F3_F32 || channels != 1)
+    if (in_type != CVI_DTYPE_FLOAT32 || channels != 1)
         return 0;
     switch (K) {
-    case 3: return f3_kernel<3>;
-    case 5: return f3_kernel<5>;
-    case 7: return f3_kernel<7>;
-    case 9: return f3_kernel<9>;
+    case 3: return cvk_direct3d_kernel<3>;
+    case 5: return cvk_direct3d_kernel<5>;
+    case 7: return cvk_direct3d_kernel<7>;
+    case 9: return cvk_direct3d_kernel<9>;
     default: return 0;
     }
 }
 
-extern "C" int cvi_f3_supports(int in_type, int channels, int ksize)
+extern "C" int cvk_direct3d_supports(int in_type, int channels, int ksize)
 {
-    return f3_pick(in_type, channels, ksize) != 0;
+    return pick3d(in_type, channels, ksize) != 0;
 }
 
-extern "C" cudaError_t cvi_f3_launch(const cvi_f3_args *a, cudaStream_t stream)
+extern "C" cudaError_t cvk_direct3d_launch(const cvk_direct3d_args *a, cudaStream_t stream)
 {
-    f3_kernel_fn fn = f3_pick(a->in_type, a->channels, a->ksize);
+    cvk_direct3d_kernel_fn fn = pick3d(a->in_type, a->channels, a->ksize);
     if (!fn)
         return cudaErrorInvalidValue;
     const int K = a->ksize, R = K / 2;
-    f3_params p;
+    cvk_direct3d_params p;
     p.in = (const char *)a->in;
     p.out = (char *)a->out;
     for (int i = 0; i < 2; i++) {
@@ -257,12 +211,12 @@ extern "C" cudaError_t cvi_f3_launch(const cvi_f3_args *a, cudaStream_t stream)
                   a->out_strides[0] % 16 == 0 && a->out_strides[1] % 16 == 0;
     /* centred columns x' = x - shift must cover [0, W) */
     const long long lo = -(long long)p.shift, hi = p.W - p.shift;
-    p.x_base = lo >= 0 ? 0 : -F3_TX;
-    const long long bx = (hi - p.x_base + F3_TX - 1) / F3_TX;
-    const long long by = (p.H + F3_TY - 1) / F3_TY;
+    p.x_base = lo >= 0 ? 0 : -CVK_3D_TX;
+    const long long bx = (hi - p.x_base + CVK_3D_TX - 1) / CVK_3D_TX;
+    const long long by = (p.H + CVK_3D_TY - 1) / CVK_3D_TY;
     /* planes a block walks: enough blocks for about four waves of 3 a SM,
      * at least 4(K-1) planes so the z halo stays a small share */
-    const long long want = (long long)(a->multiprocessors > 0 ? a->multiprocessors : 132) * 12;
+    const long long want = cvk_multiprocessors(a->multiprocessors) * 12;
     long long zrun = (p.D * bx * by + want - 1) / want;
     const long long min_run = 4 * (K - 1);
     zrun = zrun < min_run ? min_run : zrun;
@@ -270,8 +224,8 @@ extern "C" cudaError_t cvi_f3_launch(const cvi_f3_args *a, cudaStream_t stream)
         zrun = p.D;
     p.zrun = (int)zrun;
     const long long bz = (p.D + zrun - 1) / zrun;
-    if (bx > 0x7fffffffLL || by > 65535 || bz > 65535)
+    if (bx > CVK_DEVICE_GRID_X || by > CVK_DEVICE_GRID_YZ || bz > CVK_DEVICE_GRID_YZ)
         return cudaErrorInvalidConfiguration;
-    CVK_LAUNCH(fn, dim3((unsigned)bx, (unsigned)by, (unsigned)bz), F3_THREADS, 0, stream, (p));
+    CVK_LAUNCH(fn, dim3((unsigned)bx, (unsigned)by, (unsigned)bz), CVK_3D_THREADS, 0, stream, (p));
     return cudaGetLastError();
 }

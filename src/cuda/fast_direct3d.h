@@ -2,8 +2,8 @@
  * fast_direct3d.h - the 2.5-D streaming 3-D kernel (fast_direct3d.cu) for
  * float32 volumes and cubic odd filters, reached from C through this launcher.
  */
-#ifndef CONVOLVE_FAST_DIRECT3D_H
-#define CONVOLVE_FAST_DIRECT3D_H
+#ifndef CONVOLVE_CUDA_FAST_DIRECT3D_H
+#define CONVOLVE_CUDA_FAST_DIRECT3D_H
 
 #include <cuda_runtime_api.h>
 #include <stddef.h>
@@ -12,29 +12,30 @@
 extern "C" {
 #endif
 
-#define CVI_F3_MAX_K 9
+/* Largest filter extent the kernel is compiled for (odd sizes 3..this). */
+#define CVK_DIRECT3D_MAX_K 9
 
-typedef struct cvi_f3_args {
+typedef struct cvk_direct3d_args {
     const void *in;              /* element (0, 0, 0) */
     void *out;
     ptrdiff_t in_strides[2];     /* bytes between planes, rows (columns are contiguous) */
     ptrdiff_t out_strides[2];
     long long depth, height, width;
     int channels;                /* must be 1 */
-    int ksize;                   /* K: the filter is K x K x K, odd, 3..CVI_F3_MAX_K */
+    int ksize;                   /* K: the filter is K x K x K, odd, 3..CVK_DIRECT3D_MAX_K */
     int koffz, koffy, koffx;
     int mode;
     float cval;
     int in_type, out_type;       /* convolve_dtype */
     const double *weights;       /* K^3, correlation form, C order */
     int multiprocessors;
-} cvi_f3_args;
+} cvk_direct3d_args;
 
 /* 1 if the kernel serves this element type, channel count and extent. */
-int cvi_f3_supports(int in_type, int channels, int ksize);
+int cvk_direct3d_supports(int in_type, int channels, int ksize);
 
 /* Launches on `stream`; returns the launch's error. */
-cudaError_t cvi_f3_launch(const cvi_f3_args *args, cudaStream_t stream);
+cudaError_t cvk_direct3d_launch(const cvk_direct3d_args *args, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -4,25 +4,24 @@
  */
 #include "fast_direct.cuh"
 
-fd_kernel_fn fd_pick_dense_f32(int K)
+#define DENSE(K) CVK_DIRECT_CASE(K, 1, float, false)
+
+cvk_direct_kernel_fn cvk_direct2d_dense_f32(int K)
 {
     switch (K) {
-        FD_CASE(3, 1, float, false) FD_CASE(5, 1, float, false) FD_CASE(7, 1, float, false)
-        FD_CASE(9, 1, float, false) FD_CASE(11, 1, float, false) FD_CASE(13, 1, float, false)
-        FD_CASE(15, 1, float, false) FD_CASE(17, 1, float, false)
+        DENSE(3) DENSE(5) DENSE(7) DENSE(9) DENSE(11) DENSE(13) DENSE(15) DENSE(17)
     default: return 0;
     }
 }
 
-fd_kernel_fn fd_pick_1d(int K)
+#define SIGNAL(K) \
+    case K: return cvk_direct1d_kernel<K, 8>;
+
+cvk_direct_kernel_fn cvk_direct1d_f32(int K)
 {
-#define FD1_CASE(K) \
-    case K: return fd1_kernel<K, 8>;
     switch (K) {
-        FD1_CASE(3) FD1_CASE(5) FD1_CASE(7) FD1_CASE(9) FD1_CASE(11) FD1_CASE(13) FD1_CASE(15)
-        FD1_CASE(17) FD1_CASE(19) FD1_CASE(21) FD1_CASE(23) FD1_CASE(25) FD1_CASE(27)
-        FD1_CASE(29) FD1_CASE(31) FD1_CASE(33)
+        SIGNAL(3) SIGNAL(5) SIGNAL(7) SIGNAL(9) SIGNAL(11) SIGNAL(13) SIGNAL(15) SIGNAL(17)
+        SIGNAL(19) SIGNAL(21) SIGNAL(23) SIGNAL(25) SIGNAL(27) SIGNAL(29) SIGNAL(31) SIGNAL(33)
     default: return 0;
     }
-#undef FD1_CASE
 }

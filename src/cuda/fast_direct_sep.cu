@@ -4,15 +4,13 @@
  */
 #include "fast_direct.cuh"
 
-fd_kernel_fn fd_pick_sep_f32(int K)
+#define SEP(K) CVK_DIRECT_CASE(K, 1, float, true)
+
+cvk_direct_kernel_fn cvk_direct2d_sep_f32(int K)
 {
     switch (K) {
-        FD_CASE(3, 1, float, true) FD_CASE(5, 1, float, true) FD_CASE(7, 1, float, true)
-        FD_CASE(9, 1, float, true) FD_CASE(11, 1, float, true) FD_CASE(13, 1, float, true)
-        FD_CASE(15, 1, float, true) FD_CASE(17, 1, float, true) FD_CASE(19, 1, float, true)
-        FD_CASE(21, 1, float, true) FD_CASE(23, 1, float, true) FD_CASE(25, 1, float, true)
-        FD_CASE(27, 1, float, true) FD_CASE(29, 1, float, true) FD_CASE(31, 1, float, true)
-        FD_CASE(33, 1, float, true)
+        SEP(3) SEP(5) SEP(7) SEP(9) SEP(11) SEP(13) SEP(15) SEP(17)
+        SEP(19) SEP(21) SEP(23) SEP(25) SEP(27) SEP(29) SEP(31) SEP(33)
     default: return 0;
     }
 }

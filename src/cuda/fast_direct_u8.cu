@@ -5,23 +5,23 @@
  */
 #include "fast_direct.cuh"
 
-template <int C> static fd_kernel_fn pick(int K, int separable)
+template <int C> static cvk_direct_kernel_fn pick(int K, int separable)
 {
     typedef unsigned char T;
     if (separable) {
         switch (K) {
-            FD_CASE(3, C, T, true) FD_CASE(5, C, T, true) FD_CASE(7, C, T, true)
-            FD_CASE(9, C, T, true)
+            CVK_DIRECT_CASE(3, C, T, true) CVK_DIRECT_CASE(5, C, T, true)
+            CVK_DIRECT_CASE(7, C, T, true) CVK_DIRECT_CASE(9, C, T, true)
         default: return 0;
         }
     }
     switch (K) {
-        FD_CASE(3, C, T, false) FD_CASE(5, C, T, false)
+        CVK_DIRECT_CASE(3, C, T, false) CVK_DIRECT_CASE(5, C, T, false)
     default: return 0;
     }
 }
 
-fd_kernel_fn fd_pick_u8(int channels, int K, int separable)
+cvk_direct_kernel_fn cvk_direct2d_u8(int channels, int K, int separable)
 {
     return channels == 1 ? pick<1>(K, separable) : channels == 3 ? pick<3>(K, separable) : 0;
 }

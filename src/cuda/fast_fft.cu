@@ -23,10 +23,11 @@
 #include "device_common.cuh"
 
 #include <cufft.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
-struct cvi_fft_plan {
+struct cvk_fft_plan {
     int dbl;                /* double precision */
     int rank;               /* transformed axes: the last `rank` of the 3 */
     long long n[3];         /* transform extents (1 on axes not transformed) */
@@ -127,7 +128,7 @@ static int fft_extents(const cvi_problem *p, long long n[3], long long tiles[3],
     }
     *ntiles = 1;
     for (int a = 0; a < 3; a++) {
-        if (n[a] > 0x7fffffffLL || tiles[a] > 0x7fffffffLL ||
+        if (n[a] > INT_MAX || tiles[a] > INT_MAX ||
             tiles[a] * step[a] < (long long)p->shape[a]) /* the tiles cover the axis */
             return 0;
         *ntiles *= tiles[a];
@@ -140,7 +141,7 @@ static int fft_extents(const cvi_problem *p, long long n[3], long long tiles[3],
     return 1;
 }
 
-extern "C" size_t cvi_fft_workspace_bytes(const cvi_problem *p)
+extern "C" size_t cvk_fft_workspace_bytes(const cvi_problem *p)
 {
     long long n[3], tiles[3], step[3], ntiles, half, plane;
     if (!fft_extents(p, n, tiles, step, &ntiles, &half, &plane))
@@ -154,7 +155,7 @@ extern "C" size_t cvi_fft_workspace_bytes(const cvi_problem *p)
 
 /* ---- kernels ------------------------------------------------------------ */
 
-template <typename R> __device__ __forceinline__ R fft_load(int type, const char *p)
+template <typename R> __device__ __forceinline__ R cvk_fft_load(int type, const char *p)
 {
     switch (type) {
     case CONVOLVE_FLOAT32: return (R) * (const float *)p;
@@ -164,18 +165,8 @@ template <typename R> __device__ __forceinline__ R fft_load(int type, const char
     }
 }
 
-__device__ __forceinline__ void fft_store(int type, char *p, double v)
-{
-    switch (type) {
-    case CONVOLVE_FLOAT32: *(float *)p = (float)v; break;
-    case CONVOLVE_FLOAT64: *(double *)p = v; break;
-    case CONVOLVE_UINT8: *(unsigned char *)p = cvi_saturate_u8(v); break;
-    default: *(unsigned short *)p = cvi_saturate_u16(v); break;
-    }
-}
-
 /* Geometry shared by the kernels, by value. */
-typedef struct fft_geom {
+typedef struct cvk_fft_geom {
     long long shape[3], ksize[3], koff[3], n[3];
     long long tiles[3], step[3], ntiles;
     long long in_str[3], in_cstr, out_str[3], out_cstr;
@@ -184,14 +175,11 @@ typedef struct fft_geom {
     int channels, mode, in_type, out_type;
     int ext_xper, crop_xper; /* elements a thread handles along x (1..FFT_XPER) */
     double cval;
-} fft_geom;
+} cvk_fft_geom;
 
-/* Grids: x along blockIdx.x (256 threads), rows (z, y) along blockIdx.y and
- * blockIdx.z (65535 each); every thread loops over the channels. */
-__device__ __forceinline__ long long fft_row_index()
-{
-    return (long long)blockIdx.y + (long long)blockIdx.z * 65535;
-}
+/* Grids: x along blockIdx.x (256 threads), rows (z, y) folded into
+ * blockIdx.y and blockIdx.z (cvk_grid_row); every thread loops over the
+ * channels. */
 
 /* Each thread handles up to FFT_XPER elements of a row (xper: as many as
  * make a block cover the row), blockDim apart, so the row's index
@@ -201,9 +189,9 @@ __device__ __forceinline__ long long fft_row_index()
 /* buf[c][tile][z][y][x] = extended input at tile origin + (z, y, x) - koff,
  * zero past the extended extents (shape + K - 1) and in the row padding. */
 template <typename R>
-__global__ void fft_extend_kernel(const __grid_constant__ fft_geom g, const char *in, R *buf)
+__global__ void cvk_fft_extend(const __grid_constant__ cvk_fft_geom g, const char *in, R *buf)
 {
-    const long long r = fft_row_index(); /* (tile, z, y) */
+    const long long r = cvk_grid_row(); /* (tile, z, y) */
     if (r >= g.ntiles * g.n[0] * g.n[1])
         return;
     const long long zy = r % (g.n[0] * g.n[1]), tile = r / (g.n[0] * g.n[1]);
@@ -238,14 +226,14 @@ __global__ void fft_extend_kernel(const __grid_constant__ fft_geom g, const char
         }
         const char *src = src_row + j2 * g.in_str[2];
         for (int c = 0; c < g.channels; c++)
-            dst[c * per_channel] = fft_load<R>(g.in_type, src + c * g.in_cstr);
+            dst[c * per_channel] = cvk_fft_load<R>(g.in_type, src + c * g.in_cstr);
     }
 }
 
 /* spectra[b][i] *= filt[i] for each of `batches` spectra (channels x
  * tiles): blockIdx.y picks a group of batches, x runs along the plane. */
 template <typename CX>
-__global__ void fft_multiply_kernel(CX *spectra, const CX *filt, long long plane, int batches)
+__global__ void cvk_fft_multiply(CX *spectra, const CX *filt, long long plane, int batches)
 {
     const int per = (batches + (int)gridDim.y - 1) / (int)gridDim.y;
     const int b0 = (int)blockIdx.y * per, b1 = b0 + per < batches ? b0 + per : batches;
@@ -265,9 +253,9 @@ __global__ void fft_multiply_kernel(CX *spectra, const CX *filt, long long plane
  * (z, y, x) = tile origin + (z', y', x'), each of those below the step.
  * Along x the tile and the offset in it advance without divisions. */
 template <typename R>
-__global__ void fft_crop_kernel(const __grid_constant__ fft_geom g, const R *buf, char *out)
+__global__ void cvk_fft_crop(const __grid_constant__ cvk_fft_geom g, const R *buf, char *out)
 {
-    const long long zy = fft_row_index();
+    const long long zy = cvk_grid_row();
     if (zy >= g.shape[0] * g.shape[1])
         return;
     const long long y = zy % g.shape[1], z = zy / g.shape[1];
@@ -286,7 +274,7 @@ __global__ void fft_crop_kernel(const __grid_constant__ fft_geom g, const R *buf
         const R *src = buf + (tile_row + t2) * g.plane_real + row_off + lx;
         char *dst = dst_row + x * g.out_str[2];
         for (int c = 0; c < g.channels; c++)
-            fft_store(g.out_type, dst + c * g.out_cstr, (double)src[c * per_channel]);
+            cvi_store_double(g.out_type, dst + c * g.out_cstr, (double)src[c * per_channel]);
         lx += blockDim.x;
         while (lx >= g.step[2]) {
             lx -= g.step[2];
@@ -298,8 +286,8 @@ __global__ void fft_crop_kernel(const __grid_constant__ fft_geom g, const R *buf
 /* filt[k0][k1][k2] (real view, rows of `row`) = w[k], zero elsewhere (the
  * buffer is cleared before). */
 template <typename R>
-__global__ void fft_scatter_weights_kernel(R *filt, const double *w, long long k0, long long k1,
-                                           long long k2, long long n1, long long row)
+__global__ void cvk_fft_scatter_weights(R *filt, const double *w, long long k0, long long k1,
+                                        long long k2, long long n1, long long row)
 {
     const long long total = k0 * k1 * k2;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
@@ -310,7 +298,7 @@ __global__ void fft_scatter_weights_kernel(R *filt, const double *w, long long k
 }
 
 template <typename CX, typename R>
-__global__ void fft_conj_scale_kernel(CX *f, long long count, R scale)
+__global__ void cvk_fft_conj_scale(CX *f, long long count, R scale)
 {
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count;
          i += (long long)gridDim.x * blockDim.x) {
@@ -328,18 +316,13 @@ static const int FFT_THREADS = 256;
 static unsigned fft_blocks(long long total)
 {
     long long b = (total + FFT_THREADS - 1) / FFT_THREADS;
-    return (unsigned)(b > 65536 ? 65536 : b < 1 ? 1 : b);
+    return (unsigned)(b > CVK_FLAT_MAX_BLOCKS ? CVK_FLAT_MAX_BLOCKS : b < 1 ? 1 : b);
 }
 
 /* A grid of 256-thread blocks over `width` columns and `rows` rows. */
 static int row_grid(long long width, long long rows, dim3 *grid)
 {
-    long long gz = (rows + 65534) / 65535;
-    if (gz > 65535 || (width + FFT_THREADS - 1) / FFT_THREADS > 0x7fffffffLL)
-        return 0;
-    *grid = dim3((unsigned)((width + FFT_THREADS - 1) / FFT_THREADS),
-                 (unsigned)(rows < 65535 ? rows : 65535), (unsigned)(gz < 1 ? 1 : gz));
-    return 1;
+    return cvk_row_grid((width + FFT_THREADS - 1) / FFT_THREADS, rows, grid);
 }
 
 static convolve_status cuda_status(cudaError_t e, const char *what, char *err, size_t n)
@@ -363,7 +346,7 @@ static convolve_status cufft_status(cufftResult r, const char *what, char *err, 
     return CONVOLVE_ERROR_DEVICE;
 }
 
-static void fft_geometry(const cvi_fft_plan *f, const cvi_problem *p, fft_geom *g)
+static void fft_geometry(const cvk_fft_plan *f, const cvi_problem *p, cvk_fft_geom *g)
 {
     for (int a = 0; a < 3; a++) {
         g->shape[a] = (long long)p->shape[a];
@@ -391,7 +374,7 @@ static void fft_geometry(const cvi_fft_plan *f, const cvi_problem *p, fft_geom *
 }
 
 /* Plans for `batch` transforms of the extents in f, in place. */
-static convolve_status make_plans(cvi_fft_plan *f, int batch, cufftHandle *fwd, cufftHandle *inv,
+static convolve_status make_plans(cvk_fft_plan *f, int batch, cufftHandle *fwd, cufftHandle *inv,
                                   char *err, size_t n)
 {
     int dims[3], real_embed[3], cplx_embed[3];
@@ -406,7 +389,7 @@ static convolve_status make_plans(cvi_fft_plan *f, int batch, cufftHandle *fwd, 
     for (int i = 0; i < rank - 1; i++)
         rows *= dims[i];
     int real_dist = (int)(rows * 2 * f->half), cplx_dist = (int)(rows * f->half);
-    if (rows * 2 * f->half > 0x7fffffffLL) {
+    if (rows * 2 * f->half > INT_MAX) {
         snprintf(err, n, "FFT of %lld elements per channel is past cuFFT's 32-bit plans",
                  rows * 2 * f->half);
         return CONVOLVE_ERROR_UNSUPPORTED;
@@ -425,7 +408,7 @@ static convolve_status make_plans(cvi_fft_plan *f, int batch, cufftHandle *fwd, 
     return st;
 }
 
-extern "C" void cvi_fft_destroy(cvi_fft_plan *f)
+extern "C" void cvk_fft_destroy(cvk_fft_plan *f)
 {
     if (!f)
         return;
@@ -438,11 +421,58 @@ extern "C" void cvi_fft_destroy(cvi_fft_plan *f)
     free(f);
 }
 
-extern "C" convolve_status cvi_fft_create(const cvi_problem *p, cvi_fft_plan **out, char *err,
+/* cuFFT's in-place real-to-complex and complex-to-real transforms, by
+ * precision, and the complex type that goes with a real one. */
+static cufftResult fft_forward(cufftHandle h, float *buf)
+{
+    return cufftExecR2C(h, (cufftReal *)buf, (cufftComplex *)buf);
+}
+static cufftResult fft_forward(cufftHandle h, double *buf)
+{
+    return cufftExecD2Z(h, (cufftDoubleReal *)buf, (cufftDoubleComplex *)buf);
+}
+static cufftResult fft_inverse(cufftHandle h, float *buf)
+{
+    return cufftExecC2R(h, (cufftComplex *)buf, (cufftReal *)buf);
+}
+static cufftResult fft_inverse(cufftHandle h, double *buf)
+{
+    return cufftExecZ2D(h, (cufftDoubleComplex *)buf, (cufftDoubleReal *)buf);
+}
+template <typename R> struct fft_complex;
+template <> struct fft_complex<float> { typedef cufftComplex type; };
+template <> struct fft_complex<double> { typedef cufftDoubleComplex type; };
+
+/* The filter's spectrum in f->filt (cleared before): the weights at d_w
+ * scattered, transformed with the one-batch plan `one`, conjugated and
+ * scaled by 1 / prod(n). Synchronises the device. */
+template <typename R>
+static convolve_status filter_spectrum(cvk_fft_plan *f, const cvi_problem *p, const double *d_w,
+                                       cufftHandle one, char *err, size_t n)
+{
+    typedef typename fft_complex<R>::type CX;
+    const long long k0 = (long long)p->ksize[0], k1 = (long long)p->ksize[1];
+    const long long k2 = (long long)p->ksize[2], row = 2 * f->half;
+    convolve_status st;
+    CVK_LAUNCH(cvk_fft_scatter_weights<R>, fft_blocks(k0 * k1 * k2), FFT_THREADS, 0, 0,
+               ((R *)f->filt, d_w, k0, k1, k2, f->n[1], row));
+    if ((st = cuda_status(cudaGetLastError(), "filter scatter kernel", err, n)) != CONVOLVE_OK ||
+        (st = cufft_status(fft_forward(one, (R *)f->filt), "filter FFT", err, n)) != CONVOLVE_OK)
+        return st;
+    const R scale = (R)(1.0 / ((double)f->n[0] * (double)f->n[1] * (double)f->n[2]));
+    auto conj_scale = cvk_fft_conj_scale<CX, R>;
+    CVK_LAUNCH(conj_scale, fft_blocks(f->plane), FFT_THREADS, 0, 0,
+               ((CX *)f->filt, f->plane, scale));
+    if ((st = cuda_status(cudaGetLastError(), "filter scale kernel", err, n)) != CONVOLVE_OK)
+        return st;
+    return cuda_status(cudaDeviceSynchronize(), "filter spectrum", err, n);
+}
+
+extern "C" convolve_status cvk_fft_create(const cvi_problem *p, cvk_fft_plan **out, char *err,
                                           size_t n)
 {
     *out = NULL;
-    cvi_fft_plan *f = (cvi_fft_plan *)calloc(1, sizeof *f);
+    cvk_fft_plan *f = (cvk_fft_plan *)calloc(1, sizeof *f);
     if (!f) {
         snprintf(err, n, "out of host memory");
         return CONVOLVE_ERROR_OUT_OF_MEMORY;
@@ -456,7 +486,7 @@ extern "C" convolve_status cvi_fft_create(const cvi_problem *p, cvi_fft_plan **o
     cufftHandle f1, i1;
     int have1 = 0;
     if (!fft_extents(p, f->n, f->tiles, f->step, &f->ntiles, &f->half, &f->plane) ||
-        (long long)f->channels * f->ntiles > 0x7fffffffLL) {
+        (long long)f->channels * f->ntiles > INT_MAX) {
         snprintf(err, n, "FFT sizes overflow");
         st = CONVOLVE_ERROR_SIZE_OVERFLOW;
         goto fail;
@@ -473,50 +503,17 @@ extern "C" convolve_status cvi_fft_create(const cvi_problem *p, cvi_fft_plan **o
         (st = cuda_status(cudaMalloc((void **)&d_w, p->kcount * sizeof(double)),
                           "cudaMalloc (weights)", err, n)) != CONVOLVE_OK)
         goto fail;
-
-    /* the filter's spectrum: scatter, transform (one batch), conjugate, scale */
     if ((st = cuda_status(cudaMemcpy(d_w, p->weights, p->kcount * sizeof(double),
                                      cudaMemcpyHostToDevice),
                           "cudaMemcpy (weights)", err, n)) != CONVOLVE_OK ||
         (st = cuda_status(cudaMemset(f->filt, 0, (size_t)f->plane * csize), "cudaMemset", err,
-                          n)) != CONVOLVE_OK)
-        goto fail;
-    {
-        long long k0 = (long long)p->ksize[0], k1 = (long long)p->ksize[1],
-                  k2 = (long long)p->ksize[2], row = 2 * f->half;
-        unsigned b = fft_blocks(k0 * k1 * k2);
-        if (f->dbl)
-            CVK_LAUNCH(fft_scatter_weights_kernel<double>, b, FFT_THREADS, 0, 0,
-                       ((double *)f->filt, d_w, k0, k1, k2, f->n[1], row));
-        else
-            CVK_LAUNCH(fft_scatter_weights_kernel<float>, b, FFT_THREADS, 0, 0,
-                       ((float *)f->filt, d_w, k0, k1, k2, f->n[1], row));
-        if ((st = cuda_status(cudaGetLastError(), "filter scatter kernel", err, n)) != CONVOLVE_OK)
-            goto fail;
-    }
-    if ((st = make_plans(f, 1, &f1, &i1, err, n)) != CONVOLVE_OK)
+                          n)) != CONVOLVE_OK ||
+        (st = make_plans(f, 1, &f1, &i1, err, n)) != CONVOLVE_OK)
         goto fail;
     have1 = 1;
-    st = cufft_status(f->dbl ? cufftExecD2Z(f1, (cufftDoubleReal *)f->filt,
-                                            (cufftDoubleComplex *)f->filt)
-                             : cufftExecR2C(f1, (cufftReal *)f->filt, (cufftComplex *)f->filt),
-                      "filter FFT", err, n);
+    st = f->dbl ? filter_spectrum<double>(f, p, d_w, f1, err, n)
+                : filter_spectrum<float>(f, p, d_w, f1, err, n);
     if (st != CONVOLVE_OK)
-        goto fail;
-    {
-        double scale = 1.0 / ((double)f->n[0] * (double)f->n[1] * (double)f->n[2]);
-        unsigned b = fft_blocks(f->plane);
-        if (f->dbl) {
-            auto k_ = fft_conj_scale_kernel<cufftDoubleComplex, double>;
-            CVK_LAUNCH(k_, b, FFT_THREADS, 0, 0, ((cufftDoubleComplex *)f->filt, f->plane, scale));
-        } else {
-            auto k_ = fft_conj_scale_kernel<cufftComplex, float>;
-            CVK_LAUNCH(k_, b, FFT_THREADS, 0, 0, ((cufftComplex *)f->filt, f->plane, (float)scale));
-        }
-        if ((st = cuda_status(cudaGetLastError(), "filter scale kernel", err, n)) != CONVOLVE_OK)
-            goto fail;
-    }
-    if ((st = cuda_status(cudaDeviceSynchronize(), "filter spectrum", err, n)) != CONVOLVE_OK)
         goto fail;
     cufftDestroy(f1);
     cufftDestroy(i1);
@@ -529,25 +526,50 @@ fail:
         cufftDestroy(i1);
     }
     cudaFree(d_w);
-    cvi_fft_destroy(f);
+    cvk_fft_destroy(f);
     return st;
 }
 
-extern "C" convolve_status cvi_fft_execute(cvi_fft_plan *f, const cvi_problem *p, const void *in,
+/* Extend, forward transform, multiply by the filter's spectrum, inverse
+ * transform, crop: the five steps of an execution, on `stream`. */
+template <typename R>
+static convolve_status run_fft(const cvk_fft_plan *f, const cvk_fft_geom &g, const dim3 &ext_grid,
+                               const dim3 &mul_grid, const dim3 &crop_grid, const void *in,
+                               void *out, cudaStream_t stream, char *err, size_t n)
+{
+    typedef typename fft_complex<R>::type CX;
+    R *buf = (R *)f->buf;
+    convolve_status st;
+    CVK_LAUNCH(cvk_fft_extend<R>, ext_grid, FFT_THREADS, 0, stream, (g, (const char *)in, buf));
+    if ((st = cuda_status(cudaGetLastError(), "FFT extend kernel", err, n)) != CONVOLVE_OK ||
+        (st = cufft_status(fft_forward(f->fwd, buf), "forward FFT", err, n)) != CONVOLVE_OK)
+        return st;
+    CVK_LAUNCH(cvk_fft_multiply<CX>, mul_grid, FFT_THREADS, 0, stream,
+               ((CX *)buf, (const CX *)f->filt, f->plane, (int)(f->channels * f->ntiles)));
+    if ((st = cuda_status(cudaGetLastError(), "FFT multiply kernel", err, n)) != CONVOLVE_OK ||
+        (st = cufft_status(fft_inverse(f->inv, buf), "inverse FFT", err, n)) != CONVOLVE_OK)
+        return st;
+    CVK_LAUNCH(cvk_fft_crop<R>, crop_grid, FFT_THREADS, 0, stream, (g, buf, (char *)out));
+    return cuda_status(cudaGetLastError(), "FFT crop kernel", err, n);
+}
+
+extern "C" convolve_status cvk_fft_execute(cvk_fft_plan *f, const cvi_problem *p, const void *in,
                                            void *out, cudaStream_t stream, char *err, size_t n)
 {
-    fft_geom g;
+    cvk_fft_geom g;
     fft_geometry(f, p, &g);
     convolve_status st;
-    if ((st = cufft_status(cufftSetStream(f->fwd, stream), "cufftSetStream", err, n)) != CONVOLVE_OK ||
-        (st = cufft_status(cufftSetStream(f->inv, stream), "cufftSetStream", err, n)) != CONVOLVE_OK)
+    if ((st = cufft_status(cufftSetStream(f->fwd, stream), "cufftSetStream", err, n)) !=
+            CONVOLVE_OK ||
+        (st = cufft_status(cufftSetStream(f->inv, stream), "cufftSetStream", err, n)) !=
+            CONVOLVE_OK)
         return st;
     dim3 ext_grid, crop_grid;
     /* multiply: enough blocks in all (~4 per thread slot of the GPU) */
     const long long batches = (long long)f->channels * f->ntiles;
     const unsigned mx = fft_blocks(f->plane);
     long long my = (2048 + mx - 1) / mx;
-    my = my < 1 ? 1 : my > batches ? batches : my > 65535 ? 65535 : my;
+    my = my < 1 ? 1 : my > batches ? batches : my > CVK_DEVICE_GRID_YZ ? CVK_DEVICE_GRID_YZ : my;
     const dim3 mul_grid(mx, (unsigned)my);
     if (!row_grid((g.row + g.ext_xper - 1) / g.ext_xper, g.ntiles * g.n[0] * g.n[1], &ext_grid) ||
         !row_grid((g.shape[2] + g.crop_xper - 1) / g.crop_xper, g.shape[0] * g.shape[1],
@@ -555,36 +577,6 @@ extern "C" convolve_status cvi_fft_execute(cvi_fft_plan *f, const cvi_problem *p
         snprintf(err, n, "FFT grid too large");
         return CONVOLVE_ERROR_UNSUPPORTED;
     }
-    if (f->dbl) {
-        CVK_LAUNCH(fft_extend_kernel<double>, ext_grid, FFT_THREADS, 0, stream, (g, (const char *)in, (double *)f->buf));
-        if ((st = cuda_status(cudaGetLastError(), "FFT extend kernel", err, n)) != CONVOLVE_OK)
-            return st;
-        if ((st = cufft_status(cufftExecD2Z(f->fwd, (cufftDoubleReal *)f->buf,
-                                            (cufftDoubleComplex *)f->buf),
-                               "forward FFT", err, n)) != CONVOLVE_OK)
-            return st;
-        CVK_LAUNCH(fft_multiply_kernel<cufftDoubleComplex>, mul_grid, FFT_THREADS, 0, stream, ((cufftDoubleComplex *)f->buf, (const cufftDoubleComplex *)f->filt, f->plane, (int)(f->channels * f->ntiles)));
-        if ((st = cuda_status(cudaGetLastError(), "FFT multiply kernel", err, n)) != CONVOLVE_OK)
-            return st;
-        if ((st = cufft_status(cufftExecZ2D(f->inv, (cufftDoubleComplex *)f->buf,
-                                            (cufftDoubleReal *)f->buf),
-                               "inverse FFT", err, n)) != CONVOLVE_OK)
-            return st;
-        CVK_LAUNCH(fft_crop_kernel<double>, crop_grid, FFT_THREADS, 0, stream, (g, (const double *)f->buf, (char *)out));
-    } else {
-        CVK_LAUNCH(fft_extend_kernel<float>, ext_grid, FFT_THREADS, 0, stream, (g, (const char *)in, (float *)f->buf));
-        if ((st = cuda_status(cudaGetLastError(), "FFT extend kernel", err, n)) != CONVOLVE_OK)
-            return st;
-        if ((st = cufft_status(cufftExecR2C(f->fwd, (cufftReal *)f->buf, (cufftComplex *)f->buf),
-                               "forward FFT", err, n)) != CONVOLVE_OK)
-            return st;
-        CVK_LAUNCH(fft_multiply_kernel<cufftComplex>, mul_grid, FFT_THREADS, 0, stream, ((cufftComplex *)f->buf, (const cufftComplex *)f->filt, f->plane, (int)(f->channels * f->ntiles)));
-        if ((st = cuda_status(cudaGetLastError(), "FFT multiply kernel", err, n)) != CONVOLVE_OK)
-            return st;
-        if ((st = cufft_status(cufftExecC2R(f->inv, (cufftComplex *)f->buf, (cufftReal *)f->buf),
-                               "inverse FFT", err, n)) != CONVOLVE_OK)
-            return st;
-        CVK_LAUNCH(fft_crop_kernel<float>, crop_grid, FFT_THREADS, 0, stream, (g, (const float *)f->buf, (char *)out));
-    }
-    return cuda_status(cudaGetLastError(), "FFT crop kernel", err, n);
+    return f->dbl ? run_fft<double>(f, g, ext_grid, mul_grid, crop_grid, in, out, stream, err, n)
+                  : run_fft<float>(f, g, ext_grid, mul_grid, crop_grid, in, out, stream, err, n);
 }

@@ -3,10 +3,10 @@
  * with the same semantics as the direct kernels: the input is first extended
  * by the boundary mode, so every mode and origin is exact.
  */
-#ifndef CONVOLVE_FAST_FFT_H
-#define CONVOLVE_FAST_FFT_H
+#ifndef CONVOLVE_CUDA_FAST_FFT_H
+#define CONVOLVE_CUDA_FAST_FFT_H
 
-#include "../internal.h"
+#include "../problem.h"
 
 #include <cuda_runtime_api.h>
 
@@ -14,25 +14,26 @@
 extern "C" {
 #endif
 
-typedef struct cvi_fft_plan cvi_fft_plan;
+typedef struct cvk_fft_plan cvk_fft_plan;
 
 /* Device bytes a plan for p would hold (transform buffer, filter spectrum);
  * 0 if the sizes overflow. */
-size_t cvi_fft_workspace_bytes(const cvi_problem *p);
+size_t cvk_fft_workspace_bytes(const cvi_problem *p);
 
 /* Makes cuFFT plans and buffers and the filter's spectrum for p (weights in
  * correlation form). float64 data transforms in double, the rest in float.
  * Errors: DEVICE_OUT_OF_MEMORY, DEVICE, UNSUPPORTED (a transform size cuFFT
  * cannot take), with a message in err. */
-convolve_status cvi_fft_create(const cvi_problem *p, cvi_fft_plan **plan, char *err, size_t err_size);
+convolve_status cvk_fft_create(const cvi_problem *p, cvk_fft_plan **plan, char *err,
+                               size_t err_size);
 
 /* Runs on device memory laid out as `p` (shape, types and mode as planned;
  * strides may differ from the plan's) on `stream`, asynchronously. */
-convolve_status cvi_fft_execute(cvi_fft_plan *plan, const cvi_problem *p, const void *in, void *out,
-                                cudaStream_t stream, char *err, size_t err_size);
+convolve_status cvk_fft_execute(cvk_fft_plan *plan, const cvi_problem *p, const void *in,
+                                void *out, cudaStream_t stream, char *err, size_t err_size);
 
 /* Frees a plan; NULL is accepted. */
-void cvi_fft_destroy(cvi_fft_plan *plan);
+void cvk_fft_destroy(cvk_fft_plan *plan);
 
 #ifdef __cplusplus
 }

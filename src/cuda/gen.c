@@ -7,6 +7,7 @@
  */
 #include "gen_plan.h"
 #include "jit.h"
+#include "plan.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -183,15 +184,37 @@ static int fit_shared(cvk_gen_shape *s, const int k[3], int C, size_t limit, siz
     }
 }
 
-/* The plan of one kernel for p; `batches` more batches (planes) will come
- * at launch than p says (sizes the strips). */
-static convolve_status prepare_one(convolve_context *ctx, const cvi_problem *p, int separable,
-                                   long long batches, cvcu_gen_plan **out)
+/* The device's compute capability, opt-in shared memory per block and
+ * multiprocessors. Errors: DEVICE. */
+typedef struct {
+    int major, minor, optin, sms;
+} gen_device;
+
+static convolve_status query_device(convolve_context *ctx, gen_device *d)
 {
-    *out = NULL;
-    cvcu_gen_plan *g = calloc(1, sizeof *g);
-    if (!g)
-        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for a CUDA plan");
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&d->major, cudaDevAttrComputeCapabilityMajor, dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&d->minor, cudaDevAttrComputeCapabilityMinor, dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&d->optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&d->sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return cvi_error(ctx, CONVOLVE_ERROR_DEVICE, "CUDA: querying the device failed: %s",
+                         cudaGetErrorString(e));
+    }
+    return CONVOLVE_OK;
+}
+
+/* The kernel's compile-time shape for p (family, types, extents, channels,
+ * geometry), whether channels are interleaved, and the packed weights in
+ * g->bank (*count of them). 0 when out of memory. */
+static int describe_kernel(cvcu_gen_plan *g, const cvi_problem *p, int separable, size_t *count)
+{
     const int dbl = p->in_type == CONVOLVE_FLOAT64;
     const int sep = separable && p->separable && p->ndim >= 2;
     const int fam = sep && p->ndim == 2 ? CVK_GEN_STRIP : CVK_GEN_TILE;
@@ -202,45 +225,34 @@ static convolve_status prepare_one(convolve_context *ctx, const cvi_problem *p, 
     s->out_type = (int)p->out_type;
     s->acc_double = dbl;
     s->sep = fam == CVK_GEN_STRIP ? 1 : sep;
-    s->kx = (int)p->ksize[2], s->ky = (int)p->ksize[1], s->kz = fam == CVK_GEN_STRIP ? 1 : (int)p->ksize[0];
+    s->kx = (int)p->ksize[2], s->ky = (int)p->ksize[1];
+    s->kz = fam == CVK_GEN_STRIP ? 1 : (int)p->ksize[0];
     s->ox = (int)p->koff[2];
     /* interleaved channels go into the x axis; any other layout is a batch */
     g->interleaved = p->channels == 1 || (p->in_cstride == (ptrdiff_t)esize &&
                                           p->in_strides[2] == (ptrdiff_t)(esize * p->channels));
-    const int C = g->interleaved ? (int)p->channels : 1;
-    s->C = C;
-    choose_geometry(p, fam, dbl, C, s);
+    s->C = g->interleaved ? (int)p->channels : 1;
+    choose_geometry(p, fam, dbl, s->C, s);
+    *count = 0;
+    g->bank = pack_weights(p, fam, s->sep, dbl, count);
+    if (!g->bank)
+        return 0;
+    s->nw = *count * (dbl ? 8 : 4) <= CVK_GEN_PARAM_WEIGHT_BYTES ? (int)*count : 0;
+    return 1;
+}
 
-    size_t count = 0;
-    g->bank = pack_weights(p, fam, s->sep, dbl, &count);
-    if (!g->bank) {
-        cvcu_gen_release(g);
-        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for weights");
-    }
-    s->nw = count * (dbl ? 8 : 4) <= CVK_GEN_PARAM_WEIGHT_BYTES ? (int)count : 0;
-
-    int dev = 0, major = 0, minor = 0, optin = 0, sms = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        cvcu_gen_release(g);
-        return cvi_error(ctx, CONVOLVE_ERROR_DEVICE, "CUDA: querying the device failed: %s",
-                         cudaGetErrorString(e));
-    }
+/* The kernel itself: the specialised one, compiled now (or found in a
+ * cache) or precompiled; else the generic instance (extents, channels and
+ * offset at run time). Errors: UNSUPPORTED. */
+static convolve_status find_kernel(convolve_context *ctx, cvcu_gen_plan *g, const cvi_problem *p,
+                                   const gen_device *d)
+{
+    cvk_gen_shape *s = &g->shape;
+    const int dbl = s->acc_double, C = s->C;
     const int k[3] = {s->kz, s->ky, s->kx};
-
-    /* the specialised kernel, compiled now (or found in a cache) */
     char name[256], why[512] = "";
-    if (fit_shared(s, k, s->C, (size_t)optin, &g->smem) && cvk_gen_name(s, name, sizeof name)) {
-        if (cvcu_jit_kernel(name, major, minor, &g->jit_fn, why, sizeof why) == 0) {
+    if (fit_shared(s, k, s->C, (size_t)d->optin, &g->smem) && cvk_gen_name(s, name, sizeof name)) {
+        if (cvcu_jit_kernel(name, d->major, d->minor, &g->jit_fn, why, sizeof why) == 0) {
             snprintf(g->how, sizeof g->how, "specialised (%s)", name);
         } else {
             /* a precompiled instance of this shape (the output type at run time) */
@@ -252,60 +264,60 @@ static convolve_status prepare_one(convolve_context *ctx, const cvi_problem *p, 
             }
         }
     }
-    /* else the generic instance: extents, channels and offset at run time */
-    if (!g->jit_fn && !g->pre_fn) {
-        cvk_gen_shape t = *s;
-        t.out_type = -1, t.C = 0, t.kx = t.ky = 0, t.ox = -1, t.nw = 0;
-        t.kz = t.family == CVK_GEN_STRIP ? 1 : 0;
-        t.bx = dbl ? 2 : 4;
-        t.by = t.family == CVK_GEN_TILE && p->ndim == 1 ? 1 : 2;
-        t.tx = t.family == CVK_GEN_TILE && p->ndim == 1 ? 256 : 32;
-        t.ty = t.family == CVK_GEN_TILE && p->ndim == 1 ? 1 : 8;
-        g->pre_fn = cvk_gen_precompiled(&t);
-        *s = t;
-        s->ox = (int)p->koff[2]; /* the shared memory it needs depends on it */
-        const int fits = fit_shared(s, k, C, (size_t)optin, &g->smem);
-        if (!g->pre_fn || !fits || s->tx != t.tx || s->by != t.by) {
-            cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED, "the direct kernels cannot serve this "
-                      "case: %s%s%s", !g->pre_fn ? "no generic kernel was compiled for it"
-                      : "its tiles need more shared memory than the device's limit",
-                      *why ? "; run-time compilation: " : "", why);
-            cvcu_gen_release(g);
-            return CONVOLVE_ERROR_UNSUPPORTED;
-        }
-        s->ox = -1;
-        snprintf(g->how, sizeof g->how, "precompiled generic%s%.120s", *why ? "; " : "", why);
-    }
-    if (s->nw == 0) {
-        size_t bytes = count * (dbl ? 8 : 4);
-        e = cudaMalloc(&g->d_weights, bytes);
-        if (e == cudaSuccess)
-            e = cudaMemcpy(g->d_weights, g->bank, bytes, cudaMemcpyHostToDevice);
-        if (e == cudaSuccess)
-            e = cudaStreamSynchronize(0); /* a pageable copy may return early */
-        if (e != cudaSuccess) {
-            (void)cudaGetLastError();
-            cvcu_gen_release(g);
-            return cvi_error(ctx, e == cudaErrorMemoryAllocation
-                                      ? CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY
-                                      : CONVOLVE_ERROR_DEVICE,
-                             "CUDA: uploading the filter weights failed: %s",
-                             cudaGetErrorString(e));
-        }
+    if (g->jit_fn || g->pre_fn)
+        return CONVOLVE_OK;
+    cvk_gen_shape t = *s;
+    t.out_type = -1, t.C = 0, t.kx = t.ky = 0, t.ox = -1, t.nw = 0;
+    t.kz = t.family == CVK_GEN_STRIP ? 1 : 0;
+    t.bx = dbl ? 2 : 4;
+    t.by = t.family == CVK_GEN_TILE && p->ndim == 1 ? 1 : 2;
+    t.tx = t.family == CVK_GEN_TILE && p->ndim == 1 ? 256 : 32;
+    t.ty = t.family == CVK_GEN_TILE && p->ndim == 1 ? 1 : 8;
+    g->pre_fn = cvk_gen_precompiled(&t);
+    *s = t;
+    s->ox = (int)p->koff[2]; /* the shared memory it needs depends on it */
+    const int fits = fit_shared(s, k, C, (size_t)d->optin, &g->smem);
+    if (!g->pre_fn || !fits || s->tx != t.tx || s->by != t.by)
+        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED, "the direct kernels cannot serve this "
+                         "case: %s%s%s", !g->pre_fn ? "no generic kernel was compiled for it"
+                         : "its tiles need more shared memory than the device's limit",
+                         *why ? "; run-time compilation: " : "", why);
+    s->ox = -1;
+    snprintf(g->how, sizeof g->how, "precompiled generic%s%.120s", *why ? "; " : "", why);
+    return CONVOLVE_OK;
+}
+
+/* The weights in device memory when they do not fit the parameter bank,
+ * and the run-time compiled kernel's shared memory opted in. Errors:
+ * DEVICE, DEVICE_OUT_OF_MEMORY. */
+static convolve_status ready_kernel(convolve_context *ctx, cvcu_gen_plan *g, size_t count)
+{
+    if (g->shape.nw == 0) {
+        convolve_status st = cvcu_upload(ctx, g->bank, count * (g->shape.acc_double ? 8 : 4),
+                                         &g->d_weights);
+        if (st != CONVOLVE_OK)
+            return st;
     }
     if (g->jit_fn && g->smem > 48 * 1024) {
-        e = cudaFuncSetAttribute(g->jit_fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)g->smem);
+        cudaError_t e = cudaFuncSetAttribute(g->jit_fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)g->smem);
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
-            cvi_error(ctx, CONVOLVE_ERROR_DEVICE, "CUDA: raising the kernel's shared memory to "
-                      "%zu bytes failed: %s", g->smem, cudaGetErrorString(e));
-            cvcu_gen_release(g);
-            return CONVOLVE_ERROR_DEVICE;
+            return cvi_error(ctx, CONVOLVE_ERROR_DEVICE, "CUDA: raising the kernel's shared "
+                             "memory to %zu bytes failed: %s", g->smem, cudaGetErrorString(e));
         }
     }
+    return CONVOLVE_OK;
+}
 
-    /* the launch's fixed part */
+/* The launch's fixed part: extents, filter, mode, batches, the persistent
+ * grid, and the tiling along x, y (strips) and z; `batches` more batches
+ * (planes) will come at launch than p says. */
+static void plan_launch(cvcu_gen_plan *g, const cvi_problem *p, size_t count, int sms,
+                        long long batches)
+{
+    const cvk_gen_shape *s = &g->shape;
+    const int fam = s->family;
     cvk_gen_params *q = &g->params;
     for (int a = 0; a < 3; a++) {
         q->n[a] = (long long)p->shape[a];
@@ -317,17 +329,17 @@ static convolve_status prepare_one(convolve_context *ctx, const cvi_problem *p, 
     q->cval = p->cval;
     q->mode = p->mode;
     q->out_type = (int)p->out_type;
-    q->C = C;
+    q->C = g->interleaved ? (int)p->channels : 1;
     q->nbatch = g->interleaved ? 1 : (int)p->channels;
     q->nw = (int)count;
-    g->in_size = (int)esize;
+    g->in_size = (int)convolve_dtype_size(p->in_type);
     g->out_size = (int)convolve_dtype_size(p->out_type);
     g->block = (unsigned)(s->tx * s->ty);
     /* persistent blocks: as many as the device holds at once */
     int occ = 0;
-    e = g->jit_fn ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, g->jit_fn, (int)g->block,
-                                                                  g->smem)
-                  : g->pre_fn(NULL, NULL, NULL, NULL, g->block, g->smem, NULL, &occ);
+    cudaError_t e = g->jit_fn ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                                    &occ, g->jit_fn, (int)g->block, g->smem)
+                              : g->pre_fn(NULL, NULL, NULL, NULL, g->block, g->smem, NULL, &occ);
     if (e != cudaSuccess || occ < 1) {
         (void)cudaGetLastError();
         occ = 1;
@@ -361,6 +373,31 @@ static convolve_status prepare_one(convolve_context *ctx, const cvi_problem *p, 
         q->zchunk = zc;
         q->nz = (q->n[0] + zc - 1) / zc;
     }
+}
+
+/* The plan of one kernel for p; `batches` more batches (planes) will come
+ * at launch than p says (sizes the strips). */
+static convolve_status prepare_one(convolve_context *ctx, const cvi_problem *p, int separable,
+                                   long long batches, cvcu_gen_plan **out)
+{
+    *out = NULL;
+    cvcu_gen_plan *g = calloc(1, sizeof *g);
+    size_t count = 0;
+    if (!g)
+        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for a CUDA plan");
+    if (!describe_kernel(g, p, separable, &count)) {
+        cvcu_gen_release(g);
+        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for weights");
+    }
+    gen_device d = {0, 0, 0, 0};
+    convolve_status st;
+    if ((st = query_device(ctx, &d)) != CONVOLVE_OK ||
+        (st = find_kernel(ctx, g, p, &d)) != CONVOLVE_OK ||
+        (st = ready_kernel(ctx, g, count)) != CONVOLVE_OK) {
+        cvcu_gen_release(g);
+        return st;
+    }
+    plan_launch(g, p, count, d.sms, batches);
     *out = g;
     return CONVOLVE_OK;
 }

@@ -6,7 +6,7 @@
 #ifndef CONVOLVE_CUDA_GEN_PLAN_H
 #define CONVOLVE_CUDA_GEN_PLAN_H
 
-#include "../internal.h"
+#include "../problem.h"
 #include "gen.h"
 
 #include <cuda_runtime_api.h>

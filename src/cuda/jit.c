@@ -4,6 +4,7 @@
  * and the disk cache of compiled cubins (atomic writes, checked reads).
  */
 #include "jit.h"
+#include "../bytes.h"
 #include "gen.h"
 
 #include <cuda_runtime_api.h>
@@ -311,26 +312,20 @@ static int cache_read(const char *key, unsigned char **cubin, char *lowered, siz
     return 0;
 }
 
-/* Writes the entry atomically (a temporary file beside it, renamed). Best
- * effort: a cache that cannot be written only costs a later compilation. */
+/* Writes the entry atomically (cvi_write_file_atomic: a temporary file
+ * beside it, renamed). Best effort: a cache that cannot be written only
+ * costs a later compilation. */
 static void cache_write(const char *key, const void *cubin, size_t size, const char *lowered)
 {
     if (!nv.cache_dir[0] || make_dirs(nv.cache_dir) != 0)
         return;
-    char path[1200], tmp[1300];
+    char path[1200];
     cache_path(key, path, sizeof path);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    snprintf(tmp, sizeof tmp, "%s.%ld.%ld.tmp", path, (long)getpid(), (long)ts.tv_nsec);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
-    if (fd < 0)
-        return;
     const uint32_t klen = (uint32_t)strlen(key), llen = (uint32_t)strlen(lowered);
     const uint64_t clen = size;
     size_t total = sizeof k_magic + 4 + klen + 4 + llen + 8 + size + 8;
     unsigned char *buf = malloc(total);
-    int ok = buf != NULL;
-    if (ok) {
+    if (buf) {
         size_t pos = 0;
         memcpy(buf + pos, k_magic, sizeof k_magic), pos += sizeof k_magic;
         memcpy(buf + pos, &klen, 4), pos += 4;
@@ -341,12 +336,9 @@ static void cache_write(const char *key, const void *cubin, size_t size, const c
         memcpy(buf + pos, cubin, size), pos += size;
         uint64_t sum = fnv1a(FNV_SEED, buf, pos);
         memcpy(buf + pos, &sum, 8);
-        ok = write(fd, buf, total) == (ssize_t)total;
+        (void)cvi_write_file_atomic(NULL, path, buf, total);
     }
     free(buf);
-    ok = close(fd) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0)
-        unlink(tmp);
 }
 
 /* ---- compiling -------------------------------------------------------------- */

@@ -1,9 +1,12 @@
 /*
- * kernels.h - the plain-C face of the CUDA kernels (src/cuda/kernels_*.cu):
- * the argument block every kernel receives, the filter bank passed as a
+ * kernels.h - the plain-C face of the CUDA kernels: the strategy ids (one
+ * enum for every CUDA strategy), the argument block the chapter's kernels
+ * (src/cuda/kernels_*.cu) receive, the filter bank passed as a
  * __grid_constant__ kernel parameter (the "constant memory" of the chapter),
  * the tile and block extents of each strategy, and the extern "C" launchers.
- * Included by the C host code of src/cuda/ and by the .cu files.
+ * The fast kernels have launchers of their own (fast_direct.h,
+ * fast_direct3d.h, fast_fft.h). Included by the C host code of src/cuda/
+ * and by the .cu files.
  */
 #ifndef CONVOLVE_CUDA_KERNELS_H
 #define CONVOLVE_CUDA_KERNELS_H
@@ -14,16 +17,35 @@
 extern "C" {
 #endif
 
+/* ---- the strategies ------------------------------------------------------ *
+ * The id (cvi_strategy.id) of every CUDA strategy; the table of
+ * src/cuda/strategies.c lists them in this order. The first six are the
+ * chapter's kernel families, which cvk_launch runs for 1-, 2- or 3-D
+ * arguments (each family serves the dimensionalities of its table entry);
+ * the last three are the fast kernels.                                     */
+enum {
+    CVK_BASIC = 0,      /* one output per thread, weights in global memory */
+    CVK_CONSTANT,       /* one output per thread, weights in the bank */
+    CVK_TILED,          /* 1-D and 3-D: blocks the size of the output tile */
+    CVK_TILED_IN,       /* 2-D: blocks the size of the input tile */
+    CVK_TILED_OUT,      /* 2-D: blocks the size of the output tile */
+    CVK_CACHED,         /* only the tile's own elements staged */
+    CVK_DIRECT,         /* fast: register-streaming direct (fast_direct*.cu) */
+    CVK_SEPARABLE,      /* fast: fused separable 2-D (fast_direct*.cu) */
+    CVK_FFT,            /* fast: cuFFT (fast_fft.cu) */
+    CVK_STRATEGY_COUNT
+};
+
 /* ---- the strategies' geometry ------------------------------------------ *
  * A strategy's tile[] record (src/cuda/strategies.c) repeats these; a
  * d-dimensional problem uses the first d extents (x fastest).             */
 
 /* basic and constant: one output per thread; blocks of these extents. */
-#define CVK_DIRECT1_X 256               /* 1-D */
-#define CVK_DIRECT2_X 32                /* 2-D: 32 x 8 */
-#define CVK_DIRECT2_Y 8
-#define CVK_DIRECT3_X 32                /* 3-D: 32 x 8 x 1, one z plane per block */
-#define CVK_DIRECT3_Y 8
+#define CVK_BASIC1_X 256                /* 1-D */
+#define CVK_BASIC2_X 32                 /* 2-D: 32 x 8 */
+#define CVK_BASIC2_Y 8
+#define CVK_BASIC3_X 32                 /* 3-D: 32 x 8 x 1, one z plane per block */
+#define CVK_BASIC3_Y 8
 
 /* tiled (1-D and 3-D): the block is the output tile (64, or 64 x 4 x 4);
  * its threads loop to stage the input tile (tile + K - 1 per axis). */
@@ -35,7 +57,7 @@ extern "C" {
  * (33 - K2) x (33 - K1), so each filter extent must be at most 31. */
 #define CVK_TILED_IN_X 32
 #define CVK_TILED_IN_Y 32
-#define CVK_TILED_IN_MAX_K 31
+#define CVK_TILED_IN_MAX_K (CVK_TILED_IN_X - 1)
 
 /* tiled-out (2-D): the block is the 32 x 32 output tile; its threads loop to
  * stage the (31 + K2) x (31 + K1) input tile. */
@@ -91,42 +113,26 @@ typedef struct cvk_args {
     int koff[3];                /* 0 <= koff < k: out[i] reads in[i + k - koff] */
     int in_type, out_type;      /* convolve_dtype */
     int mode;                   /* CVI_MODE_* */
-    int pad_;
+    int ndim;                   /* 1, 2 or 3: the launchers' dispatch (kernels ignore it) */
     double cval;
 } cvk_args;
 
-/* The kernels, one per (strategy, dimensionality). */
-enum {
-    CVK_1D_BASIC = 0,
-    CVK_1D_CONSTANT,
-    CVK_1D_TILED,
-    CVK_1D_CACHED,
-    CVK_2D_BASIC,
-    CVK_2D_CONSTANT,
-    CVK_2D_TILED_IN,
-    CVK_2D_TILED_OUT,
-    CVK_2D_CACHED,
-    CVK_3D_BASIC,
-    CVK_3D_CONSTANT,
-    CVK_3D_TILED,
-    CVK_3D_CACHED,
-    CVK_KERNEL_COUNT
-};
-
-/* Launches kernel `kernel` (CVK_*) with a copy of *a on `stream`; `bank` is
- * used by the constant, tiled and cached kernels (NULL for basic); `smem` is
- * the dynamic shared memory in bytes (the tiled kernels; 0 for others),
- * opted in first when over the default 48 KiB. Returns the launch's error
- * (cudaGetLastError after it), not the kernel's: it runs asynchronously.
+/* Launches the chapter kernel of family `strategy` (CVK_BASIC .. CVK_CACHED)
+ * for a->ndim dimensions with a copy of *a on `stream`; `bank` is used by
+ * the constant, tiled and cached kernels (NULL for basic); `smem` is the
+ * dynamic shared memory in bytes (the tiled kernels; 0 for others), opted in
+ * first when over the default 48 KiB. Returns the launch's error
+ * (cudaGetLastError after it), not the kernel's: it runs asynchronously;
+ * cudaErrorInvalidValue for a family the dimensionality has not.
  * kernels_1d.cu, kernels_2d.cu and kernels_3d.cu each serve their kernels;
  * cvk_launch dispatches. */
-cudaError_t cvk_launch(int kernel, const cvk_args *a, const cvk_bank *bank, size_t smem,
+cudaError_t cvk_launch(int strategy, const cvk_args *a, const cvk_bank *bank, size_t smem,
                        cudaStream_t stream);
-cudaError_t cvk_launch_1d(int kernel, const cvk_args *a, const cvk_bank *bank, size_t smem,
+cudaError_t cvk_launch_1d(int strategy, const cvk_args *a, const cvk_bank *bank, size_t smem,
                           cudaStream_t stream);
-cudaError_t cvk_launch_2d(int kernel, const cvk_args *a, const cvk_bank *bank, size_t smem,
+cudaError_t cvk_launch_2d(int strategy, const cvk_args *a, const cvk_bank *bank, size_t smem,
                           cudaStream_t stream);
-cudaError_t cvk_launch_3d(int kernel, const cvk_args *a, const cvk_bank *bank, size_t smem,
+cudaError_t cvk_launch_3d(int strategy, const cvk_args *a, const cvk_bank *bank, size_t smem,
                           cudaStream_t stream);
 
 /* Fills n elements of dtype `type` at p with pseudo-random values (floats in

@@ -15,7 +15,7 @@
  * read straight from global memory; where it lies wholly inside the input
  * no boundary rule is applied. */
 template <typename T, typename A>
-__device__ __forceinline__ void cvk_1d_direct(const cvk_args &a, const A *w)
+__device__ __forceinline__ void cvk_1d_per_output(const cvk_args &a, const A *w)
 {
     const T *in = (const T *)a.in;
     const i64 n = a.n[2], s = a.is[2];
@@ -23,7 +23,7 @@ __device__ __forceinline__ void cvk_1d_direct(const cvk_args &a, const A *w)
     for (i64 c = blockIdx.y; c < a.tiles[1]; c += gridDim.y) {
         const T *src = in + c * a.ics;
         for (i64 bx = blockIdx.x; bx < a.tiles[0]; bx += gridDim.x) {
-            const i64 i = bx * CVK_DIRECT1_X + threadIdx.x;
+            const i64 i = bx * CVK_BASIC1_X + threadIdx.x;
             if (i >= n)
                 continue;
             const i64 j = i - a.koff[2];
@@ -42,16 +42,16 @@ __device__ __forceinline__ void cvk_1d_direct(const cvk_args &a, const A *w)
 }
 
 template <typename T, typename A>
-__global__ void __launch_bounds__(CVK_DIRECT1_X, 6) cvk_1d_basic(const __grid_constant__ cvk_args a)
+__global__ void __launch_bounds__(CVK_BASIC1_X, 6) cvk_1d_basic(const __grid_constant__ cvk_args a)
 {
-    cvk_1d_direct<T, A>(a, (const A *)a.weights);
+    cvk_1d_per_output<T, A>(a, (const A *)a.weights);
 }
 
 template <typename T, typename A>
-__global__ void __launch_bounds__(CVK_DIRECT1_X, 6)
+__global__ void __launch_bounds__(CVK_BASIC1_X, 6)
     cvk_1d_constant(const __grid_constant__ cvk_args a, const __grid_constant__ cvk_bank b)
 {
-    cvk_1d_direct<T, A>(a, cvk_bank_weights(b, (A)0));
+    cvk_1d_per_output<T, A>(a, cvk_bank_weights(b, (A)0));
 }
 
 /* tiled: the block (CVK_TILED_X threads) is the output tile; its threads
@@ -133,33 +133,33 @@ __global__ void __launch_bounds__(CVK_CACHED_X, 16)
     }
 }
 
-extern "C" cudaError_t cvk_launch_1d(int kernel, const cvk_args *args, const cvk_bank *bank,
+extern "C" cudaError_t cvk_launch_1d(int strategy, const cvk_args *args, const cvk_bank *bank,
                                      size_t smem, cudaStream_t stream)
 {
     cvk_args a = *args;
-    const int T = kernel == CVK_1D_BASIC || kernel == CVK_1D_CONSTANT ? CVK_DIRECT1_X
-                  : kernel == CVK_1D_TILED                             ? CVK_TILED_X
-                                                                       : CVK_CACHED_X;
+    const int T = strategy == CVK_BASIC || strategy == CVK_CONSTANT ? CVK_BASIC1_X
+                  : strategy == CVK_TILED                               ? CVK_TILED_X
+                                                                        : CVK_CACHED_X;
     a.tiles[0] = cvk_ceil_div(a.n[2], T);
     a.tiles[1] = a.channels;
     a.tiles[2] = 1;
     const dim3 grid(cvk_grid_x(a.tiles[0]), cvk_grid_yz(a.tiles[1]), 1);
     const dim3 block(T, 1, 1);
     cudaError_t err = cudaSuccess;
-    switch (kernel) {
-    case CVK_1D_BASIC:
+    switch (strategy) {
+    case CVK_BASIC:
         CVK_LAUNCH_TYPED(cvk_1d_basic, a, grid, block, 0, stream, (a));
         break;
-    case CVK_1D_CONSTANT:
+    case CVK_CONSTANT:
         CVK_LAUNCH_TYPED(cvk_1d_constant, a, grid, block, 0, stream, (a, *bank));
         break;
-    case CVK_1D_TILED:
+    case CVK_TILED:
         CVK_OPT_IN_SHARED(cvk_1d_tiled, a, smem, err);
         if (err != cudaSuccess)
             return err;
         CVK_LAUNCH_TYPED(cvk_1d_tiled, a, grid, block, smem, stream, (a, *bank));
         break;
-    case CVK_1D_CACHED:
+    case CVK_CACHED:
         CVK_LAUNCH_TYPED(cvk_1d_cached, a, grid, block, 0, stream, (a, *bank));
         break;
     default:
@@ -168,14 +168,13 @@ extern "C" cudaError_t cvk_launch_1d(int kernel, const cvk_args *args, const cvk
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t cvk_launch(int kernel, const cvk_args *a, const cvk_bank *bank, size_t smem,
-                                  cudaStream_t stream)
+extern "C" cudaError_t cvk_launch(int strategy, const cvk_args *a, const cvk_bank *bank,
+                                  size_t smem, cudaStream_t stream)
 {
-    if (kernel >= CVK_1D_BASIC && kernel <= CVK_1D_CACHED)
-        return cvk_launch_1d(kernel, a, bank, smem, stream);
-    if (kernel >= CVK_2D_BASIC && kernel <= CVK_2D_CACHED)
-        return cvk_launch_2d(kernel, a, bank, smem, stream);
-    if (kernel >= CVK_3D_BASIC && kernel <= CVK_3D_CACHED)
-        return cvk_launch_3d(kernel, a, bank, smem, stream);
-    return cudaErrorInvalidValue;
+    switch (a->ndim) {
+    case 1: return cvk_launch_1d(strategy, a, bank, smem, stream);
+    case 2: return cvk_launch_2d(strategy, a, bank, smem, stream);
+    case 3: return cvk_launch_3d(strategy, a, bank, smem, stream);
+    default: return cudaErrorInvalidValue;
+    }
 }

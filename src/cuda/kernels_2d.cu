@@ -16,7 +16,7 @@
 /* basic and constant: one output per thread, weights at w (C order, K2 per
  * row). Windows wholly inside the image skip the boundary rule. */
 template <typename T, typename A>
-__device__ __forceinline__ void cvk_2d_direct(const cvk_args &a, const A *w)
+__device__ __forceinline__ void cvk_2d_per_output(const cvk_args &a, const A *w)
 {
     const T *in = (const T *)a.in;
     const i64 n1 = a.n[1], n2 = a.n[2], s1 = a.is[1], s2 = a.is[2];
@@ -24,9 +24,9 @@ __device__ __forceinline__ void cvk_2d_direct(const cvk_args &a, const A *w)
     for (i64 c = blockIdx.z; c < a.tiles[2]; c += gridDim.z) {
         const T *src = in + c * a.ics;
         for (i64 by = blockIdx.y; by < a.tiles[1]; by += gridDim.y) {
-            const i64 i1 = by * CVK_DIRECT2_Y + threadIdx.y;
+            const i64 i1 = by * CVK_BASIC2_Y + threadIdx.y;
             for (i64 bx = blockIdx.x; bx < a.tiles[0]; bx += gridDim.x) {
-                const i64 i2 = bx * CVK_DIRECT2_X + threadIdx.x;
+                const i64 i2 = bx * CVK_BASIC2_X + threadIdx.x;
                 if (i1 >= n1 || i2 >= n2)
                     continue;
                 const i64 j1 = i1 - a.koff[1], j2 = i2 - a.koff[2];
@@ -59,17 +59,17 @@ __device__ __forceinline__ void cvk_2d_direct(const cvk_args &a, const A *w)
 }
 
 template <typename T, typename A>
-__global__ void __launch_bounds__(CVK_DIRECT2_X * CVK_DIRECT2_Y, 5)
+__global__ void __launch_bounds__(CVK_BASIC2_X * CVK_BASIC2_Y, 5)
     cvk_2d_basic(const __grid_constant__ cvk_args a)
 {
-    cvk_2d_direct<T, A>(a, (const A *)a.weights);
+    cvk_2d_per_output<T, A>(a, (const A *)a.weights);
 }
 
 template <typename T, typename A>
-__global__ void __launch_bounds__(CVK_DIRECT2_X * CVK_DIRECT2_Y, 5)
+__global__ void __launch_bounds__(CVK_BASIC2_X * CVK_BASIC2_Y, 5)
     cvk_2d_constant(const __grid_constant__ cvk_args a, const __grid_constant__ cvk_bank b)
 {
-    cvk_2d_direct<T, A>(a, cvk_bank_weights(b, (A)0));
+    cvk_2d_per_output<T, A>(a, cvk_bank_weights(b, (A)0));
 }
 
 /* tiled-in: the 32 x 32 block is the input tile; each thread stages one
@@ -228,27 +228,27 @@ __global__ void __launch_bounds__(CVK_CACHED_X * CVK_CACHED_Y, sizeof(A) == 8 ? 
     }
 }
 
-extern "C" cudaError_t cvk_launch_2d(int kernel, const cvk_args *args, const cvk_bank *bank,
+extern "C" cudaError_t cvk_launch_2d(int strategy, const cvk_args *args, const cvk_bank *bank,
                                      size_t smem, cudaStream_t stream)
 {
     cvk_args a = *args;
     int bx, by;           /* block extents */
     long long tx, ty;     /* the step between tiles (output tile extents) */
-    switch (kernel) {
-    case CVK_2D_BASIC:
-    case CVK_2D_CONSTANT:
-        bx = CVK_DIRECT2_X, by = CVK_DIRECT2_Y, tx = bx, ty = by;
+    switch (strategy) {
+    case CVK_BASIC:
+    case CVK_CONSTANT:
+        bx = CVK_BASIC2_X, by = CVK_BASIC2_Y, tx = bx, ty = by;
         break;
-    case CVK_2D_TILED_IN:
+    case CVK_TILED_IN:
         bx = CVK_TILED_IN_X, by = CVK_TILED_IN_Y;
         tx = CVK_TILED_IN_X + 1 - a.k[2], ty = CVK_TILED_IN_Y + 1 - a.k[1];
         if (tx < 1 || ty < 1)
             return cudaErrorInvalidValue; /* the strategy's check refuses these */
         break;
-    case CVK_2D_TILED_OUT:
+    case CVK_TILED_OUT:
         bx = CVK_TILED_OUT_X, by = CVK_TILED_OUT_Y, tx = bx, ty = by;
         break;
-    case CVK_2D_CACHED:
+    case CVK_CACHED:
         bx = CVK_CACHED_X, by = CVK_CACHED_Y, tx = bx, ty = by;
         break;
     default:
@@ -260,17 +260,17 @@ extern "C" cudaError_t cvk_launch_2d(int kernel, const cvk_args *args, const cvk
     const dim3 grid(cvk_grid_x(a.tiles[0]), cvk_grid_yz(a.tiles[1]), cvk_grid_yz(a.tiles[2]));
     const dim3 block(bx, by, 1);
     cudaError_t err = cudaSuccess;
-    switch (kernel) {
-    case CVK_2D_BASIC:
+    switch (strategy) {
+    case CVK_BASIC:
         CVK_LAUNCH_TYPED(cvk_2d_basic, a, grid, block, 0, stream, (a));
         break;
-    case CVK_2D_CONSTANT:
+    case CVK_CONSTANT:
         CVK_LAUNCH_TYPED(cvk_2d_constant, a, grid, block, 0, stream, (a, *bank));
         break;
-    case CVK_2D_TILED_IN:
+    case CVK_TILED_IN:
         CVK_LAUNCH_TYPED(cvk_2d_tiled_in, a, grid, block, 0, stream, (a, *bank));
         break;
-    case CVK_2D_TILED_OUT:
+    case CVK_TILED_OUT:
         CVK_OPT_IN_SHARED(cvk_2d_tiled_out, a, smem, err);
         if (err != cudaSuccess)
             return err;

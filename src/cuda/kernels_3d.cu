@@ -16,7 +16,7 @@
  * each), weights at w in C order. Windows wholly inside skip the boundary
  * rule. */
 template <typename T, typename A>
-__device__ __forceinline__ void cvk_3d_direct(const cvk_args &a, const A *w)
+__device__ __forceinline__ void cvk_3d_per_output(const cvk_args &a, const A *w)
 {
     const T *in = (const T *)a.in;
     const i64 n0 = a.n[0], n1 = a.n[1], n2 = a.n[2];
@@ -26,9 +26,9 @@ __device__ __forceinline__ void cvk_3d_direct(const cvk_args &a, const A *w)
         const i64 c = bz / n0, i0 = bz - c * n0;
         const T *src = in + c * a.ics;
         for (i64 by = blockIdx.y; by < a.tiles[1]; by += gridDim.y) {
-            const i64 i1 = by * CVK_DIRECT3_Y + threadIdx.y;
+            const i64 i1 = by * CVK_BASIC3_Y + threadIdx.y;
             for (i64 bx = blockIdx.x; bx < a.tiles[0]; bx += gridDim.x) {
-                const i64 i2 = bx * CVK_DIRECT3_X + threadIdx.x;
+                const i64 i2 = bx * CVK_BASIC3_X + threadIdx.x;
                 if (i1 >= n1 || i2 >= n2)
                     continue;
                 const i64 j0 = i0 - a.koff[0], j1 = i1 - a.koff[1], j2 = i2 - a.koff[2];
@@ -68,17 +68,17 @@ __device__ __forceinline__ void cvk_3d_direct(const cvk_args &a, const A *w)
 }
 
 template <typename T, typename A>
-__global__ void __launch_bounds__(CVK_DIRECT3_X * CVK_DIRECT3_Y, 4)
+__global__ void __launch_bounds__(CVK_BASIC3_X * CVK_BASIC3_Y, 4)
     cvk_3d_basic(const __grid_constant__ cvk_args a)
 {
-    cvk_3d_direct<T, A>(a, (const A *)a.weights);
+    cvk_3d_per_output<T, A>(a, (const A *)a.weights);
 }
 
 template <typename T, typename A>
-__global__ void __launch_bounds__(CVK_DIRECT3_X * CVK_DIRECT3_Y, 4)
+__global__ void __launch_bounds__(CVK_BASIC3_X * CVK_BASIC3_Y, 4)
     cvk_3d_constant(const __grid_constant__ cvk_args a, const __grid_constant__ cvk_bank b)
 {
-    cvk_3d_direct<T, A>(a, cvk_bank_weights(b, (A)0));
+    cvk_3d_per_output<T, A>(a, cvk_bank_weights(b, (A)0));
 }
 
 /* tiled: the 64 x 4 x 4 block is the output tile; its threads loop to stage
@@ -215,20 +215,20 @@ __global__ void __launch_bounds__(CVK_CACHED_X * CVK_CACHED_Y * CVK_CACHED_Z, 1)
     }
 }
 
-extern "C" cudaError_t cvk_launch_3d(int kernel, const cvk_args *args, const cvk_bank *bank,
+extern "C" cudaError_t cvk_launch_3d(int strategy, const cvk_args *args, const cvk_bank *bank,
                                      size_t smem, cudaStream_t stream)
 {
     cvk_args a = *args;
     int bx, by, bz; /* block extents = output tile extents */
-    switch (kernel) {
-    case CVK_3D_BASIC:
-    case CVK_3D_CONSTANT:
-        bx = CVK_DIRECT3_X, by = CVK_DIRECT3_Y, bz = 1;
+    switch (strategy) {
+    case CVK_BASIC:
+    case CVK_CONSTANT:
+        bx = CVK_BASIC3_X, by = CVK_BASIC3_Y, bz = 1;
         break;
-    case CVK_3D_TILED:
+    case CVK_TILED:
         bx = CVK_TILED_X, by = CVK_TILED_Y, bz = CVK_TILED_Z;
         break;
-    case CVK_3D_CACHED:
+    case CVK_CACHED:
         bx = CVK_CACHED_X, by = CVK_CACHED_Y, bz = CVK_CACHED_Z;
         break;
     default:
@@ -241,14 +241,14 @@ extern "C" cudaError_t cvk_launch_3d(int kernel, const cvk_args *args, const cvk
     const dim3 grid(cvk_grid_x(a.tiles[0]), cvk_grid_yz(a.tiles[1]), cvk_grid_yz(a.tiles[2]));
     const dim3 block(bx, by, bz);
     cudaError_t err = cudaSuccess;
-    switch (kernel) {
-    case CVK_3D_BASIC:
+    switch (strategy) {
+    case CVK_BASIC:
         CVK_LAUNCH_TYPED(cvk_3d_basic, a, grid, block, 0, stream, (a));
         break;
-    case CVK_3D_CONSTANT:
+    case CVK_CONSTANT:
         CVK_LAUNCH_TYPED(cvk_3d_constant, a, grid, block, 0, stream, (a, *bank));
         break;
-    case CVK_3D_TILED:
+    case CVK_TILED:
         CVK_OPT_IN_SHARED(cvk_3d_tiled, a, smem, err);
         if (err != cudaSuccess)
             return err;

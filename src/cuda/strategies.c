@@ -1,13 +1,14 @@
 /*
  * strategies.c - the CUDA backend's strategy table: the convolution
- * chapter's kernels by name, the dimensionalities each serves, its tile
- * extents, the checks that say (with the limit named) when it cannot serve a
- * problem, and the "auto" choice among them.
+ * chapter's kernels and the fast kernels by name, the dimensionalities each
+ * serves, its tile extents, the checks that say (with the limit named) when
+ * it cannot serve a problem, and the whole "auto" choice among them.
  */
 #include "strategies.h"
-#include "kernels.h"
 #include "backend.h"
-#include "fast.h"
+#include "fast_fft.h"
+#include "gen_plan.h"
+#include "kernels.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -15,27 +16,17 @@
 #include <string.h>
 
 /* Filter extents and tap counts the kernels' int loops accept. */
-#define CVC_MAX_TAPS ((size_t)INT_MAX / 2)
+#define CVCU_MAX_TAPS ((size_t)INT_MAX / 2)
 
-size_t cvc_acc_size(const cvi_problem *p)
+/* auto: dense filters of up to this many taps run direct, larger ones by
+ * FFT. Measured on an H100 (BENCHMARKS.md): direct beat the FFT at every
+ * size the legacy kernels were compiled for (2-D 17x17: 1.1 ms against 3.4
+ * ms on 8192^2; 3-D 7x7x7: 0.42 against 0.88 ms on 256^3). */
+#define CVCU_DIRECT_OVER_FFT 400
+
+size_t cvcu_acc_size(const cvi_problem *p)
 {
     return p->in_type == CONVOLVE_FLOAT64 ? 8 : 4;
-}
-
-int cvc_kernel_for(int sid, int ndim)
-{
-    static const int table[6][3] = {
-        /* 1-D              2-D               3-D */
-        {CVK_1D_BASIC, CVK_2D_BASIC, CVK_3D_BASIC},
-        {CVK_1D_CONSTANT, CVK_2D_CONSTANT, CVK_3D_CONSTANT},
-        {CVK_1D_TILED, -1, CVK_3D_TILED},
-        {-1, CVK_2D_TILED_IN, -1},
-        {-1, CVK_2D_TILED_OUT, -1},
-        {CVK_1D_CACHED, CVK_2D_CACHED, CVK_3D_CACHED},
-    };
-    if (sid < 0 || sid > CVS_CACHED || ndim < 1 || ndim > 3)
-        return -1;
-    return table[sid][ndim - 1];
 }
 
 /* n = a * b * c, SIZE_MAX on overflow. */
@@ -47,48 +38,44 @@ static size_t mul3(size_t a, size_t b, size_t c)
     return r;
 }
 
-size_t cvc_dynamic_shared(int kernel, const cvi_problem *p)
+size_t cvcu_dynamic_shared(int strategy, const cvi_problem *p)
 {
-    const size_t acc = cvc_acc_size(p);
+    const size_t acc = cvcu_acc_size(p);
     const size_t K0 = p->ksize[0], K1 = p->ksize[1], K2 = p->ksize[2];
     size_t r;
-    switch (kernel) {
-    case CVK_1D_TILED:
-        r = mul3(CVK_TILED_X - 1 + K2, 1, acc);
-        break;
-    case CVK_2D_TILED_OUT:
-        r = mul3(CVK_TILED_OUT_X - 1 + K2, CVK_TILED_OUT_Y - 1 + K1, acc);
-        break;
-    case CVK_3D_TILED:
+    if (strategy == CVK_TILED && p->ndim == 1)
+        return mul3(CVK_TILED_X - 1 + K2, 1, acc);
+    if (strategy == CVK_TILED_OUT && p->ndim == 2)
+        return mul3(CVK_TILED_OUT_X - 1 + K2, CVK_TILED_OUT_Y - 1 + K1, acc);
+    if (strategy == CVK_TILED && p->ndim == 3) {
         r = mul3(CVK_TILED_X - 1 + K2, CVK_TILED_Y - 1 + K1, CVK_TILED_Z - 1 + K0);
-        r = r == SIZE_MAX ? r : mul3(r, acc, 1);
-        break;
-    default:
-        return 0;
+        return r == SIZE_MAX ? r : mul3(r, acc, 1);
     }
-    return r;
+    return 0;
 }
 
+/* ---- the chapter's kernels' checks ------------------------------------ */
+
 /* The device's opt-in shared memory per block (48 KiB if not probed). */
-static size_t shared_limit(const convolve_context *ctx)
+static size_t shared_limit(const cvi_device *dev)
 {
-    return ctx && ctx->shared_memory_per_block ? ctx->shared_memory_per_block
+    return dev && dev->shared_memory_per_block ? dev->shared_memory_per_block
                                                : (size_t)CVK_DEFAULT_SHARED;
 }
 
-/* Limits every CUDA kernel has: int tap loops, and the padded axes of the
- * dimensionality being extents of one. */
+/* Limits every chapter kernel has: int tap loops, and the padded axes of
+ * the dimensionality being extents of one. */
 static convolve_status check_common(const cvi_problem *p, char *why, size_t why_size)
 {
     for (int a = 0; a < 3; a++)
-        if (p->ksize[a] > CVC_MAX_TAPS) {
+        if (p->ksize[a] > CVCU_MAX_TAPS) {
             snprintf(why, why_size, "filter extent %zu on axis %d is over the CUDA kernels' "
-                     "limit of %zu", p->ksize[a], a - (3 - p->ndim), CVC_MAX_TAPS);
+                     "limit of %zu", p->ksize[a], a - (3 - p->ndim), CVCU_MAX_TAPS);
             return CONVOLVE_ERROR_UNSUPPORTED;
         }
-    if (p->kcount > CVC_MAX_TAPS) {
+    if (p->kcount > CVCU_MAX_TAPS) {
         snprintf(why, why_size, "the filter's %zu weights are over the CUDA kernels' limit of "
-                 "%zu", p->kcount, CVC_MAX_TAPS);
+                 "%zu", p->kcount, CVCU_MAX_TAPS);
         return CONVOLVE_ERROR_UNSUPPORTED;
     }
     for (int a = 0; a < 3 - p->ndim; a++)
@@ -114,10 +101,10 @@ static convolve_status check_bank(const cvi_problem *p, char *why, size_t why_si
 }
 
 /* Dynamic shared memory within the device's opt-in limit. */
-static convolve_status check_shared(int kernel, const cvi_problem *p, const convolve_context *ctx,
-                                    char *why, size_t why_size)
+static convolve_status check_shared(int strategy, const cvi_problem *p,
+                                    const cvi_device *dev, char *why, size_t why_size)
 {
-    size_t need = cvc_dynamic_shared(kernel, p), limit = shared_limit(ctx);
+    size_t need = cvcu_dynamic_shared(strategy, p), limit = shared_limit(dev);
     if (need > limit) {
         snprintf(why, why_size, "its input tile needs %zu bytes of shared memory per block "
                  "(the tile plus K - 1 halo cells per axis), over the device's limit of %zu",
@@ -128,109 +115,172 @@ static convolve_status check_shared(int kernel, const cvi_problem *p, const conv
 }
 
 static convolve_status check_basic(const cvi_strategy *s, const cvi_problem *p,
-                                   const convolve_context *ctx, char *why, size_t why_size)
+                                   const cvi_device *dev, char *why, size_t why_size)
 {
-    (void)s, (void)ctx;
+    (void)s, (void)dev;
     return check_common(p, why, why_size);
 }
 
+/* constant, tiled, tiled-in, tiled-out and cached: the weights in the bank. */
 static convolve_status check_banked(const cvi_strategy *s, const cvi_problem *p,
-                                    const convolve_context *ctx, char *why, size_t why_size)
+                                    const cvi_device *dev, char *why, size_t why_size)
 {
     convolve_status st;
     if ((st = check_common(p, why, why_size)) != CONVOLVE_OK ||
         (st = check_bank(p, why, why_size)) != CONVOLVE_OK)
         return st;
-    int kernel = cvc_kernel_for(s->id, p->ndim);
-    if (kernel < 0) {
+    if (!cvi_strategy_serves_ndim(s, p->ndim)) {
         snprintf(why, why_size, "it does not serve %d-D arrays", p->ndim);
         return CONVOLVE_ERROR_UNSUPPORTED;
     }
-    if (s->id == CVS_TILED_IN &&
+    if (s->id == CVK_TILED_IN &&
         (p->ksize[1] > CVK_TILED_IN_MAX_K || p->ksize[2] > CVK_TILED_IN_MAX_K)) {
         snprintf(why, why_size, "its blocks are the %dx%d input tile, so the output tile "
-                 "(33 - K per axis) needs filter extents of at most %d; this filter is %zux%zu "
+                 "(%d - K per axis) needs filter extents of at most %d; this filter is %zux%zu "
                  "(use 'tiled-out' or 'cached')", CVK_TILED_IN_Y, CVK_TILED_IN_X,
-                 CVK_TILED_IN_MAX_K, p->ksize[1], p->ksize[2]);
+                 CVK_TILED_IN_X + 1, CVK_TILED_IN_MAX_K, p->ksize[1], p->ksize[2]);
         return CONVOLVE_ERROR_UNSUPPORTED;
     }
-    return check_shared(kernel, p, ctx, why, why_size);
+    return check_shared(s->id, p, dev, why, why_size);
 }
 
-static const cvi_strategy k_cuda_strategies[] = {
-    {"basic", CONVOLVE_BACKEND_CUDA, 7u, CVS_BASIC,
-     "one thread per output, filter read from global memory (chapter 7.2)", check_basic,
-     {0, 0, 0}},
-    {"constant", CONVOLVE_BACKEND_CUDA, 7u, CVS_CONSTANT,
-     "one thread per output, filter in the constant bank as a __grid_constant__ parameter "
-     "(7.3)", check_banked, {0, 0, 0}},
-    {"tiled", CONVOLVE_BACKEND_CUDA, 1u | 4u, CVS_TILED,
-     "blocks the size of the output tile stage input tile plus halo in shared memory (7.4)",
-     check_banked, {CVK_TILED_X, CVK_TILED_Y, CVK_TILED_Z}},
-    {"tiled-in", CONVOLVE_BACKEND_CUDA, 2u, CVS_TILED_IN,
-     "32x32 blocks the size of the input tile; edge threads idle while outputs are computed "
-     "(7.4)", check_banked, {CVK_TILED_IN_X, CVK_TILED_IN_Y, 0}},
-    {"tiled-out", CONVOLVE_BACKEND_CUDA, 2u, CVS_TILED_OUT,
-     "32x32 blocks the size of the output tile; threads loop to stage the input tile (7.4)",
-     check_banked, {CVK_TILED_OUT_X, CVK_TILED_OUT_Y, 0}},
-    {"cached", CONVOLVE_BACKEND_CUDA, 7u, CVS_CACHED,
-     "only the tile's own elements in shared memory; halo cells read through the caches (7.5)",
-     check_banked, {CVK_CACHED_X, CVK_CACHED_Y, CVK_CACHED_Z}},
-    /* the fast path (src/cuda/fast.c) */
-    {"direct", CONVOLVE_BACKEND_CUDA, 7u, CVS_DIRECT,
-     "fast: register-blocked tiles staged in shared memory (3-D: planes streamed through "
-     "rolling accumulators), specialised at plan time (NVRTC) to the filter, types and "
-     "channels; any type, channel count, layout and filter up to 64 taps an axis",
-     cvf_check, {0, 0, 0}},
-    {"separable", CONVOLVE_BACKEND_CUDA, 2u | 4u, CVS_SEPARABLE,
-     "fast: separable filters fused in one pass (2-D: strips keeping x-filtered rows in a "
-     "shared-memory ring; 3-D: planes, z taps in registers), up to 257 taps an axis",
-     cvf_check, {0, 0, 0}},
-    {"fft", CONVOLVE_BACKEND_CUDA, 7u, CVS_FFT,
-     "fast: cuFFT on the input extended by the mode, for large filters", cvf_check, {0, 0, 0}},
+/* ---- the fast kernels' checks ------------------------------------------ */
+
+/* direct and separable: the generated kernels (gen.c) serve every case the
+ * legacy register-streaming kernels serve, and more. */
+static convolve_status check_direct(const cvi_strategy *s, const cvi_problem *p,
+                                    const cvi_device *dev, char *why, size_t n)
+{
+    (void)s, (void)dev;
+    return cvcu_gen_serves(p, 0, why, n) ? CONVOLVE_OK : CONVOLVE_ERROR_UNSUPPORTED;
+}
+
+static convolve_status check_separable(const cvi_strategy *s, const cvi_problem *p,
+                                       const cvi_device *dev, char *why, size_t n)
+{
+    (void)s, (void)dev;
+    if (p->ndim < 2) {
+        snprintf(why, n, "a 1-D filter is its own separable form; use 'direct'");
+        return CONVOLVE_ERROR_UNSUPPORTED;
+    }
+    return cvcu_gen_serves(p, 1, why, n) ? CONVOLVE_OK : CONVOLVE_ERROR_UNSUPPORTED;
+}
+
+static convolve_status check_fft(const cvi_strategy *s, const cvi_problem *p,
+                                 const cvi_device *dev, char *why, size_t n)
+{
+    (void)s;
+    size_t bytes = cvk_fft_workspace_bytes(p);
+    size_t total = dev ? dev->info.total_memory : 0;
+    if (bytes == 0) {
+        snprintf(why, n, "its transform sizes overflow");
+        return CONVOLVE_ERROR_UNSUPPORTED;
+    }
+    if (total && bytes > total / 10 * 9) {
+        snprintf(why, n, "its buffers need %zu MiB, more than the device's %zu MiB allows",
+                 bytes >> 20, total >> 20);
+        return CONVOLVE_ERROR_UNSUPPORTED;
+    }
+    return CONVOLVE_OK;
+}
+
+/* ---- the table ---------------------------------------------------------- */
+
+/* Indexed by id (kernels.h); the order is the public strategy list's. */
+const cvi_strategy cvcu_strategies[CVK_STRATEGY_COUNT] = {
+    [CVK_BASIC] = {"basic", CONVOLVE_BACKEND_CUDA, CVI_DIMS_ALL, CVK_BASIC,
+                   "one thread per output, filter read from global memory (chapter 7.2)",
+                   check_basic, {0, 0, 0}},
+    [CVK_CONSTANT] = {"constant", CONVOLVE_BACKEND_CUDA, CVI_DIMS_ALL, CVK_CONSTANT,
+                      "one thread per output, filter in the constant bank as a "
+                      "__grid_constant__ parameter (7.3)",
+                      check_banked, {0, 0, 0}},
+    [CVK_TILED] = {"tiled", CONVOLVE_BACKEND_CUDA, CVI_DIMS_1D | CVI_DIMS_3D, CVK_TILED,
+                   "blocks the size of the output tile stage input tile plus halo in shared "
+                   "memory (7.4)",
+                   check_banked, {CVK_TILED_X, CVK_TILED_Y, CVK_TILED_Z}},
+    [CVK_TILED_IN] = {"tiled-in", CONVOLVE_BACKEND_CUDA, CVI_DIMS_2D, CVK_TILED_IN,
+                      "32x32 blocks the size of the input tile; edge threads idle while "
+                      "outputs are computed (7.4)",
+                      check_banked, {CVK_TILED_IN_X, CVK_TILED_IN_Y, 0}},
+    [CVK_TILED_OUT] = {"tiled-out", CONVOLVE_BACKEND_CUDA, CVI_DIMS_2D, CVK_TILED_OUT,
+                       "32x32 blocks the size of the output tile; threads loop to stage the "
+                       "input tile (7.4)",
+                       check_banked, {CVK_TILED_OUT_X, CVK_TILED_OUT_Y, 0}},
+    [CVK_CACHED] = {"cached", CONVOLVE_BACKEND_CUDA, CVI_DIMS_ALL, CVK_CACHED,
+                    "only the tile's own elements in shared memory; halo cells read through "
+                    "the caches (7.5)",
+                    check_banked, {CVK_CACHED_X, CVK_CACHED_Y, CVK_CACHED_Z}},
+    [CVK_DIRECT] = {"direct", CONVOLVE_BACKEND_CUDA, CVI_DIMS_ALL, CVK_DIRECT,
+                    "fast: register-blocked tiles staged in shared memory (3-D: planes "
+                    "streamed through rolling accumulators), specialised at plan time (NVRTC) "
+                    "to the filter, types and channels; any type, channel count, layout and "
+                    "filter up to 64 taps an axis",
+                    check_direct, {0, 0, 0}},
+    [CVK_SEPARABLE] = {"separable", CONVOLVE_BACKEND_CUDA, CVI_DIMS_2D | CVI_DIMS_3D,
+                       CVK_SEPARABLE,
+                       "fast: separable filters fused in one pass (2-D: strips keeping "
+                       "x-filtered rows in a shared-memory ring; 3-D: planes, z taps in "
+                       "registers), up to 257 taps an axis",
+                       check_separable, {0, 0, 0}},
+    [CVK_FFT] = {"fft", CONVOLVE_BACKEND_CUDA, CVI_DIMS_ALL, CVK_FFT,
+                 "fast: cuFFT on the input extended by the mode, for large filters", check_fft,
+                 {0, 0, 0}},
 };
 
-#define CVC_STRATEGY_COUNT (sizeof k_cuda_strategies / sizeof k_cuda_strategies[0])
-
-const cvi_strategy *cvi_cuda_strategies(size_t *count)
+/* 1 if strategy `id` serves p. */
+static int serves(int id, const cvi_device *dev, const cvi_problem *p, char *why,
+                  size_t why_size)
 {
-    *count = CVC_STRATEGY_COUNT;
-    return k_cuda_strategies;
+    const cvi_strategy *s = &cvcu_strategies[id];
+    return cvi_strategy_serves_ndim(s, p->ndim) &&
+           s->check(s, p, dev, why, why_size) == CONVOLVE_OK;
 }
 
-/* "auto": the first strategy of the dimensionality's preference list that
- * can serve p. The order follows the chapter's analysis (tiles before the
- * constant bank before global memory; cached is left out, as halo reads
- * through the caches lose to staging them); docs/strategies.md has the
- * reasons, and measurements may reorder it. */
-const cvi_strategy *cvi_cuda_pick(const convolve_context *ctx, const cvi_problem *p, char *why,
-                                  size_t why_size)
+/* "auto" on the GPU. First the fast kernels, by a roofline model: a fused
+ * separable pass (4K flops an output) beats both others; dense filters run
+ * direct up to CVCU_DIRECT_OVER_FFT taps (20 x 20, 7 x 7 x 7), where its 2
+ * flops a tap meet the FFT's cost nearly independent of the filter, then by
+ * FFT, then direct where the FFT cannot serve. Else the first chapter
+ * strategy of the dimensionality's preference list that can serve p: the
+ * order follows the chapter's analysis (tiles before the constant bank
+ * before global memory; cached is left out, as halo reads through the
+ * caches lose to staging them); docs/strategies.md has the reasons, and
+ * measurements may reorder it. */
+const cvi_strategy *cvcu_pick(const cvi_device *dev, const cvi_problem *p, char *why,
+                              size_t why_size)
 {
-    static const int order1[] = {CVS_TILED, CVS_CONSTANT, CVS_BASIC, -1};
-    static const int order2[] = {CVS_TILED_OUT, CVS_TILED_IN, CVS_CONSTANT, CVS_BASIC, -1};
-    static const int order3[] = {CVS_TILED, CVS_CONSTANT, CVS_BASIC, -1};
+    static const int order1[] = {CVK_TILED, CVK_CONSTANT, CVK_BASIC, -1};
+    static const int order2[] = {CVK_TILED_OUT, CVK_TILED_IN, CVK_CONSTANT, CVK_BASIC, -1};
+    static const int order3[] = {CVK_TILED, CVK_CONSTANT, CVK_BASIC, -1};
     const int *order = p->ndim == 1 ? order1 : p->ndim == 2 ? order2 : order3;
+    char reason[CVI_REASON_SIZE];
     size_t used = 0;
     if (why_size)
         why[0] = '\0';
-    const cvi_strategy *fast = cvf_pick(ctx, p, k_cuda_strategies, CVC_STRATEGY_COUNT);
-    if (fast)
-        return fast;
+    if (serves(CVK_SEPARABLE, dev, p, reason, sizeof reason))
+        return &cvcu_strategies[CVK_SEPARABLE];
+    if (p->kcount <= CVCU_DIRECT_OVER_FFT && serves(CVK_DIRECT, dev, p, reason, sizeof reason))
+        return &cvcu_strategies[CVK_DIRECT];
+    if (serves(CVK_FFT, dev, p, reason, sizeof reason))
+        return &cvcu_strategies[CVK_FFT];
+    if (serves(CVK_DIRECT, dev, p, reason, sizeof reason))
+        return &cvcu_strategies[CVK_DIRECT];
     for (int i = 0; order[i] >= 0; i++) {
-        const cvi_strategy *s = NULL;
-        for (size_t j = 0; j < CVC_STRATEGY_COUNT; j++)
-            if (k_cuda_strategies[j].id == order[i])
-                s = &k_cuda_strategies[j];
-        if (!s || !(s->dims >> (p->ndim - 1) & 1))
-            continue;
-        char reason[CVI_REASON_SIZE];
-        if (s->check(s, p, ctx, reason, sizeof reason) == CONVOLVE_OK)
+        const cvi_strategy *s = &cvcu_strategies[order[i]];
+        if (serves(order[i], dev, p, reason, sizeof reason))
             return s;
-        if (used < why_size) {
+        if (cvi_strategy_serves_ndim(s, p->ndim) && used < why_size) {
             int w = snprintf(why + used, why_size - used, "%s%s: %s", used ? "; " : "",
                              s->name, reason);
             used = w < 0 ? why_size : used + (size_t)w;
         }
     }
     return NULL;
+}
+
+void cvcu_device_key(const cvi_device *dev, const cvi_problem *p, char *key, size_t size)
+{
+    (void)p;
+    snprintf(key, size, "cuda:%s", dev->info.name);
 }

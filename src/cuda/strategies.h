@@ -1,32 +1,20 @@
 /*
- * strategies.h - what the CUDA backend's strategy table (strategies.c)
- * tells its host runtime (runtime.c): the strategy numbers, the kernel that
- * serves a strategy for a dimensionality, the accumulation type's size and
- * the dynamic shared memory a kernel needs.
+ * strategies.h - what the CUDA strategy table (strategies.c) tells the rest
+ * of the CUDA backend's host code: the accumulation type's size and the
+ * dynamic shared memory a chapter kernel needs. The strategy ids are the
+ * CVK_* of kernels.h.
  */
 #ifndef CONVOLVE_CUDA_STRATEGIES_H
 #define CONVOLVE_CUDA_STRATEGIES_H
 
-#include "../internal.h"
-
-/* cvi_strategy.id of the CUDA strategies. */
-enum {
-    CVS_BASIC = 0,
-    CVS_CONSTANT,
-    CVS_TILED,
-    CVS_TILED_IN,
-    CVS_TILED_OUT,
-    CVS_CACHED
-};
-
-/* The kernel (CVK_*) that runs strategy id `sid` on ndim-D problems, or -1. */
-int cvc_kernel_for(int sid, int ndim);
+#include "../problem.h"
 
 /* Bytes of one weight and one staged value: 8 for float64 input, else 4. */
-size_t cvc_acc_size(const cvi_problem *p);
+size_t cvcu_acc_size(const cvi_problem *p);
 
-/* Dynamic shared memory (bytes) kernel `kernel` needs for p; 0 for kernels
- * with none or only static shared memory; SIZE_MAX if it overflows. */
-size_t cvc_dynamic_shared(int kernel, const cvi_problem *p);
+/* Dynamic shared memory (bytes) the kernel of strategy `strategy` (CVK_*)
+ * needs for p; 0 for kernels with none or only static shared memory;
+ * SIZE_MAX if it overflows. */
+size_t cvcu_dynamic_shared(int strategy, const cvi_problem *p);
 
 #endif

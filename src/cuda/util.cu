@@ -44,8 +44,8 @@ extern "C" cudaError_t cvk_fill_random(void *p, long long n, int type, unsigned 
     if (n <= 0)
         return cudaSuccess;
     long long blocks = (n + 255) / 256;
-    if (blocks > 65536)
-        blocks = 65536;
+    if (blocks > CVK_FLAT_MAX_BLOCKS)
+        blocks = CVK_FLAT_MAX_BLOCKS;
     CVK_LAUNCH(cvk_fill_kernel, (unsigned)blocks, 256, 0, stream, (p, n, type, seed));
     return cudaGetLastError();
 }

@@ -1,7 +1,7 @@
 /*
  * array.c - host arrays (convolve_array_*): creation, accessors, element type
  * conversion; and the small helpers the readers and writers share (array
- * allocation with messages, image size limits, the growable byte buffer).
+ * allocation with messages, image size limits).
  */
 #include "io.h"
 
@@ -31,7 +31,7 @@ convolve_status cvio_layout_init(convolve_context *ctx, convolve_layout *layout,
     }
 }
 
-convolve_status cvi_array_new(convolve_context *ctx, convolve_array **array, convolve_dtype dtype,
+convolve_status cvio_array_new(convolve_context *ctx, convolve_array **array, convolve_dtype dtype,
                               int ndim, const size_t *shape, size_t channels, const char *what)
 {
     *array = NULL;
@@ -55,17 +55,17 @@ convolve_status cvi_array_new(convolve_context *ctx, convolve_array **array, con
     return CONVOLVE_OK;
 }
 
-convolve_status cvi_check_image_size(convolve_context *ctx, const char *what, size_t width,
-                                     size_t height, size_t channels, size_t esize)
+convolve_status cvio_check_image_size(convolve_context *ctx, const char *what, size_t width,
+                                      size_t height, size_t channels, size_t esize)
 {
     size_t pixels, bytes;
     if (width == 0 || height == 0)
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "%s: size %zux%zu is empty", what, width,
                          height);
-    if (!cvi_mul_size(width, height, &pixels) || pixels > CVI_IO_MAX_PIXELS)
+    if (!cvi_mul_size(width, height, &pixels) || pixels > CVIO_MAX_PIXELS)
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                          "%s: %zux%zu pixels is more than the limit of %zu", what, width, height,
-                         CVI_IO_MAX_PIXELS);
+                         CVIO_MAX_PIXELS);
     if (!cvi_mul_size(pixels, channels, &bytes) || !cvi_mul_size(bytes, esize, &bytes) ||
         bytes > (size_t)PTRDIFF_MAX)
         return cvi_error(ctx, CONVOLVE_ERROR_SIZE_OVERFLOW, "%s: byte count overflows", what);
@@ -83,7 +83,7 @@ convolve_status convolve_array_create(convolve_context *ctx, convolve_array **ar
     if (!convolve_dtype_name(dtype))
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                          "convolve_array_create: unknown element type %d", (int)dtype);
-    convolve_status st = cvi_array_new(ctx, array, dtype, ndim, shape, channels, "array");
+    convolve_status st = cvio_array_new(ctx, array, dtype, ndim, shape, channels, "array");
     return st == CONVOLVE_OK ? cvi_ok(ctx) : st;
 }
 
@@ -127,8 +127,8 @@ convolve_status convolve_array_convert(convolve_context *ctx, const convolve_arr
                          "convolve_array_convert: unknown element type %d", (int)dtype);
     const convolve_layout *L = &src->layout;
     convolve_array *a;
-    convolve_status st = cvi_array_new(ctx, &a, dtype, L->ndim, L->shape, L->channels,
-                                       "converted array");
+    convolve_status st = cvio_array_new(ctx, &a, dtype, L->ndim, L->shape, L->channels,
+                                        "converted array");
     if (st != CONVOLVE_OK)
         return st;
     if (dtype == L->dtype) {
@@ -143,62 +143,4 @@ convolve_status convolve_array_convert(convolve_context *ctx, const convolve_arr
     }
     *dst = a;
     return cvi_ok(ctx);
-}
-
-/* ---- byte buffer ------------------------------------------------------- */
-
-static int buf_reserve(cvi_buf *b, size_t n)
-{
-    size_t need;
-    if (!cvi_add_size(b->size, n, &need))
-        return 0;
-    if (need <= b->cap)
-        return 1;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < need) {
-        if (cap > SIZE_MAX / 2) {
-            cap = need;
-            break;
-        }
-        cap *= 2;
-    }
-    unsigned char *p = realloc(b->data, cap);
-    if (!p)
-        return 0;
-    b->data = p;
-    b->cap = cap;
-    return 1;
-}
-
-int cvi_buf_append(cvi_buf *b, const void *p, size_t n)
-{
-    if (n == 0)
-        return 1;
-    if (!buf_reserve(b, n))
-        return 0;
-    memcpy(b->data + b->size, p, n);
-    b->size += n;
-    return 1;
-}
-
-int cvi_buf_printf(cvi_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0 || !buf_reserve(b, (size_t)n + 1))
-        return 0;
-    va_start(ap, fmt);
-    vsnprintf((char *)b->data + b->size, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->size += (size_t)n;
-    return 1;
-}
-
-void cvi_buf_free(cvi_buf *b)
-{
-    free(b->data);
-    b->data = NULL;
-    b->size = b->cap = 0;
 }

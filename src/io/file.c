@@ -1,10 +1,9 @@
 /*
  * file.c - files: convolve_array_load / _load_memory (read the whole file or pipe within a
  * size limit, then parse it in memory; directories and devices are refused)
- * and convolve_array_save (encode into memory, then write a temporary file
- * beside the target, fsync it and rename it over the target, so that a
- * failure leaves any old file untouched; symbolic links are followed,
- * targets that are not regular files refused).
+ * and convolve_array_save (encode into memory, then write it with
+ * cvi_write_file_atomic, so that a failure leaves any old file untouched;
+ * symbolic links are followed, targets that are not regular files refused).
  */
 #define _XOPEN_SOURCE 700 /* realpath */
 
@@ -12,7 +11,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,11 +23,12 @@ static convolve_status parse(convolve_context *ctx, const unsigned char *d, size
                              convolve_format f, convolve_array **array)
 {
     switch (f) {
-    case CONVOLVE_FORMAT_NPY: return cvi_read_npy(ctx, d, n, array);
-    case CONVOLVE_FORMAT_PNG: return cvi_read_png(ctx, d, n, array);
-    case CONVOLVE_FORMAT_JPEG: return cvi_read_jpeg(ctx, d, n, array);
-    case CONVOLVE_FORMAT_PNM: return cvi_read_pnm(ctx, d, n, array);
-    case CONVOLVE_FORMAT_TEXT: return cvi_read_text(ctx, d, n, array);
+    case CONVOLVE_FORMAT_NPY: return cvio_read_npy(ctx, d, n, array);
+    case CONVOLVE_FORMAT_PNG: return cvio_read_png(ctx, d, n, array);
+    case CONVOLVE_FORMAT_JPEG: return cvio_read_jpeg(ctx, d, n, array);
+    case CONVOLVE_FORMAT_PNM: return cvio_read_pnm(ctx, d, n, array);
+    case CONVOLVE_FORMAT_TEXT: return cvio_read_text(ctx, d, n, array);
+    case CONVOLVE_FORMAT_TIFF: return cvio_read_tiff(ctx, d, n, array);
     default: return cvi_error(ctx, CONVOLVE_ERROR_INTERNAL, "parse: format %d", (int)f);
     }
 }
@@ -50,7 +49,7 @@ convolve_status convolve_array_load_memory(convolve_context *ctx, convolve_array
         format = convolve_format_detect(d, size);
         if (format == CONVOLVE_FORMAT_AUTO)
             return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                             "%s: no known magic number (.npy, PNG, JPEG, PNM); name the format",
+                             "%s: no known magic number (.npy, PNG, JPEG, PNM, TIFF); name the format",
                              size ? "unknown data" : "empty data");
     }
     convolve_status st = parse(ctx, d, size, format, array);
@@ -60,16 +59,10 @@ convolve_status convolve_array_load_memory(convolve_context *ctx, convolve_array
 /* Puts "'path': " in front of the context's message. */
 static convolve_status prefix_path(convolve_context *ctx, convolve_status st, const char *path)
 {
-    if (ctx) {
-        char msg[CVI_MESSAGE_SIZE];
-        memcpy(msg, ctx->message, sizeof msg);
-        msg[sizeof msg - 1] = '\0';
-        cvi_error(ctx, st, "'%s': %s", path, msg);
-    }
-    return st;
+    return cvi_error_prefix(ctx, st, "'%s': ", path);
 }
 
-/* Reads a whole file (at most CVI_IO_MAX_FILE_BYTES) into *data (malloc'd). */
+/* Reads a whole file (at most CVIO_MAX_FILE_BYTES) into *data (malloc'd). */
 static convolve_status read_file(convolve_context *ctx, const char *path, unsigned char **data,
                                  size_t *size)
 {
@@ -93,10 +86,10 @@ static convolve_status read_file(convolve_context *ctx, const char *path, unsign
         return cvi_error(ctx, CONVOLVE_ERROR_IO, "cannot read '%s': it is a device, not a file",
                          path);
     }
-    if (S_ISREG(sb.st_mode) && (uintmax_t)sb.st_size > CVI_IO_MAX_FILE_BYTES) {
+    if (S_ISREG(sb.st_mode) && (uintmax_t)sb.st_size > CVIO_MAX_FILE_BYTES) {
         close(fd);
         return cvi_error(ctx, CONVOLVE_ERROR_IO, "'%s' is %jd bytes; the limit is %zu", path,
-                         (intmax_t)sb.st_size, CVI_IO_MAX_FILE_BYTES);
+                         (intmax_t)sb.st_size, CVIO_MAX_FILE_BYTES);
     }
     size_t cap = S_ISREG(sb.st_mode) ? (size_t)sb.st_size + 1 : 65536, n = 0;
     unsigned char *buf = malloc(cap);
@@ -107,14 +100,14 @@ static convolve_status read_file(convolve_context *ctx, const char *path, unsign
     for (;;) {
         if (n == cap) { /* the file grew, or is not a regular file */
             size_t ncap = cap * 2;
-            unsigned char *p = ncap > cap && cap <= CVI_IO_MAX_FILE_BYTES ? realloc(buf, ncap)
+            unsigned char *p = ncap > cap && cap <= CVIO_MAX_FILE_BYTES ? realloc(buf, ncap)
                                                                           : NULL;
             if (!p) {
                 free(buf);
                 close(fd);
-                if (cap > CVI_IO_MAX_FILE_BYTES)
+                if (cap > CVIO_MAX_FILE_BYTES)
                     return cvi_error(ctx, CONVOLVE_ERROR_IO, "'%s' is larger than the limit of "
-                                     "%zu bytes", path, CVI_IO_MAX_FILE_BYTES);
+                                     "%zu bytes", path, CVIO_MAX_FILE_BYTES);
                 return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory reading '%s'",
                                  path);
             }
@@ -135,10 +128,10 @@ static convolve_status read_file(convolve_context *ctx, const char *path, unsign
         n += (size_t)r;
     }
     close(fd);
-    if (n > CVI_IO_MAX_FILE_BYTES) {
+    if (n > CVIO_MAX_FILE_BYTES) {
         free(buf);
         return cvi_error(ctx, CONVOLVE_ERROR_IO, "'%s' is larger than the limit of %zu bytes",
-                         path, CVI_IO_MAX_FILE_BYTES);
+                         path, CVIO_MAX_FILE_BYTES);
     }
     *data = buf;
     *size = n;
@@ -173,132 +166,12 @@ convolve_status convolve_array_load(convolve_context *ctx, convolve_array **arra
             free(data);
             return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                              "cannot tell the format of '%s': no known magic number and no "
-                             "known extension (.npy .png .jpg .jpeg .pgm .ppm .pnm .txt)", path);
+                             "known extension (.npy .png .jpg .jpeg .pgm .ppm .pnm .tif .tiff .txt)", path);
         }
     }
     st = parse(ctx, data, size, format, array);
     free(data);
     return st == CONVOLVE_OK ? cvi_ok(ctx) : prefix_path(ctx, st, path);
-}
-
-/* ---- atomic save ------------------------------------------------------------ */
-
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
-/* Writes size bytes to fd; returns 0 and sets errno on failure. */
-static int write_all(int fd, const unsigned char *p, size_t size)
-{
-    while (size) {
-        size_t chunk = size > ((size_t)1 << 30) ? ((size_t)1 << 30) : size;
-        ssize_t w = write(fd, p, chunk);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return 0;
-        }
-        p += w;
-        size -= (size_t)w;
-    }
-    return 1;
-}
-
-/*
- * Writes the bytes to a new file ".NAME.XXXXXX" beside path (created with
- * O_EXCL and mode 0644, so the umask applies), fsyncs and closes it, then
- * renames it over path. On failure the temporary file is removed.
- */
-convolve_status cvi_write_file_atomic(convolve_context *ctx, const char *path,
-                                      const unsigned char *data, size_t size)
-{
-    static atomic_uint_fast64_t counter;
-    const char *slash = strrchr(path, '/');
-    size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
-    const char *base = path + dirlen;
-    if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
-        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
-                         "cannot save to '%s': it names a directory", path);
-    size_t len = strlen(path) + 9;
-    char *tmp = malloc(len);
-    if (!tmp)
-        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory saving '%s'", path);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t seed = mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^
-                          (uint64_t)getpid() ^ (uint64_t)(uintptr_t)&ts);
-    static const char k_chars[] =
-        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    int fd = -1;
-    for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        uint64_t r = mix64(seed ^ atomic_fetch_add(&counter, 1));
-        memcpy(tmp, path, dirlen);
-        char *p = tmp + dirlen;
-        *p++ = '.';
-        memcpy(p, base, strlen(base));
-        p += strlen(base);
-        *p++ = '.';
-        for (int i = 0; i < 6; i++, r /= 62)
-            *p++ = k_chars[r % 62];
-        *p = '\0';
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd < 0 && errno != EEXIST) {
-            int e = errno;
-            free(tmp);
-            return cvi_error(ctx, CONVOLVE_ERROR_IO,
-                             "cannot save '%s': cannot create a file in its directory: %s", path,
-                             strerror(e));
-        }
-    }
-    if (fd < 0) {
-        free(tmp);
-        return cvi_error(ctx, CONVOLVE_ERROR_IO,
-                         "cannot save '%s': no free temporary file name beside it", path);
-    }
-    const char *step = "writing";
-    int ok = write_all(fd, data, size);
-    if (ok) {
-        step = "syncing";
-        ok = fsync(fd) == 0;
-    }
-    int e = errno;
-    if (close(fd) != 0 && ok) {
-        e = errno;
-        step = "closing";
-        ok = 0;
-    }
-    if (ok) {
-        step = "renaming the temporary file over";
-        ok = rename(tmp, path) == 0;
-        e = errno;
-    }
-    if (!ok) {
-        unlink(tmp);
-        free(tmp);
-        return cvi_error(ctx, CONVOLVE_ERROR_IO, "cannot save '%s': error %s it: %s", path, step,
-                         strerror(e));
-    }
-    free(tmp);
-    /* make the rename durable; a failure here loses nothing already written */
-    char dir[4096];
-    if (dirlen < sizeof dir) {
-        if (dirlen) {
-            memcpy(dir, path, dirlen);
-            dir[dirlen] = '\0';
-        } else {
-            strcpy(dir, ".");
-        }
-        int dfd = open(dir, O_RDONLY | O_CLOEXEC);
-        if (dfd >= 0) {
-            (void)fsync(dfd);
-            close(dfd);
-        }
-    }
-    return CONVOLVE_OK;
 }
 
 /* Writes the bytes to path atomically. A symbolic link is followed, so the
@@ -362,21 +235,28 @@ convolve_status convolve_array_save(convolve_context *ctx, const convolve_array 
         if (format == CONVOLVE_FORMAT_AUTO)
             return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                              "cannot tell the format to save '%s' in from its extension "
-                             "(.npy .png .jpg .jpeg .pgm .ppm .pnm .txt)", path);
+                             "(.npy .png .jpg .jpeg .pgm .ppm .pnm .tif .tiff .txt)", path);
     }
     if (format == CONVOLVE_FORMAT_JPEG && (jpeg_quality < 0 || jpeg_quality > 100))
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                          "JPEG quality %d: use 1 to 100, or 0 for the default (95)", jpeg_quality);
+#ifndef CONVOLVE_HAVE_TIFF
+    if (format == CONVOLVE_FORMAT_TIFF) { /* says it was built without */
+        cvi_buf none = {NULL, 0, 0};
+        return prefix_path(ctx, cvio_write_tiff(ctx, array, &none), path);
+    }
+#endif
     convolve_status st = check_holds(ctx, format, &array->layout, path);
     if (st != CONVOLVE_OK)
         return st;
     cvi_buf buf = {NULL, 0, 0};
     switch (format) {
-    case CONVOLVE_FORMAT_NPY: st = cvi_write_npy(ctx, array, &buf); break;
-    case CONVOLVE_FORMAT_PNG: st = cvi_write_png(ctx, array, &buf); break;
-    case CONVOLVE_FORMAT_JPEG: st = cvi_write_jpeg(ctx, array, jpeg_quality, &buf); break;
-    case CONVOLVE_FORMAT_PNM: st = cvi_write_pnm(ctx, array, &buf); break;
-    default: st = cvi_write_text(ctx, array, &buf); break;
+    case CONVOLVE_FORMAT_NPY: st = cvio_write_npy(ctx, array, &buf); break;
+    case CONVOLVE_FORMAT_PNG: st = cvio_write_png(ctx, array, &buf); break;
+    case CONVOLVE_FORMAT_JPEG: st = cvio_write_jpeg(ctx, array, jpeg_quality, &buf); break;
+    case CONVOLVE_FORMAT_PNM: st = cvio_write_pnm(ctx, array, &buf); break;
+    case CONVOLVE_FORMAT_TIFF: st = cvio_write_tiff(ctx, array, &buf); break;
+    default: st = cvio_write_text(ctx, array, &buf); break;
     }
     if (st == CONVOLVE_OK)
         st = save_bytes(ctx, path, buf.data, buf.size);

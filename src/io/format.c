@@ -40,6 +40,19 @@ static const format_capacity k_capacity[] = {
     {CONVOLVE_FORMAT_PNM, 1, DTYPE_BIT(CONVOLVE_UINT8) | DTYPE_BIT(CONVOLVE_UINT16), DIMS_BIT(2),
      (1u << 1) | (1u << 3), 0, "PGM/PPM hold uint8 or uint16 data", "image files hold 2-D images",
      "PGM/PPM hold 1 (gray) or 3 (RGB) channels", NULL},
+#ifdef CONVOLVE_HAVE_TIFF
+    {CONVOLVE_FORMAT_TIFF, 0,
+     DTYPE_BIT(CONVOLVE_FLOAT32) | DTYPE_BIT(CONVOLVE_FLOAT64) | DTYPE_BIT(CONVOLVE_UINT8) |
+         DTYPE_BIT(CONVOLVE_UINT16),
+     DIMS_BIT(2) | DIMS_BIT(3), (1u << 1) | (1u << 2) | (1u << 3) | (1u << 4), CVIO_TIFF_MAX_SIDE,
+     "TIFF holds uint8, uint16, float32 or float64 data",
+     "TIFF holds 2-D images and 3-D stacks (a page per plane)",
+     "TIFF holds 1 to 4 channels (gray, gray+alpha, RGB, RGBA)",
+     "TIFF holds at most 4294967295 pixels per side"},
+#else
+    {CONVOLVE_FORMAT_TIFF, 0, 0, 0, 0, 0, "this libconvolve was built without TIFF", NULL, NULL,
+     NULL},
+#endif
     {CONVOLVE_FORMAT_TEXT, 0, DTYPE_BIT(CONVOLVE_FLOAT32) | DTYPE_BIT(CONVOLVE_FLOAT64),
      DIMS_BIT(1) | DIMS_BIT(2), 1u << 1, 0, "text holds float data",
      "text holds 1-D or 2-D single-channel arrays", "text holds 1-D or 2-D single-channel arrays",
@@ -62,7 +75,8 @@ convolve_format convolve_format_from_path(const char *path)
     } k_ext[] = {
         {"npy", CONVOLVE_FORMAT_NPY},  {"png", CONVOLVE_FORMAT_PNG},  {"jpg", CONVOLVE_FORMAT_JPEG},
         {"jpeg", CONVOLVE_FORMAT_JPEG}, {"pgm", CONVOLVE_FORMAT_PNM}, {"ppm", CONVOLVE_FORMAT_PNM},
-        {"pnm", CONVOLVE_FORMAT_PNM},  {"txt", CONVOLVE_FORMAT_TEXT},
+        {"pnm", CONVOLVE_FORMAT_PNM},  {"txt", CONVOLVE_FORMAT_TEXT}, {"tif", CONVOLVE_FORMAT_TIFF},
+        {"tiff", CONVOLVE_FORMAT_TIFF},
     };
     if (!path)
         return CONVOLVE_FORMAT_AUTO;
@@ -91,6 +105,9 @@ convolve_format convolve_format_detect(const void *data, size_t size)
     if (size >= 3 && d[0] == 'P' && d[1] >= '1' && d[1] <= '7' &&
         (d[2] == ' ' || d[2] == '\t' || d[2] == '\n' || d[2] == '\r' || d[2] == '#'))
         return CONVOLVE_FORMAT_PNM;
+    if (size >= 4 && ((d[0] == 'I' && d[1] == 'I' && (d[2] == 42 || d[2] == 43) && d[3] == 0) ||
+                      (d[0] == 'M' && d[1] == 'M' && d[2] == 0 && (d[3] == 42 || d[3] == 43))))
+        return CONVOLVE_FORMAT_TIFF; /* classic TIFF or BigTIFF, either byte order */
     return CONVOLVE_FORMAT_AUTO;
 }
 

@@ -1,15 +1,18 @@
 /*
  * io.h - inside the file readers and writers (src/io/): the host array
- * struct, a growable byte buffer, and the per-format parsers and encoders.
+ * struct and the per-format parsers and encoders (the byte buffer they
+ * write into is the core's, src/bytes.h).
  * Readers parse bytes in memory (so a fuzz harness can call them directly);
  * writers encode into a buffer that file.c writes out atomically.
  */
 #ifndef CONVOLVE_IO_H
 #define CONVOLVE_IO_H
 
-#include "../internal.h"
+#include "../bytes.h"
+#include "../problem.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct convolve_array {
     convolve_layout layout;     /* contiguous, C order, interleaved channels */
@@ -18,9 +21,9 @@ struct convolve_array {
 };
 
 /* Largest file convolve_array_load reads (bytes). */
-#define CVI_IO_MAX_FILE_BYTES ((size_t)1 << 36)
+#define CVIO_MAX_FILE_BYTES ((size_t)1 << 36)
 /* Largest image (width * height) the image readers accept. */
-#define CVI_IO_MAX_PIXELS ((size_t)1 << 31)
+#define CVIO_MAX_PIXELS ((size_t)1 << 31)
 
 /* convolve_layout_init with a message naming `what` on failure. */
 convolve_status cvio_layout_init(convolve_context *ctx, convolve_layout *layout,
@@ -28,13 +31,13 @@ convolve_status cvio_layout_init(convolve_context *ctx, convolve_layout *layout,
                                  size_t channels, const char *what);
 
 /* Makes a zero-filled array. Messages name `what` (e.g. "PNG image"). */
-convolve_status cvi_array_new(convolve_context *ctx, convolve_array **array, convolve_dtype dtype,
-                              int ndim, const size_t *shape, size_t channels, const char *what);
+convolve_status cvio_array_new(convolve_context *ctx, convolve_array **array, convolve_dtype dtype,
+                               int ndim, const size_t *shape, size_t channels, const char *what);
 
-/* Checks width * height against CVI_IO_MAX_PIXELS and that the byte count
+/* Checks width * height against CVIO_MAX_PIXELS and that the byte count
  * width * height * channels * esize fits; FORMAT/SIZE_OVERFLOW naming `what`. */
-convolve_status cvi_check_image_size(convolve_context *ctx, const char *what, size_t width,
-                                     size_t height, size_t channels, size_t esize);
+convolve_status cvio_check_image_size(convolve_context *ctx, const char *what, size_t width,
+                                      size_t height, size_t channels, size_t esize);
 
 /* ---- what each format holds (format.c) ----------------------------------- */
 
@@ -42,6 +45,8 @@ convolve_status cvi_check_image_size(convolve_context *ctx, const char *what, si
 #define CVIO_PNG_MAX_SIDE 1000000
 /* libjpeg's JPEG_MAX_DIMENSION (jpeg.c checks that they agree). */
 #define CVIO_JPEG_MAX_SIDE 65500
+/* TIFF: ImageWidth and ImageLength are 32-bit. */
+#define CVIO_TIFF_MAX_SIDE ((size_t)UINT32_MAX)
 
 /* The first rule of a format that an array breaks, in the order checked. */
 typedef enum cvio_fit {
@@ -52,65 +57,48 @@ typedef enum cvio_fit {
     CVIO_NOT_EXTENT
 } cvio_fit;
 
-/* Which rule of `format` (NPY to TEXT, not AUTO) an array of the valid
+/* Which rule of `format` (NPY to TIFF, not AUTO) an array of the valid
  * `layout` breaks; *holds gets the phrase saying what the format holds
  * (NULL with CVIO_HOLDS). The writers may assume CVIO_HOLDS. */
 cvio_fit cvio_format_fit(convolve_format format, const convolve_layout *layout, const char **holds);
 
-/* ---- growable output buffer ---------------------------------------------- */
-
-typedef struct cvi_buf {
-    unsigned char *data;
-    size_t size, cap;
-} cvi_buf;
-
-/* Appends n bytes; returns 0 when out of memory (the buffer stays valid). */
-int cvi_buf_append(cvi_buf *b, const void *p, size_t n);
-/* Appends formatted text; returns 0 when out of memory. */
-int cvi_buf_printf(cvi_buf *b, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-void cvi_buf_free(cvi_buf *b);
-
 /* 1 on a little-endian host. */
-static inline int cvi_little_endian(void)
+static inline int cvio_little_endian(void)
 {
     const unsigned one = 1;
     return *(const unsigned char *)&one == 1;
 }
 
-/* Writes size bytes to path through a temporary file beside it, fsynced and
- * renamed over path: the old file stays whole on any failure (IO). */
-convolve_status cvi_write_file_atomic(convolve_context *ctx, const char *path,
-                                      const unsigned char *data, size_t size);
-
 /* ---- readers: bytes in memory to a new array ----------------------------- */
 /* Each returns OK and sets *array, or FORMAT (malformed, truncated or an
  * unsupported variant; the message says which), SIZE_OVERFLOW or OUT_OF_MEMORY. */
 
-convolve_status cvi_read_npy(convolve_context *ctx, const unsigned char *data, size_t size,
-                             convolve_array **array);
-convolve_status cvi_read_png(convolve_context *ctx, const unsigned char *data, size_t size,
-                             convolve_array **array);
-convolve_status cvi_read_jpeg(convolve_context *ctx, const unsigned char *data, size_t size,
+convolve_status cvio_read_npy(convolve_context *ctx, const unsigned char *data, size_t size,
                               convolve_array **array);
-convolve_status cvi_read_pnm(convolve_context *ctx, const unsigned char *data, size_t size,
-                             convolve_array **array);
-convolve_status cvi_read_text(convolve_context *ctx, const unsigned char *data, size_t size,
+convolve_status cvio_read_png(convolve_context *ctx, const unsigned char *data, size_t size,
                               convolve_array **array);
+convolve_status cvio_read_jpeg(convolve_context *ctx, const unsigned char *data, size_t size,
+                               convolve_array **array);
+convolve_status cvio_read_pnm(convolve_context *ctx, const unsigned char *data, size_t size,
+                              convolve_array **array);
+convolve_status cvio_read_text(convolve_context *ctx, const unsigned char *data, size_t size,
+                               convolve_array **array);
+/* TIFF (tiff.c): one page loads 2-D, several pages a 3-D stack. */
+convolve_status cvio_read_tiff(convolve_context *ctx, const unsigned char *data, size_t size,
+                               convolve_array **array);
 
 /* ---- writers: an array to bytes appended to *out -------------------------- */
 /* The array must be one the format holds (cvio_format_fit says CVIO_HOLDS;
  * convolve_array_save checks). Each returns OK, INVALID_ARGUMENT, INTERNAL
  * (the encoder failed) or OUT_OF_MEMORY. */
 
-convolve_status cvi_write_npy(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
-convolve_status cvi_write_png(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
-convolve_status cvi_write_jpeg(convolve_context *ctx, const convolve_array *array, int quality,
-                               cvi_buf *out);
-convolve_status cvi_write_pnm(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
-convolve_status cvi_write_text(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
+convolve_status cvio_write_npy(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
+convolve_status cvio_write_png(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
+convolve_status cvio_write_jpeg(convolve_context *ctx, const convolve_array *array, int quality,
+                                cvi_buf *out);
+convolve_status cvio_write_pnm(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
+convolve_status cvio_write_text(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
+/* TIFF: a 2-D array as one page, a 3-D array as a page per plane. */
+convolve_status cvio_write_tiff(convolve_context *ctx, const convolve_array *array, cvi_buf *out);
 
 #endif

@@ -90,8 +90,8 @@ static int decode(convolve_context *ctx, jpeg_read_state *s, const unsigned char
                               "JPEG colour space %d is not supported (gray and RGB are)",
                               (int)ci->jpeg_color_space);
     }
-    convolve_status st = cvi_check_image_size(ctx, "JPEG image", ci->image_width,
-                                              ci->image_height, channels, 1);
+    convolve_status st = cvio_check_image_size(ctx, "JPEG image", ci->image_width,
+                                               ci->image_height, channels, 1);
     if (st != CONVOLVE_OK)
         return (int)st;
     jpeg_start_decompress(ci);
@@ -101,7 +101,7 @@ static int decode(convolve_context *ctx, jpeg_read_state *s, const unsigned char
         return -1;
     }
     size_t shape[2] = {ci->output_height, ci->output_width};
-    st = cvi_array_new(ctx, &s->array, CONVOLVE_UINT8, 2, shape, channels, "JPEG image");
+    st = cvio_array_new(ctx, &s->array, CONVOLVE_UINT8, 2, shape, channels, "JPEG image");
     if (st != CONVOLVE_OK)
         return (int)st;
     size_t rowbytes = shape[1] * channels;
@@ -116,8 +116,8 @@ static int decode(convolve_context *ctx, jpeg_read_state *s, const unsigned char
     return 0;
 }
 
-convolve_status cvi_read_jpeg(convolve_context *ctx, const unsigned char *data, size_t size,
-                              convolve_array **array)
+convolve_status cvio_read_jpeg(convolve_context *ctx, const unsigned char *data, size_t size,
+                               convolve_array **array)
 {
     *array = NULL;
     if (size < 3 || data[0] != 0xFF || data[1] != 0xD8 || data[2] != 0xFF)
@@ -208,8 +208,8 @@ static int encode(jpeg_write_state *s, const convolve_array *a, int quality)
     return 0;
 }
 
-convolve_status cvi_write_jpeg(convolve_context *ctx, const convolve_array *array, int quality,
-                               cvi_buf *out)
+convolve_status cvio_write_jpeg(convolve_context *ctx, const convolve_array *array, int quality,
+                                cvi_buf *out)
 {
     if (quality < 0 || quality > 100)
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,

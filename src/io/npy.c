@@ -3,9 +3,11 @@
  *
  * Read: the header dict is parsed strictly (exactly the keys 'descr',
  * 'fortran_order' and 'shape'); dtypes float32, float64, uint8 and uint16 in
- * either byte order (big-endian data is byte-swapped on load); C order only;
- * 1 to 3 dimensions, none of them zero; the data must be exactly
- * shape * itemsize bytes. Arrays load with 1 channel.
+ * either byte order (data in the other byte order is byte-swapped on load);
+ * C or Fortran order (a Fortran-order array is transposed into C order on
+ * load, so it holds the same values at the same indices); 1 to 3
+ * dimensions, none of them zero; the data must be exactly shape * itemsize
+ * bytes. Arrays load with 1 channel.
  * Write: version 1.0 (2.0 if the header needed it), little-endian; channels
  * > 1 become a last axis, so a 2-D RGB image saves as (H, W, 3).
  */
@@ -114,7 +116,7 @@ typedef struct {
 
 static convolve_status parse_descr(convolve_context *ctx, const char *d, npy_type *t)
 {
-    const int le = cvi_little_endian();
+    const int le = cvio_little_endian();
     char order = d[0];
     const char *code = d + 1;
     if (order != '<' && order != '>' && order != '=' && order != '|')
@@ -150,10 +152,33 @@ static void swap_bytes(unsigned char *p, size_t count, size_t size)
         }
 }
 
-convolve_status cvi_read_npy(convolve_context *ctx, const unsigned char *data, size_t size,
-                             convolve_array **array)
+/* Copies a Fortran-order array (axis 0 fastest) of nd (2 or 3) dimensions
+ * into dst in C order (the last axis fastest): dst[i][j][k] = the element at
+ * i + d0 * (j + d1 * k) of src. */
+static void fortran_to_c(unsigned char *dst, const unsigned char *src, int nd, const size_t *dims,
+                         size_t esize)
 {
-    *array = NULL;
+    const size_t d0 = dims[0], d1 = dims[1], d2 = nd == 3 ? dims[2] : 1;
+    for (size_t i = 0; i < d0; i++)
+        for (size_t j = 0; j < d1; j++)
+            for (size_t k = 0; k < d2; k++, dst += esize)
+                memcpy(dst, src + (i + d0 * (j + d1 * k)) * esize, esize);
+}
+
+/* The values of the header dict's three keys. */
+typedef struct {
+    int seen_descr;
+    char descr[64];
+    int fortran;    /* -1 until seen */
+    int nd;         /* -1 until seen */
+    size_t dims[NPY_MAX_PARSED_DIMS];
+} npy_header;
+
+/* The magic, the version and the header's length: *pre receives the
+ * preamble's size, *hlen the header's. The header must be printable. */
+static convolve_status read_preamble(convolve_context *ctx, const unsigned char *data, size_t size,
+                                     size_t *pre, size_t *hlen)
+{
     if (size < 10 || memcmp(data, "\x93NUMPY", 6) != 0)
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                          size < 10 ? "not a .npy file: %zu bytes is too short for its header"
@@ -163,109 +188,139 @@ convolve_status cvi_read_npy(convolve_context *ctx, const unsigned char *data, s
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                          ".npy version %u.%u is not supported (1.0, 2.0 and 3.0 are)", major,
                          minor);
-    size_t pre = major == 1 ? 10 : 12, hlen;
-    if (size < pre)
+    *pre = major == 1 ? 10 : 12;
+    if (size < *pre)
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy file truncated in its preamble");
     if (major == 1)
-        hlen = (size_t)data[8] | (size_t)data[9] << 8;
+        *hlen = (size_t)data[8] | (size_t)data[9] << 8;
     else
-        hlen = (size_t)data[8] | (size_t)data[9] << 8 | (size_t)data[10] << 16 |
-               (size_t)data[11] << 24;
-    if (hlen > size - pre)
+        *hlen = (size_t)data[8] | (size_t)data[9] << 8 | (size_t)data[10] << 16 |
+                (size_t)data[11] << 24;
+    if (*hlen > size - *pre)
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                         ".npy header length %zu runs past the end of the file (%zu bytes)", hlen,
-                         size);
-    hdr h = {(const char *)data + pre, hlen, 0};
-    for (size_t i = 0; i < hlen; i++)
-        if ((unsigned char)h.s[i] < 0x20 && h.s[i] != '\n' && h.s[i] != '\t' && h.s[i] != '\r')
+                         ".npy header length %zu runs past the end of the file (%zu bytes)",
+                         *hlen, size);
+    const unsigned char *s = data + *pre;
+    for (size_t i = 0; i < *hlen; i++)
+        if (s[i] < 0x20 && s[i] != '\n' && s[i] != '\t' && s[i] != '\r')
             return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                             ".npy header has a control character at offset %zu", pre + i);
+                             ".npy header has a control character at offset %zu", *pre + i);
+    return CONVOLVE_OK;
+}
 
-    char descr[64] = "";
-    int fortran = -1, nd = -1;
-    size_t dims[NPY_MAX_PARSED_DIMS];
-    int seen_descr = 0;
-    if (!accept(&h, '{'))
+/* One "key: value" of the header dict into d (pre: the header's offset in
+ * the file, for messages). */
+static convolve_status parse_entry(convolve_context *ctx, hdr *h, size_t pre, npy_header *d)
+{
+    char key[32];
+    if (!parse_string(h, key, sizeof key) || !accept(h, ':'))
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                         ".npy header is malformed near offset %zu (a quoted key and ':' "
+                         "expected)", pre + h->i);
+    if (!strcmp(key, "descr")) {
+        skip_ws(h);
+        if (h->i < h->n && h->s[h->i] == '[')
+            return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                             ".npy structured dtypes are not supported");
+        if (d->seen_descr || !parse_string(h, d->descr, sizeof d->descr))
+            return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy header: %s 'descr'",
+                             d->seen_descr ? "duplicate key" : "malformed value of");
+        d->seen_descr = 1;
+    } else if (!strcmp(key, "fortran_order")) {
+        if (d->fortran >= 0)
+            return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                             ".npy header: duplicate key 'fortran_order'");
+        if (parse_word(h, "True"))
+            d->fortran = 1;
+        else if (parse_word(h, "False"))
+            d->fortran = 0;
+        else
+            return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                             ".npy header: 'fortran_order' must be True or False");
+    } else if (!strcmp(key, "shape")) {
+        if (d->nd >= 0)
+            return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy header: duplicate key 'shape'");
+        d->nd = parse_shape(h, d->dims);
+        if (d->nd == -2)
+            return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy header: a shape extent "
+                             "overflows");
+        if (d->nd < 0)
+            return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                             ".npy header: 'shape' must be a tuple of non-negative "
+                             "integers");
+    } else {
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy header: unexpected key '%s'", key);
+    }
+    return CONVOLVE_OK;
+}
+
+/* The header dict: exactly the keys 'descr', 'fortran_order' and 'shape'. */
+static convolve_status parse_header(convolve_context *ctx, hdr *h, size_t pre, npy_header *d)
+{
+    d->seen_descr = 0;
+    d->descr[0] = '\0';
+    d->fortran = d->nd = -1;
+    if (!accept(h, '{'))
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy header is not a dict: it must start "
                          "with '{'");
-    while (!accept(&h, '}')) {
-        char key[32];
-        if (!parse_string(&h, key, sizeof key) || !accept(&h, ':'))
-            return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                             ".npy header is malformed near offset %zu (a quoted key and ':' "
-                             "expected)", pre + h.i);
-        if (!strcmp(key, "descr")) {
-            skip_ws(&h);
-            if (h.i < h.n && h.s[h.i] == '[')
-                return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                                 ".npy structured dtypes are not supported");
-            if (seen_descr || !parse_string(&h, descr, sizeof descr))
-                return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy header: %s 'descr'",
-                                 seen_descr ? "duplicate key" : "malformed value of");
-            seen_descr = 1;
-        } else if (!strcmp(key, "fortran_order")) {
-            if (fortran >= 0)
-                return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                                 ".npy header: duplicate key 'fortran_order'");
-            if (parse_word(&h, "True"))
-                fortran = 1;
-            else if (parse_word(&h, "False"))
-                fortran = 0;
-            else
-                return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                                 ".npy header: 'fortran_order' must be True or False");
-        } else if (!strcmp(key, "shape")) {
-            if (nd >= 0)
-                return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy header: duplicate key 'shape'");
-            nd = parse_shape(&h, dims);
-            if (nd == -2)
-                return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy header: a shape extent "
-                                 "overflows");
-            if (nd < 0)
-                return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                                 ".npy header: 'shape' must be a tuple of non-negative "
-                                 "integers");
-        } else {
-            return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy header: unexpected key '%s'", key);
-        }
-        if (!accept(&h, ',')) {
-            if (!accept(&h, '}'))
+    while (!accept(h, '}')) {
+        convolve_status st = parse_entry(ctx, h, pre, d);
+        if (st != CONVOLVE_OK)
+            return st;
+        if (!accept(h, ',')) {
+            if (!accept(h, '}'))
                 return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                                  ".npy header is malformed near offset %zu (',' or '}' expected)",
-                                 pre + h.i);
+                                 pre + h->i);
             break;
         }
     }
-    skip_ws(&h);
-    if (h.i != h.n)
+    skip_ws(h);
+    if (h->i != h->n)
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                         ".npy header has text after its closing '}' (offset %zu)", pre + h.i);
-    if (!seen_descr || fortran < 0 || nd < 0)
+                         ".npy header has text after its closing '}' (offset %zu)", pre + h->i);
+    if (!d->seen_descr || d->fortran < 0 || d->nd < 0)
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy header lacks the key '%s'",
-                         !seen_descr ? "descr" : fortran < 0 ? "fortran_order" : "shape");
+                         !d->seen_descr ? "descr" : d->fortran < 0 ? "fortran_order" : "shape");
+    return CONVOLVE_OK;
+}
 
-    npy_type t = {CONVOLVE_FLOAT64, 0};
-    convolve_status st = parse_descr(ctx, descr, &t);
-    if (st != CONVOLVE_OK)
-        return st;
-    if (fortran)
-        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                         ".npy array is in Fortran order (fortran_order: True); save a C-order "
-                         "array (numpy: np.ascontiguousarray)");
-    if (nd == 0)
+/* What the header describes must be an array convolve handles (C or Fortran
+ * order): 1 to 3 non-empty dimensions; *count receives its element count. */
+static convolve_status check_array(convolve_context *ctx, const npy_header *d, size_t *count)
+{
+    if (d->nd == 0)
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                          ".npy array is 0-dimensional (a scalar); 1 to 3 dimensions are supported");
-    if (nd > CONVOLVE_MAX_DIMS)
+    if (d->nd > CONVOLVE_MAX_DIMS)
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                         ".npy array has %d dimensions; 1 to 3 are supported", nd);
-    size_t count = 1, bytes;
-    for (int a = 0; a < nd; a++) {
-        if (dims[a] == 0)
+                         ".npy array has %d dimensions; 1 to 3 are supported", d->nd);
+    *count = 1;
+    for (int a = 0; a < d->nd; a++) {
+        if (d->dims[a] == 0)
             return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                              ".npy array is empty (extent 0 on axis %d)", a);
-        if (!cvi_mul_size(count, dims[a], &count))
+        if (!cvi_mul_size(*count, d->dims[a], count))
             return cvi_error(ctx, CONVOLVE_ERROR_SIZE_OVERFLOW, ".npy array shape overflows");
     }
+    return CONVOLVE_OK;
+}
+
+convolve_status cvio_read_npy(convolve_context *ctx, const unsigned char *data, size_t size,
+                              convolve_array **array)
+{
+    *array = NULL;
+    size_t pre = 0, hlen = 0, count = 0, bytes;
+    npy_header d;
+    npy_type t = {CONVOLVE_FLOAT64, 0};
+    convolve_status st = read_preamble(ctx, data, size, &pre, &hlen);
+    if (st != CONVOLVE_OK)
+        return st;
+    hdr h = {(const char *)data + pre, hlen, 0};
+    if ((st = parse_header(ctx, &h, pre, &d)) != CONVOLVE_OK ||
+        (st = parse_descr(ctx, d.descr, &t)) != CONVOLVE_OK ||
+        (st = check_array(ctx, &d, &count)) != CONVOLVE_OK)
+        return st;
     size_t esize = convolve_dtype_size(t.dtype);
     if (!cvi_mul_size(count, esize, &bytes))
         return cvi_error(ctx, CONVOLVE_ERROR_SIZE_OVERFLOW, ".npy array byte count overflows");
@@ -279,17 +334,21 @@ convolve_status cvi_read_npy(convolve_context *ctx, const unsigned char *data, s
                          ".npy file has %zu bytes after the array's %zu bytes of data",
                          have - bytes, bytes);
     convolve_array *a;
-    st = cvi_array_new(ctx, &a, t.dtype, nd, dims, 1, ".npy array");
+    st = cvio_array_new(ctx, &a, t.dtype, d.nd, d.dims, 1, ".npy array");
     if (st != CONVOLVE_OK)
         return st;
-    memcpy(a->data, data + pre + hlen, bytes);
+    const unsigned char *src = data + pre + hlen;
+    if (d.fortran && d.nd > 1)
+        fortran_to_c(a->data, src, d.nd, d.dims, esize);
+    else
+        memcpy(a->data, src, bytes);
     if (t.swap)
         swap_bytes(a->data, count, esize);
     *array = a;
     return CONVOLVE_OK;
 }
 
-convolve_status cvi_write_npy(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
+convolve_status cvio_write_npy(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
 {
     const convolve_layout *L = &array->layout;
     const char *code;
@@ -302,7 +361,7 @@ convolve_status cvi_write_npy(convolve_context *ctx, const convolve_array *array
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, ".npy: unknown element type %d",
                          (int)L->dtype);
     }
-    char order = L->dtype == CONVOLVE_UINT8 ? '|' : cvi_little_endian() ? '<' : '>';
+    char order = L->dtype == CONVOLVE_UINT8 ? '|' : cvio_little_endian() ? '<' : '>';
     cvi_buf h = {NULL, 0, 0};
     int ok = cvi_buf_printf(&h, "{'descr': '%c%s', 'fortran_order': False, 'shape': (", order,
                             code);

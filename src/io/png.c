@@ -113,14 +113,14 @@ static int decode(convolve_context *ctx, png_state *s)
     /* Refuse an image stream too short for the pixels the header declares
      * before allocating them (a few bytes may declare gigabytes). */
     uint64_t pixels = (uint64_t)w * h;
-    if (pixels <= CVI_IO_MAX_PIXELS && /* else refused below */
+    if (pixels <= CVIO_MAX_PIXELS && /* else refused below */
         pixels * depth * png_get_channels(s->png, s->info) / 8 / PNG_MAX_INFLATE_RATIO > s->idat) {
         snprintf(s->msg, sizeof s->msg, "%llu bytes of image data cannot hold %lux%lu pixels "
                  "(truncated?)", (unsigned long long)s->idat, (unsigned long)w, (unsigned long)h);
         return -1;
     }
     png_set_expand(s->png); /* palette -> RGB, gray < 8 bits -> 8, tRNS -> alpha */
-    if (depth == 16 && cvi_little_endian())
+    if (depth == 16 && cvio_little_endian())
         png_set_swap(s->png);
     png_set_interlace_handling(s->png);
     png_read_update_info(s->png, s->info);
@@ -132,7 +132,7 @@ static int decode(convolve_context *ctx, png_state *s)
         return -1;
     }
     size_t esize = out_depth == 16 ? 2 : 1;
-    convolve_status st = cvi_check_image_size(ctx, "PNG image", w, h, channels, esize);
+    convolve_status st = cvio_check_image_size(ctx, "PNG image", w, h, channels, esize);
     if (st != CONVOLVE_OK)
         return (int)st;
     size_t rowbytes = (size_t)w * channels * esize;
@@ -142,8 +142,8 @@ static int decode(convolve_context *ctx, png_state *s)
         return -1;
     }
     size_t shape[2] = {h, w};
-    st = cvi_array_new(ctx, &s->array, esize == 2 ? CONVOLVE_UINT16 : CONVOLVE_UINT8, 2, shape,
-                       channels, "PNG image");
+    st = cvio_array_new(ctx, &s->array, esize == 2 ? CONVOLVE_UINT16 : CONVOLVE_UINT8, 2, shape,
+                        channels, "PNG image");
     if (st != CONVOLVE_OK)
         return (int)st;
     s->rows = malloc((size_t)h * sizeof *s->rows);
@@ -156,8 +156,8 @@ static int decode(convolve_context *ctx, png_state *s)
     return 0;
 }
 
-convolve_status cvi_read_png(convolve_context *ctx, const unsigned char *data, size_t size,
-                             convolve_array **array)
+convolve_status cvio_read_png(convolve_context *ctx, const unsigned char *data, size_t size,
+                              convolve_array **array)
 {
     *array = NULL;
     if (size < 8 || png_sig_cmp(data, 0, 8) != 0)
@@ -224,7 +224,7 @@ static int encode(png_state *s, const convolve_array *a)
                  k_color[L->channels], PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
                  PNG_FILTER_TYPE_DEFAULT);
     png_write_info(s->png, s->info);
-    if (depth == 16 && cvi_little_endian())
+    if (depth == 16 && cvio_little_endian())
         png_set_swap(s->png);
     size_t rowbytes = (size_t)L->strides[0];
     for (size_t y = 0; y < L->shape[0]; y++)
@@ -233,7 +233,7 @@ static int encode(png_state *s, const convolve_array *a)
     return 0;
 }
 
-convolve_status cvi_write_png(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
+convolve_status cvio_write_png(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
 {
     png_state s;
     memset(&s, 0, sizeof s);

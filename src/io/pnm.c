@@ -59,11 +59,19 @@ static int read_uint(pnm_in *p, size_t limit, size_t *v)
     return 1;
 }
 
-convolve_status cvi_read_pnm(convolve_context *ctx, const unsigned char *data, size_t size,
-                             convolve_array **array)
+/* A PNM header: the kind, then width, height and maxval. */
+typedef struct {
+    int binary;         /* P5, P6 */
+    size_t channels;    /* 1 (PGM) or 3 (PPM) */
+    size_t width, height, maxval;
+} pnm_header;
+
+/* Reads the magic number and the three header fields; p is left after
+ * maxval. */
+static convolve_status read_header(convolve_context *ctx, pnm_in *p, pnm_header *h)
 {
-    *array = NULL;
-    if (size < 2 || data[0] != 'P' || data[1] < '1' || data[1] > '7')
+    const unsigned char *data = p->d;
+    if (p->n < 2 || data[0] != 'P' || data[1] < '1' || data[1] > '7')
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "not a PNM file (bad magic number)");
     char kind = (char)data[1];
     if (kind == '1' || kind == '4')
@@ -73,15 +81,15 @@ convolve_status cvi_read_pnm(convolve_context *ctx, const unsigned char *data, s
     if (kind == '7')
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                          "PAM (P7) is not supported; PGM and PPM (P2 P3 P5 P6) are");
-    int binary = kind == '5' || kind == '6';
-    size_t channels = kind == '3' || kind == '6' ? 3 : 1;
-    pnm_in p = {data, size, 2};
-    if (p.i < p.n && !is_space(data[p.i]) && data[p.i] != '#')
+    h->binary = kind == '5' || kind == '6';
+    h->channels = kind == '3' || kind == '6' ? 3 : 1;
+    p->i = 2;
+    if (p->i < p->n && !is_space(data[p->i]) && data[p->i] != '#')
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "not a PNM file (bad magic number)");
     static const char *const k_field[3] = {"width", "height", "maxval"};
     size_t v[3];
     for (int f = 0; f < 3; f++) {
-        int r = read_uint(&p, f < 2 ? (size_t)1 << 40 : 65535, &v[f]);
+        int r = read_uint(p, f < 2 ? (size_t)1 << 40 : 65535, &v[f]);
         if (r == -2)
             return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "PNM header truncated before its %s",
                              k_field[f]);
@@ -92,93 +100,121 @@ convolve_status cvi_read_pnm(convolve_context *ctx, const unsigned char *data, s
             return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "PNM %s is not a positive integer",
                              k_field[f]);
     }
-    size_t width = v[0], height = v[1], maxval = v[2];
-    size_t esize = maxval > 255 ? 2 : 1;
-    convolve_status st = cvi_check_image_size(ctx, "PNM image", width, height, channels, esize);
-    if (st != CONVOLVE_OK)
-        return st;
-    size_t count = width * height * channels; /* checked above */
-    if (binary) {
+    h->width = v[0], h->height = v[1], h->maxval = v[2];
+    return CONVOLVE_OK;
+}
+
+/* Refuses a raster the file cannot hold before anything is allocated (and,
+ * for binary files, bytes after it); p is left at the binary raster. */
+static convolve_status check_raster(convolve_context *ctx, pnm_in *p, const pnm_header *h,
+                                    size_t count, size_t esize)
+{
+    if (h->binary) {
         /* exactly one whitespace character ends the header */
-        if (p.i >= p.n)
+        if (p->i >= p->n)
             return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "PNM data truncated: no raster");
-        if (!is_space(data[p.i]))
+        if (!is_space(p->d[p->i]))
             return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                              "PNM header must end with one whitespace character after maxval");
-        p.i++;
+        p->i++;
         size_t need = count * esize;
-        if (p.n - p.i < need)
+        if (p->n - p->i < need)
             return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                              "PNM data truncated: %zu raster bytes where %zux%zu needs %zu",
-                             p.n - p.i, width, height, need);
-        for (size_t k = p.i + need; k < p.n; k++)
-            if (!is_space(data[k]))
+                             p->n - p->i, h->width, h->height, need);
+        for (size_t k = p->i + need; k < p->n; k++)
+            if (!is_space(p->d[k]))
                 return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                                  "PNM file has %zu bytes after its raster (only one image per "
-                                 "file is supported)", p.n - p.i - need);
-    } else if ((p.n - p.i) / 2 < count) {
+                                 "file is supported)", p->n - p->i - need);
+    } else if ((p->n - p->i) / 2 < count) {
         /* each sample takes a digit and the whitespace before it: refuse a
          * header that claims more than the file holds before allocating */
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                          "PNM data truncated: %zu bytes cannot hold the %zu samples of %zux%zu",
-                         p.n - p.i, count, width, height);
+                         p->n - p->i, count, h->width, h->height);
     }
-    size_t shape[2] = {height, width};
-    convolve_array *a;
-    st = cvi_array_new(ctx, &a, esize == 2 ? CONVOLVE_UINT16 : CONVOLVE_UINT8, 2, shape, channels,
-                       "PNM image");
-    if (st != CONVOLVE_OK)
-        return st;
+    return CONVOLVE_OK;
+}
+
+/* Reads the raster's samples into a (binary or decimal, each at most
+ * maxval); a decimal raster must end with the file. */
+static convolve_status read_samples(convolve_context *ctx, pnm_in *p, const pnm_header *h,
+                                    convolve_array *a, size_t count, size_t esize)
+{
     unsigned char *o8 = a->data;
     unsigned short *o16 = a->data;
     for (size_t k = 0; k < count; k++) {
         size_t s;
-        if (binary) {
-            const unsigned char *q = data + p.i + k * esize;
+        if (h->binary) {
+            const unsigned char *q = p->d + p->i + k * esize;
             s = esize == 2 ? (size_t)q[0] << 8 | q[1] : q[0];
         } else {
-            int r = read_uint(&p, 65535, &s);
-            if (r != 1) {
-                convolve_array_free(a);
-                if (r == -2)
-                    return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                                     "PNM data truncated: %zu of %zu samples", k, count);
+            int r = read_uint(p, 65535, &s);
+            if (r == -2)
+                return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                                 "PNM data truncated: %zu of %zu samples", k, count);
+            if (r != 1)
                 return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                                  "PNM sample %zu is %s (byte offset %zu)", k,
-                                 r == -1 ? "above maxval" : "not a decimal number", p.i);
-            }
+                                 r == -1 ? "above maxval" : "not a decimal number", p->i);
         }
-        if (s > maxval) {
-            convolve_array_free(a);
+        if (s > h->maxval)
             return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "PNM sample %zu is %zu, above maxval %zu",
-                             k, s, maxval);
-        }
+                             k, s, h->maxval);
         if (esize == 2)
             o16[k] = (unsigned short)s;
         else
             o8[k] = (unsigned char)s;
     }
-    if (!binary) {
-        skip(&p);
-        if (p.i != p.n) {
-            convolve_array_free(a);
+    if (!h->binary) {
+        skip(p);
+        if (p->i != p->n)
             return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                              "PNM file has data after its %zu samples (byte offset %zu)", count,
-                             p.i);
-        }
+                             p->i);
+    }
+    return CONVOLVE_OK;
+}
+
+convolve_status cvio_read_pnm(convolve_context *ctx, const unsigned char *data, size_t size,
+                              convolve_array **array)
+{
+    *array = NULL;
+    pnm_in p = {data, size, 0};
+    pnm_header h = {0, 0, 0, 0, 0};
+    convolve_status st = read_header(ctx, &p, &h);
+    if (st != CONVOLVE_OK)
+        return st;
+    size_t esize = h.maxval > 255 ? 2 : 1;
+    st = cvio_check_image_size(ctx, "PNM image", h.width, h.height, h.channels, esize);
+    if (st != CONVOLVE_OK)
+        return st;
+    size_t count = h.width * h.height * h.channels; /* checked above */
+    if ((st = check_raster(ctx, &p, &h, count, esize)) != CONVOLVE_OK)
+        return st;
+    size_t shape[2] = {h.height, h.width};
+    convolve_array *a;
+    st = cvio_array_new(ctx, &a, esize == 2 ? CONVOLVE_UINT16 : CONVOLVE_UINT8, 2, shape,
+                        h.channels, "PNM image");
+    if (st != CONVOLVE_OK)
+        return st;
+    if ((st = read_samples(ctx, &p, &h, a, count, esize)) != CONVOLVE_OK) {
+        convolve_array_free(a);
+        return st;
     }
     *array = a;
     return CONVOLVE_OK;
 }
 
-convolve_status cvi_write_pnm(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
+convolve_status cvio_write_pnm(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
 {
     const convolve_layout *L = &array->layout;
     int wide = L->dtype == CONVOLVE_UINT16;
     if (!cvi_buf_printf(out, "P%c\n%zu %zu\n%d\n", L->channels == 1 ? '5' : '6', L->shape[1],
                         L->shape[0], wide ? 65535 : 255))
         return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "PNM: out of memory");
-    if (!wide || !cvi_little_endian()) {
+    if (!wide || !cvio_little_endian()) {
         if (!cvi_buf_append(out, array->data, array->bytes))
             return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "PNM: out of memory");
         return CONVOLVE_OK;

@@ -149,8 +149,8 @@ static convolve_status parse_text(convolve_context *ctx, const char *s, size_t s
     return CONVOLVE_OK;
 }
 
-convolve_status cvi_read_text(convolve_context *ctx, const unsigned char *data, size_t size,
-                              convolve_array **array)
+convolve_status cvio_read_text(convolve_context *ctx, const unsigned char *data, size_t size,
+                               convolve_array **array)
 {
     *array = NULL;
     for (size_t k = 0; k < size; k++)
@@ -165,7 +165,7 @@ convolve_status cvi_read_text(convolve_context *ctx, const unsigned char *data, 
     if (st == CONVOLVE_OK) {
         int nd = shape[0] > 1 ? 3 : shape[1] > 1 ? 2 : 1;
         convolve_array *a;
-        st = cvi_array_new(ctx, &a, CONVOLVE_FLOAT64, nd, shape + (3 - nd), 1, "text array");
+        st = cvio_array_new(ctx, &a, CONVOLVE_FLOAT64, nd, shape + (3 - nd), 1, "text array");
         if (st == CONVOLVE_OK) {
             memcpy(a->data, vals.v, vals.n * sizeof(double));
             *array = a;
@@ -175,7 +175,7 @@ convolve_status cvi_read_text(convolve_context *ctx, const unsigned char *data, 
     return st;
 }
 
-convolve_status cvi_write_text(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
+convolve_status cvio_write_text(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
 {
     const convolve_layout *L = &array->layout;
     size_t rows = L->ndim == 2 ? L->shape[0] : 1, cols = L->shape[L->ndim - 1];

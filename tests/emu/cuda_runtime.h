@@ -5,7 +5,9 @@
  * emulated threads of the one block that runs at a time), thread and block
  * indices per host thread, __syncthreads as a barrier, launches through
  * cvk_emu_launch (one host thread per CUDA thread, blocks one after
- * another), and the float saturation helpers. Used only by tests/emu/run.sh.
+ * another), the cp.async wrappers of src/cuda/device_common.cuh (copies at
+ * once) and the float saturation helpers. Used only by the build with
+ * -DCONVOLVE_CUDA_EMULATOR=ON (tests/emu/run.sh wraps it).
  */
 #ifndef CVK_EMU_CUDA_RUNTIME_H
 #define CVK_EMU_CUDA_RUNTIME_H
@@ -90,6 +92,22 @@ cudaError_t cvk_emu_launch(const void *fn, dim3 grid, dim3 block, size_t smem,
     cvk_emu_launch((const void *)K, grid, block, smem, [=]() { K ARGS; })
 #define CVK_LAUNCH_T(K, T, A, grid, block, smem, stream, ARGS)                                \
     cvk_emu_launch((const void *)K<T, A>, grid, block, smem, [=]() { K<T, A> ARGS; })
+
+/* cp.async (src/cuda/device_common.cuh): here the copies happen at once, so
+ * commit and wait have nothing to do. */
+#define CVK_CP_ASYNC_DEFINED 1
+inline void cvk_cp16(void *smem, const void *gmem)
+{
+    for (int i = 0; i < 16; i++)
+        ((char *)smem)[i] = ((const char *)gmem)[i];
+}
+inline void cvk_cp4(void *smem, const void *gmem)
+{
+    for (int i = 0; i < 4; i++)
+        ((char *)smem)[i] = ((const char *)gmem)[i];
+}
+inline void cvk_cp_commit() {}
+template <int N> inline void cvk_cp_wait() {}
 
 /* kernel_math.h defines these for nvcc only */
 static inline uint8_t cvi_saturate_u8f(float v)

@@ -2,8 +2,8 @@
  * cuda_runtime_api.h (CPU emulation) - the part of the CUDA runtime API that
  * libconvolve's CUDA backend and its GPU test use, declared for the CPU
  * emulation of tests/emu/ (emu_runtime.cpp implements it). It stands in for
- * the toolkit's header only when tests/emu/run.sh builds; never in the
- * library proper. Usable from C and C++.
+ * the toolkit's header only in the build with -DCONVOLVE_CUDA_EMULATOR=ON;
+ * never in the library proper. Usable from C and C++.
  */
 #ifndef CVK_EMU_CUDA_RUNTIME_API_H
 #define CVK_EMU_CUDA_RUNTIME_API_H

@@ -1,7 +1,7 @@
 /*
  * emu_cufft.cpp - the cuFFT stand-in of the CPU emulation (tests/emu/): plans
- * remember their geometry; transforms are separable naive DFTs in double
- * precision over the logical extents, reading and writing the embedded
+ * remember their geometry; transforms are separable mixed-radix FFTs in
+ * double precision over the logical extents, reading and writing the embedded
  * layouts as cuFFT does (unit strides), unnormalised like cuFFT. In-place
  * transforms work since every batch is read in full before it is written.
  */
@@ -24,6 +24,39 @@ int g_next = 1;
 
 typedef std::complex<double> cx;
 
+/* out[k] = sum_j in[j * stride] * exp(sign * 2 pi i j k / n), k < n: mixed
+ * radix (decimation in time by the smallest prime factor), a direct sum for
+ * prime lengths. O(n * sum of n's prime factors). */
+void fft_line(const cx *in, long long stride, cx *out, int n, int sign)
+{
+    if (n == 1) {
+        out[0] = in[0];
+        return;
+    }
+    int p = 2;
+    while (p * p <= n && n % p != 0)
+        p++;
+    if (n % p != 0)
+        p = n; /* prime */
+    const int m = n / p;
+    std::vector<cx> sub((size_t)n);
+    if (m == 1) {
+        for (int r = 0; r < p; r++)
+            sub[r] = in[r * stride];
+    } else {
+        for (int r = 0; r < p; r++)
+            fft_line(in + r * stride, stride * p, &sub[(size_t)r * m], m, sign);
+    }
+    for (int k = 0; k < n; k++) {
+        const int k1 = k % m;
+        cx s = 0;
+        for (int r = 0; r < p; r++)
+            s += sub[(size_t)r * m + k1] *
+                 std::polar(1.0, sign * 2.0 * M_PI * (double)((long long)r * k % n) / n);
+        out[k] = s;
+    }
+}
+
 /* In-place DFT of every line along axis a of a dense array of extents n. */
 void dft_axis(std::vector<cx> &v, const int *n, int rank, int a, int sign)
 {
@@ -33,18 +66,11 @@ void dft_axis(std::vector<cx> &v, const int *n, int rank, int a, int sign)
     for (int i = 0; i < a; i++)
         outer *= n[i];
     const int len = n[a];
-    std::vector<cx> line(len), res(len);
+    std::vector<cx> res(len);
     for (long long o = 0; o < outer; o++)
         for (long long in = 0; in < inner; in++) {
             const long long base = o * len * inner + in;
-            for (int j = 0; j < len; j++)
-                line[j] = v[base + j * inner];
-            for (int k = 0; k < len; k++) {
-                cx s = 0;
-                for (int j = 0; j < len; j++)
-                    s += line[j] * std::polar(1.0, sign * 2.0 * M_PI * (double)((long long)k * j % len) / len);
-                res[k] = s;
-            }
+            fft_line(&v[base], inner, res.data(), len, sign);
             for (int k = 0; k < len; k++)
                 v[base + k * inner] = res[k];
         }

@@ -1,12 +1,16 @@
 /*
  * emu_runtime.cpp - a CPU stand-in for the CUDA runtime, so that the CUDA
  * backend (kernels and host code) and test_gpu_strategies run on a machine
- * without a GPU (tests/emu/run.sh). Device memory is host memory from
+ * without a GPU (-DCONVOLVE_CUDA_EMULATOR=ON). Device memory is host memory from
  * malloc, filled with 0xFF bytes (NaN for floats) so reads of unwritten
  * memory show; built with AddressSanitizer, out-of-bounds accesses by a
  * kernel are caught as compute-sanitizer's memcheck would. A launch runs one
  * host thread per CUDA thread of a block, the blocks one after another, with
  * a barrier for __syncthreads; dynamic shared memory is poisoned per block.
+ * A kernel whose first launch called no barrier, warp sync or shuffle runs
+ * its later launches thread after thread on the calling host thread (much
+ * faster); should such a kernel then call one, the emulation stops with a
+ * message rather than run it wrongly.
  * Timing is by the host clock. Not a model of the GPU's performance.
  *
  * CVK_EMU_NO_DEVICE=1 in the environment makes cudaGetDeviceCount fail, to
@@ -20,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -35,25 +40,42 @@ static unsigned char *g_smem = nullptr;
 static size_t g_smem_size = 0;
 static cudaError_t g_last = cudaSuccess;
 static std::map<const void *, int> g_dynamic_limit;
+static std::map<const void *, bool> g_barrier_free; /* learned on a kernel's first launch */
+static std::atomic<bool> g_synced{false};           /* a barrier was called in this launch */
+static bool g_sequential = false;                   /* this launch runs thread after thread */
 static std::mutex g_mutex;
+
+/* A barrier in a launch that runs thread after thread cannot be kept. */
+static void check_threaded(const char *what)
+{
+    g_synced.store(true, std::memory_order_relaxed);
+    if (g_sequential) {
+        fprintf(stderr, "emu: %s in a kernel whose first launch called none; the emulation "
+                        "ran it thread after thread and cannot go on\n", what);
+        abort();
+    }
+}
 
 static const size_t k_default_shared = 48 * 1024;
 static const size_t k_optin_shared = 227 * 1024;
 
 void __syncthreads()
 {
+    check_threaded("__syncthreads");
     pthread_barrier_wait(&g_barrier);
 }
 
 void __syncwarp(unsigned mask)
 {
     (void)mask;
+    check_threaded("__syncwarp");
     pthread_barrier_wait(&g_warp_barrier[t_tid / 32]);
 }
 
 float __shfl_sync(unsigned mask, float v, int src)
 {
     (void)mask;
+    check_threaded("__shfl_sync");
     const unsigned warp = t_tid / 32;
     g_shfl[t_tid] = v;
     pthread_barrier_wait(&g_warp_barrier[warp]);
@@ -95,6 +117,27 @@ static void *emu_thread(void *p)
     return nullptr;
 }
 
+/* Runs every thread of every block on this host thread, one after another:
+ * for kernels without barriers. */
+static void run_sequential(dim3 grid, dim3 block, size_t smem, std::function<void()> &body)
+{
+    const unsigned threads = block.x * block.y * block.z;
+    g_sequential = true;
+    for (unsigned z = 0; z < grid.z; z++)
+        for (unsigned y = 0; y < grid.y; y++)
+            for (unsigned x = 0; x < grid.x; x++) {
+                blockIdx = dim3(x, y, z);
+                if (smem)
+                    memset(g_smem, 0xFF, smem);
+                for (unsigned t = 0; t < threads; t++) {
+                    threadIdx = dim3(t % block.x, t / block.x % block.y, t / (block.x * block.y));
+                    t_tid = t;
+                    body();
+                }
+            }
+    g_sequential = false;
+}
+
 static cudaError_t fail(cudaError_t e)
 {
     g_last = e;
@@ -132,6 +175,15 @@ cudaError_t cvk_emu_launch(const void *fn, dim3 grid, dim3 block, size_t smem,
         pthread_barrier_init(&g_warp_barrier[w], nullptr, lanes);
     }
     g_shfl.assign(threads, 0.0f);
+    auto known = g_barrier_free.find(fn);
+    if (known != g_barrier_free.end() && known->second) {
+        run_sequential(grid, block, smem, body);
+        pthread_barrier_destroy(&g_barrier);
+        for (auto &wb : g_warp_barrier)
+            pthread_barrier_destroy(&wb);
+        return cudaSuccess;
+    }
+    g_synced.store(false);
     std::vector<launch_ctx> ctxs(threads);
     std::vector<pthread_t> ids(threads);
     pthread_attr_t attr;
@@ -146,6 +198,7 @@ cudaError_t cvk_emu_launch(const void *fn, dim3 grid, dim3 block, size_t smem,
     }
     for (unsigned t = 0; t < threads; t++)
         pthread_join(ids[t], nullptr);
+    g_barrier_free[fn] = !g_synced.load();
     pthread_attr_destroy(&attr);
     pthread_barrier_destroy(&g_barrier);
     for (auto &wb : g_warp_barrier)

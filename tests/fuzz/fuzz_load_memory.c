@@ -1,7 +1,7 @@
 /*
  * fuzz_load_memory.c - libFuzzer harness for the public
  * convolve_array_load_memory with format auto-detection: the magic number
- * picks .npy, PNG, JPEG or PNM (anything else fails with FORMAT). Checks the
+ * picks .npy, PNG, JPEG, PNM or TIFF (anything else fails with FORMAT). Checks the
  * array through the public accessors, and that a conversion to float64 keeps
  * the shape. Large JPEG headers are skipped as in fuzz_jpeg.c.
  */
@@ -13,7 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF) {
         uint64_t pixels = fuzz_jpeg_pixels(data, size);
-        if (pixels > FUZZ_JPEG_MAX_PIXELS && pixels <= CVI_IO_MAX_PIXELS)
+        if (pixels > FUZZ_JPEG_MAX_PIXELS && pixels <= CVIO_MAX_PIXELS)
             return 0;
     }
     convolve_context *ctx = fuzz_context();

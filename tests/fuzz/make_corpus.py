@@ -286,13 +286,68 @@ def make_filter_named():
         put("filter_named", name, bytes([d]) + s.encode())
 
 
+# ---- TIFF ----------------------------------------------------------------------
+
+def make_tiff():
+    import sys
+    sys.path.insert(0, os.path.join(HERE, "..", "py"))
+    import tiff_build as tb
+    clear("tiff")
+
+    def cv_tiff(a, **params):
+        flags = []
+        for k, v in params.items():
+            flags += [getattr(cv2, "IMWRITE_TIFF_" + k.upper()), v]
+        ok, buf = cv2.imencode(".tif", a, flags)
+        assert ok
+        return buf.tobytes()
+
+    u8 = rng.integers(0, 256, (9, 7, 3)).astype(np.uint8)
+    u16 = rng.integers(0, 65536, (6, 5, 4)).astype(np.uint16)
+    f32 = rng.standard_normal((5, 6)).astype(np.float32)
+    f64 = rng.standard_normal((4, 5)).astype(np.float64)
+    # OpenCV's writer (LZW by default; others by flag)
+    put("tiff", "cv-rgb8-lzw", cv_tiff(u8))
+    put("tiff", "cv-gray16-none", cv_tiff(u16[:, :, 0], compression=1))
+    put("tiff", "cv-rgba16-deflate", cv_tiff(u16, compression=8))
+    put("tiff", "cv-float32", cv_tiff(f32))
+    put("tiff", "cv-gray8-packbits", cv_tiff(u8[:, :, 0], compression=32773))
+    ok, buf = cv2.imencodemulti(".tif", [u8[:, :, 0]] * 3) if hasattr(cv2, "imencodemulti") \
+        else (False, None)
+    if ok:
+        put("tiff", "cv-stack3", buf.tobytes())
+    # byte by byte: planar, tiles, big-endian, predictor, stacks, BigTIFF-free
+    put("tiff", "tb-planar-strips", tb.tiff([tb.page(u8, planar=True, rows_per_strip=4)]))
+    put("tiff", "tb-planar-tiles-be", tb.tiff([tb.page(u16[:, :, :2], planar=True,
+                                                       tile=(16, 16), order=">")], order=">"))
+    put("tiff", "tb-tiles-deflate", tb.tiff([tb.page(u16, tile=(16, 16), compression=8)]))
+    put("tiff", "tb-float-pred3-be", tb.tiff([tb.page(f32, compression=8, predictor=3,
+                                                      rows_per_strip=2, order=">")], order=">"))
+    put("tiff", "tb-float64", tb.tiff([tb.page(f64, rows_per_strip=3)]))
+    put("tiff", "tb-stack", tb.tiff([tb.page(u16[:, :, 0]), tb.page(u16[:, :, 1]),
+                                     tb.page(u16[:, :, 2])]))
+    put("tiff", "tb-thumbnail", tb.tiff([tb.page(u8), tb.page(u8[:2, :2], tags={254: (4, [1])})]))
+    # refused variants, near the checks
+    put("tiff", "bad-pages-disagree", tb.tiff([tb.page(u16[:, :, 0]), tb.page(u16[:4, :, 0])]))
+    put("tiff", "bad-signed", tb.tiff([tb.page(u16[:, :, 0], tags={339: (3, [2])})]))
+    put("tiff", "bad-palette", tb.tiff([tb.page(u8[:, :, 0], photometric=3,
+                                                tags={320: (3, list(range(768)))})]))
+    put("tiff", "bad-huge-claim", tb.tiff([tb.page(u8[:, :, 0], compression=8,
+                                                   tags={256: (4, [40000]), 257: (4, [40000]),
+                                                         278: (4, [40000])})]))
+    put("tiff", "bad-truncated", tb.tiff([tb.page(u16, rows_per_strip=2)])[:-40])
+    put("tiff", "bad-next-ifd", tb.tiff([tb.page(u8)], next_ifd=0x0FFFFFF0))
+    put("tiff", "bad-ifd-loop", tb.tiff([tb.page(u8)], next_ifd=8 + u8.size + (u8.size & 1)))
+
+
 # ---- auto-detected formats ------------------------------------------------------
 
 def make_load_memory():
     clear("load_memory")
     for harness, names in (("npy", ["f4-1d", "u2-be-1d"]), ("png", ["rgb8", "palette2"]),
                            ("jpeg", ["gray-8x8", "rgb-progressive"]),
-                           ("pnm", ["p5-8bit", "p3-ascii"])):
+                           ("pnm", ["p5-8bit", "p3-ascii"]),
+                           ("tiff", ["cv-rgb8-lzw", "tb-planar-tiles-be"])):
         for n in names:
             with open(os.path.join(CORPUS, harness, n), "rb") as f:
                 put("load_memory", "%s-%s" % (harness, n), f.read())
@@ -305,5 +360,6 @@ if __name__ == "__main__":
     make_jpeg()
     make_pnm()
     make_text()
+    make_tiff()
     make_filter_named()
     make_load_memory()

@@ -114,8 +114,7 @@ class BadInputs(CliCase):
         self.expect(self.base("garbage.npy") + ["--filter", "box:1"], 1, "not a .npy file")
         np.save(self.path("i8.npy"), np.arange(6, dtype=np.int64))
         self.expect(self.base("i8.npy") + ["--filter", "box:1"], 1, "'<i8' is not supported")
-        np.save(self.path("f.npy"), np.asfortranarray(self.x2))
-        self.expect(self.base("f.npy") + ["--filter", "box:1"], 1, "Fortran")
+        # (Fortran-order arrays load since the reader transposes them: test_cli_formats.py)
         np.save(self.path("x4.npy"), np.zeros((2, 2, 2, 2)))
         self.expect(self.base("x4.npy") + ["--filter", "box:1"], 1, "4 dimensions")
         # truncated images

@@ -39,6 +39,7 @@ import numpy as np  # noqa: E402
 import scipy.ndimage as ndi  # noqa: E402
 
 import convolve_ctypes as cc  # noqa: E402
+import tiff_build as tb  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOC = os.path.normpath(os.path.join(HERE, "..", "..", "docs", "errors.md"))
@@ -47,7 +48,8 @@ REGEN = "CONVOLVE_UPDATE_DOCS=1 ctest -R errors_table"
 OLD = b"old output: must survive a failed run\n"
 
 F32, F64, U8, U16 = 0, 1, 2, 3
-FMT_AUTO, FMT_NPY, FMT_PNG, FMT_JPEG, FMT_PNM, FMT_TEXT = range(6)
+FMT_AUTO, FMT_NPY, FMT_PNG, FMT_JPEG, FMT_PNM, FMT_TEXT, FMT_TIFF = range(7)
+HAVE_TIFF = os.environ.get("CONVOLVE_HAVE_TIFF", "1") == "1"
 CPU, CUDA = 1, 2
 vp = C.c_void_p
 SZ = C.c_size_t
@@ -365,9 +367,13 @@ class ErrorsTable(unittest.TestCase):
                 note="loads as float32, byte-swapped")
         with self.subTest(kind="big-endian values"):
             self.assertEqual(np.frombuffer(got[3], dtype="<f4").tolist(), x.tolist())
-        R("npy", "Fortran order", "`'fortran_order': True`",
-          npy(hdr(fortran="True", shape="(2, 3)"), bytes(48)), FMT_NPY, "FORMAT",
-          "Fortran order", ext=".npy")
+        f = np.arange(6, dtype="<f8")
+        got = R("npy", "Fortran order (accepted)", "`'fortran_order': True`, shape (2, 3)",
+                npy(hdr(fortran="True", shape="(2, 3)"), f.tobytes()), FMT_NPY, "OK", None,
+                ext=".npy", note="loads as the same (2, 3) array in C order")
+        with self.subTest(kind="Fortran-order values"):
+            self.assertEqual(np.frombuffer(got[3], dtype="<f8").tolist(),
+                             f.reshape(2, 3, order="F").ravel().tolist())
         R("npy", "negative extent", "`'shape': (-3, 4)`", npy(hdr(shape="(-3, 4)"), bytes(96)),
           FMT_NPY, "FORMAT", "non-negative integers", ext=".npy")
         R("npy", "extent beyond size_t", "`'shape': (99999999999999999999999,)`",
@@ -464,11 +470,69 @@ class ErrorsTable(unittest.TestCase):
           ext=".txt")
         R("text", "overlong token", "a 200-digit token", b"1" * 200 + b"\n", FMT_TEXT,
           "FORMAT", "too long to be a number", ext=".txt")
+        # TIFF (cases made byte by byte: tests/py/tiff_build.py)
+        self.tiff_readers()
         # data whose kind cannot be told
         R("memory", "no magic number, format AUTO", "`hello`", b"hello", FMT_AUTO, "FORMAT",
           "no known magic number")
         R("memory", "empty data, format AUTO", "0 bytes", b"", FMT_AUTO, "FORMAT",
           "empty data")
+
+    def tiff_readers(self):
+        def R(kind, shown, data, expected, needle, note=None):
+            if HAVE_TIFF:
+                return self.reader("TIFF", kind, shown, data, FMT_TIFF, expected, needle,
+                                   ext=".tif", note=note)
+            self.keep_row()  # a build without libtiff refuses them all alike
+            self.row("TIFF", kind, shown, "", "")
+            return None
+        rng = np.random.default_rng(1)
+        g8 = rng.integers(0, 256, (4, 6)).astype(np.uint8)
+        g16 = rng.integers(0, 65536, (4, 6)).astype(np.uint16)
+        one = tb.tiff([tb.page(g16)])
+        R("bad signature", "`GIF89a...` named .tif", b"GIF89a" + bytes(40), "FORMAT",
+          "not a TIFF file")
+        R("truncated", "a 4x6 TIFF without its last 20 bytes", one[:-20], "FORMAT",
+          "Can not read")
+        R("pages that disagree", "page 1 4x6, page 2 3x6 (uint16)",
+          tb.tiff([tb.page(g16), tb.page(g16[:3])]), "FORMAT", "must agree")
+        R("pages of other types", "page 1 uint16, page 2 uint8",
+          tb.tiff([tb.page(g16), tb.page(g8)]), "FORMAT", "must agree")
+        R("signed samples", "SampleFormat 2 (int16)",
+          tb.tiff([tb.page(g16, tags={339: (3, [2])})]), "FORMAT",
+          "signed integer samples are not supported")
+        R("12-bit samples", "BitsPerSample 12", tb.tiff([tb.page(g16, tags={258: (3, [12])})]),
+          "FORMAT", "12-bit unsigned samples are not supported")
+        R("palette image", "Photometric 3 with a ColorMap",
+          tb.tiff([tb.page(g8, photometric=3, tags={320: (3, list(range(768)))})]), "FORMAT",
+          "palette")
+        R("CMYK image", "Photometric 5, 4 samples",
+          tb.tiff([tb.page(np.dstack([g8] * 4), photometric=5)]), "FORMAT", "CMYK")
+        R("5 samples per pixel", "gray + 4 extra samples",
+          tb.tiff([tb.page(np.dstack([g8] * 5), photometric=1, tags={338: (3, [0] * 4)})]),
+          "FORMAT", "5 samples per pixel")
+        R("compression libtiff cannot decode", "Compression 34712 (JPEG 2000)",
+          tb.tiff([tb.page(g8, tags={259: (3, [34712])})]), "FORMAT", "cannot be decoded")
+        R("huge declared size", "40000 x 40000 with 33 bytes of Deflate data",
+          tb.tiff([tb.page(g8, compression=8, tags={256: (4, [40000]), 257: (4, [40000]),
+                                                    278: (4, [40000])})]), "FORMAT",
+          "cannot hold 40000x40000 pixels")
+        R("strips shorter than the image", "4x6 uint16, 40 of 48 strip bytes",
+          tb.tiff([tb.page(g16, tags={279: (4, [40])})]), "FORMAT", "StripByteCounts")
+        R("next directory past the end", "next-IFD offset 0x0ffffff0",
+          tb.tiff([tb.page(g8)], next_ifd=0x0FFFFFF0), "FORMAT", "directory 2")
+        R("directory loop", "next-IFD offset back at the first directory",
+          tb.tiff([tb.page(g8)], next_ifd=8 + g8.size), "FORMAT", "looping")
+        a = rng.standard_normal((5, 7, 3)).astype(np.float32)
+        got = R("big-endian planar tiles, predictor 3 (accepted)",
+                "float32 RGB, `MM`, planar, 16x16 tiles, Deflate",
+                tb.tiff([tb.page(a, planar=True, tile=(16, 16), compression=8, predictor=3,
+                                 order=">")], order=">"), "OK", None,
+                note="loads as 5x7 RGB float32")
+        if got is not None:
+            with self.subTest(kind="big-endian TIFF values"):
+                self.assertEqual(np.frombuffer(got[3], dtype=np.float32).tolist(),
+                                 a.ravel().tolist())
 
     def files(self):
         f = ["--filter", "box:1"]
@@ -629,6 +693,13 @@ class ErrorsTable(unittest.TestCase):
         c("output", "3-D result to PNG", "x3.npy to `out.png`",
           [self.p("x3.npy"), self.p("out.png")] + f, 1, "image files hold 2-D images",
           out="out.png")
+        if HAVE_TIFF:
+            c("output", "1-D result to TIFF", "x1.npy to `out.tif`",
+              [self.p("x1.npy"), self.p("out.tif")] + f, 1, "TIFF holds 2-D images",
+              out="out.tif")
+        else:
+            self.keep_row()
+            self.row("output", "1-D result to TIFF", "", "", "")
         c("output", "uint16 result to JPEG", "`--output-dtype uint16` to `out.jpg`",
           [x2, self.p("out.jpg")] + f + ["--output-dtype", "uint16"], 1, "JPEG holds uint8",
           out="out.jpg")

@@ -1,0 +1,72 @@
+/*
+ * backend.h - the one interface between the core and a backend: a table of
+ * the backend's strategies and of the calls that pick, prepare, run, time
+ * and release a plan. The CPU backend (src/cpu/) and the CUDA backend
+ * (src/cuda/) each define one; a build without CUDA has an empty CUDA table
+ * (src/cuda/unavailable.c). The core (plan.c, measure.c, tune.c) calls
+ * through these tables only.
+ */
+#ifndef CONVOLVE_BACKEND_H
+#define CONVOLVE_BACKEND_H
+
+#include "problem.h"
+
+typedef struct cvi_backend {
+    convolve_backend id;
+    const cvi_strategy *strategies;     /* strategy_count entries (NULL, 0: none) */
+    size_t strategy_count;
+
+    /* Fills *dev (info.available = 0 with a reason when no device can be
+     * used). Never fails. NULL for a backend without a device. */
+    void (*probe)(cvi_device *dev);
+
+    /* The strategy "auto" picks for p, or NULL when none serves (why then
+     * says what limits were hit). dev: the probed device (may be NULL). */
+    const cvi_strategy *(*pick)(const cvi_device *dev, const cvi_problem *p, char *why,
+                                size_t why_size);
+
+    /* Makes the per-plan state of strategy s (of this backend) for p: checks
+     * that s serves p (UNSUPPORTED naming why), and copies or keeps what it
+     * needs (p and its arrays outlive the state). Errors: UNSUPPORTED,
+     * OUT_OF_MEMORY, DEVICE, DEVICE_OUT_OF_MEMORY, with the message on ctx. */
+    convolve_status (*prepare)(convolve_context *ctx, const cvi_device *dev,
+                               const cvi_strategy *s, const cvi_problem *p, void **state);
+
+    /* Runs on host memory laid out as the problem says; returns when out is
+     * written. */
+    convolve_status (*execute_host)(convolve_context *ctx, void *state, const void *in,
+                                    void *out);
+
+    /* Runs on device memory laid out as the problem says, on a cudaStream_t,
+     * asynchronously. NULL for a backend without a device. */
+    convolve_status (*execute_device)(convolve_context *ctx, void *state, const void *in,
+                                      void *out, void *stream);
+
+    /* Times `runs` executions on resident data where the backend computes
+     * (host memory for the CPU, device memory for CUDA) after `warmup`;
+     * times_ms[0..runs-1] receives each. */
+    convolve_status (*benchmark)(convolve_context *ctx, void *state, int warmup, int runs,
+                                 double *times_ms);
+
+    /* Frees a state from prepare; NULL is accepted. */
+    void (*release)(void *state);
+
+    /* Where p would run, for the autotune's wisdom keys ("cpu:2-threads",
+     * "cuda:NVIDIA H100 80GB HBM3"): printable text. */
+    void (*device_key)(const cvi_device *dev, const cvi_problem *p, char *key, size_t size);
+
+    /* Device-to-device copy bandwidth (bytes read + written per second, in
+     * GB/s). NULL for a backend without a device. */
+    convolve_status (*copy_bandwidth)(convolve_context *ctx, size_t bytes, int runs,
+                                      double *gb_per_s);
+} cvi_backend;
+
+/* The two backends' tables (src/cpu/dispatch.c, src/cuda/backend.c or
+ * src/cuda/unavailable.c). */
+extern const cvi_backend cvcpu_backend;
+extern const cvi_backend cvcu_backend;
+
+/* The table of backend CPU or CUDA (AUTO is not a backend). */
+const cvi_backend *cvi_backend_of(convolve_backend id);
+
+#endif

@@ -1,0 +1,22 @@
+/*
+ * backend.c - the CUDA backend's table (cvcu_backend, src/backend.h): the
+ * strategies of strategies.c and the calls of strategies.c, plan.c and
+ * runtime.c.
+ */
+#include "backend.h"
+#include "kernels.h"
+
+const cvi_backend cvcu_backend = {
+    .id = CONVOLVE_BACKEND_CUDA,
+    .strategies = cvcu_strategies,
+    .strategy_count = CVK_STRATEGY_COUNT,
+    .probe = cvcu_probe,
+    .pick = cvcu_pick,
+    .prepare = cvcu_prepare,
+    .execute_host = cvcu_execute_host,
+    .execute_device = cvcu_execute_device,
+    .benchmark = cvcu_benchmark,
+    .release = cvcu_release,
+    .device_key = cvcu_device_key,
+    .copy_bandwidth = cvcu_copy_bandwidth,
+};
