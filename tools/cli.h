@@ -68,6 +68,7 @@ typedef const char *(*cli_words_fn)(size_t index);
 typedef enum cli_complete {
     CLI_COMPLETE_NONE = 0,  /* free text (a number, a list) */
     CLI_COMPLETE_FILE,      /* a file name */
+    CLI_COMPLETE_DIR,       /* a folder name */
     CLI_COMPLETE_WORDS      /* one of words() */
 } cli_complete;
 
@@ -164,5 +165,6 @@ const char *cli_words_backend(size_t i);
 const char *cli_words_dtype(size_t i);
 const char *cli_words_strategy(size_t i);      /* "auto", then each distinct name */
 const char *cli_words_named_filter(size_t i);  /* "box:R", "identity", ... */
+const char *cli_words_extension(size_t i);     /* "npy", "png", ...: the library's */
 
 #endif

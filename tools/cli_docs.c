@@ -298,6 +298,8 @@ static void bash_command(FILE *f, const cli_command *cmd, const char *indent)
                 fputs("-W \"", f);
                 bash_words(f, o);
                 fputs("\"", f);
+            } else if (o->complete == CLI_COMPLETE_DIR) {
+                fputs("-d", f);
             } else {
                 fputs("-f", f);
             }

@@ -96,6 +96,9 @@ int cli_demo(int argc, char **argv)
     for (int i = first_opt; i < argc; i++)
         if (!strncmp(argv[i], "--weights", 9) || !strncmp(argv[i], "--filter", 8))
             return cli_fail(CLI_BAD_INPUT, "demo always uses --filter %s", DEMO_FILTER);
+        else if (!strncmp(argv[i], "--output-dir", 12) || !strncmp(argv[i], "--inputs-from", 13))
+            return cli_fail(CLI_BAD_INPUT, "demo writes one file: give its name, not %.*s",
+                            argv[i][2] == 'o' ? 12 : 13, argv[i]);
     char tried[1024];
     char *photo = find_photo(tried, sizeof tried);
     if (!photo)

@@ -1,14 +1,16 @@
 /*
  * cli_spec.c - the `convolve` program described once: the options of
- * `convolve INPUT OUTPUT` (one row each: name, value, --help text, the longer
- * text of docs/cli.md and the man page, what applying it does, what
- * completes its value), the prose of the usage text, and the other commands.
+ * `convolve INPUT OUTPUT` and `convolve INPUT... --output-dir DIR` (one row
+ * each: name, value, --help text, the longer text of docs/cli.md and the man
+ * page, what applying it does, what completes its value), the prose of the
+ * usage text, and the other commands.
  * The parser, --help, docs/cli.md's tables, the man page and the bash
  * completion are all made from these tables (tools/cli_options.c,
  * tools/cli_docs.c).
  */
 #include "convolve_cli.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 void cli_run_args_init(cli_run_args *a)
@@ -16,6 +18,13 @@ void cli_run_args_init(cli_run_args *a)
     memset(a, 0, sizeof *a);
     convolve_options_init(&a->opt);
     a->repeat = 1;
+}
+
+void cli_run_args_free(cli_run_args *a)
+{
+    free(a->pos);
+    a->pos = NULL;
+    a->npos = a->pos_cap = 0;
 }
 
 /* ---- what each option does --------------------------------------------------- */
@@ -146,12 +155,66 @@ static int set_repeat(void *t, const char *v)
 {
     if (!cli_parse_long(v, 1, 1000000, &ARGS(t)->repeat))
         return cli_fail(CLI_BAD_INPUT, "--repeat '%s': give a count from 1 to 1000000", v);
+    ARGS(t)->have_repeat = 1;
     return CLI_OK;
 }
 
 static int set_force(void *t, const char *v)
 {
     ARGS(t)->force = 1;
+    return CLI_OK;
+}
+
+static int set_output_dir(void *t, const char *v)
+{
+    if (!*v)
+        return cli_fail(CLI_BAD_INPUT, "--output-dir needs a folder name");
+    ARGS(t)->output_dir = v;
+    return CLI_OK;
+}
+
+static int set_suffix(void *t, const char *v)
+{
+    if (strchr(v, '/'))
+        return cli_fail(CLI_BAD_INPUT, "--suffix '%s' holds a '/': it is added to file names; "
+                        "put folders in --output-dir", v);
+    ARGS(t)->suffix = v;
+    return CLI_OK;
+}
+
+static int set_format(void *t, const char *v)
+{
+    char probe[64];
+    const char *ext = *v == '.' ? v + 1 : v;
+    if (!*ext || strchr(ext, '/') || strchr(ext, '.') ||
+        snprintf(probe, sizeof probe, "x.%s", ext) >= (int)sizeof probe ||
+        convolve_format_from_path(probe) == CONVOLVE_FORMAT_AUTO) {
+        char list[256] = "";
+        for (size_t i = 0; cli_words_extension(i); i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                     cli_words_extension(i));
+        return cli_fail(CLI_BAD_INPUT, "unknown --format '%s': give an output extension (%s)", v,
+                        list);
+    }
+    ARGS(t)->format = ext;
+    return CLI_OK;
+}
+
+static int set_inputs_from(void *t, const char *v)
+{
+    if (!*v)
+        return cli_fail(CLI_BAD_INPUT, "--inputs-from needs a file name (or - for standard "
+                        "input)");
+    ARGS(t)->inputs_from = v;
+    return CLI_OK;
+}
+
+static int set_jobs(void *t, const char *v)
+{
+    if (!cli_parse_long(v, 0, 4096, &ARGS(t)->jobs))
+        return cli_fail(CLI_BAD_INPUT, "--jobs '%s': give a count from 0 (one per CPU) to 4096",
+                        v);
+    ARGS(t)->have_jobs = 1;
     return CLI_OK;
 }
 
@@ -167,17 +230,20 @@ static int show_version(void *t, const char *v)
     return CLI_DONE;
 }
 
-/* INPUT, then OUTPUT. */
+/* INPUT, then OUTPUT; or, with --output-dir, INPUTs: kept in order, told
+ * apart once every option is parsed. */
 static int take_positional(void *t, const char *arg)
 {
     cli_run_args *a = ARGS(t);
-    if (a->npos == 2)
-        return cli_fail(CLI_BAD_INPUT, "unexpected argument '%s': give one INPUT and one OUTPUT "
-                        "(see convolve --help)", arg);
-    if (a->npos++ == 0)
-        a->input = arg;
-    else
-        a->output = arg;
+    if (a->npos == a->pos_cap) {
+        size_t cap = a->pos_cap ? 2 * a->pos_cap : 8;
+        const char **p = realloc(a->pos, cap * sizeof *p);
+        if (!p)
+            return cli_fail(CLI_RESOURCE, "out of memory");
+        a->pos = p;
+        a->pos_cap = cap;
+    }
+    a->pos[a->npos++] = arg;
     return CLI_OK;
 }
 
@@ -198,6 +264,40 @@ static const cli_option k_filter_options[] = {
      "A named filter (see the table of named filters), made with the input's number of "
      "dimensions.",
      set_filter, CLI_COMPLETE_WORDS, cli_words_named_filter, CLI_HELP_LISTS_WORDS},
+};
+
+static const cli_option k_batch_options[] = {
+    {"output-dir", 0, "DIR",
+     "convolve every INPUT (any number of them) and write each result into DIR, named after "
+     "its input (see Many files at once)",
+     "makes every positional argument an INPUT and writes each result into DIR (which must "
+     "exist) as `DIR/NAME`: NAME is the input's file name without its folder, with `--suffix` "
+     "put before its extension and that extension replaced by `--format`'s. Files are "
+     "convolved in parallel (`--jobs`); one that fails is reported and the others go on (see "
+     "Many files at once below)",
+     set_output_dir, CLI_COMPLETE_DIR, NULL, 0},
+    {"suffix", 0, "S",
+     "added to each output's name before its extension (default none): --suffix _blur makes "
+     "DIR/a_blur.png of a.png",
+     "added to each output's name before its extension (default none): with `--suffix _blur`, "
+     "`a.png` gives `DIR/a_blur.png`",
+     set_suffix, CLI_COMPLETE_NONE, NULL, 0},
+    {"format", 0, "EXT", "each output's extension, hence its format (default: the input's); one of",
+     "each output's extension, hence its format: an extension of the Files table (`npy`, "
+     "`png`, `jpg`, ...; default: the input's own)",
+     set_format, CLI_COMPLETE_WORDS, cli_words_extension, CLI_HELP_LISTS_WORDS},
+    {"inputs-from", 0, "FILE",
+     "more INPUTs: FILE's lines, or its NUL-separated names if it holds a NUL (find -print0); "
+     "- reads standard input",
+     "more INPUTs, after those on the command line: one name per line of FILE, or, when FILE "
+     "holds a NUL byte, NUL-separated names (as `find -print0` writes them); empty names are "
+     "skipped; `-` reads the list from standard input",
+     set_inputs_from, CLI_COMPLETE_FILE, NULL, 0},
+    {"jobs", 'j', "N", "files convolved at once (default 0: one per CPU, at most one per file)",
+     "files convolved at once, each by a worker thread with its own library context (default "
+     "0: one per CPU, at most one per file). Unless `--threads` says otherwise, each worker's "
+     "convolutions share out the CPUs: CPUs / N threads each",
+     set_jobs, CLI_COMPLETE_NONE, NULL, 0},
 };
 
 static const cli_option k_other_options[] = {
@@ -240,7 +340,9 @@ static const cli_option k_other_options[] = {
      "data written to PNG, JPEG, PGM or PPM becomes uint8. Integer outputs are rounded to "
      "nearest (ties to even) and saturated, as numpy's `clip(rint(x))`",
      set_output_dtype, CLI_COMPLETE_WORDS, cli_words_dtype, 0},
-    {"threads", 0, "N", "CPU threads (default 0: all)", "CPU threads, 0 for all (default)",
+    {"threads", 0, "N", "CPU threads (default 0: all; with --output-dir, per job)",
+     "CPU threads, 0 for all (default); with `--output-dir`, threads of each job's "
+     "convolutions (0: the CPUs divided among the jobs)",
      set_threads, CLI_COMPLETE_NONE, NULL, 0},
     {"quality", 0, "Q", "JPEG quality 1..100 (default 95)", NULL, set_quality,
      CLI_COMPLETE_NONE, NULL, 0},
@@ -253,8 +355,10 @@ static const cli_option k_other_options[] = {
     {"repeat", 0, "N", "run the convolution N times for --time (default 1)",
      "runs the convolution N times for `--time` (default 1)", set_repeat, CLI_COMPLETE_NONE,
      NULL, 0},
-    {"force", 0, NULL, "allow OUTPUT to be the input file",
-     "allows OUTPUT to be the input (or weights) file", set_force, CLI_COMPLETE_NONE, NULL, 0},
+    {"force", 0, NULL, "allow OUTPUT to be the input file (with --output-dir: each its own)",
+     "allows OUTPUT to be the input (or weights) file; with `--output-dir`, allows each result "
+     "to replace its own input (never another file's input)",
+     set_force, CLI_COMPLETE_NONE, NULL, 0},
     {"help", 'h', NULL, "this text", "usage text with examples", show_help, CLI_COMPLETE_NONE,
      NULL, 0},
     {"version", 0, NULL, "the version", NULL, show_version, CLI_COMPLETE_NONE, NULL, 0},
@@ -264,6 +368,7 @@ static const cli_option k_other_options[] = {
 
 const cli_option_group cli_run_groups[] = {
     {"Filter", "exactly one", k_filter_options, COUNT(k_filter_options)},
+    {"Many files", NULL, k_batch_options, COUNT(k_batch_options)},
     {"Options", "--opt VALUE or --opt=VALUE; negative numbers are values; -- ends options",
      k_other_options, COUNT(k_other_options)},
 };
@@ -285,12 +390,30 @@ static const cli_text k_before[] = {
 static const cli_text k_after[] = {
     {"Output", NULL,
      "written to a temporary file renamed over OUTPUT when complete: a failed run leaves any "
-     "old OUTPUT untouched.",
+     "old OUTPUT untouched. An OUTPUT that is a folder is refused: name a file, or use "
+     "--output-dir.",
+     0},
+    {"Many files at once", NULL,
+     "Every INPUT's result goes to DIR/NAME, NAME being the input's file name with --suffix "
+     "before its extension and that extension replaced by --format's (an input without a known "
+     "extension needs --format). Before any work the command is refused (exit 1) when two "
+     "inputs would give the same output, when an output would replace an input (with --force: "
+     "only its own), or for - as an INPUT (list names on standard input with --inputs-from -). "
+     "--jobs workers convolve the files, each with its own library context, filters, and one "
+     "plan per distinct layout (shape, element type, channels) reused for every file of that "
+     "layout. With --backend cuda the workers load and save files in parallel while the "
+     "convolutions go one at a time through a single GPU context (one plan per layout); with "
+     "--backend auto in a build with CUDA, that context decides per layout whether the GPU "
+     "pays, and layouts it leaves to the CPU run on the workers. A file that fails prints "
+     "`convolve: INPUT: <reason>`, writes nothing (an old output stays as it was) and does not "
+     "stop the others. The last line on standard error sums up: `convolve: N files: D done, F "
+     "failed; P plans; T s`.",
      0},
     {"Exit codes", NULL,
      "0 success; 1 bad input or usage (options, unreadable or malformed files, bad filters or "
      "origins, unsupported combinations); 2 resource or device failure (out of memory, CUDA "
-     "error, writing the output failed).",
+     "error, writing the output failed). With --output-dir: 0 when every file was written, else "
+     "the highest code of the files that failed.",
      0},
     {"Examples", NULL,
      "  convolve photo.jpg blurred.png --filter gaussian:2\n"
@@ -299,6 +422,9 @@ static const cli_text k_after[] = {
      "  convolve volume.npy out.npy --weights k.npy --mode constant --cval -1 --origin=-1,0,1\n"
      "  convolve stack.tif blurred.tif --filter gaussian:1.5\n"
      "  convolve big.npy out.npy --filter box:3 --backend cuda --time --repeat 20\n"
+     "  convolve *.jpg --output-dir blurred --suffix _blur --format png --filter gaussian:2\n"
+     "  find scans -name '*.png' -print0 | convolve --inputs-from - --output-dir out --filter "
+     "box:2\n"
      "  convolve demo\n",
      1},
 };
@@ -307,10 +433,11 @@ const cli_command cli_run_command = {
     "convolve",
     "convolve --help",
     "convolve INPUT OUTPUT (--weights FILE | --filter NAME[:ARGS]) [options]\n"
+    "convolve INPUT... --output-dir DIR (--weights FILE | --filter NAME[:ARGS]) [options]\n"
     "convolve info | demo [OUTPUT] [options] | bench [options] | --help | --version",
     "convolve signals, images and volumes on CPUs and NVIDIA GPUs",
     "Convolves (or correlates) a 1-D signal, 2-D image or 3-D volume with scipy.ndimage's "
-    "semantics, on the CPU or an NVIDIA GPU.",
+    "semantics, on the CPU or an NVIDIA GPU; with --output-dir, many files at once.",
     k_before, COUNT(k_before),
     cli_run_groups, COUNT(cli_run_groups),
     k_after, COUNT(k_after),

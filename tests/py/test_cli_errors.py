@@ -154,9 +154,15 @@ class BadInputs(CliCase):
                     out=None)
         self.expect([self.path("x2.npy"), self.path("x1.npy") + "/out.npy"] + f, 2, "out.npy",
                     out=None)
+        # a folder as OUTPUT: a usage error before any work (--output-dir is the
+        # way to write into a folder); a device: refused when saving
         os.mkdir(self.path("adir.npy"))
-        self.expect(self.base("x2.npy", "adir.npy") + f, 2, "adir.npy", out="adir.npy")
+        self.expect(self.base("x2.npy", "adir.npy") + f, 1, "is a folder", "--output-dir",
+                    out="adir.npy")
         self.assertTrue(os.path.isdir(self.path("adir.npy")))
+        os.symlink("/dev/null", self.path("null.npy"))
+        self.expect([self.path("x2.npy"), self.path("null.npy")] + f, 2, "not a regular file",
+                    out=None)
         if os.geteuid() != 0:
             os.mkdir(self.path("ro"))
             write_file(self.path("ro/out.npy"), OLD)

@@ -689,7 +689,7 @@ class ErrorsTable(unittest.TestCase):
         c("output", "unknown OUTPUT extension", "`out.xyz`", [x2, self.p("out.xyz")] + f, 1,
           "cannot tell the output format", out="out.xyz")
         c("output", "OUTPUT names a folder", "`somedir/`", [x2, self.p("somedir") + "/"] + f, 1,
-          "cannot tell the output format", out=None)
+          "is a folder", out=None)
         c("output", "3-D result to PNG", "x3.npy to `out.png`",
           [self.p("x3.npy"), self.p("out.png")] + f, 1, "image files hold 2-D images",
           out="out.png")
@@ -715,7 +715,7 @@ class ErrorsTable(unittest.TestCase):
           [x2, self.p("x1.npy") + "/out.npy"] + f, 2, "Not a directory", out=None)
         os.mkdir(self.p("adir.npy"))
         c("output", "OUTPUT is an existing folder", "`adir.npy` (a folder)",
-          [x2, self.p("adir.npy")] + f, 2, "not a regular file", out="adir.npy")
+          [x2, self.p("adir.npy")] + f, 1, "is a folder", out="adir.npy")
         # accepted: values beyond the output type saturate; --force replaces the input
         np.save(self.p("big.npy"), np.array([[-5.0, 300.0, 7.4, 7.5]]))
         c("output", "values outside uint8 (accepted)", "[-5, 300, 7.4, 7.5] "
@@ -730,6 +730,77 @@ class ErrorsTable(unittest.TestCase):
           None, out=None, note="the input file is replaced by the result")
         with self.subTest(kind="--force result"):
             np.testing.assert_array_equal(np.load(self.p("victim.npy")), np.load(x2))
+
+    def batch_member(self, kind, shown, args, code, bad, needle, good_out):
+        """A batch of two files, one of them bad: exit code, a line naming the bad
+        file, the summary, and the good file's output written."""
+        r = self.run_cli(args)
+        lines = r.stderr.rstrip("\n").split("\n")
+        with self.subTest(kind=kind):
+            self.assertEqual(r.returncode, code, r.stderr)
+            self.assertEqual(len(lines), 2, r.stderr)
+            self.assertTrue(lines[0].startswith("convolve: %s: " % bad), r.stderr)
+            self.assertIn(needle, lines[0])
+            self.assertRegex(lines[1], r"^convolve: 2 files: 1 done, 1 failed; \d+ plans?; ")
+            self.assertTrue(os.path.isfile(good_out), good_out)
+        self.row("batch", kind, shown, "exit %d, the other file written" % code,
+                 self.norm(lines[0][len("convolve: "):]))
+
+    def batch(self):
+        """The batch form: mistakes of the command refused before any work (one
+        line, nothing written); a bad file reported, the others written."""
+        x2, f = self.p("x2.npy"), ["--filter", "box:1"]
+        bout = self.p("bout")
+        os.mkdir(bout)
+        os.mkdir(self.p("sub"))
+        shutil.copy(x2, self.p("sub/x2.npy"))
+        shutil.copy(x2, self.p("noext"))
+        shutil.copy(x2, self.p("x2_b.npy"))
+        c = self.cli
+        d = ["--output-dir", bout]
+        o = "bout/x2.npy"  # an old output that must survive
+        c("batch", "batch option without --output-dir", "`IN OUT --suffix _b`",
+          [x2, self.p("out.npy"), "--suffix", "_b"] + f, 1, "--suffix applies to many files")
+        c("batch", "missing --output-dir", "`--output-dir nope`",
+          [x2, "--output-dir", self.p("nope")] + f, 2, "No such file or directory", out=None)
+        c("batch", "--output-dir a file", "`--output-dir x1.npy`",
+          [x2, "--output-dir", self.p("x1.npy")] + f, 2, "Not a directory", out=None)
+        c("batch", "no INPUT", "`--output-dir DIR` alone", d + f, 1, "no INPUT given", out=o)
+        c("batch", "`-` as an INPUT", "`x2.npy -`", [x2, "-"] + d + f, 1,
+          "'-' cannot be one of many INPUTs", out=o)
+        c("batch", "an INPUT twice", "`x2.npy x2.npy`", [x2, x2] + d + f, 1, "is given twice",
+          out=o)
+        c("batch", "two INPUTs, one output name", "`x2.npy sub/x2.npy`",
+          [x2, self.p("sub/x2.npy")] + d + f, 1, "would both be written", out=o)
+        c("batch", "result replacing its INPUT", "`x2.npy --output-dir <tmp>`",
+          [x2, "--output-dir", self.tmp] + f, 1, "would replace it", out=None)
+        c("batch", "result replacing another INPUT", "`x2.npy x2_b.npy --suffix _b` into <tmp>",
+          [x2, self.p("x2_b.npy"), "--output-dir", self.tmp, "--suffix", "_b"] + f, 1,
+          "would replace the INPUT", out=None)
+        c("batch", "INPUT without an extension", "`noext`, no `--format`",
+          [self.p("noext")] + d + f, 1, "its name has no extension", out=o)
+        c("batch", "unknown --format", "`--format gif`", [x2, "--format", "gif"] + d + f, 1,
+          "unknown --format 'gif'", out=o)
+        c("batch", "--suffix with a folder", "`--suffix a/b`", [x2, "--suffix", "a/b"] + d + f,
+          1, "holds a '/'", out=o)
+        c("batch", "bad job count", "`--jobs -1`", [x2, "--jobs", "-1"] + d + f, 1, "--jobs",
+          out=o)
+        c("batch", "--time with --output-dir", "`--time`", [x2, "--time"] + d + f, 1,
+          "cannot be used with --output-dir", out=o)
+        c("batch", "missing --inputs-from file", "`--inputs-from nope.txt`",
+          ["--inputs-from", self.p("nope.txt")] + d + f, 1, "No such file or directory", out=o)
+        c("batch", "unknown filter, checked once", "`--filter blur:3`",
+          [x2] + d + ["--filter", "blur:3"], 1, "unknown filter 'blur:3'", out=o)
+        os.remove(self.p(o))
+        write_file(self.p("bad.png"), b"\x89PNG\r\n\x1a\n\0\0")
+        self.batch_member("corrupt file among good ones", "`x2.npy bad.png`",
+                          [x2, self.p("bad.png")] + d + f, 1, self.p("bad.png"), "malformed PNG",
+                          self.p("bout/x2.npy"))
+        os.remove(self.p("bout/x2.npy"))
+        os.mkdir(self.p("bout/x1.npy"))
+        self.batch_member("output that cannot be written", "`bout/x1.npy` is a folder",
+                          [x2, self.p("x1.npy")] + d + f, 2, self.p("x1.npy"),
+                          "not a regular file", self.p("bout/x2.npy"))
 
     def api_calls(self):
         A = self.api
@@ -1043,6 +1114,7 @@ class ErrorsTable(unittest.TestCase):
         self.weights()
         self.outputs()
         self.api_calls()
+        self.batch()
         self.assertGreaterEqual(len(self.rows), 40)
         kinds = [(r[0], r[1]) for r in self.rows]
         self.assertEqual(len(set(kinds)), len(kinds), "each row must be a distinct kind")
