@@ -4,7 +4,7 @@
 # includes itself through others. Exits 1 and names each offending include.
 #
 # Modules and what each may include (besides itself):
-#   public   include/convolve.h                              -
+#   public   include/convolve.h, include/convolve_mpi.h      -
 #   math     src/kernel_math.h                               -
 #   shared   src/problem.h, src/backend.h, src/bytes.h       public math
 #   core     the other files of src/                         public math shared
@@ -13,6 +13,7 @@
 #   kernels  src/cuda/*.cu, *.cuh, and their plain-C faces   public math shared
 #            kernels.h, fast_*.h, gen.h, gen_params.h
 #   io       src/io/                                         public math shared
+#   mpi      src/mpi/ (libconvolve_mpi, on the public API)   public math
 #   tools    tools/, bench/                                  public tools
 #   python   python/ (the package's C extension)             public
 # So control flows one way: the core reaches the backends only through the
@@ -24,7 +25,7 @@ cd "$(dirname "$0")/.."
 
 module_of() {
     case "$1" in
-    include/convolve.h) echo public ;;
+    include/convolve.h | include/convolve_mpi.h) echo public ;;
     src/kernel_math.h) echo math ;;
     src/problem.h | src/backend.h | src/bytes.h) echo shared ;;
     src/cpu/*) echo cpu ;;
@@ -32,6 +33,7 @@ module_of() {
         src/cuda/gen_params.h) echo kernels ;;
     src/cuda/*) echo cuda ;;
     src/io/*) echo io ;;
+    src/mpi/*) echo mpi ;;
     src/*) echo core ;;
     tools/* | bench/*) echo tools ;;
     python/*) echo python ;;
@@ -43,7 +45,7 @@ allowed() { # allowed FROM TO
     [ "$1" = "$2" ] && return 0
     case "$1:$2" in
     *:public) [ "$1" != math ] ;;
-    shared:math | core:math | cpu:math | cuda:math | kernels:math | io:math) return 0 ;;
+    shared:math | core:math | cpu:math | cuda:math | kernels:math | io:math | mpi:math) return 0 ;;
     core:shared | cpu:shared | cuda:shared | kernels:shared | io:shared) return 0 ;;
     cuda:kernels) return 0 ;;
     *) return 1 ;;

@@ -67,6 +67,10 @@ static const cvi_strategy k_cpu_strategies[CPU_STRATEGY_COUNT] = {
     [CPU_FFT] = {"fft", CONVOLVE_BACKEND_CPU, CVI_DIMS_ALL, CPU_FFT,
                  "overlap-save FFT tiles: cost nearly independent of the filter size",
                  check_fft, {0, 0, 0}},
+    [CPU_IMAGE] = {"image", CONVOLVE_BACKEND_CPU, CVI_DIMS_1D | CVI_DIMS_2D, CPU_IMAGE,
+                   "uint8/uint16 images, channels interleaved in place: integer running sums "
+                   "for box filters, float taps (folded when symmetric) otherwise",
+                   check_image, {0, 0, 0}},
 };
 
 /* "auto" on the CPU: `fast`, which chooses per problem (fast.c). */

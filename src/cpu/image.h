@@ -218,7 +218,7 @@ CVCPU_AVX2 static CVCPU_INLINE void cvcpu_emit32(char *d, __m256 x0, __m256 x1, 
 }
 
 /* Ends a thread's non-temporal stores (before others may read them). */
-static inline void cvcpu_store_done(const struct cvcpu_img *g)
+static inline void cvcpu_img_store_done(const struct cvcpu_img *g)
 {
     if (g->nt)
         _mm_sfence();

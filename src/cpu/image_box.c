@@ -258,7 +258,7 @@ static void box_item(const box_plan *b, const cvcpu_item *it, box_bufs *buf)
             }
         }
     }
-    cvcpu_store_done(g);
+    cvcpu_img_store_done(g);
 }
 
 static void free_box_bufs(box_bufs *b, int n)

@@ -508,7 +508,7 @@ static void sep_item(const sep_plan *s, const cvcpu_item *it, vbufs *b)
         }
         sep_rows(s, it, sd, b, r, c, out);
     }
-    cvcpu_store_done(g);
+    cvcpu_img_store_done(g);
 }
 
 /* ---- separable, taller filters: horizontal pass first ----------------- */
@@ -653,7 +653,7 @@ static void tall_item(const sep_plan *s, const cvcpu_item *it, bufs *b, size_t s
         vemit(g, cvcpu_img_out(g, y) + off, two ? cvcpu_img_out(g, y + 1) + off : NULL, rows, m,
               s->tv, K1, s->symv);
     }
-    cvcpu_store_done(g);
+    cvcpu_img_store_done(g);
 }
 
 convolve_status cvcpu_img_separable(const cvcpu_img *g)
@@ -752,7 +752,7 @@ static void dense_item(const cvcpu_img *g, const float *w, const cvcpu_item *it,
         dpass(g, cvcpu_img_out(g, y) + off, two ? cvcpu_img_out(g, y + 1) + off : NULL, rows, m,
               w);
     }
-    cvcpu_store_done(g);
+    cvcpu_img_store_done(g);
 }
 
 convolve_status cvcpu_img_dense(const cvcpu_img *g)

@@ -390,7 +390,17 @@ static convolve_status build(convolve_mpi_plan *p, convolve_status st, const agr
         snprintf(p->strategy, sizeof p->strategy, "%s", name);
         lopt.strategy = p->strategy;
     } else if (!named && lopt.backend == CONVOLVE_BACKEND_CPU) {
-        lopt.strategy = cpu_choice(filter, p->ndim);
+        /* `fast` runs the image strategy wherever it serves (8/16-bit
+         * images): so do the ranks, when it serves every rank's box */
+        convolve_options img = lopt;
+        img.strategy = "image";
+        convolve_plan *probe_img = NULL;
+        int serves = convolve_plan_create(ctx, &probe_img, in, out, filter, &img) == CONVOLVE_OK;
+        int all = 0;
+        convolve_plan_free(probe_img);
+        if ((err = MPI_Allreduce(&serves, &all, 1, MPI_INT, MPI_LAND, p->comm)) != MPI_SUCCESS)
+            return cvmpi_fail_mpi(ctx, err, "MPI_Allreduce (the image strategy)");
+        lopt.strategy = all ? "image" : cpu_choice(filter, p->ndim);
     } else if (!named) {
         /* one process's GPU strategy where a local plan can run it, else the
          * GPU's own choice for that plan */

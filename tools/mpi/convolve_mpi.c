@@ -179,7 +179,11 @@ static int parse(int argc, char **argv, args *a)
     static cli_option_group groups[2];
     static cli_command cmd;
     size_t n = 0;
-    const cli_option_group *other = &cli_run_groups[1];
+    /* convolve's general options (not its "Many files" group: one file here) */
+    const cli_option_group *other = &cli_run_groups[0];
+    for (size_t g = 0; g < cli_run_group_count; g++)
+        if (!strcmp(cli_run_groups[g].title, "Options"))
+            other = &cli_run_groups[g];
     for (size_t k = 0; k < other->count && n < 60; k++)
         if (!skipped(other->options[k].name))
             rows[n++] = other->options[k];
@@ -236,9 +240,14 @@ static int parse(int argc, char **argv, args *a)
     }
     if (rc != CLI_OK)
         return rc;
+    if (a->run.npos > 2)
+        return say(CLI_BAD_INPUT, "unexpected argument '%s': give one INPUT and one OUTPUT (see "
+                   "convolve-mpi --help)", a->run.pos[2]);
     if (a->run.npos != 2)
         return say(CLI_BAD_INPUT, "%s (see convolve-mpi --help)",
                    a->run.npos == 0 ? "no INPUT and OUTPUT given" : "no OUTPUT given");
+    a->run.input = a->run.pos[0];
+    a->run.output = a->run.pos[1];
     if (!a->run.weights == !a->run.filter)
         return say(CLI_BAD_INPUT, "%s", a->run.weights
                    ? "give either --weights or --filter, not both"
@@ -537,6 +546,7 @@ int main(int argc, char **argv)
             rc = run(ctx, &a);
         convolve_context_free(ctx);
     }
+    cli_run_args_free(&a.run);
     MPI_Finalize();
     return rc;
 }
