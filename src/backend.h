@@ -59,6 +59,12 @@ typedef struct cvi_backend {
      * GB/s). NULL for a backend without a device. */
     convolve_status (*copy_bandwidth)(convolve_context *ctx, size_t bytes, int runs,
                                       double *gb_per_s);
+    /* A rough estimate, in milliseconds, of one execution of p on host
+     * memory (copies to and from a device included), made without touching
+     * any device, for AUTO's choice of backend; `started`: the device is
+     * already initialised in this context (otherwise the estimate includes
+     * starting it). NULL: no estimate. */
+    double (*estimate_ms)(const cvi_problem *p, int started);
 } cvi_backend;
 
 /* The two backends' tables (src/cpu/dispatch.c, src/cuda/backend.c or

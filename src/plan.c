@@ -11,10 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Under backend AUTO, the GPU is used when it is usable and the work
- * (outputs x filter taps) reaches this; below it, transfers dominate. */
-#define CVI_AUTO_CUDA_MIN_WORK ((size_t)1 << 24)
-
 void convolve_options_init(convolve_options *o)
 {
     if (!o)
@@ -110,10 +106,21 @@ static convolve_status build_problem(convolve_plan *plan, const convolve_filter 
     return CONVOLVE_OK;
 }
 
+/* Under AUTO with no strategy named: does the GPU pay for p? The two
+ * backends' estimates of a host-memory execution (the GPU's with its
+ * copies, and with starting CUDA when this context has not yet), made
+ * before touching CUDA, so small work never pays CUDA's start-up. */
+static int gpu_pays(const convolve_context *ctx, const cvi_problem *p)
+{
+    if (!cvcu_backend.estimate_ms || !cvcpu_backend.estimate_ms)
+        return 0;
+    return cvcu_backend.estimate_ms(p, ctx->cuda_probed) < cvcpu_backend.estimate_ms(p, 0);
+}
+
 /* The backend a plan runs on: the one asked for, or under AUTO the GPU
- * when it is usable and the work is large enough (or, with a strategy
- * named, when the GPU has a strategy of that name). BACKEND_UNAVAILABLE when
- * CUDA is asked for and cannot be used. */
+ * when it is usable and pays (gpu_pays; or, with a strategy named, when
+ * the GPU has a strategy of that name). BACKEND_UNAVAILABLE when CUDA is
+ * asked for and cannot be used. */
 static convolve_status choose_backend(convolve_plan *plan, const convolve_options *o, int named,
                                       convolve_backend *backend)
 {
@@ -133,12 +140,8 @@ static convolve_status choose_backend(convolve_plan *plan, const convolve_option
         int gpu = 0;
         if (named) /* the backend that has a strategy of that name; the GPU first */
             gpu = cvi_strategy_find(CONVOLVE_BACKEND_CUDA, o->strategy) && cvi_cuda_usable(ctx);
-        else if (convolve_backend_built(CONVOLVE_BACKEND_CUDA)) {
-            size_t count = convolve_layout_count(&plan->in), work;
-            gpu = (!cvi_mul_size(count, plan->problem.kcount, &work) ||
-                   work >= CVI_AUTO_CUDA_MIN_WORK) &&
-                  cvi_cuda_usable(ctx);
-        }
+        else if (convolve_backend_built(CONVOLVE_BACKEND_CUDA))
+            gpu = gpu_pays(ctx, &plan->problem) && cvi_cuda_usable(ctx);
         *backend = gpu ? CONVOLVE_BACKEND_CUDA : CONVOLVE_BACKEND_CPU;
     }
     return CONVOLVE_OK;

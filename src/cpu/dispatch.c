@@ -99,6 +99,12 @@ static void device_key(const cvi_device *dev, const cvi_problem *p, char *key, s
     snprintf(key, size, "cpu:%d-threads", threads_for(p));
 }
 
+static double estimate_ms(const cvi_problem *p, int started)
+{
+    (void)started;
+    return cvcpu_estimate_ms(p, threads_for(p));
+}
+
 /* A CPU plan. */
 typedef struct cpu_plan {
     const cvi_strategy *strategy;
@@ -241,4 +247,5 @@ const cvi_backend cvcpu_backend = {
     .release = release,
     .device_key = device_key,
     .copy_bandwidth = NULL,
+    .estimate_ms = estimate_ms,
 };

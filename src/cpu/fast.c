@@ -57,7 +57,9 @@ CVCPU_OMP(omp parallel for schedule(static) num_threads(threads) reduction(| : b
     return !bad;
 }
 
-int cvcpu_choose(const cvi_problem *p, int threads, const void *in)
+/* The cheapest of the three by the cost model: *ns receives its cost per
+ * output element (2 threads); with `in` given, the FFT only for finite data. */
+static int cheapest(const cvi_problem *p, int threads, const void *in, double *ns)
 {
     const double taps = (double)p->kcount;
     const int axes = (p->ksize[0] > 1) + (p->ksize[1] > 1) + (p->ksize[2] > 1);
@@ -73,8 +75,26 @@ int cvcpu_choose(const cvi_problem *p, int threads, const void *in)
     }
     if (taps >= 64) {
         double work = cvcpu_fft_cost(p);
-        if (work > 0 && 1.0 + 0.27 * work < best && (!in || input_finite(p, threads, in)))
+        if (work > 0 && 1.0 + 0.27 * work < best && (!in || input_finite(p, threads, in))) {
+            best = 1.0 + 0.27 * work;
             pick = CVCPU_FFT;
+        }
     }
+    *ns = best;
     return pick;
+}
+
+int cvcpu_choose(const cvi_problem *p, int threads, const void *in)
+{
+    double ns;
+    return cheapest(p, threads, in, &ns);
+}
+
+double cvcpu_estimate_ms(const cvi_problem *p, int threads)
+{
+    double ns;
+    cheapest(p, threads, NULL, &ns);
+    const double outputs =
+        (double)p->shape[0] * (double)p->shape[1] * (double)p->shape[2] * (double)p->channels;
+    return outputs * ns * 1e-6 * 2.0 / (double)(threads > 0 ? threads : 1);
 }

@@ -206,6 +206,11 @@ convolve_status cvcpu_fft(const cvi_problem *p, int threads, const void *in, voi
 enum { CVCPU_DIRECT = 0, CVCPU_SEPARABLE = 1, CVCPU_FFT = 2 };
 int cvcpu_choose(const cvi_problem *p, int threads, const void *in);
 
+/* The cost model's estimate of `fast` on p with `threads` threads, in
+ * milliseconds (the cheapest of direct, separable and FFT; the model was
+ * fitted with 2 threads, and is scaled to `threads` as if they all paid). */
+double cvcpu_estimate_ms(const cvi_problem *p, int threads);
+
 /* Why the FFT strategy cannot serve p ("" and CONVOLVE_OK when it can). */
 convolve_status cvcpu_fft_check(const cvi_problem *p, char *why, size_t why_size);
 

@@ -19,4 +19,5 @@ const cvi_backend cvcu_backend = {
     .release = cvcu_release,
     .device_key = cvcu_device_key,
     .copy_bandwidth = cvcu_copy_bandwidth,
+    .estimate_ms = cvcu_estimate_ms,
 };

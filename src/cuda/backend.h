@@ -30,6 +30,9 @@ convolve_status cvcu_benchmark(convolve_context *ctx, void *state, int warmup, i
                                double *times_ms);
 void cvcu_release(void *state);
 void cvcu_device_key(const cvi_device *dev, const cvi_problem *p, char *key, size_t size);
+
+/* The estimate of backend.h's estimate_ms for the GPU (strategies.c). */
+double cvcu_estimate_ms(const cvi_problem *p, int started);
 convolve_status cvcu_copy_bandwidth(convolve_context *ctx, size_t bytes, int runs,
                                     double *gb_per_s);
 
