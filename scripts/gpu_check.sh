@@ -20,7 +20,9 @@
 # test_gpu_fast on the generated kernels), sanitize (memcheck, racecheck),
 # bench (convolve bench), peers (bench/peers.py), generality
 # (bench/generality.py, and generated against legacy kernels), cpu (ctest
-# cpu), initcheck, large, sass. Logs go to $OUT
+# cpu), initcheck, large, sass, python (scipy's tests on CuPy/torch arrays,
+# python_peers --gpu), tune, lazy (bench/cli_wall.py: the CLI's wall time on
+# the photo by backend), mpi (bench/mpi/gpu_scaling.sh; mpi.txt). Logs go to $OUT
 # (build.log, tests.log, sanitizer.log, bench.txt, peers.txt, peers.json,
 # sass.txt, summary.txt); the summary and the 2-D bench table are printed
 # last. Changes no GPU setting.
@@ -243,6 +245,17 @@ if want python; then
     step "python peers (GPU)" "$OUT/python.txt" 120 env PYTHONUNBUFFERED=1 \
         CONVOLVE_BUILD_DIR="$BUILD" "$PY" "$ROOT/bench/python_peers.py" --gpu
 fi
+if want lazy && [ -x "$BUILD/convolve" ]; then
+    # issue 15: the CLI on the bundled photo, whole-process wall time by
+    # backend (auto must not pay for CUDA's start-up on a photo)
+    step "cli wall time (photo)" "$OUT/lazy.txt" 90 "$PY" "$ROOT/bench/cli_wall.py" \
+        --cli "$BUILD/convolve" --runs 11 --backends cpu,auto,cuda
+fi
+if want mpi; then
+    # the MPI layer on the GPUs (bench/mpi/gpu_scaling.sh: tests, exactness
+    # on the GPUs, scaling); meant for the 2-GPU machine
+    step "mpi gpu scaling" "$OUT/mpi.txt" 420 bash "$ROOT/bench/mpi/gpu_scaling.sh" "$BUILD"
+fi
 if want tune; then
     # the generated kernels under NVRTC options (GPU_CHECK_TUNE_VARIANTS, one
     # per line) on a few cases, each variant compiled and timed alone
@@ -367,12 +380,15 @@ want sass && step "sass scan" "$OUT/sass.txt" 60 bash -c sass_scan
     echo "generality (generality.txt has the details):"
     grep -E "^\|" "$OUT/generality.txt"
     echo
+    echo "cli wall time (lazy.txt):"
+    grep -E "^\||^auto" "$OUT/lazy.txt"
+    echo
     echo "tuning variants (tune.txt):"
     grep -E "^=== tune|^\| [a-z0-9]" "$OUT/tune.txt" | grep -v "^| case"
 } >>"$OUT/summary.txt"
 rm -f "$OUT/.step"
 # at most 8 files come back from the GPU machine: the small logs go into one
-for f in build.log sanitizer.log sass.txt peers.txt python.txt tune.txt; do
+for f in build.log sanitizer.log sass.txt peers.txt python.txt tune.txt lazy.txt; do
     [ -s "$OUT/$f" ] && { echo "##### $f"; cat "$OUT/$f"; } >>"$OUT/logs.txt"
     rm -f "$OUT/$f"
 done
