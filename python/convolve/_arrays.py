@@ -97,6 +97,10 @@ class NumpyOps:
         np.multiply(a, b, a)
 
     @staticmethod
+    def add_into(a, b):
+        np.add(a, b, a)
+
+    @staticmethod
     def stream_key(a):
         return None
 
@@ -181,6 +185,10 @@ class CupyOps:
     def multiply_into(self, a, b):
         with self.cp.cuda.Device(a.device.id):
             self.cp.multiply(a, b, out=a)
+
+    def add_into(self, a, b):
+        with self.cp.cuda.Device(a.device.id):
+            a += b
 
     def snap_integers(self, a, rel):
         cp = self.cp
@@ -286,9 +294,28 @@ class TorchOps:
         else:
             a.copy_(self.torch.sqrt(a.double()))
 
-    @staticmethod
-    def multiply_into(a, b):
-        a.mul_(b)
+    def _signed_twin(self, t):
+        """int16/32/64 for torch's uint16/32/64, whose CUDA tensors have no
+        add or multiply: modular arithmetic gives the same bits."""
+        tt = self.torch
+        for u, i in (("uint16", tt.int16), ("uint32", tt.int32), ("uint64", tt.int64)):
+            if getattr(tt, u, None) is not None and t == getattr(tt, u):
+                return i
+        return None
+
+    def multiply_into(self, a, b):
+        twin = self._signed_twin(a.dtype)
+        if twin is not None and b.dtype == a.dtype:
+            a.view(twin).mul_(b.view(twin))
+        else:
+            a.mul_(b)
+
+    def add_into(self, a, b):
+        twin = self._signed_twin(a.dtype)
+        if twin is not None and b.dtype == a.dtype:
+            a.view(twin).add_(b.view(twin))
+        else:
+            a.add_(b)
 
     def snap_integers(self, a, rel):
         r = self.torch.round(a)

@@ -710,7 +710,7 @@ def generic_laplace(input, derivative2, output=None, mode="reflect", cval=0.0,
         for ii in range(1, len(axes)):
             tmp = derivative2(input, axes[ii], output.dtype, modes[ii], cval, *extra_arguments,
                               **extra_keywords)
-            output += tmp
+            ops.add_into(output, tmp)
     else:
         _copy(ops, output, input)
     return output
@@ -800,7 +800,7 @@ def generic_gradient_magnitude(input, derivative, output=None, mode="reflect", c
             tmp = derivative(input, axes[ii], output.dtype, modes[ii], cval, *extra_arguments,
                              **extra_keywords)
             ops.multiply_into(tmp, tmp)
-            output += tmp
+            ops.add_into(output, tmp)
         ops.sqrt_into(output)
     else:
         _copy(ops, output, input)
