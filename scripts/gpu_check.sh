@@ -189,8 +189,9 @@ DIRECT=$BUILD/tests/test_gpu_direct
 if want tests; then
     if [ "$CMAKE_OK" -eq 1 ]; then
         # shellcheck disable=SC2016 # $0 is expanded by the inner bash
-        step "ctest gpu" "$OUT/tests.log" 240 \
-            bash -c 'cd "$0" && ctest -L gpu --output-on-failure --timeout 230' "$BUILD"
+        # two at a time (the tests share the GPU; test_gpu_faults runs alone)
+        step "ctest gpu" "$OUT/tests.log" 300 \
+            bash -c 'cd "$0" && ctest -L gpu -j 2 --output-on-failure --timeout 290' "$BUILD"
     else
         step "test_gpu_strategies" "$OUT/tests.log" 180 "$TEST"
     fi
