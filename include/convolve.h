@@ -527,6 +527,45 @@ CONVOLVE_API convolve_status convolve_array_save(convolve_context *ctx, const co
                                                  int jpeg_quality);
 
 /*
+ * A .npy file described without reading its data (convolve_npy_inspect), so
+ * that a caller can map or stream arrays larger than memory. When neither
+ * byte_swapped nor fortran_order is set, the file's bytes from data_offset
+ * on are exactly the array of `layout` (contiguous, C order, host byte
+ * order); otherwise convolve_array_load converts them.
+ */
+typedef struct convolve_npy_info {
+    convolve_layout layout;  /* as convolve_array_load gives it: C order, 1 channel */
+    size_t data_offset;      /* bytes from the start of the file to the first element */
+    int byte_swapped;        /* the data is stored in the other byte order */
+    int fortran_order;       /* the data is stored in Fortran order (2-D, 3-D) */
+} convolve_npy_info;
+
+/* convolve_npy_header never writes more bytes than this. */
+#define CONVOLVE_NPY_HEADER_MAX 256
+
+/*
+ * Reads and checks the header of the .npy file at path, as convolve_array_load
+ * does (the same rules and messages, the file's size included), without
+ * reading the data. Errors: INVALID_ARGUMENT, IO (cannot open or read; a
+ * directory, a device or anything but a regular file), FORMAT, SIZE_OVERFLOW.
+ */
+CONVOLVE_API convolve_status convolve_npy_inspect(convolve_context *ctx, const char *path,
+                                                  convolve_npy_info *info);
+
+/*
+ * Writes into buf the header (preamble and padded dict) that
+ * convolve_array_save gives a .npy file holding an array of the layout's
+ * element type, extents and channels (strides are not looked at; channels
+ * > 1 become a last axis); *size receives its length, at most
+ * CONVOLVE_NPY_HEADER_MAX and a multiple of 64: the array's elements, C order,
+ * host byte order, follow it. Errors: INVALID_ARGUMENT (NULL, unknown element
+ * type, capacity too small), BAD_LAYOUT, SIZE_OVERFLOW.
+ */
+CONVOLVE_API convolve_status convolve_npy_header(convolve_context *ctx,
+                                                 const convolve_layout *layout, void *buf,
+                                                 size_t capacity, size_t *size);
+
+/*
  * Converts an array to another element type: float to integer rounds to
  * nearest (ties to even) and saturates; NaN becomes 0. Errors: INVALID_ARGUMENT,
  * OUT_OF_MEMORY.
