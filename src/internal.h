@@ -52,6 +52,10 @@ struct convolve_plan {
     void *state;                /* what its prepare made */
     int cpu_fallback;           /* AUTO, no strategy named: on device out of
                                    memory, move to the CPU (convolve_execute) */
+    size_t budget;              /* options.device_memory_budget */
+    int *devices, device_count; /* a CUDA plan's devices (0: the current one) */
+    convolve_progress_fn progress;  /* options.progress and its pointer */
+    void *progress_user;
 };
 
 /* Sorts times[0..runs-1] and summarises them (min, median, max) in *t

@@ -1,0 +1,158 @@
+/*
+ * test_stream.c - the API of issue 12 on any build (CTest label cpu): the
+ * new options' defaults and validation, the device count and per-device
+ * query, the progress callback on a plan that runs as one slab, and
+ * cancellation from it.
+ */
+#include "harness.h"
+
+static convolve_context *ctx;
+
+typedef struct {
+    int calls, cancel_at;
+    convolve_progress last;
+    int monotonic;
+} progress_log;
+
+static int on_progress(void *user, const convolve_progress *p)
+{
+    progress_log *log = user;
+    if (log->calls > 0 && (p->slabs_done < log->last.slabs_done ||
+                           p->rows_done < log->last.rows_done ||
+                           p->bytes_done < log->last.bytes_done))
+        log->monotonic = 0;
+    if (p->slabs_done > p->slabs_total || p->rows_done > p->rows_total)
+        log->monotonic = 0;
+    log->last = *p;
+    log->calls++;
+    return log->cancel_at >= 0 && log->calls > log->cancel_at;
+}
+
+static void api(void)
+{
+    convolve_options o;
+    memset(&o, 0x5A, sizeof o);
+    convolve_options_init(&o);
+    CHECK(o.device_memory_budget == 0 && o.devices == NULL && o.device_count == 0 &&
+              o.progress == NULL && o.progress_user == NULL,
+          "options_init zeroes the streaming fields");
+    CHECK(strcmp(convolve_status_name(CONVOLVE_ERROR_CANCELLED), "CONVOLVE_ERROR_CANCELLED") == 0,
+          "CANCELLED has a name");
+    CHECK(strcmp(convolve_status_description(CONVOLVE_ERROR_CANCELLED), "unknown status") != 0,
+          "CANCELLED has a description");
+
+    int count = -5;
+    CHECK_OK(ctx, convolve_device_count(ctx, &count));
+    CHECK(count >= 0, "device count %d", count);
+    if (!convolve_backend_built(CONVOLVE_BACKEND_CUDA))
+        CHECK(count == 0, "no CUDA built in: %d devices", count);
+    CHECK_STATUS(ctx, convolve_device_count(ctx, NULL), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    convolve_device_info info;
+    for (int d = 0; d < count; d++) {
+        memset(&info, 0, sizeof info);
+        CHECK_OK(ctx, convolve_device_query_index(ctx, d, &info));
+        CHECK(info.device_count == count, "device %d: count %d", d, info.device_count);
+        CHECK(info.available ? info.name[0] != 0 : info.reason[0] != 0,
+              "device %d: a name or a reason", d);
+    }
+    CHECK_STATUS(ctx, convolve_device_query_index(ctx, count, &info),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_device_query_index(ctx, -1, &info),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_device_query_index(ctx, 0, NULL), CONVOLVE_ERROR_INVALID_ARGUMENT);
+
+    /* validation at plan creation */
+    size_t shape[2] = {9, 11};
+    convolve_layout l;
+    convolve_layout_init(&l, CONVOLVE_FLOAT32, 2, shape, 1);
+    convolve_filter *f;
+    CHECK_OK(ctx, convolve_filter_create_named(ctx, &f, "box:1", 2));
+    convolve_plan *p = NULL;
+    convolve_options_init(&o);
+    o.device_count = -2;
+    CHECK_STATUS(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    o.device_count = 2;
+    CHECK_STATUS(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    int twice[2] = {0, 0}, negative[1] = {-1};
+    o.devices = twice;
+    CHECK_STATUS(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    o.devices = negative;
+    o.device_count = 1;
+    CHECK_STATUS(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK(p == NULL, "no plan after a failure");
+    /* devices are ignored by CPU plans */
+    int one[1] = {0};
+    o.devices = one;
+    o.backend = CONVOLVE_BACKEND_CPU;
+    CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o));
+    convolve_plan_free(p);
+    /* a CUDA plan on a device the host does not have */
+    if (count > 0) {
+        int beyond[1] = {count};
+        o.devices = beyond;
+        o.backend = CONVOLVE_BACKEND_CUDA;
+        CHECK_STATUS(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o),
+                     CONVOLVE_ERROR_INVALID_ARGUMENT);
+    }
+    convolve_filter_free(f);
+}
+
+/* A small CPU plan runs as one slab: the callback sees 0 of 1, then 1 of 1;
+ * cancelling at the start writes nothing and says CANCELLED. */
+static void progress_one_slab(void)
+{
+    size_t shape[2] = {17, 23}, n = 17 * 23;
+    convolve_layout l;
+    convolve_layout_init(&l, CONVOLVE_FLOAT64, 2, shape, 1);
+    convolve_filter *f;
+    CHECK_OK(ctx, convolve_filter_create_named(ctx, &f, "gaussian:1", 2));
+    double *in = malloc(n * sizeof *in), *out = malloc(n * sizeof *out);
+    h_fill(in, n);
+    h_poison(CONVOLVE_FLOAT64, out, n);
+    progress_log log = {0, -1, {0}, 1};
+    convolve_options o;
+    convolve_options_init(&o);
+    o.backend = CONVOLVE_BACKEND_CPU;
+    o.progress = on_progress;
+    o.progress_user = &log;
+    convolve_plan *p;
+    CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o));
+    CHECK_OK(ctx, convolve_execute(p, in, out));
+    CHECK(log.calls == 2 && log.monotonic, "%d calls", log.calls);
+    CHECK(log.last.slabs_done == 1 && log.last.slabs_total == 1 && log.last.rows_done == 17 &&
+              log.last.rows_total == 17 && log.last.bytes_done == 2 * n * sizeof(double) &&
+              log.last.elapsed_s >= 0,
+          "the last report: %zu/%zu slabs, %zu/%zu rows, %zu bytes", log.last.slabs_done,
+          log.last.slabs_total, log.last.rows_done, log.last.rows_total, log.last.bytes_done);
+    int finite = 1;
+    for (size_t i = 0; i < n; i++)
+        finite &= isfinite(out[i]);
+    CHECK(finite, "the output is written");
+
+    h_poison(CONVOLVE_FLOAT64, out, n);
+    log = (progress_log){0, 0, {0}, 1};
+    CHECK_STATUS(ctx, convolve_execute(p, in, out), CONVOLVE_ERROR_CANCELLED);
+    CHECK(log.calls == 1, "cancelled at the first call: %d calls", log.calls);
+    int untouched = 1;
+    for (size_t i = 0; i < n; i++)
+        untouched &= isnan(out[i]);
+    CHECK(untouched, "nothing written when cancelled before the start");
+    convolve_plan_free(p);
+    convolve_filter_free(f);
+    free(in);
+    free(out);
+}
+
+int main(void)
+{
+    h_seed("test_stream");
+    CHECK_OK(NULL, convolve_context_create(&ctx));
+    api();
+    progress_one_slab();
+    convolve_context_free(ctx);
+    return h_finish("test_stream");
+}
