@@ -90,6 +90,29 @@ static convolve_status choose_devices(convolve_plan *plan, const convolve_option
     return CONVOLVE_OK;
 }
 
+/* A CUDA plan's device memory budget: the options', else
+ * CONVOLVE_DEVICE_BUDGET's, else 80% of the free memory of its device (the
+ * least of its devices'). */
+static convolve_status choose_budget(convolve_plan *plan)
+{
+    const cvi_backend *b = plan->backend;
+    if (plan->strategy->backend != CONVOLVE_BACKEND_CUDA || plan->budget)
+        return CONVOLVE_OK;
+    if ((plan->budget = cvi_stream_env_budget()) != 0)
+        return CONVOLVE_OK;
+    size_t least = SIZE_MAX;
+    for (int i = 0; i < (plan->device_count ? plan->device_count : 1); i++) {
+        size_t free_bytes = 0, total = 0;
+        convolve_status st = b->memory_info(plan->ctx, plan->device_count ? plan->devices[i] : -1,
+                                            &free_bytes, &total);
+        if (st != CONVOLVE_OK)
+            return st;
+        least = free_bytes < least ? free_bytes : least;
+    }
+    plan->budget = least / 5 * 4;
+    return CONVOLVE_OK;
+}
+
 /* Builds the canonical problem (see internal.h) into plan->problem. */
 static convolve_status build_problem(convolve_plan *plan, const convolve_filter *f,
                                      const convolve_options *o)
@@ -342,7 +365,8 @@ convolve_status convolve_plan_create(convolve_context *ctx, convolve_plan **out_
     plan->progress_user = options->progress_user;
     if ((st = build_problem(plan, filter, options)) != CONVOLVE_OK ||
         (st = choose(plan, options)) != CONVOLVE_OK ||
-        (st = choose_devices(plan, options)) != CONVOLVE_OK) {
+        (st = choose_devices(plan, options)) != CONVOLVE_OK ||
+        (st = choose_budget(plan)) != CONVOLVE_OK) {
         convolve_plan_free(plan);
         return st;
     }
@@ -431,6 +455,17 @@ static convolve_status execute_one_shot(convolve_plan *plan, const void *in, voi
     return st;
 }
 
+/* Runs the plan on host memory: streamed in slabs or in one shot. */
+static convolve_status execute_host(convolve_plan *plan, const void *in, void *out)
+{
+    size_t slab_rows = 0;
+    convolve_status st = cvi_stream_choose(plan, &slab_rows);
+    if (st != CONVOLVE_OK)
+        return st;
+    return slab_rows ? cvi_stream_execute(plan, slab_rows, in, out)
+                     : execute_one_shot(plan, in, out);
+}
+
 convolve_status convolve_execute(convolve_plan *plan, const void *in, void *out)
 {
     if (!plan)
@@ -438,7 +473,7 @@ convolve_status convolve_execute(convolve_plan *plan, const void *in, void *out)
     convolve_status st = check_pointers(plan, in, out, 1);
     if (st != CONVOLVE_OK)
         return st;
-    st = execute_one_shot(plan, in, out);
+    st = execute_host(plan, in, out);
     if (st == CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY && plan->cpu_fallback) {
         /* AUTO chose the GPU and its memory ran out: the plan moves to the
          * CPU for good (convolve_plan_backend then says so) */
@@ -448,7 +483,7 @@ convolve_status convolve_execute(convolve_plan *plan, const void *in, void *out)
         if (st == CONVOLVE_OK) {
             gpu->release(gpu_state);
             plan->cpu_fallback = 0;
-            st = execute_one_shot(plan, in, out);
+            st = execute_host(plan, in, out);
         }
     }
     return st == CONVOLVE_OK ? cvi_ok(plan->ctx) : st;

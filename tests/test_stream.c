@@ -2,11 +2,17 @@
  * test_stream.c - the API of issue 12 on any build (CTest label cpu): the
  * new options' defaults and validation, the device count and per-device
  * query, the progress callback on a plan that runs as one slab, and
- * cancellation from it.
+ * cancellation from it; and the CPU's slabs (a progress callback and
+ * CONVOLVE_CPU_SLAB_BYTES set small): results byte for byte those of the
+ * one-shot run for every mode, 1-D to 3-D, channels, strided layouts,
+ * filters longer than a slab and than the array, uneven last slabs;
+ * cancellation between slabs.
  */
 #include "harness.h"
 
 static convolve_context *ctx;
+
+#include "stream_cases.h"
 
 typedef struct {
     int calls, cancel_at;
@@ -147,12 +153,72 @@ static void progress_one_slab(void)
     free(out);
 }
 
+/* Random small cases on the CPU, with slabs of a random few rows. */
+static void cpu_slabs(int cases)
+{
+    static const char *strategies[] = {"reference", "direct", "separable", NULL};
+    static const convolve_dtype types[][2] = {{CONVOLVE_FLOAT32, CONVOLVE_FLOAT32},
+                                              {CONVOLVE_FLOAT64, CONVOLVE_FLOAT64},
+                                              {CONVOLVE_UINT8, CONVOLVE_UINT8},
+                                              {CONVOLVE_UINT16, CONVOLVE_FLOAT32}};
+    int ran = 0;
+    for (int i = 0; i < cases; i++) {
+        s_case c;
+        memset(&c, 0, sizeof c);
+        c.backend = CONVOLVE_BACKEND_CPU;
+        c.strategy = strategies[h_randint(0, 3)];
+        int t = (int)h_randint(0, 3);
+        c.in_type = types[t][0], c.out_type = types[t][1];
+        c.ndim = (int)h_randint(1, 3);
+        c.channels = h_randint(0, 3) ? 1 : (size_t)h_randint(2, 3);
+        for (int a = 0; a < c.ndim; a++) {
+            c.shape[a] = (size_t)h_randint(1, c.ndim == 1 ? 90 : c.ndim == 2 ? 30 : 12);
+            /* now and then a filter longer than the array */
+            c.ksize[a] = (size_t)h_randint(1, h_randint(0, 4) ? 7 : (long)(2 * c.shape[a] + 3));
+            c.origin[a] = h_randint(-(long)(c.ksize[a] / 2), (long)((c.ksize[a] - 1) / 2));
+        }
+        c.separable = c.strategy && strcmp(c.strategy, "separable") == 0 ? 1 : (int)h_randint(0, 1);
+        c.mode = (convolve_mode)h_randint(0, 4);
+        c.cval = h_randint(0, 1) ? h_uniform(-2, 2) : 0;
+        c.layout = (int)h_randint(0, H_LAYOUT_KINDS - 1);
+        /* auto (the CPU's "fast") picks its method per slab size (FFT, separable
+         * passes or direct): then to rounding; a named strategy byte for byte */
+        c.exact = c.strategy != NULL;
+        /* slabs of 1 to 5 rows: often shorter than the filter */
+        size_t row = c.channels * convolve_dtype_size(c.in_type);
+        for (int a = 1; a < c.ndim; a++)
+            row *= c.shape[a];
+        size_t rows = (size_t)h_randint(1, 5);
+        char bytes[32];
+        snprintf(bytes, sizeof bytes, "%zu", rows * row);
+        setenv("CONVOLVE_CPU_SLAB_BYTES", bytes, 1);
+        c.min_slabs = rows < c.shape[0] ? 2 : 1;
+        ran += s_run_case(&c);
+    }
+    CHECK(ran > cases / 2, "%d of %d cases ran", ran, cases);
+
+    /* cancellation after the first slab, then after the third */
+    s_case c;
+    memset(&c, 0, sizeof c);
+    c.backend = CONVOLVE_BACKEND_CPU;
+    c.in_type = c.out_type = CONVOLVE_FLOAT32;
+    c.ndim = 2, c.shape[0] = 40, c.shape[1] = 33, c.channels = 1;
+    setenv("CONVOLVE_CPU_SLAB_BYTES", "528", 1); /* 4 rows */
+    s_cancel_case(&c, 1);
+    s_cancel_case(&c, 3);
+    c.ndim = 3, c.shape[0] = 9, c.shape[1] = 5, c.shape[2] = 4;
+    setenv("CONVOLVE_CPU_SLAB_BYTES", "80", 1); /* 1 plane */
+    s_cancel_case(&c, 2);
+    unsetenv("CONVOLVE_CPU_SLAB_BYTES");
+}
+
 int main(void)
 {
     h_seed("test_stream");
     CHECK_OK(NULL, convolve_context_create(&ctx));
     api();
     progress_one_slab();
+    cpu_slabs(300);
     convolve_context_free(ctx);
     return h_finish("test_stream");
 }
