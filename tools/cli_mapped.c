@@ -59,8 +59,8 @@ int cli_map_input(convolve_context *ctx, const char *path, cli_mapped_in *m, cha
         return cli_msg(msg, cli_exit_code(st), "%s", convolve_last_error(ctx));
     const size_t esize = convolve_dtype_size(info.layout.dtype);
     if (info.byte_swapped || info.fortran_order || info.data_offset % esize) {
-        snprintf(why, CLI_MSG_SIZE, "'%s' is stored %s, so it is converted as it is loaded "
-                 "whole", path, info.byte_swapped ? "in the other byte order"
+        snprintf(why, CLI_MSG_SIZE, "'%s' is stored %s: it must be converted, so it cannot "
+                 "be mapped", path, info.byte_swapped ? "in the other byte order"
                  : info.fortran_order ? "in Fortran order" : "with its data misaligned");
         return CLI_OK;
     }
