@@ -381,6 +381,11 @@ static int run(convolve_context *ctx, cli_run_args *a)
         }
         Lout = *convolve_array_layout(rf.out);
     }
+    /* mapped files on the GPU: a run that would copy more than the cap at
+     * once (and so hold all its pages resident) streams instead */
+    const char *env_budget = getenv("CONVOLVE_DEVICE_BUDGET");
+    if (map && o.device_memory_budget == 0 && !(env_budget && *env_budget))
+        o.device_memory_budget = CLI_MAPPED_DEVICE_BUDGET;
     cli_progress prog;
     cli_progress_init(&prog, a->quiet, a->progress, &rf.min, &rf.mout);
     o.progress = cli_progress_callback;

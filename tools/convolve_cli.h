@@ -120,6 +120,11 @@ int cli_msg(char *msg, int code, const char *fmt, ...) CLI_PRINTF(3, 4);
 
 /* ---- .npy files mapped into memory (tools/cli_mapped.c) ------------------------ */
 
+/* The device memory budget (convolve_options.device_memory_budget) of a
+ * mapped run on the GPU when CONVOLVE_DEVICE_BUDGET sets none: larger runs
+ * stream, so that resident memory stays bounded. */
+#define CLI_MAPPED_DEVICE_BUDGET ((size_t)2 << 30)
+
 /* A .npy input mapped read-only. */
 typedef struct cli_mapped_in {
     int fd;
