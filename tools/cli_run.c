@@ -485,7 +485,8 @@ int cli_run(int argc, char **argv)
         }
     }
     cli_run_args_free(&a);
-    if (rc == CLI_INTERRUPTED)
-        cli_die_of_signal();
+    /* cancelled (CLI_INTERRUPTED), or a signal while the result was saved:
+     * end of it */
+    cli_die_of_signal();
     return rc;
 }
