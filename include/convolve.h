@@ -46,12 +46,12 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 #define CONVOLVE_VERSION_MAJOR 0
-#define CONVOLVE_VERSION_MINOR 1
+#define CONVOLVE_VERSION_MINOR 2
 #define CONVOLVE_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define CONVOLVE_VERSION_NUMBER \
     (CONVOLVE_VERSION_MAJOR * 10000 + CONVOLVE_VERSION_MINOR * 100 + CONVOLVE_VERSION_PATCH)
-#define CONVOLVE_VERSION_STRING "0.1.0"
+#define CONVOLVE_VERSION_STRING "0.2.0"
 
 /* The version of the library actually linked (compare with the macros). */
 CONVOLVE_API unsigned convolve_version_number(void);
@@ -75,7 +75,8 @@ typedef enum convolve_status {
     CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY = 10,
     CONVOLVE_ERROR_IO = 11,                 /* opening, reading or writing a file failed */
     CONVOLVE_ERROR_FORMAT = 12,             /* file content malformed or of an unsupported kind */
-    CONVOLVE_ERROR_INTERNAL = 13            /* a bug in libconvolve: please report it */
+    CONVOLVE_ERROR_INTERNAL = 13,           /* a bug in libconvolve: please report it */
+    CONVOLVE_ERROR_CANCELLED = 14           /* the progress callback asked to stop */
 } convolve_status;
 
 /* The enumerator's name, e.g. "CONVOLVE_ERROR_BAD_LAYOUT";
@@ -192,6 +193,17 @@ typedef struct convolve_device_info {
  * Errors: INVALID_ARGUMENT. */
 CONVOLVE_API convolve_status convolve_device_query(convolve_context *ctx, convolve_device_info *info);
 
+/* Number of CUDA devices of the host (*count = 0, and CONVOLVE_OK, when CUDA
+ * is not built in or no device can be found). Errors: INVALID_ARGUMENT. */
+CONVOLVE_API convolve_status convolve_device_count(convolve_context *ctx, int *count);
+
+/* Describes CUDA device `index` (0 <= index < convolve_device_count) as
+ * convolve_device_query describes the current one (name, memory, compute
+ * capability; available = 0 with a reason when it cannot be used).
+ * Errors: INVALID_ARGUMENT (NULL, index outside the devices there are). */
+CONVOLVE_API convolve_status convolve_device_query_index(convolve_context *ctx, int index,
+                                                         convolve_device_info *info);
+
 /* ------------------------------------------------------------------------ */
 /* Filters                                                                  */
 /* ------------------------------------------------------------------------ */
@@ -291,6 +303,30 @@ typedef enum convolve_mode {
 CONVOLVE_API const char *convolve_mode_name(convolve_mode mode);
 CONVOLVE_API convolve_status convolve_mode_parse(const char *name, convolve_mode *mode);
 
+/*
+ * Progress of one convolve_execute, as given to a convolve_progress_fn.
+ * The work is cut into slabs along the slowest axis (the planes of a 3-D
+ * array, the rows of a 2-D one, segments of a 1-D one); a run that is not
+ * cut has one slab.
+ */
+typedef struct convolve_progress {
+    size_t slabs_done, slabs_total;
+    size_t rows_done, rows_total;   /* along the slowest axis (outputs written) */
+    size_t bytes_done;              /* input plus output bytes of the slabs done */
+    double elapsed_s;               /* seconds since convolve_execute began */
+} convolve_progress;
+
+/*
+ * Called by convolve_execute, from the calling thread, once at the start
+ * (slabs_done = 0) and then after each slab's output is written (the last
+ * call has slabs_done = slabs_total). Return 0 to go on; any other value
+ * cancels: no new slab starts, slabs already in flight finish, and
+ * convolve_execute returns CONVOLVE_ERROR_CANCELLED with `out` partly
+ * written (the slabs reported done are final; the rest are undefined). The
+ * callback must not use the plan or its context.
+ */
+typedef int (*convolve_progress_fn)(void *user, const convolve_progress *progress);
+
 typedef struct convolve_options {
     convolve_operation operation;       /* default CONVOLVE_OP_CONVOLVE */
     convolve_mode mode;                 /* default CONVOLVE_MODE_REFLECT */
@@ -302,9 +338,33 @@ typedef struct convolve_options {
     int autotune;                       /* 1: with no strategy named, time the
                                            strategies that serve and keep the
                                            fastest (see convolve_wisdom_save); default 0 */
+    /* Bytes of device memory a CUDA plan executed on host memory may use on
+     * each device; 0 (default) = automatic: about 80% of the device's free
+     * memory when the plan is made, or the environment variable
+     * CONVOLVE_DEVICE_BUDGET (bytes, with an optional K, M or G suffix, powers
+     * of 1024) when set. A host-memory plan whose one-shot run would not fit
+     * is streamed in slabs (docs/scale.md); results are the same. Ignored by
+     * CPU plans and by convolve_execute_device. */
+    size_t device_memory_budget;
+    /* The CUDA devices a plan executed on host memory spreads over:
+     * devices[0..device_count-1] (distinct device numbers); device_count 0
+     * (default, devices NULL) = the current device only; device_count -1 =
+     * every device of the host. With more than one device the work is
+     * streamed in slabs shared among them. Ignored by CPU plans;
+     * convolve_execute_device always runs on the current device. */
+    const int *devices;
+    int device_count;
+    /* Optional progress callback for convolve_execute (see
+     * convolve_progress_fn) and the pointer it is given; NULL (default) = none.
+     * CPU plans with a callback run in slabs (of about 64 MiB of input) when
+     * the array is larger than that, so that the callback is called as the
+     * work advances. */
+    convolve_progress_fn progress;
+    void *progress_user;
 } convolve_options;
 
-/* Fills *options with the defaults above. */
+/* Fills *options with the defaults above (every field added later is 0 or
+ * NULL by default). */
 CONVOLVE_API void convolve_options_init(convolve_options *options);
 
 typedef struct convolve_plan convolve_plan;
@@ -315,7 +375,10 @@ typedef struct convolve_plan convolve_plan;
  * nearest, ties to even, and saturated). The filter must have in->ndim
  * dimensions. Everything is validated here, once; the layouts, filter and
  * options are copied, so they may be freed after this call.
- * Errors: INVALID_ARGUMENT, BAD_LAYOUT, BAD_FILTER, BAD_ORIGIN, SIZE_OVERFLOW,
+ * options->devices is copied too. Errors: INVALID_ARGUMENT (also a
+ * device_count below -1, devices NULL with device_count > 0, a device number
+ * repeated, negative, or, for a CUDA plan, not a device of the host),
+ * BAD_LAYOUT, BAD_FILTER, BAD_ORIGIN, SIZE_OVERFLOW,
  * OUT_OF_MEMORY, UNSUPPORTED (the named strategy cannot serve this case; the
  * message says why), BACKEND_UNAVAILABLE (CUDA asked for but not usable).
  */
@@ -338,8 +401,13 @@ CONVOLVE_API const char *convolve_plan_strategy(const convolve_plan *plan);
  * `in`. A plan made with backend AUTO and no strategy named that runs out
  * of device memory here moves to the CPU for good and still writes `out`
  * (convolve_plan_backend then reports CPU); any other plan returns the error.
+ * A CUDA plan streams in slabs when the one-shot run would not fit its
+ * device memory budget or when it has several devices (see
+ * convolve_options); the options' progress callback, if any, is called as
+ * described at convolve_progress_fn.
  * Errors: INVALID_ARGUMENT (NULL, misaligned, overlapping), OUT_OF_MEMORY,
- * DEVICE, DEVICE_OUT_OF_MEMORY.
+ * DEVICE, DEVICE_OUT_OF_MEMORY (also: the budget is too small for one slab),
+ * CANCELLED (the progress callback asked to stop; `out` partly written).
  */
 CONVOLVE_API convolve_status convolve_execute(convolve_plan *plan, const void *in, void *out);
 
@@ -525,6 +593,45 @@ CONVOLVE_API convolve_status convolve_array_load_memory(convolve_context *ctx,
 CONVOLVE_API convolve_status convolve_array_save(convolve_context *ctx, const convolve_array *array,
                                                  const char *path, convolve_format format,
                                                  int jpeg_quality);
+
+/*
+ * A .npy file described without reading its data (convolve_npy_inspect), so
+ * that a caller can map or stream arrays larger than memory. When neither
+ * byte_swapped nor fortran_order is set, the file's bytes from data_offset
+ * on are exactly the array of `layout` (contiguous, C order, host byte
+ * order); otherwise convolve_array_load converts them.
+ */
+typedef struct convolve_npy_info {
+    convolve_layout layout;  /* as convolve_array_load gives it: C order, 1 channel */
+    size_t data_offset;      /* bytes from the start of the file to the first element */
+    int byte_swapped;        /* the data is stored in the other byte order */
+    int fortran_order;       /* the data is stored in Fortran order (2-D, 3-D) */
+} convolve_npy_info;
+
+/* convolve_npy_header never writes more bytes than this. */
+#define CONVOLVE_NPY_HEADER_MAX 256
+
+/*
+ * Reads and checks the header of the .npy file at path, as convolve_array_load
+ * does (the same rules and messages, the file's size included), without
+ * reading the data. Errors: INVALID_ARGUMENT, IO (cannot open or read; a
+ * directory, a device or anything but a regular file), FORMAT, SIZE_OVERFLOW.
+ */
+CONVOLVE_API convolve_status convolve_npy_inspect(convolve_context *ctx, const char *path,
+                                                  convolve_npy_info *info);
+
+/*
+ * Writes into buf the header (preamble and padded dict) that
+ * convolve_array_save gives a .npy file holding an array of the layout's
+ * element type, extents and channels (strides are not looked at; channels
+ * > 1 become a last axis); *size receives its length, at most
+ * CONVOLVE_NPY_HEADER_MAX and a multiple of 64: the array's elements, C order,
+ * host byte order, follow it. Errors: INVALID_ARGUMENT (NULL, unknown element
+ * type, capacity too small), BAD_LAYOUT, SIZE_OVERFLOW.
+ */
+CONVOLVE_API convolve_status convolve_npy_header(convolve_context *ctx,
+                                                 const convolve_layout *layout, void *buf,
+                                                 size_t capacity, size_t *size);
 
 /*
  * Converts an array to another element type: float to integer rounds to

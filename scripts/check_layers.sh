@@ -6,7 +6,8 @@
 # Modules and what each may include (besides itself):
 #   public   include/convolve.h, include/convolve_mpi.h      -
 #   math     src/kernel_math.h                               -
-#   shared   src/problem.h, src/backend.h, src/bytes.h       public math
+#   shared   src/problem.h, src/backend.h, src/bytes.h,      public math
+#            src/stream.h
 #   core     the other files of src/                         public math shared
 #   cpu      src/cpu/                                        public math shared
 #   cuda     src/cuda/*.c and the headers only they use      public math shared kernels
@@ -27,7 +28,7 @@ module_of() {
     case "$1" in
     include/convolve.h | include/convolve_mpi.h) echo public ;;
     src/kernel_math.h) echo math ;;
-    src/problem.h | src/backend.h | src/bytes.h) echo shared ;;
+    src/problem.h | src/backend.h | src/bytes.h | src/stream.h) echo shared ;;
     src/cpu/*) echo cpu ;;
     src/cuda/*.cu | src/cuda/*.cuh | src/cuda/kernels.h | src/cuda/fast_*.h | src/cuda/gen.h | \
         src/cuda/gen_params.h) echo kernels ;;

@@ -10,6 +10,7 @@
 #define CONVOLVE_BACKEND_H
 
 #include "problem.h"
+#include "stream.h"
 
 typedef struct cvi_backend {
     convolve_backend id;
@@ -65,6 +66,26 @@ typedef struct cvi_backend {
      * already initialised in this context (otherwise the estimate includes
      * starting it). NULL: no estimate. */
     double (*estimate_ms)(const cvi_problem *p, int started);
+
+    /* Number of devices of the host (0 when none can be found). Never fails.
+     * NULL for a backend without a device. */
+    int (*device_count)(void);
+
+    /* Fills *dev for device `index` (0 <= index < device_count()) as probe
+     * does for the current device. NULL for a backend without a device. */
+    void (*probe_index)(int index, cvi_device *dev);
+
+    /* Free and total bytes of device memory on device `index`.
+     * Errors: DEVICE. NULL for a backend without a device. */
+    convolve_status (*memory_info)(convolve_context *ctx, int index, size_t *free_bytes,
+                                   size_t *total_bytes);
+
+    /* Runs job (src/stream.h) on host memory: its slabs, each an ordinary
+     * problem of this backend's strategy job->strategy, spread over
+     * job->devices, pipelined; progress and cancellation through
+     * cvi_stream_report. NULL: the core runs the slabs one after another
+     * through prepare and execute_host (the CPU backend). */
+    convolve_status (*execute_host_streamed)(convolve_context *ctx, cvi_stream_job *job);
 } cvi_backend;
 
 /* The two backends' tables (src/cpu/dispatch.c, src/cuda/backend.c or

@@ -47,3 +47,30 @@ convolve_status convolve_device_query(convolve_context *ctx, convolve_device_inf
     *info = ctx->cuda.info;
     return cvi_ok(ctx);
 }
+
+convolve_status convolve_device_count(convolve_context *ctx, int *count)
+{
+    if (!ctx || !count)
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                         "convolve_device_count: NULL argument");
+    *count = cvcu_backend.device_count ? cvcu_backend.device_count() : 0;
+    return cvi_ok(ctx);
+}
+
+convolve_status convolve_device_query_index(convolve_context *ctx, int index,
+                                            convolve_device_info *info)
+{
+    if (!ctx || !info)
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                         "convolve_device_query_index: NULL argument");
+    int count = cvcu_backend.device_count ? cvcu_backend.device_count() : 0;
+    if (index < 0 || index >= count)
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                         "convolve_device_query_index: device %d; this host has %d CUDA "
+                         "device%s", index, count, count == 1 ? "" : "s");
+    cvi_device dev;
+    memset(&dev, 0, sizeof dev);
+    cvcu_backend.probe_index(index, &dev);
+    *info = dev.info;
+    return cvi_ok(ctx);
+}

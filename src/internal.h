@@ -52,7 +52,31 @@ struct convolve_plan {
     void *state;                /* what its prepare made */
     int cpu_fallback;           /* AUTO, no strategy named: on device out of
                                    memory, move to the CPU (convolve_execute) */
+    size_t budget;              /* options.device_memory_budget */
+    int *devices, device_count; /* a CUDA plan's devices (0: the current one) */
+    convolve_progress_fn progress;  /* options.progress and its pointer */
+    void *progress_user;
 };
+
+/* ---- streamed execution (stream.c) ----------------------------------------- */
+
+/* The budget CONVOLVE_DEVICE_BUDGET gives (bytes, K/M/G suffixes), or 0. */
+size_t cvi_stream_env_budget(void);
+
+/* Whether convolve_execute streams the plan: *slab_rows = output rows per
+ * slab, or 0 for one shot. CPU plans stream only with a progress callback
+ * and more than a slab of input (about 64 MiB; CONVOLVE_CPU_SLAB_BYTES
+ * changes it); CUDA plans when the one-shot run would not fit plan->budget
+ * or devices are listed. Errors: DEVICE_OUT_OF_MEMORY (the budget holds no
+ * slab). */
+convolve_status cvi_stream_choose(convolve_plan *plan, size_t *slab_rows);
+
+/* Runs the plan in slabs of slab_rows rows: through the backend's
+ * execute_host_streamed, or one slab after another through its prepare and
+ * execute_host; the progress callback is called from here. Errors: the
+ * backend's, OUT_OF_MEMORY, CANCELLED. */
+convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const void *in,
+                                   void *out);
 
 /* Sorts times[0..runs-1] and summarises them (min, median, max) in *t
  * (measure.c). */

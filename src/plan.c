@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void convolve_options_init(convolve_options *o)
 {
@@ -38,6 +39,73 @@ static convolve_status check_options(convolve_context *ctx, const convolve_optio
     if (o->threads < 0)
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                          "threads is %d; use 0 for all, or a positive count", o->threads);
+    if (o->device_count < -1)
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                         "device_count is %d; use -1 for every device, 0 for the current one, "
+                         "or the number of entries of devices", o->device_count);
+    if (o->device_count > 0 && !o->devices)
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                         "device_count is %d but devices is NULL", o->device_count);
+    for (int i = 0; i < o->device_count; i++) {
+        if (o->devices[i] < 0)
+            return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                             "devices[%d] is %d; device numbers start at 0", i, o->devices[i]);
+        for (int j = 0; j < i; j++)
+            if (o->devices[j] == o->devices[i])
+                return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                                 "device %d is listed twice in devices", o->devices[i]);
+    }
+    return CONVOLVE_OK;
+}
+
+/* The devices of a CUDA plan: plan->devices[0..device_count-1] from the
+ * options (-1: every device of the host; 0: none listed, the current
+ * device). INVALID_ARGUMENT naming a device the host does not have. */
+static convolve_status choose_devices(convolve_plan *plan, const convolve_options *o)
+{
+    convolve_context *ctx = plan->ctx;
+    plan->device_count = 0;
+    if (o->device_count == 0 || plan->strategy->backend != CONVOLVE_BACKEND_CUDA)
+        return CONVOLVE_OK;
+    const cvi_backend *b = plan->backend;
+    int have = b->device_count ? b->device_count() : 0;
+    int n = o->device_count < 0 ? have : o->device_count;
+    if (n < 1)
+        return cvi_error(ctx, CONVOLVE_ERROR_BACKEND_UNAVAILABLE, "no CUDA device found");
+    if (!(plan->devices = malloc((size_t)n * sizeof *plan->devices)))
+        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for the device list");
+    for (int i = 0; i < n; i++) {
+        int d = o->device_count < 0 ? i : o->devices[i];
+        if (d >= have)
+            return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                             "devices[%d] is %d, and this host has %d CUDA device%s", i, d,
+                             have, have == 1 ? "" : "s");
+        plan->devices[i] = d;
+    }
+    plan->device_count = n;
+    return CONVOLVE_OK;
+}
+
+/* A CUDA plan's device memory budget: the options', else
+ * CONVOLVE_DEVICE_BUDGET's, else 80% of the free memory of its device (the
+ * least of its devices'). */
+static convolve_status choose_budget(convolve_plan *plan)
+{
+    const cvi_backend *b = plan->backend;
+    if (plan->strategy->backend != CONVOLVE_BACKEND_CUDA || plan->budget)
+        return CONVOLVE_OK;
+    if ((plan->budget = cvi_stream_env_budget()) != 0)
+        return CONVOLVE_OK;
+    size_t least = SIZE_MAX;
+    for (int i = 0; i < (plan->device_count ? plan->device_count : 1); i++) {
+        size_t free_bytes = 0, total = 0;
+        convolve_status st = b->memory_info(plan->ctx, plan->device_count ? plan->devices[i] : -1,
+                                            &free_bytes, &total);
+        if (st != CONVOLVE_OK)
+            return st;
+        least = free_bytes < least ? free_bytes : least;
+    }
+    plan->budget = least / 5 * 4;
     return CONVOLVE_OK;
 }
 
@@ -295,8 +363,13 @@ convolve_status convolve_plan_create(convolve_context *ctx, convolve_plan **out_
     plan->ctx = ctx;
     plan->in = *in;
     plan->out = *out;
+    plan->budget = options->device_memory_budget;
+    plan->progress = options->progress;
+    plan->progress_user = options->progress_user;
     if ((st = build_problem(plan, filter, options)) != CONVOLVE_OK ||
-        (st = choose(plan, options)) != CONVOLVE_OK) {
+        (st = choose(plan, options)) != CONVOLVE_OK ||
+        (st = choose_devices(plan, options)) != CONVOLVE_OK ||
+        (st = choose_budget(plan)) != CONVOLVE_OK) {
         convolve_plan_free(plan);
         return st;
     }
@@ -313,6 +386,7 @@ void convolve_plan_free(convolve_plan *plan)
     for (int a = 0; a < 3; a++)
         free(plan->taps[a]);
     free(plan->weights);
+    free(plan->devices);
     free(plan);
 }
 
@@ -353,6 +427,48 @@ static convolve_status check_pointers(convolve_plan *plan, const void *in, void 
     return CONVOLVE_OK;
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Runs the whole plan as one slab, with the progress callback (if any)
+ * called before and after. */
+static convolve_status execute_one_shot(convolve_plan *plan, const void *in, void *out)
+{
+    convolve_progress pr;
+    memset(&pr, 0, sizeof pr);
+    pr.slabs_total = 1;
+    pr.rows_total = plan->problem.shape[3 - plan->problem.ndim];
+    double t0 = now_s();
+    if (plan->progress && plan->progress(plan->progress_user, &pr) != 0)
+        return cvi_error(plan->ctx, CONVOLVE_ERROR_CANCELLED,
+                         "cancelled by the progress callback before the start");
+    convolve_status st = plan->backend->execute_host(plan->ctx, plan->state, in, out);
+    if (st == CONVOLVE_OK && plan->progress) {
+        pr.slabs_done = 1;
+        pr.rows_done = pr.rows_total;
+        pr.bytes_done = convolve_layout_count(&plan->in) * convolve_dtype_size(plan->in.dtype) +
+                        convolve_layout_count(&plan->out) * convolve_dtype_size(plan->out.dtype);
+        pr.elapsed_s = now_s() - t0;
+        (void)plan->progress(plan->progress_user, &pr); /* all done: nothing left to cancel */
+    }
+    return st;
+}
+
+/* Runs the plan on host memory: streamed in slabs or in one shot. */
+static convolve_status execute_host(convolve_plan *plan, const void *in, void *out)
+{
+    size_t slab_rows = 0;
+    convolve_status st = cvi_stream_choose(plan, &slab_rows);
+    if (st != CONVOLVE_OK)
+        return st;
+    return slab_rows ? cvi_stream_execute(plan, slab_rows, in, out)
+                     : execute_one_shot(plan, in, out);
+}
+
 convolve_status convolve_execute(convolve_plan *plan, const void *in, void *out)
 {
     if (!plan)
@@ -360,7 +476,7 @@ convolve_status convolve_execute(convolve_plan *plan, const void *in, void *out)
     convolve_status st = check_pointers(plan, in, out, 1);
     if (st != CONVOLVE_OK)
         return st;
-    st = plan->backend->execute_host(plan->ctx, plan->state, in, out);
+    st = execute_host(plan, in, out);
     if (st == CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY && plan->cpu_fallback) {
         /* AUTO chose the GPU and its memory ran out: the plan moves to the
          * CPU for good (convolve_plan_backend then says so) */
@@ -370,7 +486,7 @@ convolve_status convolve_execute(convolve_plan *plan, const void *in, void *out)
         if (st == CONVOLVE_OK) {
             gpu->release(gpu_state);
             plan->cpu_fallback = 0;
-            st = plan->backend->execute_host(plan->ctx, plan->state, in, out);
+            st = execute_host(plan, in, out);
         }
     }
     return st == CONVOLVE_OK ? cvi_ok(plan->ctx) : st;

@@ -395,6 +395,29 @@ static size_t make_npy(unsigned char *out, int major, const char *dict, const vo
     return pre + hlen + n;
 }
 
+/* The n bytes at data, written to a file: convolve_npy_inspect says what
+ * convolve_array_load says of it (status and message), or, when the file
+ * loads, describes it as loaded. */
+static void expect_inspect_as_load(const unsigned char *data, size_t n, const char *what)
+{
+    const char *path = tpath("inspect_as_load.npy");
+    write_bytes(path, data, n);
+    convolve_array *a = NULL;
+    convolve_status want = convolve_array_load(ctx, &a, path, CONVOLVE_FORMAT_NPY);
+    char want_msg[1024];
+    snprintf(want_msg, sizeof want_msg, "%s", convolve_last_error(ctx));
+    convolve_npy_info info;
+    convolve_status got = convolve_npy_inspect(ctx, path, &info);
+    CHECK(got == want, "%s: inspect %s, load %s", what, convolve_status_name(got),
+          convolve_status_name(want));
+    if (got == want && want != CONVOLVE_OK)
+        CHECK(!strcmp(convolve_last_error(ctx), want_msg), "%s: inspect says '%s', load '%s'",
+              what, convolve_last_error(ctx), want_msg);
+    if (got == want && want == CONVOLVE_OK)
+        CHECK(same_layout(&info.layout, convolve_array_layout(a)), "%s: layout", what);
+    convolve_array_free(a);
+}
+
 static void npy_inputs(void)
 {
     unsigned char buf[4096];
@@ -529,6 +552,7 @@ static void npy_inputs(void)
         snprintf(what, sizeof what, "bad npy %zu", k);
         EXPECT_MEM(buf, n, CONVOLVE_FORMAT_NPY, bad[k].want, what);
         EXPECT_MSG(bad[k].msg);
+        expect_inspect_as_load(buf, n, what);
     }
     /* preamble problems */
     n = make_npy(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (6,), }", d6, 48);
@@ -547,9 +571,103 @@ static void npy_inputs(void)
     /* truncated at every length */
     n = make_npy(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (6,), }", d6, 48);
     int all = 1;
-    for (size_t cut = 0; cut < n; cut++)
+    for (size_t cut = 0; cut < n; cut++) {
         all &= load_mem(buf, cut, CONVOLVE_FORMAT_NPY, NULL) == CONVOLVE_ERROR_FORMAT;
+        char what[64];
+        snprintf(what, sizeof what, "npy cut at %zu", cut);
+        expect_inspect_as_load(buf, cut, what);
+    }
     CHECK(all, "some truncated .npy loaded");
+}
+
+/* convolve_npy_inspect of good files (every type, 1-3 dimensions, the other
+ * byte order, Fortran order) and its refusals; convolve_npy_header gives the
+ * bytes convolve_array_save writes before the data. */
+static void npy_inspect(void)
+{
+    const convolve_dtype types[4] = {CONVOLVE_FLOAT32, CONVOLVE_FLOAT64, CONVOLVE_UINT8,
+                                     CONVOLVE_UINT16};
+    for (int t = 0; t < 4; t++)
+        for (int nd = 1; nd <= 3; nd++)
+            for (size_t ch = 1; ch <= (nd < 3 ? 3u : 1u); ch += 2) {
+                size_t shape[3] = {(size_t)h_randint(1, 9), (size_t)h_randint(1, 9),
+                                   (size_t)h_randint(1, 9)};
+                convolve_array *a = NULL;
+                CHECK_OK(ctx, convolve_array_create(ctx, &a, types[t], nd, shape, ch));
+                unsigned char *d = a ? convolve_array_data(a) : NULL;
+                for (size_t i = 0; d && i < convolve_array_bytes(a); i++)
+                    d[i] = (unsigned char)h_randint(1, 255);
+                const char *path = tpath("inspect.npy");
+                CHECK_OK(ctx, convolve_array_save(ctx, a, path, CONVOLVE_FORMAT_NPY, 0));
+                size_t n = 0;
+                unsigned char *bytes = read_bytes(path, &n);
+                unsigned char header[CONVOLVE_NPY_HEADER_MAX + 1];
+                size_t hlen = 0;
+                CHECK_OK(ctx, convolve_npy_header(ctx, convolve_array_layout(a), header,
+                                                  sizeof header, &hlen));
+                CHECK(bytes && hlen % 64 == 0 && hlen <= CONVOLVE_NPY_HEADER_MAX &&
+                          hlen + convolve_array_bytes(a) == n && memcmp(bytes, header, hlen) == 0,
+                      "npy header %s %d-D %zu ch", convolve_dtype_name(types[t]), nd, ch);
+                size_t short_len = 1;
+                CHECK_STATUS(ctx, convolve_npy_header(ctx, convolve_array_layout(a), header,
+                                                      hlen - 1, &short_len),
+                             CONVOLVE_ERROR_INVALID_ARGUMENT);
+                CHECK(short_len == 0, "npy header: size set on failure");
+                convolve_npy_info info;
+                memset(&info, 0xAB, sizeof info);
+                CHECK_OK(ctx, convolve_npy_inspect(ctx, path, &info));
+                /* channels come back as a last axis, as convolve_array_load gives them */
+                convolve_array *b = NULL;
+                CHECK_OK(ctx, convolve_array_load(ctx, &b, path, CONVOLVE_FORMAT_NPY));
+                CHECK(b && same_layout(&info.layout, convolve_array_layout(b)) &&
+                          info.data_offset == hlen && !info.byte_swapped && !info.fortran_order &&
+                          memcmp(bytes + info.data_offset, convolve_array_data(b),
+                                 convolve_array_bytes(b)) == 0,
+                      "npy inspect %s %d-D %zu ch", convolve_dtype_name(types[t]), nd, ch);
+                convolve_array_free(b);
+                free(bytes);
+                convolve_array_free(a);
+            }
+    /* the other byte order, Fortran order: said, and left to the loader */
+    unsigned char buf[512];
+    const uint16_t u6[6] = {1, 2, 3, 4, 5, 6};
+    const char *dicts[3] = {"{'descr': '>u2', 'fortran_order': False, 'shape': (6,), }",
+                            "{'descr': '<u2', 'fortran_order': True, 'shape': (2, 3), }",
+                            "{'descr': '<u2', 'fortran_order': True, 'shape': (6,), }"};
+    for (int k = 0; k < 3; k++) {
+        size_t n = make_npy(buf, 1, dicts[k], u6, 12);
+        write_bytes(tpath("order.npy"), buf, n);
+        convolve_npy_info info;
+        CHECK_OK(ctx, convolve_npy_inspect(ctx, tpath("order.npy"), &info));
+        CHECK(info.byte_swapped == (k == 0) && info.fortran_order == (k == 1) &&
+                  info.data_offset + 12 == n && info.layout.dtype == CONVOLVE_UINT16,
+              "npy inspect order %d", k);
+    }
+    /* what is not a .npy file */
+    convolve_npy_info info;
+    CHECK_STATUS(ctx, convolve_npy_inspect(ctx, tpath("no such.npy"), &info), CONVOLVE_ERROR_IO);
+    EXPECT_MSG("no such.npy");
+    CHECK_STATUS(ctx, convolve_npy_inspect(ctx, tmpdir, &info), CONVOLVE_ERROR_IO);
+    EXPECT_MSG("directory");
+    CHECK_STATUS(ctx, convolve_npy_inspect(ctx, "/dev/zero", &info), CONVOLVE_ERROR_IO);
+    EXPECT_MSG("device");
+    CHECK_STATUS(ctx, convolve_npy_inspect(ctx, NULL, &info), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_npy_inspect(ctx, tpath("order.npy"), NULL),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    convolve_layout L;
+    size_t shape[1] = {4}, hlen;
+    CHECK_OK(ctx, convolve_layout_init(&L, CONVOLVE_FLOAT32, 1, shape, 1));
+    CHECK_STATUS(ctx, convolve_npy_header(ctx, NULL, buf, sizeof buf, &hlen),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_npy_header(ctx, &L, NULL, 16, &hlen),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    L.ndim = 4;
+    CHECK_STATUS(ctx, convolve_npy_header(ctx, &L, buf, sizeof buf, &hlen),
+                 CONVOLVE_ERROR_BAD_LAYOUT);
+    L.ndim = 1;
+    L.dtype = (convolve_dtype)9;
+    CHECK_STATUS(ctx, convolve_npy_header(ctx, &L, buf, sizeof buf, &hlen),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
 }
 
 /* A PNG chunk with its CRC. */
@@ -1825,6 +1943,7 @@ int main(void)
     conversion();
     round_trips();
     npy_inputs();
+    npy_inspect();
     png_inputs();
     jpeg_inputs();
     pnm_inputs();

@@ -29,7 +29,8 @@
 enum {
     CLI_OK = 0,
     CLI_BAD_INPUT = 1,  /* bad usage, options, files, filters, unsupported combinations */
-    CLI_RESOURCE = 2    /* out of memory, device failure, writing the output failed */
+    CLI_RESOURCE = 2,   /* out of memory, device failure, writing the output failed */
+    CLI_INTERRUPTED = 130 /* SIGINT (Ctrl-C) cancelled the run: 128 + SIGINT */
 };
 
 /* Prints "PROGRAM: <message>" and a newline to standard error; returns code. */

@@ -43,8 +43,12 @@ int cli_info(int argc, char **argv)
     convolve_context *ctx = NULL;
     if (convolve_context_create(&ctx) != CONVOLVE_OK)
         return cli_fail(CLI_RESOURCE, "out of memory");
+    /* the current device, then every device of the host */
     convolve_device_info dev;
+    int count = 0;
     convolve_status st = convolve_device_query(ctx, &dev);
+    if (st == CONVOLVE_OK)
+        st = convolve_device_count(ctx, &count);
     if (st != CONVOLVE_OK) {
         int rc = cli_fail(cli_exit_code(st), "%s", convolve_last_error(ctx));
         convolve_context_free(ctx);
@@ -57,6 +61,20 @@ int cli_info(int argc, char **argv)
                dev.device_count == 1 ? "" : "s");
     else
         printf("gpu: none (%s)\n", dev.reason[0] ? dev.reason : "no reason given");
+    printf("devices: %d\n", count);
+    for (int i = 0; i < count; i++) {
+        convolve_device_info d;
+        if ((st = convolve_device_query_index(ctx, i, &d)) != CONVOLVE_OK) {
+            printf("  %d: cannot be queried (%s)\n", i, convolve_last_error(ctx));
+            continue;
+        }
+        if (d.available)
+            printf("  %d: %s, %.1f GiB, compute capability %d.%d, %d multiprocessors\n", i,
+                   d.name, (double)d.total_memory / (1024.0 * 1024 * 1024), d.compute_major,
+                   d.compute_minor, d.multiprocessors);
+        else
+            printf("  %d: not usable (%s)\n", i, d.reason[0] ? d.reason : "no reason given");
+    }
     convolve_context_free(ctx);
     return CLI_OK;
 }

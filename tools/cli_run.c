@@ -223,9 +223,11 @@ static int cmp_double(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-/* Plans and runs; returns CLI_OK with the result in *out. */
+/* Plans and runs on in (layout Lin) into out (layout Lout); CLI_OK, an exit
+ * code, or CLI_INTERRUPTED after the progress callback cancelled. */
 static int compute(convolve_context *ctx, const cli_run_args *a, const convolve_options *o,
-                   const convolve_array *in, const convolve_filter *f, convolve_array *out)
+                   const convolve_filter *f, const convolve_layout *Lin, const void *in,
+                   const convolve_layout *Lout, void *out)
 {
     convolve_plan *plan = NULL;
     convolve_status st;
@@ -233,7 +235,7 @@ static int compute(convolve_context *ctx, const cli_run_args *a, const convolve_
         (st = convolve_wisdom_load(ctx, a->wisdom)) != CONVOLVE_OK)
         return cli_fail(cli_exit_code(st), "--wisdom: %s", convolve_last_error(ctx));
     const size_t known = convolve_wisdom_count(ctx);
-    st = convolve_plan_create(ctx, &plan, convolve_array_layout(in), convolve_array_layout(out), f, o);
+    st = convolve_plan_create(ctx, &plan, Lin, Lout, f, o);
     if (st != CONVOLVE_OK)
         return cli_fail(cli_exit_code(st), "%s", convolve_last_error(ctx));
     if (a->wisdom && convolve_wisdom_count(ctx) != known &&
@@ -249,11 +251,15 @@ static int compute(convolve_context *ctx, const cli_run_args *a, const convolve_
     }
     for (long r = 0; r < a->repeat && st == CONVOLVE_OK; r++) {
         double t0 = now_ms();
-        st = convolve_execute(plan, convolve_array_const_data(in), convolve_array_data(out));
+        st = convolve_execute(plan, in, out);
         ms[r] = now_ms() - t0;
     }
+    if (o->progress)
+        cli_progress_finish(o->progress_user);
     int rc = CLI_OK;
-    if (st != CONVOLVE_OK) {
+    if (st == CONVOLVE_ERROR_CANCELLED) {
+        rc = CLI_INTERRUPTED;
+    } else if (st != CONVOLVE_OK) {
         rc = cli_fail(cli_exit_code(st), "%s", convolve_last_error(ctx));
     } else if (a->time) {
         size_t n = (size_t)a->repeat;
@@ -264,6 +270,56 @@ static int compute(convolve_context *ctx, const cli_run_args *a, const convolve_
     free(ms);
     convolve_plan_free(plan);
     return rc;
+}
+
+/* 1 if the file at path is a regular file that opens with the .npy magic. */
+static int is_npy_file(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return 0;
+    unsigned char head[CONVOLVE_FORMAT_DETECT_BYTES];
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return 0;
+    size_t got = fread(head, 1, sizeof head, fp);
+    fclose(fp);
+    return convolve_format_detect(head, got) == CONVOLVE_FORMAT_NPY;
+}
+
+/* The files of one run: the input loaded or mapped, the output made in
+ * memory or mapped. */
+typedef struct run_files {
+    convolve_array *in, *out;
+    cli_mapped_in min;
+    cli_mapped_out mout;
+} run_files;
+
+/* Opens the input: mapped when asked and possible (see --mmap), else loaded. */
+static int open_input(convolve_context *ctx, const cli_run_args *a, int map, run_files *rf,
+                      const convolve_layout **L, const void **data)
+{
+    char msg[CLI_MSG_SIZE], why[CLI_MSG_SIZE];
+    if (map) {
+        int rc = cli_map_input(ctx, a->input, &rf->min, why, msg);
+        if (rc != CLI_OK)
+            return cli_fail(rc, "%s", msg);
+        if (!rf->min.map && a->mmap == CLI_MMAP_ON)
+            return cli_fail(CLI_BAD_INPUT, "--mmap on: %s; convert it first (numpy: "
+                            "np.save(name, np.ascontiguousarray(a, a.dtype.newbyteorder('=')))) "
+                            "or use --mmap auto", why);
+        if (rf->min.map) {
+            *L = &rf->min.layout;
+            *data = rf->min.data;
+            return CLI_OK;
+        }
+    }
+    convolve_status st = convolve_array_load(ctx, &rf->in, a->input, CONVOLVE_FORMAT_AUTO);
+    if (st != CONVOLVE_OK)
+        return cli_fail(cli_exit_code(st), "%s", convolve_last_error(ctx));
+    *L = convolve_array_layout(rf->in);
+    *data = convolve_array_const_data(rf->in);
+    return CLI_OK;
 }
 
 static int run(convolve_context *ctx, cli_run_args *a)
@@ -279,43 +335,131 @@ static int run(convolve_context *ctx, cli_run_args *a)
     if (!a->force && a->weights && cli_same_file(a->weights, a->output))
         return cli_fail(CLI_BAD_INPUT, "OUTPUT '%s' is the weights file; choose another name, "
                         "or pass --force to replace it", a->output);
+    /* --mmap: the output is mapped when it is .npy, the input when it is a
+     * .npy file too (and stored as it is used) */
+    const int input_npy = is_npy_file(a->input);
+    if (a->mmap == CLI_MMAP_ON && (ofmt != CONVOLVE_FORMAT_NPY || !input_npy))
+        return cli_fail(CLI_BAD_INPUT, "--mmap on maps .npy files: %s '%s' is not one (use "
+                        "--mmap auto)", ofmt != CONVOLVE_FORMAT_NPY ? "OUTPUT" : "INPUT",
+                        ofmt != CONVOLVE_FORMAT_NPY ? a->output : a->input);
+    const int map = ofmt == CONVOLVE_FORMAT_NPY &&
+                    (a->mmap == CLI_MMAP_ON || (a->mmap == CLI_MMAP_AUTO && !a->time));
 
     char msg[CLI_MSG_SIZE];
-    convolve_array *in = NULL, *out = NULL;
+    run_files rf = {0};
+    cli_mapped_in_init(&rf.min);
+    cli_mapped_out_init(&rf.mout);
     convolve_filter *f = NULL;
     cli_weights w = {0};
     convolve_options o;
-    convolve_status st = convolve_array_load(ctx, &in, a->input, CONVOLVE_FORMAT_AUTO);
-    if (st != CONVOLVE_OK)
-        return cli_fail(cli_exit_code(st), "%s", convolve_last_error(ctx));
-    const convolve_layout *L = convolve_array_layout(in);
-    int rc = a->weights ? cli_weights_read(ctx, a->weights, &w, msg) : CLI_OK;
+    const convolve_layout *L = NULL;
+    const void *in_data = NULL;
+    convolve_layout Lout;
+    int rc = open_input(ctx, a, map && input_npy, &rf, &L, &in_data);
+    if (rc != CLI_OK)
+        goto done;
+    rc = a->weights ? cli_weights_read(ctx, a->weights, &w, msg) : CLI_OK;
     if (rc == CLI_OK)
         rc = cli_filter_for(ctx, a, a->weights ? &w : NULL, L->ndim, &f, &o, msg);
     convolve_dtype odt = cli_output_dtype(a, ofmt, L->dtype);
     if (rc == CLI_OK)
         rc = cli_check_output(ctx, a->output, ofmt, L, odt, msg);
+    if (rc == CLI_OK && map)
+        rc = convolve_layout_init(&Lout, odt, L->ndim, L->shape, L->channels) == CONVOLVE_OK
+             ? cli_map_output(ctx, a->output, &Lout, &rf.mout, msg)
+             : cli_msg(msg, CLI_BAD_INPUT, "%s", "cannot describe the output");
     if (rc != CLI_OK) {
         cli_fail(rc, "%s", msg);
         goto done;
     }
-    if ((st = convolve_array_create(ctx, &out, odt, L->ndim, L->shape, L->channels)) !=
-        CONVOLVE_OK) {
-        rc = cli_fail(cli_exit_code(st), "%s", convolve_last_error(ctx));
-        goto done;
+    convolve_status st;
+    if (!map) {
+        if ((st = convolve_array_create(ctx, &rf.out, odt, L->ndim, L->shape, L->channels)) !=
+            CONVOLVE_OK) {
+            rc = cli_fail(cli_exit_code(st), "%s", convolve_last_error(ctx));
+            goto done;
+        }
+        Lout = *convolve_array_layout(rf.out);
     }
-    if ((rc = compute(ctx, a, &o, in, f, out)) != CLI_OK)
-        goto done;
-    st = convolve_array_save(ctx, out, a->output, ofmt, a->quality);
-    if (st != CONVOLVE_OK)
-        rc = cli_fail(st == CONVOLVE_ERROR_IO ? CLI_RESOURCE : cli_exit_code(st), "%s",
-                      convolve_last_error(ctx));
+    /* mapped files on the GPU: a run that would copy more than the cap at
+     * once (and so hold all its pages resident) streams instead */
+    const char *env_budget = getenv("CONVOLVE_DEVICE_BUDGET");
+    if (map && o.device_memory_budget == 0 && !(env_budget && *env_budget))
+        o.device_memory_budget = CLI_MAPPED_DEVICE_BUDGET;
+    cli_progress prog;
+    cli_progress_init(&prog, a->quiet, a->progress, &rf.min, &rf.mout);
+    o.progress = cli_progress_callback;
+    o.progress_user = &prog;
+    cli_defer_signals(1);
+    rc = compute(ctx, a, &o, f, L, in_data, &Lout, map ? rf.mout.data : convolve_array_data(rf.out));
+    if (rc == CLI_OK && cli_interrupted())
+        rc = CLI_INTERRUPTED;
+    if (rc == CLI_OK && map) {
+        /* the input's pages are no longer needed while the output is synced */
+        cli_unmap_input(&rf.min);
+        if ((rc = cli_map_output_commit(&rf.mout, msg)) != CLI_OK && rc != CLI_INTERRUPTED)
+            cli_fail(rc, "%s", msg);
+    } else if (rc == CLI_OK) {
+        st = convolve_array_save(ctx, rf.out, a->output, ofmt, a->quality);
+        if (st != CONVOLVE_OK)
+            rc = cli_fail(st == CONVOLVE_ERROR_IO ? CLI_RESOURCE : cli_exit_code(st), "%s",
+                          convolve_last_error(ctx));
+    }
 done:
+    cli_map_output_discard(&rf.mout);
+    cli_defer_signals(0);
+    if (rc == CLI_INTERRUPTED)
+        cli_fail(rc, "interrupted: '%s' not written%s", a->output,
+                 access(a->output, F_OK) == 0 ? " (the old file is as it was)" : "");
     cli_weights_free(&w);
     convolve_filter_free(f);
-    convolve_array_free(out);
-    convolve_array_free(in);
+    convolve_array_free(rf.out);
+    convolve_array_free(rf.in);
+    cli_unmap_input(&rf.min);
     return rc;
+}
+
+/* --devices N or LIST as device numbers in the options, checked against the
+ * devices of the host (ignored with --backend cpu). */
+static int resolve_devices(cli_run_args *a)
+{
+    if (a->opt.backend == CONVOLVE_BACKEND_CPU ||
+        (!a->devices_all && !a->devices_first && !a->device_list_count))
+        return CLI_OK;
+    if (a->devices_all) {
+        a->opt.devices = NULL;
+        a->opt.device_count = -1;
+        return CLI_OK;
+    }
+    int need = a->devices_first, count = 0;
+    for (int k = 0; k < a->device_list_count; k++)
+        if (a->device_list[k] + 1 > need)
+            need = a->device_list[k] + 1;
+    convolve_context *ctx = NULL;
+    if (convolve_context_create(&ctx) != CONVOLVE_OK)
+        return cli_fail(CLI_RESOURCE, "out of memory");
+    convolve_status st = convolve_device_count(ctx, &count);
+    int rc = st != CONVOLVE_OK ? cli_fail(cli_exit_code(st), "%s", convolve_last_error(ctx))
+                               : CLI_OK;
+    convolve_context_free(ctx);
+    if (rc != CLI_OK)
+        return rc;
+    if (need > count) {
+        if (a->devices_first)
+            return cli_fail(CLI_BAD_INPUT, "--devices %d: this host has %d CUDA device%s (see "
+                            "convolve info)", a->devices_first, count, count == 1 ? "" : "s");
+        return cli_fail(CLI_BAD_INPUT, "--devices: there is no device %d; this host has %d CUDA "
+                        "device%s, numbered from 0 (see convolve info)", need - 1, count,
+                        count == 1 ? "" : "s");
+    }
+    if (a->devices_first) {
+        a->device_list_count = a->devices_first;
+        for (int k = 0; k < a->devices_first; k++)
+            a->device_list[k] = k;
+    }
+    a->opt.devices = a->device_list;
+    a->opt.device_count = a->device_list_count;
+    return CLI_OK;
 }
 
 int cli_run(int argc, char **argv)
@@ -325,18 +469,24 @@ int cli_run(int argc, char **argv)
     int rc = cli_parse(&cli_run_command, argc, argv, &a);
     if (rc == CLI_DONE)
         rc = CLI_OK;
-    else if (rc == CLI_OK && (rc = check_args(&a)) == CLI_OK) {
+    else if (rc == CLI_OK && (rc = check_args(&a)) == CLI_OK &&
+             (rc = resolve_devices(&a)) == CLI_OK) {
         if (a.output_dir) {
             rc = cli_batch(&a);
         } else {
             convolve_context *ctx = NULL;
             if (convolve_context_create(&ctx) != CONVOLVE_OK)
                 rc = cli_fail(CLI_RESOURCE, "out of memory");
-            else
+            else {
+                cli_signals_install();
                 rc = run(ctx, &a);
+            }
             convolve_context_free(ctx);
         }
     }
     cli_run_args_free(&a);
+    /* cancelled (CLI_INTERRUPTED), or a signal while the result was saved:
+     * end of it */
+    cli_die_of_signal();
     return rc;
 }

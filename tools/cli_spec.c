@@ -218,6 +218,81 @@ static int set_jobs(void *t, const char *v)
     return CLI_OK;
 }
 
+static int set_mmap(void *t, const char *v)
+{
+    cli_run_args *a = ARGS(t);
+    if (!strcmp(v, "auto"))
+        a->mmap = CLI_MMAP_AUTO;
+    else if (!strcmp(v, "on"))
+        a->mmap = CLI_MMAP_ON;
+    else if (!strcmp(v, "off"))
+        a->mmap = CLI_MMAP_OFF;
+    else
+        return cli_fail(CLI_BAD_INPUT, "--mmap '%s': use auto, on or off", v);
+    return CLI_OK;
+}
+
+static const char *mmap_words(size_t i)
+{
+    static const char *const w[] = {"auto", "on", "off"};
+    return i < 3 ? w[i] : NULL;
+}
+
+/* all | N | LIST (device numbers separated by commas; a list of one ends with
+ * a comma: "2,") */
+static int set_devices(void *t, const char *v)
+{
+    cli_run_args *a = ARGS(t);
+    a->devices_all = a->devices_first = a->device_list_count = 0;
+    if (!strcmp(v, "all")) {
+        a->devices_all = 1;
+        return CLI_OK;
+    }
+    long n;
+    if (!strchr(v, ',')) {
+        if (!cli_parse_long(v, 1, CLI_MAX_DEVICES, &n))
+            return cli_fail(CLI_BAD_INPUT, "--devices '%s': give all, a count from 1 to %d, or "
+                            "device numbers separated by commas (0,2; one device: 2,)", v,
+                            CLI_MAX_DEVICES);
+        a->devices_first = (int)n;
+        return CLI_OK;
+    }
+    for (const char *p = v; *p;) {
+        char item[32];
+        size_t len = strcspn(p, ",");
+        if (len > 0 && len < sizeof item) {
+            memcpy(item, p, len);
+            item[len] = '\0';
+        }
+        if (len == 0 || len >= sizeof item || !cli_parse_long(item, 0, 1023, &n))
+            return cli_fail(CLI_BAD_INPUT, "--devices '%s': '%.*s' is not a device number "
+                            "(0 to 1023)", v, (int)len, p);
+        for (int k = 0; k < a->device_list_count; k++)
+            if (a->device_list[k] == (int)n)
+                return cli_fail(CLI_BAD_INPUT, "--devices '%s': device %ld is named twice", v, n);
+        if (a->device_list_count == CLI_MAX_DEVICES)
+            return cli_fail(CLI_BAD_INPUT, "--devices '%s': more than %d devices", v,
+                            CLI_MAX_DEVICES);
+        a->device_list[a->device_list_count++] = (int)n;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return CLI_OK;
+}
+
+static int set_quiet(void *t, const char *v)
+{
+    ARGS(t)->quiet = 1;
+    return CLI_OK;
+}
+
+static int set_progress(void *t, const char *v)
+{
+    ARGS(t)->progress = 1;
+    return CLI_OK;
+}
+
 static int show_help(void *t, const char *v)
 {
     cli_print_help(&cli_run_command, stdout);
@@ -364,6 +439,41 @@ static const cli_option k_other_options[] = {
     {"version", 0, NULL, "the version", NULL, show_version, CLI_COMPLETE_NONE, NULL, 0},
 };
 
+static const cli_option k_large_options[] = {
+    {"mmap", 0, "WHEN",
+     "auto (default): a .npy INPUT and OUTPUT are mapped, not loaded, so files larger than "
+     "memory work (not with --time); on: the same, and an input that must be converted (other "
+     "byte order, Fortran order) is an error; off: load and save whole",
+     "`auto` (default): with a `.npy` INPUT and a `.npy` OUTPUT, the input is memory-mapped "
+     "(not read) and the output written through a memory-mapped temporary file, so that "
+     "files larger than memory work with bounded resident memory (see Files larger than "
+     "memory); not with `--time`, which times resident data. An input stored in the other "
+     "byte order or in Fortran order is loaded whole (converted) instead. `on`: the same, "
+     "but such an input, or a file that is not `.npy`, is an error (exit 1), and `--time` "
+     "is allowed. `off`: files are loaded and saved whole",
+     set_mmap, CLI_COMPLETE_WORDS, mmap_words, 0},
+    {"devices", 0, "all|N|LIST",
+     "the CUDA devices a run spreads over: all, the first N, or numbers such as 0,2 (one "
+     "device: 2,); default: the current device",
+     "the CUDA devices a run on host memory spreads over (`convolve_options.devices`): `all` "
+     "(every device of the host), `N` (the first N: devices 0 to N-1), or device numbers "
+     "separated by commas (`0,2`; a list of one ends with a comma: `2,`). Default: the "
+     "current device (0, or the first of `CUDA_VISIBLE_DEVICES`). The work is cut into slabs "
+     "shared among the devices; results do not depend on the devices. More devices than the "
+     "host has is an error (exit 1); ignored with `--backend cpu`",
+     set_devices, CLI_COMPLETE_NONE, NULL, 0},
+    {"progress", 0, NULL,
+     "show progress on standard error even when it is not a terminal (a line per update)",
+     "shows progress on standard error even when it is not a terminal, a line per update "
+     "(slab): `convolve:  45% (9/20 slabs), 1.20 GB/s, 12 s left`. Without it, progress is "
+     "shown only on a terminal, for runs longer than about a second, on one line redrawn in "
+     "place",
+     set_progress, CLI_COMPLETE_NONE, NULL, 0},
+    {"quiet", 'q', NULL, "no progress on standard error (errors are still printed)",
+     "shows no progress (errors, `--time` and the batch summary are still printed)",
+     set_quiet, CLI_COMPLETE_NONE, NULL, 0},
+};
+
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 const cli_option_group cli_run_groups[] = {
@@ -371,6 +481,7 @@ const cli_option_group cli_run_groups[] = {
     {"Many files", NULL, k_batch_options, COUNT(k_batch_options)},
     {"Options", "--opt VALUE or --opt=VALUE; negative numbers are values; -- ends options",
      k_other_options, COUNT(k_other_options)},
+    {"Large arrays, devices, progress", NULL, k_large_options, COUNT(k_large_options)},
 };
 const size_t cli_run_group_count = COUNT(cli_run_groups);
 
@@ -393,6 +504,23 @@ static const cli_text k_after[] = {
      "old OUTPUT untouched. An OUTPUT that is a folder is refused: name a file, or use "
      "--output-dir.",
      0},
+    {"Files larger than memory", NULL,
+     "With a .npy INPUT and a .npy OUTPUT (--mmap auto, the default; not with --time), the "
+     "input is memory-mapped instead of read, and the output is written through a "
+     "memory-mapped temporary file beside OUTPUT, sized up front and renamed over OUTPUT when "
+     "complete. The library works in slabs along the slowest axis and, after each, the pages "
+     "of both files that are done are given back (madvise MADV_DONTNEED; the output's are "
+     "handed to writeback first), so resident memory stays bounded whatever the file size "
+     "(see docs/cli.md for the bound). An input in the other byte order or in Fortran order "
+     "is loaded whole and converted. With --output-dir, files are loaded and saved whole.",
+     0},
+    {"Progress and Ctrl-C", NULL,
+     "On a terminal, runs longer than about a second show progress on standard error (slabs "
+     "done, throughput, time left); --quiet hides it, --progress shows it anywhere. Ctrl-C "
+     "(SIGINT, or SIGTERM) stops the run cleanly: no slab starts after it, nothing is written "
+     "(an old OUTPUT stays as it was, no temporary file is left), and convolve ends of the "
+     "signal (exit status 130 in a shell; 143 for SIGTERM).",
+     0},
     {"Many files at once", NULL,
      "Every INPUT's result goes to DIR/NAME, NAME being the input's file name with --suffix "
      "before its extension and that extension replaced by --format's (an input without a known "
@@ -412,8 +540,9 @@ static const cli_text k_after[] = {
     {"Exit codes", NULL,
      "0 success; 1 bad input or usage (options, unreadable or malformed files, bad filters or "
      "origins, unsupported combinations); 2 resource or device failure (out of memory, CUDA "
-     "error, writing the output failed). With --output-dir: 0 when every file was written, else "
-     "the highest code of the files that failed.",
+     "error, writing the output failed); 130 interrupted by Ctrl-C, nothing written (the "
+     "process ends of SIGINT). With --output-dir: 0 when every file was written, else the "
+     "highest code of the files that failed.",
      0},
     {"Examples", NULL,
      "  convolve photo.jpg blurred.png --filter gaussian:2\n"
@@ -422,6 +551,7 @@ static const cli_text k_after[] = {
      "  convolve volume.npy out.npy --weights k.npy --mode constant --cval -1 --origin=-1,0,1\n"
      "  convolve stack.tif blurred.tif --filter gaussian:1.5\n"
      "  convolve big.npy out.npy --filter box:3 --backend cuda --time --repeat 20\n"
+     "  convolve huge.npy out.npy --filter gaussian:2 --backend cuda --devices all\n"
      "  convolve *.jpg --output-dir blurred --suffix _blur --format png --filter gaussian:2\n"
      "  find scans -name '*.png' -print0 | convolve --inputs-from - --output-dir out --filter "
      "box:2\n"
@@ -447,9 +577,10 @@ const cli_command cli_run_command = {
 
 const cli_command cli_info_command = {
     "convolve info", "convolve --help", "convolve info",
-    "describe the build and the GPU",
+    "describe the build and the GPUs",
     "Prints the version, the backends built, the strategies (the backend and dimensions each "
-    "serves) and the GPU (name, memory, compute capability), or why there is none.",
+    "serves), the current GPU (name, memory, compute capability) or why there is none, and "
+    "every CUDA device of the host by number (the numbers --devices takes).",
     NULL, 0, NULL, 0, NULL, 0, 20, NULL,
 };
 

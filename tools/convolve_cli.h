@@ -11,6 +11,16 @@
 
 #include "cli.h"
 
+/* The most devices --devices names. */
+#define CLI_MAX_DEVICES 64
+
+/* When `convolve INPUT OUTPUT` maps .npy files (--mmap). */
+typedef enum cli_mmap_when {
+    CLI_MMAP_AUTO = 0,  /* .npy in and out, without --time: map what can be mapped */
+    CLI_MMAP_ON,        /* the same, and an input that must be loaded is an error */
+    CLI_MMAP_OFF        /* load and save whole */
+} cli_mmap_when;
+
 /* What the options and positional arguments of `convolve INPUT OUTPUT` and
  * `convolve INPUT... --output-dir DIR` set. */
 typedef struct cli_run_args {
@@ -36,6 +46,13 @@ typedef struct cli_run_args {
     const char *inputs_from;     /* --inputs-from: a file of names, "-" for stdin */
     long jobs;                   /* --jobs: 0 for one per CPU */
     int have_jobs;
+    /* large arrays, devices, progress */
+    cli_mmap_when mmap;          /* --mmap */
+    int quiet, progress;         /* --quiet, --progress */
+    int devices_first;           /* --devices N: the first N devices; 0 when not given */
+    int device_list[CLI_MAX_DEVICES]; /* --devices LIST, then the devices resolved */
+    int device_list_count;
+    int devices_all;             /* --devices all */
 } cli_run_args;
 
 /* The defaults: no files, library option defaults, --repeat 1. */
@@ -100,6 +117,102 @@ int cli_same_file(const char *p, const char *q);
 
 /* Writes into msg (CLI_MSG_SIZE bytes); returns code. */
 int cli_msg(char *msg, int code, const char *fmt, ...) CLI_PRINTF(3, 4);
+
+/* ---- .npy files mapped into memory (tools/cli_mapped.c) ------------------------ */
+
+/* The device memory budget (convolve_options.device_memory_budget) of a
+ * mapped run on the GPU when CONVOLVE_DEVICE_BUDGET sets none: larger runs
+ * stream, so that resident memory stays bounded. */
+#define CLI_MAPPED_DEVICE_BUDGET ((size_t)2 << 30)
+
+/* A .npy input mapped read-only. */
+typedef struct cli_mapped_in {
+    int fd;
+    void *map;                   /* the whole file; NULL when not mapped */
+    size_t map_bytes;
+    convolve_layout layout;      /* contiguous, C order, 1 channel */
+    const void *data;            /* the array: map + data_offset */
+    size_t data_offset, data_bytes;
+    size_t released;             /* file bytes [0, released) given back */
+} cli_mapped_in;
+
+/* A .npy output written through a mapped temporary file beside it. */
+typedef struct cli_mapped_out {
+    int fd;
+    void *map;                   /* NULL when not mapped */
+    size_t map_bytes;
+    void *data;                  /* the array: map + data_offset */
+    size_t data_offset, data_bytes;
+    size_t released;
+    const char *path;            /* OUTPUT as given (messages) */
+    char *target, *tmp;          /* the file replaced (a link's target), the temporary */
+} cli_mapped_out;
+
+void cli_mapped_in_init(cli_mapped_in *m);
+void cli_mapped_out_init(cli_mapped_out *m);
+
+/* Maps the .npy file at path (checked as convolve_array_load checks it).
+ * CLI_OK with m->map set when mapped; CLI_OK with m->map NULL and a reason in
+ * why[CLI_MSG_SIZE] when the data must be converted (other byte order,
+ * Fortran order, misaligned): load it instead. Else an exit code and msg. */
+int cli_map_input(convolve_context *ctx, const char *path, cli_mapped_in *m, char *why,
+                  char *msg);
+void cli_unmap_input(cli_mapped_in *m);
+
+/* Creates a temporary file beside path (a symbolic link's target) of the
+ * size of a .npy file of the layout, writes its header and maps it. */
+int cli_map_output(convolve_context *ctx, const char *path, const convolve_layout *layout,
+                   cli_mapped_out *m, char *msg);
+/* Syncs, unmaps and renames the temporary file over the output. On failure
+ * it is removed (exit code and msg). */
+int cli_map_output_commit(cli_mapped_out *m, char *msg);
+/* Unmaps and removes the temporary file (nothing is written). */
+void cli_map_output_discard(cli_mapped_out *m);
+
+/* Gives back the pages of the arrays' first rows_done / rows_total (input
+ * and output, either may be NULL or unmapped); the output's are first
+ * handed to writeback. */
+void cli_mapped_release(cli_mapped_in *in, cli_mapped_out *out, size_t rows_done,
+                        size_t rows_total);
+
+/* The temporary output file now existing (for a signal handler to remove),
+ * or NULL. */
+const char *cli_mapped_temp_path(void);
+
+/* ---- progress, cancellation (tools/cli_progress.c) ------------------------------- */
+
+/* What the progress callback keeps between calls. */
+typedef struct cli_progress {
+    int show;                    /* 0 none; 1 a terminal line redrawn after ~1 s; 2 a line per
+                                    update (--progress) */
+    int drawn;                   /* something was shown */
+    double last_draw_s;
+    size_t calls;                /* callbacks so far */
+    cli_mapped_in *in;           /* mapped files whose pages done are given back, or NULL */
+    cli_mapped_out *out;
+} cli_progress;
+
+/* show: none with quiet; every update when forced; else on a terminal. */
+void cli_progress_init(cli_progress *p, int quiet, int forced, cli_mapped_in *in,
+                       cli_mapped_out *out);
+/* A convolve_progress_fn: user is a cli_progress. Returns non-zero (cancel)
+ * once SIGINT or SIGTERM was caught. */
+int cli_progress_callback(void *user, const convolve_progress *progress);
+/* Ends the terminal line, if one was drawn. */
+void cli_progress_finish(cli_progress *p);
+
+/* Catches SIGINT and SIGTERM. While signals are deferred (cli_defer_signals(1):
+ * the convolution and saving), the first one is remembered (the callback
+ * cancels; the caller checks cli_interrupted and writes nothing); otherwise,
+ * or on a second one, the temporary output file (cli_mapped_temp_path) is
+ * removed and the process ends of the signal. */
+void cli_signals_install(void);
+void cli_defer_signals(int defer);
+/* The signal caught while deferred, or 0. */
+int cli_interrupted(void);
+/* Ends the process of the signal caught, if any (exit status 128 + signal in
+ * a shell: 130 for Ctrl-C); returns when there was none. */
+void cli_die_of_signal(void);
 
 /* `convolve INPUT... --output-dir DIR`, once the options are parsed and
  * checked (tools/cli_batch.c). */

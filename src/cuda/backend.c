@@ -20,4 +20,8 @@ const cvi_backend cvcu_backend = {
     .device_key = cvcu_device_key,
     .copy_bandwidth = cvcu_copy_bandwidth,
     .estimate_ms = cvcu_estimate_ms,
+    .device_count = cvcu_device_count,
+    .probe_index = cvcu_probe_index,
+    .memory_info = cvcu_memory_info,
+    .execute_host_streamed = NULL, /* the core's slab driver, one slab after another */
 };

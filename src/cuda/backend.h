@@ -35,6 +35,11 @@ void cvcu_device_key(const cvi_device *dev, const cvi_problem *p, char *key, siz
 double cvcu_estimate_ms(const cvi_problem *p, int started);
 convolve_status cvcu_copy_bandwidth(convolve_context *ctx, size_t bytes, int runs,
                                     double *gb_per_s);
+int cvcu_device_count(void);
+void cvcu_probe_index(int index, cvi_device *dev);
+convolve_status cvcu_memory_info(convolve_context *ctx, int index, size_t *free_bytes,
+                                 size_t *total_bytes);
+convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job *job);
 
 #ifdef __cplusplus
 }

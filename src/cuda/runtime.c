@@ -19,26 +19,14 @@
 
 /* ---- probe -------------------------------------------------------------- */
 
-void cvcu_probe(cvi_device *device)
+/* Fills *device for CUDA device dev (count devices on the host). */
+static void probe_device(int dev, int count, cvi_device *device)
 {
     convolve_device_info *info = &device->info;
-    memset(device, 0, sizeof *device);
-    int count = 0, dev = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess) {
-        snprintf(info->reason, sizeof info->reason, "%s (%s)", cudaGetErrorString(e),
-                 cudaGetErrorName(e));
-        (void)cudaGetLastError();
-        return;
-    }
+    cudaError_t e;
     info->device_count = count;
-    if (count < 1) {
-        snprintf(info->reason, sizeof info->reason, "no CUDA device found");
-        return;
-    }
     struct cudaDeviceProp prop;
-    if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
-        (e = cudaGetDeviceProperties(&prop, dev)) != cudaSuccess) {
+    if ((e = cudaGetDeviceProperties(&prop, dev)) != cudaSuccess) {
         snprintf(info->reason, sizeof info->reason, "cannot query CUDA device %d: %s (%s)", dev,
                  cudaGetErrorString(e), cudaGetErrorName(e));
         (void)cudaGetLastError();
@@ -58,7 +46,14 @@ void cvcu_probe(cvi_device *device)
                  prop.name, prop.major, prop.minor);
         return;
     }
-    if ((e = cvk_check_kernel_image()) != cudaSuccess) {
+    int prev = dev;
+    if ((e = cudaGetDevice(&prev)) == cudaSuccess && prev != dev)
+        e = cudaSetDevice(dev);
+    if (e == cudaSuccess)
+        e = cvk_check_kernel_image();
+    if (prev != dev)
+        (void)cudaSetDevice(prev);
+    if (e != cudaSuccess) {
         snprintf(info->reason, sizeof info->reason,
                  "no kernel of this libconvolve runs on %.60s (compute capability %d.%d): %.80s; "
                  "rebuild with CMAKE_CUDA_ARCHITECTURES=%d%d", prop.name, prop.major, prop.minor,
@@ -67,6 +62,72 @@ void cvcu_probe(cvi_device *device)
         return;
     }
     info->available = 1;
+}
+
+/* The number of devices, or -1 with the reason in info. */
+static int count_devices(convolve_device_info *info)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        snprintf(info->reason, sizeof info->reason, "%s (%s)", cudaGetErrorString(e),
+                 cudaGetErrorName(e));
+        (void)cudaGetLastError();
+        return -1;
+    }
+    info->device_count = count;
+    if (count < 1) {
+        snprintf(info->reason, sizeof info->reason, "no CUDA device found");
+        return -1;
+    }
+    return count;
+}
+
+void cvcu_probe(cvi_device *device)
+{
+    memset(device, 0, sizeof *device);
+    int count = count_devices(&device->info), dev = 0;
+    if (count < 0)
+        return;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) {
+        snprintf(device->info.reason, sizeof device->info.reason,
+                 "cannot query the current CUDA device: %s (%s)", cudaGetErrorString(e),
+                 cudaGetErrorName(e));
+        (void)cudaGetLastError();
+        return;
+    }
+    probe_device(dev, count, device);
+}
+
+int cvcu_device_count(void)
+{
+    convolve_device_info info;
+    int count = count_devices(&info);
+    return count < 0 ? 0 : count;
+}
+
+void cvcu_probe_index(int index, cvi_device *device)
+{
+    memset(device, 0, sizeof *device);
+    int count = count_devices(&device->info);
+    if (count < 0)
+        return;
+    probe_device(index, count, device);
+}
+
+convolve_status cvcu_memory_info(convolve_context *ctx, int index, size_t *free_bytes,
+                                 size_t *total_bytes)
+{
+    int prev = 0;
+    cudaError_t e = cudaGetDevice(&prev);
+    if (e == cudaSuccess && index >= 0 && index != prev)
+        e = cudaSetDevice(index);
+    if (e == cudaSuccess)
+        e = cudaMemGetInfo(free_bytes, total_bytes);
+    if (index >= 0 && index != prev)
+        (void)cudaSetDevice(prev);
+    return e == cudaSuccess ? CONVOLVE_OK : cvcu_error(ctx, e, "querying the device's memory");
 }
 
 /* ---- execution on device memory ---------------------------------------- */

@@ -174,6 +174,66 @@ convolve_status convolve_array_load(convolve_context *ctx, convolve_array **arra
     return st == CONVOLVE_OK ? cvi_ok(ctx) : prefix_path(ctx, st, path);
 }
 
+convolve_status convolve_npy_inspect(convolve_context *ctx, const char *path,
+                                     convolve_npy_info *info)
+{
+    if (!path || !info)
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_npy_inspect: %s is NULL",
+                         path ? "info" : "path");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return cvi_error(ctx, CONVOLVE_ERROR_IO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat sb;
+    convolve_status st = CONVOLVE_OK;
+    unsigned char *head = NULL;
+    if (fstat(fd, &sb) != 0)
+        st = cvi_error(ctx, CONVOLVE_ERROR_IO, "cannot read '%s': %s", path, strerror(errno));
+    else if (S_ISDIR(sb.st_mode))
+        st = cvi_error(ctx, CONVOLVE_ERROR_IO, "cannot read '%s': it is a directory", path);
+    else if (S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode))
+        st = cvi_error(ctx, CONVOLVE_ERROR_IO, "cannot read '%s': it is a device, not a file",
+                       path);
+    else if (!S_ISREG(sb.st_mode))
+        st = cvi_error(ctx, CONVOLVE_ERROR_IO, "cannot inspect '%s': it is not a regular file",
+                       path);
+    else if ((uintmax_t)sb.st_size > SIZE_MAX)
+        st = cvi_error(ctx, CONVOLVE_ERROR_SIZE_OVERFLOW, "'%s' is too large for this host",
+                       path);
+    else if (sb.st_size == 0)
+        st = cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "'%s' is empty", path);
+    const size_t size = st == CONVOLVE_OK ? (size_t)sb.st_size : 0;
+    size_t avail = size < 12 ? size : 12, length = 0;
+    if (st == CONVOLVE_OK && !(head = malloc(avail)))
+        st = cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory reading '%s'", path);
+    if (st == CONVOLVE_OK && pread(fd, head, avail, 0) != (ssize_t)avail)
+        st = cvi_error(ctx, CONVOLVE_ERROR_IO, "error reading '%s'", path);
+    if (st == CONVOLVE_OK &&
+        (st = cvio_npy_header_length(ctx, head, avail, size, &length)) != CONVOLVE_OK)
+        st = prefix_path(ctx, st, path);
+    else if (st == CONVOLVE_OK && length > avail) {
+        unsigned char *p = realloc(head, length);
+        if (!p)
+            st = cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory reading '%s'", path);
+        else if (head = p, pread(fd, head, length, 0) != (ssize_t)length)
+            st = cvi_error(ctx, CONVOLVE_ERROR_IO, "error reading '%s'", path);
+        else
+            avail = length;
+    }
+    cvio_npy_desc d;
+    if (st == CONVOLVE_OK && (st = cvio_npy_describe(ctx, head, avail, size, &d)) != CONVOLVE_OK)
+        st = prefix_path(ctx, st, path);
+    if (st == CONVOLVE_OK &&
+        (st = cvio_layout_init(ctx, &info->layout, d.dtype, d.ndim, d.shape, 1, ".npy array")) ==
+            CONVOLVE_OK) {
+        info->data_offset = d.data_offset;
+        info->byte_swapped = d.swap;
+        info->fortran_order = d.fortran;
+    }
+    free(head);
+    close(fd);
+    return st == CONVOLVE_OK ? cvi_ok(ctx) : st;
+}
+
 /* Writes the bytes to path atomically. A symbolic link is followed, so the
  * file it names is replaced, not the link; an existing target that is not a
  * regular file (a directory, device, FIFO) is refused. */

@@ -87,6 +87,27 @@ convolve_status cvio_read_text(convolve_context *ctx, const unsigned char *data,
 convolve_status cvio_read_tiff(convolve_context *ctx, const unsigned char *data, size_t size,
                                convolve_array **array);
 
+/* A .npy file as its header describes it (cvio_npy_describe). */
+typedef struct cvio_npy_desc {
+    convolve_dtype dtype;
+    int swap;                        /* data in the other byte order */
+    int fortran;                     /* Fortran order, 2 or 3 dimensions */
+    int ndim;
+    size_t shape[CONVOLVE_MAX_DIMS];
+    size_t data_offset, data_bytes;  /* where the data starts; its size */
+} cvio_npy_desc;
+
+/* The preamble and header's length (where the header dict ends) of a .npy
+ * file of `size` bytes whose first avail >= min(size, 12) bytes are at data;
+ * FORMAT as cvio_read_npy. */
+convolve_status cvio_npy_header_length(convolve_context *ctx, const unsigned char *data,
+                                       size_t avail, size_t size, size_t *length);
+/* Parses the header of a .npy file of `size` bytes whose first avail bytes
+ * (at least the header's length) are at data, and checks it as
+ * cvio_read_npy does (the same messages), the data's size included. */
+convolve_status cvio_npy_describe(convolve_context *ctx, const unsigned char *data, size_t avail,
+                                  size_t size, cvio_npy_desc *desc);
+
 /* ---- writers: an array to bytes appended to *out -------------------------- */
 /* The array must be one the format holds (cvio_format_fit says CVIO_HOLDS;
  * convolve_array_save checks). Each returns OK, INVALID_ARGUMENT, INTERNAL

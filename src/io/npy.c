@@ -174,10 +174,12 @@ typedef struct {
     size_t dims[NPY_MAX_PARSED_DIMS];
 } npy_header;
 
-/* The magic, the version and the header's length: *pre receives the
- * preamble's size, *hlen the header's. The header must be printable. */
-static convolve_status read_preamble(convolve_context *ctx, const unsigned char *data, size_t size,
-                                     size_t *pre, size_t *hlen)
+/* The magic, the version and the header's length of a file of `size` bytes
+ * whose first `avail` bytes are at data (avail >= min(size, 12)): *pre
+ * receives the preamble's size, *hlen the header's. When the header is within
+ * the bytes given, it must be printable. */
+static convolve_status read_preamble(convolve_context *ctx, const unsigned char *data, size_t avail,
+                                     size_t size, size_t *pre, size_t *hlen)
 {
     if (size < 10 || memcmp(data, "\x93NUMPY", 6) != 0)
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
@@ -200,6 +202,8 @@ static convolve_status read_preamble(convolve_context *ctx, const unsigned char 
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                          ".npy header length %zu runs past the end of the file (%zu bytes)",
                          *hlen, size);
+    if (avail < *pre + *hlen)
+        return CONVOLVE_OK;
     const unsigned char *s = data + *pre;
     for (size_t i = 0; i < *hlen; i++)
         if (s[i] < 0x20 && s[i] != '\n' && s[i] != '\t' && s[i] != '\r')
@@ -306,16 +310,26 @@ static convolve_status check_array(convolve_context *ctx, const npy_header *d, s
     return CONVOLVE_OK;
 }
 
-convolve_status cvio_read_npy(convolve_context *ctx, const unsigned char *data, size_t size,
-                              convolve_array **array)
+convolve_status cvio_npy_header_length(convolve_context *ctx, const unsigned char *data,
+                                       size_t avail, size_t size, size_t *length)
 {
-    *array = NULL;
+    size_t pre = 0, hlen = 0;
+    convolve_status st = read_preamble(ctx, data, avail, size, &pre, &hlen);
+    *length = pre + hlen;
+    return st;
+}
+
+convolve_status cvio_npy_describe(convolve_context *ctx, const unsigned char *data, size_t avail,
+                                  size_t size, cvio_npy_desc *desc)
+{
     size_t pre = 0, hlen = 0, count = 0, bytes;
     npy_header d;
     npy_type t = {CONVOLVE_FLOAT64, 0};
-    convolve_status st = read_preamble(ctx, data, size, &pre, &hlen);
+    convolve_status st = read_preamble(ctx, data, avail, size, &pre, &hlen);
     if (st != CONVOLVE_OK)
         return st;
+    if (avail < pre + hlen)
+        return cvi_error(ctx, CONVOLVE_ERROR_INTERNAL, ".npy: header not read whole");
     hdr h = {(const char *)data + pre, hlen, 0};
     if ((st = parse_header(ctx, &h, pre, &d)) != CONVOLVE_OK ||
         (st = parse_descr(ctx, d.descr, &t)) != CONVOLVE_OK ||
@@ -333,24 +347,45 @@ convolve_status cvio_read_npy(convolve_context *ctx, const unsigned char *data, 
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                          ".npy file has %zu bytes after the array's %zu bytes of data",
                          have - bytes, bytes);
-    convolve_array *a;
-    st = cvio_array_new(ctx, &a, t.dtype, d.nd, d.dims, 1, ".npy array");
+    desc->dtype = t.dtype;
+    desc->swap = t.swap;
+    desc->fortran = d.fortran && d.nd > 1;
+    desc->ndim = d.nd;
+    memset(desc->shape, 0, sizeof desc->shape);
+    memcpy(desc->shape, d.dims, (size_t)d.nd * sizeof d.dims[0]);
+    desc->data_offset = pre + hlen;
+    desc->data_bytes = bytes;
+    return CONVOLVE_OK;
+}
+
+convolve_status cvio_read_npy(convolve_context *ctx, const unsigned char *data, size_t size,
+                              convolve_array **array)
+{
+    *array = NULL;
+    cvio_npy_desc d;
+    convolve_status st = cvio_npy_describe(ctx, data, size, size, &d);
     if (st != CONVOLVE_OK)
         return st;
-    const unsigned char *src = data + pre + hlen;
-    if (d.fortran && d.nd > 1)
-        fortran_to_c(a->data, src, d.nd, d.dims, esize);
+    convolve_array *a;
+    st = cvio_array_new(ctx, &a, d.dtype, d.ndim, d.shape, 1, ".npy array");
+    if (st != CONVOLVE_OK)
+        return st;
+    const size_t esize = convolve_dtype_size(d.dtype);
+    const unsigned char *src = data + d.data_offset;
+    if (d.fortran)
+        fortran_to_c(a->data, src, d.ndim, d.shape, esize);
     else
-        memcpy(a->data, src, bytes);
-    if (t.swap)
-        swap_bytes(a->data, count, esize);
+        memcpy(a->data, src, d.data_bytes);
+    if (d.swap)
+        swap_bytes(a->data, d.data_bytes / esize, esize);
     *array = a;
     return CONVOLVE_OK;
 }
 
-convolve_status cvio_write_npy(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
+/* Appends the header (preamble and padded dict) of a .npy file holding an
+ * array of layout L to out: data then starts on a 64-byte boundary. */
+static convolve_status encode_header(convolve_context *ctx, const convolve_layout *L, cvi_buf *out)
 {
-    const convolve_layout *L = &array->layout;
     const char *code;
     switch (L->dtype) {
     case CONVOLVE_FLOAT32: code = "f4"; break;
@@ -380,10 +415,44 @@ convolve_status cvio_write_npy(convolve_context *ctx, const convolve_array *arra
     unsigned char preamble[12] = {0x93, 'N', 'U', 'M', 'P', 'Y', pre == 10 ? 1 : 2, 0};
     for (size_t k = 0; k < pre - 8; k++)
         preamble[8 + k] = (unsigned char)(h.size >> (8 * k));
-    ok = ok && cvi_buf_append(out, preamble, pre) && cvi_buf_append(out, h.data, h.size) &&
-         cvi_buf_append(out, array->data, array->bytes);
+    ok = ok && cvi_buf_append(out, preamble, pre) && cvi_buf_append(out, h.data, h.size);
     cvi_buf_free(&h);
     if (!ok)
         return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, ".npy: out of memory encoding");
     return CONVOLVE_OK;
+}
+
+convolve_status cvio_write_npy(convolve_context *ctx, const convolve_array *array, cvi_buf *out)
+{
+    convolve_status st = encode_header(ctx, &array->layout, out);
+    if (st == CONVOLVE_OK && !cvi_buf_append(out, array->data, array->bytes))
+        st = cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, ".npy: out of memory encoding");
+    return st;
+}
+
+convolve_status convolve_npy_header(convolve_context *ctx, const convolve_layout *layout,
+                                    void *buf, size_t capacity, size_t *size)
+{
+    if (!layout || !size || (!buf && capacity))
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_npy_header: %s is NULL",
+                         !layout ? "layout" : !size ? "size" : "buf");
+    *size = 0;
+    convolve_layout L;
+    convolve_status st = cvio_layout_init(ctx, &L, layout->dtype, layout->ndim, layout->shape,
+                                          layout->channels, ".npy array");
+    if (st != CONVOLVE_OK)
+        return st;
+    cvi_buf h = {NULL, 0, 0};
+    if ((st = encode_header(ctx, &L, &h)) != CONVOLVE_OK)
+        return st;
+    if (h.size > capacity) {
+        size_t need = h.size;
+        cvi_buf_free(&h);
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_npy_header: the header "
+                         "takes %zu bytes and the buffer holds %zu", need, capacity);
+    }
+    memcpy(buf, h.data, h.size);
+    *size = h.size;
+    cvi_buf_free(&h);
+    return cvi_ok(ctx);
 }

@@ -50,6 +50,10 @@ typedef struct cvk_emu_library *cudaLibrary_t;
 typedef struct cvk_emu_kernel *cudaKernel_t;
 
 #define cudaStreamNonBlocking 0x01
+#define cudaEventDisableTiming 0x02
+#define cudaHostRegisterDefault 0x00
+#define cudaHostRegisterPortable 0x01
+#define cudaHostAllocDefault 0x00
 
 struct cudaDeviceProp {
     char name[256];
@@ -93,6 +97,17 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t cudaEventDestroy(cudaEvent_t event);
 cudaError_t cudaGetLastError(void);
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes);
+cudaError_t cudaMallocHost(void **ptr, size_t size);
+cudaError_t cudaFreeHost(void *ptr);
+cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned flags);
+cudaError_t cudaHostUnregister(void *ptr);
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags);
+cudaError_t cudaEventQuery(cudaEvent_t event);
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                              size_t width, size_t height, enum cudaMemcpyKind kind,
+                              cudaStream_t stream);
 cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code, void *jit_options,
                                 void **jit_values, unsigned n_jit, void *lib_options,
                                 void **lib_values, unsigned n_lib);

@@ -14,7 +14,15 @@
  * Timing is by the host clock. Not a model of the GPU's performance.
  *
  * CVK_EMU_NO_DEVICE=1 in the environment makes cudaGetDeviceCount fail, to
- * exercise the "no usable GPU" paths.
+ * exercise the "no usable GPU" paths. CVK_EMU_DEVICES=N (1 to 16, default 1)
+ * makes N devices; the current device is per host thread, as in CUDA, and
+ * device memory is not tagged with its device (any device's pointer works).
+ * Streams and events: every call is synchronous (a copy or launch has
+ * happened when it returns), which is one valid ordering of the real
+ * asynchronous ones; an event records the host clock. Pinned host memory
+ * (cudaMallocHost, cudaHostRegister) is ordinary host memory, but
+ * cudaHostUnregister of memory not registered, and cudaFreeHost of memory
+ * not from cudaMallocHost, fail as CUDA would.
  */
 #include "cuda_runtime.h"
 
@@ -38,7 +46,7 @@ static std::vector<pthread_barrier_t> g_warp_barrier; /* one per warp, for shuff
 static std::vector<float> g_shfl;                     /* one slot per thread */
 static unsigned char *g_smem = nullptr;
 static size_t g_smem_size = 0;
-static cudaError_t g_last = cudaSuccess;
+static thread_local cudaError_t g_last = cudaSuccess; /* per host thread, as CUDA's */
 static std::map<const void *, int> g_dynamic_limit;
 static std::map<const void *, bool> g_barrier_free; /* learned on a kernel's first launch */
 static std::atomic<bool> g_synced{false};           /* a barrier was called in this launch */
@@ -215,13 +223,22 @@ cudaError_t cudaGetDeviceCount(int *count)
         *count = 0;
         return cudaErrorNoDevice;
     }
-    *count = 1;
+    *count = emu_device_count();
     return cudaSuccess;
+}
+
+static thread_local int t_device = 0;
+
+static int emu_device_count(void)
+{
+    const char *e = getenv("CVK_EMU_DEVICES");
+    int n = e ? atoi(e) : 1;
+    return n < 1 ? 1 : n > 16 ? 16 : n;
 }
 
 cudaError_t cudaGetDevice(int *device)
 {
-    *device = 0;
+    *device = t_device;
     return cudaSuccess;
 }
 
@@ -240,12 +257,95 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev
 
 cudaError_t cudaSetDevice(int device)
 {
-    return device == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice);
+    if (device < 0 || device >= emu_device_count())
+        return fail(cudaErrorInvalidDevice);
+    t_device = device;
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
+{
+    *total_bytes = (size_t)16 << 30;
+    *free_bytes = (size_t)15 << 30;
+    return cudaSuccess;
+}
+
+static std::mutex g_pinned_mutex;
+static std::map<void *, int> g_pinned; /* 1: cudaMallocHost, 2: cudaHostRegister */
+
+cudaError_t cudaMallocHost(void **ptr, size_t size)
+{
+    *ptr = malloc(size ? size : 1);
+    if (!*ptr)
+        return fail(cudaErrorMemoryAllocation);
+    memset(*ptr, 0xFF, size);
+    std::lock_guard<std::mutex> lock(g_pinned_mutex);
+    g_pinned[*ptr] = 1;
+    return cudaSuccess;
+}
+
+cudaError_t cudaFreeHost(void *ptr)
+{
+    if (!ptr)
+        return cudaSuccess;
+    std::lock_guard<std::mutex> lock(g_pinned_mutex);
+    auto it = g_pinned.find(ptr);
+    if (it == g_pinned.end() || it->second != 1)
+        return fail(cudaErrorInvalidValue);
+    g_pinned.erase(it);
+    free(ptr);
+    return cudaSuccess;
+}
+
+cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned flags)
+{
+    (void)size, (void)flags;
+    std::lock_guard<std::mutex> lock(g_pinned_mutex);
+    if (!ptr || g_pinned.count(ptr))
+        return fail(cudaErrorInvalidValue);
+    g_pinned[ptr] = 2;
+    return cudaSuccess;
+}
+
+cudaError_t cudaHostUnregister(void *ptr)
+{
+    std::lock_guard<std::mutex> lock(g_pinned_mutex);
+    auto it = g_pinned.find(ptr);
+    if (it == g_pinned.end() || it->second != 2)
+        return fail(cudaErrorInvalidValue);
+    g_pinned.erase(it);
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags)
+{
+    (void)stream, (void)event, (void)flags;
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags)
+{
+    (void)flags;
+    return cudaEventCreate(event);
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t event)
+{
+    (void)event;
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                              size_t width, size_t height, enum cudaMemcpyKind kind,
+                              cudaStream_t stream)
+{
+    (void)stream;
+    return cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind);
 }
 
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 {
-    if (device != 0)
+    if (device < 0 || device >= emu_device_count())
         return fail(cudaErrorInvalidDevice);
     memset(prop, 0, sizeof *prop);
     snprintf(prop->name, sizeof prop->name, "CPU emulation of a CUDA device");

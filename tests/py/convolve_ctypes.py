@@ -20,7 +20,10 @@ class Layout(C.Structure):
 class Options(C.Structure):
     _fields_ = [("operation", C.c_int), ("mode", C.c_int), ("cval", C.c_double),
                 ("origin", C.c_ssize_t * MAXD), ("backend", C.c_int),
-                ("strategy", C.c_char_p), ("threads", C.c_int), ("autotune", C.c_int)]
+                ("strategy", C.c_char_p), ("threads", C.c_int), ("autotune", C.c_int),
+                ("device_memory_budget", C.c_size_t), ("devices", C.POINTER(C.c_int)),
+                ("device_count", C.c_int), ("progress", C.c_void_p),
+                ("progress_user", C.c_void_p)]
 
 
 class StrategyInfo(C.Structure):

@@ -644,6 +644,24 @@ class ErrorsTable(unittest.TestCase):
         c("CLI", "--backend cuda without a GPU", "`--backend cuda`",
           base + f + ["--backend", "cuda"], 2, "no GPU can be used",
           no_cuda=(1, "built without CUDA"))
+        c("CLI", "bad device count", "`--devices 0`", base + f + ["--devices", "0"], 1,
+          "--devices '0': give all, a count from 1")
+        c("CLI", "bad device list", "`--devices 0,x`", base + f + ["--devices", "0,x"], 1,
+          "'x' is not a device number")
+        c("CLI", "device named twice", "`--devices 1,1`", base + f + ["--devices", "1,1"], 1,
+          "device 1 is named twice")
+        c("CLI", "more devices than the host has", "`--devices 2` (no GPU)",
+          base + f + ["--devices", "2"], 1, "this host has 0 CUDA devices")
+        c("CLI", "a device the host lacks", "`--devices 0,3` (no GPU)",
+          base + f + ["--devices", "0,3"], 1, "there is no device 3")
+        c("CLI", "bad --mmap", "`--mmap sometimes`", base + f + ["--mmap", "sometimes"], 1,
+          "--mmap 'sometimes': use auto, on or off")
+        c("CLI", "--mmap on with another format", "`--mmap on`, OUTPUT `out.png`",
+          [self.p("x2.npy"), self.p("out.png")] + f + ["--mmap", "on"], 1,
+          "--mmap on maps .npy files: OUTPUT", out="out.png")
+        np.save(self.p("xbe.npy"), np.load(self.p("x2.npy")).astype(">f8"))
+        c("CLI", "--mmap on, input needing conversion", "`--mmap on`, big-endian INPUT",
+          [self.p("xbe.npy"), out] + f + ["--mmap", "on"], 1, "in the other byte order")
 
     def weights(self):
         x2, out = self.p("x2.npy"), self.p("out.npy")

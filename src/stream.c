@@ -1,0 +1,545 @@
+/*
+ * stream.c - streamed execution on host memory (issue 12; src/stream.h):
+ * the choice of slab size, the slab geometry and sub-problems, gathering
+ * extended input rows into packed buffers and scattering exact output rows
+ * back, the shared slab counter, progress and cancellation, worker errors,
+ * and the core's own slab driver (one slab after another through a
+ * backend's prepare and execute_host) for backends without a pipelined
+ * executor (the CPU's).
+ */
+#include "backend.h"
+#include "internal.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* The CPU slab when a progress callback is set: about this much input. */
+#define CVI_CPU_SLAB_BYTES ((size_t)64 << 20)
+/* The pipelined executor's slab: about this much input plus output, unless
+ * the budget holds less (many slabs keep the pipeline's fill and drain short). */
+#define CVI_DEVICE_SLAB_BYTES ((size_t)256 << 20)
+/* Several devices: at least this many slabs per device (balance). */
+#define CVI_SLABS_PER_DEVICE 4
+
+struct cvi_stream_state {
+    pthread_mutex_t mutex;
+    pthread_cond_t changed;
+    size_t next;                    /* the next slab to hand out */
+    size_t slabs_done, rows_done, bytes_done;
+    size_t slabs_reported;
+    int stop, cancelled;
+    convolve_status failed;         /* the first worker failure */
+    int failed_worker;
+    int exited;                     /* workers that have ended */
+    convolve_progress_fn progress;
+    void *progress_user;
+    double t0;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- geometry -------------------------------------------------------------- */
+
+void cvi_stream_slab(const cvi_stream_job *job, size_t index, cvi_slab *slab)
+{
+    const cvi_problem *p = job->problem;
+    const ptrdiff_t n = (ptrdiff_t)job->rows, K = (ptrdiff_t)p->ksize[job->axis];
+    const ptrdiff_t koff = p->koff[job->axis];
+    slab->index = index;
+    slab->r0 = index * job->slab_rows;
+    slab->r1 = slab->r0 + job->slab_rows < job->rows ? slab->r0 + job->slab_rows : job->rows;
+    ptrdiff_t lo = (ptrdiff_t)slab->r0 - koff, hi = (ptrdiff_t)slab->r1 + K - 1 - koff;
+    if (p->mode == CVI_MODE_CONSTANT) { /* the sub-problem's own edge gives cval */
+        lo = lo < 0 ? 0 : lo;
+        hi = hi > n ? n : hi;
+    }
+    slab->ext_lo = lo;
+    slab->ext_rows = (size_t)(hi - lo);
+    slab->out_first = (size_t)((ptrdiff_t)slab->r0 - lo);
+}
+
+void cvi_stream_subproblem(const cvi_stream_job *job, size_t ext_rows, cvi_problem *sub)
+{
+    *sub = *job->problem;
+    sub->shape[job->axis] = ext_rows;
+    const size_t ie = convolve_dtype_size(sub->in_type), oe = convolve_dtype_size(sub->out_type);
+    size_t istep = ie * sub->channels, ostep = oe * sub->channels;
+    sub->in_cstride = (ptrdiff_t)ie;
+    sub->out_cstride = (ptrdiff_t)oe;
+    for (int a = 2; a >= 0; a--) {
+        sub->in_strides[a] = sub->shape[a] > 1 ? (ptrdiff_t)istep : 0;
+        sub->out_strides[a] = sub->shape[a] > 1 ? (ptrdiff_t)ostep : 0;
+        istep *= sub->shape[a];
+        ostep *= sub->shape[a];
+    }
+}
+
+/* 1 if a layout's rows along the slab axis are packed C order (channels
+ * interleaved), so that consecutive rows are one run of bytes. */
+static int packed_rows(const cvi_stream_job *job, const ptrdiff_t strides[3], ptrdiff_t cstride,
+                       size_t esize)
+{
+    const cvi_problem *p = job->problem;
+    size_t step = esize;
+    if (p->channels > 1 && cstride != (ptrdiff_t)step)
+        return 0;
+    step *= p->channels;
+    for (int a = 2; a >= job->axis; a--) {
+        if (p->shape[a] > 1 && strides[a] != (ptrdiff_t)step)
+            return 0;
+        step *= p->shape[a];
+    }
+    return 1;
+}
+
+/* Copies one row (all of the inner axes and channels) between a strided
+ * layout and a packed buffer: to_packed 1 gathers, 0 scatters. */
+static void copy_row(const cvi_stream_job *job, char *strided, const ptrdiff_t strides[3],
+                     ptrdiff_t cstride, size_t esize, char *packed, int to_packed)
+{
+    const cvi_problem *p = job->problem;
+    const size_t C = p->channels;
+    size_t n1 = job->axis < 1 ? p->shape[1] : 1, n2 = job->axis < 2 ? p->shape[2] : 1;
+    ptrdiff_t s1 = job->axis < 1 ? strides[1] : 0, s2 = job->axis < 2 ? strides[2] : 0;
+    for (size_t i1 = 0; i1 < n1; i1++)
+        for (size_t i2 = 0; i2 < n2; i2++) {
+            char *e = strided + (ptrdiff_t)i1 * s1 + (ptrdiff_t)i2 * s2;
+            for (size_t c = 0; c < C; c++, packed += esize) {
+                char *v = e + (ptrdiff_t)c * cstride;
+                if (to_packed)
+                    memcpy(packed, v, esize);
+                else
+                    memcpy(v, packed, esize);
+            }
+        }
+}
+
+/* Copies `bytes` bytes with up to `threads` threads. */
+static void parallel_copy(char *dst, const char *src, size_t bytes, int threads)
+{
+    const size_t chunk = (size_t)4 << 20;
+    if (threads <= 1 || bytes < 2 * chunk) {
+        memcpy(dst, src, bytes);
+        return;
+    }
+    const long parts = (long)((bytes + chunk - 1) / chunk);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (long i = 0; i < parts; i++) {
+        size_t off = (size_t)i * chunk, len = bytes - off < chunk ? bytes - off : chunk;
+        memcpy(dst + off, src + off, len);
+    }
+}
+
+void cvi_stream_gather(const cvi_stream_job *job, const cvi_slab *slab, size_t row_begin,
+                       size_t row_end, void *dst, int threads)
+{
+    const cvi_problem *p = job->problem;
+    const size_t rb = job->in_row_bytes, es = convolve_dtype_size(p->in_type);
+    const ptrdiff_t n = (ptrdiff_t)job->rows, sa = p->in_strides[job->axis];
+    const int packed = packed_rows(job, p->in_strides, p->in_cstride, es);
+    char *out = dst;
+    /* the rows inside the array: [lo, hi) of the buffer */
+    ptrdiff_t lo = -slab->ext_lo, hi = n - slab->ext_lo;
+    lo = lo < (ptrdiff_t)row_begin ? (ptrdiff_t)row_begin : lo;
+    hi = hi > (ptrdiff_t)row_end ? (ptrdiff_t)row_end : hi;
+    if (packed && lo < hi)
+        parallel_copy(out + (size_t)lo * rb,
+                      (const char *)job->in + (slab->ext_lo + lo) * sa, (size_t)(hi - lo) * rb,
+                      threads);
+    const long count = (long)(row_end - row_begin);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static) if (!packed && count > 16)
+#endif
+    for (long i = 0; i < count; i++) {
+        ptrdiff_t b = (ptrdiff_t)row_begin + i;
+        if (packed && b >= lo && b < hi)
+            continue;
+        ptrdiff_t g = cvi_boundary_index(slab->ext_lo + b, n, p->mode);
+        const char *src = (const char *)job->in + g * sa;
+        if (packed)
+            memcpy(out + (size_t)b * rb, src, rb);
+        else
+            copy_row(job, (char *)src, p->in_strides, p->in_cstride, es, out + (size_t)b * rb, 1);
+    }
+}
+
+void cvi_stream_scatter(const cvi_stream_job *job, const cvi_slab *slab, const void *src,
+                        int threads)
+{
+    const cvi_problem *p = job->problem;
+    const size_t rb = job->out_row_bytes, es = convolve_dtype_size(p->out_type);
+    const ptrdiff_t sa = p->out_strides[job->axis];
+    const size_t rows = slab->r1 - slab->r0;
+    char *base = (char *)job->out + (ptrdiff_t)slab->r0 * sa;
+    if (packed_rows(job, p->out_strides, p->out_cstride, es)) {
+        parallel_copy(base, src, rows * rb, threads);
+        return;
+    }
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static) if (rows > 16)
+#endif
+    for (long i = 0; i < (long)rows; i++)
+        copy_row(job, base + i * sa, p->out_strides, p->out_cstride, es,
+                 (char *)src + (size_t)i * rb, 0);
+}
+
+/* ---- the shared counter, progress, errors ------------------------------------ */
+
+int cvi_stream_next(cvi_stream_job *job, size_t *index)
+{
+    struct cvi_stream_state *s = job->state;
+    pthread_mutex_lock(&s->mutex);
+    int ok = !s->stop && s->next < job->slab_count;
+    if (ok)
+        *index = s->next++;
+    pthread_mutex_unlock(&s->mutex);
+    return ok;
+}
+
+void cvi_stream_done(cvi_stream_job *job, const cvi_slab *slab)
+{
+    struct cvi_stream_state *s = job->state;
+    size_t rows = slab->r1 - slab->r0;
+    pthread_mutex_lock(&s->mutex);
+    s->slabs_done++;
+    s->rows_done += rows;
+    s->bytes_done += rows * (job->in_row_bytes + job->out_row_bytes);
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->mutex);
+}
+
+convolve_status cvi_stream_fail(cvi_stream_job *job, int worker, convolve_status status)
+{
+    struct cvi_stream_state *s = job->state;
+    pthread_mutex_lock(&s->mutex);
+    if (s->failed == CONVOLVE_OK) {
+        s->failed = status;
+        s->failed_worker = worker;
+    }
+    s->stop = 1;
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->mutex);
+    return status;
+}
+
+int cvi_stream_stopping(const cvi_stream_job *job)
+{
+    struct cvi_stream_state *s = job->state;
+    pthread_mutex_lock(&s->mutex);
+    int stop = s->stop;
+    pthread_mutex_unlock(&s->mutex);
+    return stop;
+}
+
+void cvi_stream_worker_exit(cvi_stream_job *job)
+{
+    struct cvi_stream_state *s = job->state;
+    pthread_mutex_lock(&s->mutex);
+    s->exited++;
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->mutex);
+}
+
+/* With the mutex held: calls the callback (without the mutex) if slabs were
+ * done since the last call; a non-zero answer stops the job. */
+static void report_locked(cvi_stream_job *job, struct cvi_stream_state *s, int force)
+{
+    if (!s->progress || (!force && s->slabs_done == s->slabs_reported) || s->cancelled)
+        return;
+    convolve_progress pr;
+    pr.slabs_done = s->slabs_done;
+    pr.slabs_total = job->slab_count;
+    pr.rows_done = s->rows_done;
+    pr.rows_total = job->rows;
+    pr.bytes_done = s->bytes_done;
+    s->slabs_reported = s->slabs_done;
+    pthread_mutex_unlock(&s->mutex);
+    pr.elapsed_s = now_s() - s->t0;
+    int stop = s->progress(s->progress_user, &pr) != 0;
+    pthread_mutex_lock(&s->mutex);
+    if (stop && pr.slabs_done < pr.slabs_total) {
+        s->cancelled = 1;
+        s->stop = 1;
+    }
+}
+
+void cvi_stream_monitor(cvi_stream_job *job, int workers)
+{
+    struct cvi_stream_state *s = job->state;
+    pthread_mutex_lock(&s->mutex);
+    while (s->exited < workers) {
+        if (s->slabs_done != s->slabs_reported && !s->stop)
+            report_locked(job, s, 0);
+        else
+            pthread_cond_wait(&s->changed, &s->mutex);
+    }
+    if (!s->stop)
+        report_locked(job, s, 0);
+    pthread_mutex_unlock(&s->mutex);
+}
+
+/* ---- the core's slab driver: one slab after another ------------------------ */
+
+#define SUBPLAN_CACHE 6
+
+typedef struct {
+    size_t ext_rows;            /* 0: empty */
+    cvi_problem problem;        /* what state was made for (it may keep a pointer) */
+    void *state;
+} subplan;
+
+/* Runs the job on the calling thread through b's prepare and execute_host:
+ * gather, run the slab's sub-plan (one per distinct buffer size), scatter. */
+static convolve_status run_in_turn(convolve_context *ctx, const cvi_backend *b,
+                                   const cvi_device *dev, cvi_stream_job *job)
+{
+    struct cvi_stream_state *s = job->state;
+    subplan cache[SUBPLAN_CACHE];
+    memset(cache, 0, sizeof cache);
+    size_t max_ext = job->max_ext_rows;
+    char *in = NULL, *out = NULL;
+    convolve_status st = CONVOLVE_OK;
+    if (!(in = malloc(max_ext * job->in_row_bytes)) || !(out = malloc(max_ext * job->out_row_bytes))) {
+        st = cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for the slab buffers");
+        goto done;
+    }
+    size_t index;
+    int turn = 0;
+    while (cvi_stream_next(job, &index)) {
+        cvi_slab slab;
+        cvi_stream_slab(job, index, &slab);
+        subplan *sp = NULL;
+        for (int i = 0; i < SUBPLAN_CACHE && !sp; i++)
+            if (cache[i].ext_rows == slab.ext_rows)
+                sp = &cache[i];
+        if (!sp) {
+            sp = &cache[turn++ % SUBPLAN_CACHE];
+            if (sp->ext_rows)
+                b->release(sp->state);
+            sp->ext_rows = 0;
+            cvi_stream_subproblem(job, slab.ext_rows, &sp->problem);
+            if ((st = b->prepare(ctx, dev, job->strategy, &sp->problem, &sp->state)) !=
+                CONVOLVE_OK)
+                goto done;
+            sp->ext_rows = slab.ext_rows;
+        }
+        cvi_stream_gather(job, &slab, 0, slab.ext_rows, in, job->host_threads);
+        if ((st = b->execute_host(ctx, sp->state, in, out)) != CONVOLVE_OK)
+            goto done;
+        cvi_stream_scatter(job, &slab, out + slab.out_first * job->out_row_bytes,
+                           job->host_threads);
+        cvi_stream_done(job, &slab);
+        pthread_mutex_lock(&s->mutex);
+        report_locked(job, s, 0);
+        pthread_mutex_unlock(&s->mutex);
+    }
+done:
+    for (int i = 0; i < SUBPLAN_CACHE; i++)
+        if (cache[i].ext_rows)
+            b->release(cache[i].state);
+    free(in);
+    free(out);
+    return st;
+}
+
+/* ---- choosing slabs and running ---------------------------------------------- */
+
+/* Bytes from a text such as "512M" (K, M, G: powers of 1024); 0 if malformed. */
+static size_t parse_bytes(const char *text)
+{
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    size_t shift = 0;
+    if (end == text)
+        return 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10, end++; break;
+    case 'm': case 'M': shift = 20, end++; break;
+    case 'g': case 'G': shift = 30, end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end || v > (SIZE_MAX >> shift))
+        return 0;
+    return (size_t)v << shift;
+}
+
+size_t cvi_stream_env_budget(void)
+{
+    const char *e = getenv("CONVOLVE_DEVICE_BUDGET");
+    return e && *e ? parse_bytes(e) : 0;
+}
+
+/* The job's rows, row sizes and axis from the plan's problem. */
+static void describe(const convolve_plan *plan, cvi_stream_job *job)
+{
+    const cvi_problem *p = &plan->problem;
+    memset(job, 0, sizeof *job);
+    job->problem = p;
+    job->strategy = plan->strategy;
+    job->axis = 3 - p->ndim;
+    job->rows = p->shape[job->axis];
+    job->row_elems = p->channels;
+    for (int a = job->axis + 1; a < 3; a++)
+        job->row_elems *= p->shape[a];
+    job->in_row_bytes = job->row_elems * convolve_dtype_size(p->in_type);
+    job->out_row_bytes = job->row_elems * convolve_dtype_size(p->out_type);
+}
+
+convolve_status cvi_stream_choose(convolve_plan *plan, size_t *slab_rows)
+{
+    cvi_stream_job job;
+    describe(plan, &job);
+    const cvi_problem *p = &plan->problem;
+    const size_t n = job.rows, halo = p->ksize[job.axis] - 1;
+    const size_t row_io = job.in_row_bytes + job.out_row_bytes; /* fits: the arrays do */
+    *slab_rows = 0;
+    if (plan->strategy->backend == CONVOLVE_BACKEND_CPU) {
+        if (!plan->progress)
+            return CONVOLVE_OK;
+        const char *e = getenv("CONVOLVE_CPU_SLAB_BYTES");
+        size_t rows, forced = e && *e ? parse_bytes(e) : 0;
+        if (forced) /* exactly that (tests: slabs shorter than the filter) */
+            rows = forced / job.in_row_bytes;
+        else {
+            rows = CVI_CPU_SLAB_BYTES / job.in_row_bytes;
+            rows = rows < 4 * halo ? 4 * halo : rows; /* keep the halo's share small */
+        }
+        rows = rows < 1 ? 1 : rows;
+        if (rows < n)
+            *slab_rows = rows;
+        return CONVOLVE_OK;
+    }
+    /* CUDA: stream when the one-shot run would not fit the budget, or when
+     * devices are listed */
+    size_t budget = plan->budget;
+    size_t total;
+    int fits = cvi_mul_size(n, row_io, &total) && total <= budget;
+    if (fits && plan->device_count == 0)
+        return CONVOLVE_OK;
+    size_t per_row = row_io * CVI_STREAM_BUFFERS;
+    size_t rows = budget / per_row;
+    if (rows <= halo)
+        return cvi_error(plan->ctx, CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY,
+                         "the device memory budget of %zu bytes holds no slab: %d buffers of one "
+                         "row and the filter's %zu halo rows need %zu bytes",
+                         budget, CVI_STREAM_BUFFERS, halo, (halo + 1) * per_row);
+    rows -= halo;
+    size_t target = CVI_DEVICE_SLAB_BYTES / row_io;
+    target = target < 8 * halo ? 8 * halo : target;
+    target = target < 1 ? 1 : target;
+    rows = rows < target ? rows : target;
+    int workers = plan->device_count > 0 ? plan->device_count : 1;
+    if (workers > 1) {
+        size_t share = (n + (size_t)workers * CVI_SLABS_PER_DEVICE - 1) /
+                       ((size_t)workers * CVI_SLABS_PER_DEVICE);
+        rows = rows < share ? rows : share;
+    }
+    *slab_rows = rows < n ? rows : n;
+    return CONVOLVE_OK;
+}
+
+convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const void *in,
+                                   void *out)
+{
+    convolve_context *ctx = plan->ctx;
+    const cvi_backend *b = plan->backend;
+    cvi_stream_job job;
+    describe(plan, &job);
+    job.in = in;
+    job.out = out;
+    job.slab_rows = slab_rows;
+    job.slab_count = (job.rows + slab_rows - 1) / slab_rows;
+    job.max_ext_rows = slab_rows + plan->problem.ksize[job.axis] - 1;
+    job.host_threads = plan->problem.threads;
+#ifdef _OPENMP
+    if (job.host_threads <= 0)
+        job.host_threads = omp_get_max_threads();
+#endif
+    if (job.host_threads <= 0)
+        job.host_threads = 1;
+    const int streamed = b->execute_host_streamed != NULL;
+    job.worker_count = streamed && plan->device_count > 0 ? plan->device_count : 1;
+    job.devices = streamed && plan->device_count > 0 ? plan->devices : NULL;
+    if (job.worker_count > 1) {
+        job.host_threads /= job.worker_count;
+        job.host_threads = job.host_threads < 1 ? 1 : job.host_threads;
+    }
+
+    struct cvi_stream_state state;
+    memset(&state, 0, sizeof state);
+    pthread_mutex_init(&state.mutex, NULL);
+    pthread_cond_init(&state.changed, NULL);
+    state.progress = plan->progress;
+    state.progress_user = plan->progress_user;
+    state.t0 = now_s();
+    job.state = &state;
+
+    convolve_status st = CONVOLVE_OK;
+    convolve_context **wctx = NULL;
+    cvi_device *wdev = NULL;
+    if (state.progress) { /* the start */
+        pthread_mutex_lock(&state.mutex);
+        report_locked(&job, &state, 1);
+        pthread_mutex_unlock(&state.mutex);
+    }
+    if (state.cancelled)
+        goto finish;
+    if (!streamed) {
+        st = run_in_turn(ctx, b, &ctx->cuda, &job);
+        goto finish;
+    }
+    wctx = calloc((size_t)job.worker_count, sizeof *wctx);
+    wdev = calloc((size_t)job.worker_count, sizeof *wdev);
+    if (!wctx || !wdev) {
+        st = cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for the workers");
+        goto finish;
+    }
+    for (int w = 0; w < job.worker_count; w++) {
+        if (convolve_context_create(&wctx[w]) != CONVOLVE_OK) {
+            st = cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for the workers");
+            goto finish;
+        }
+        if (job.devices)
+            b->probe_index(job.devices[w], &wdev[w]);
+        else
+            wdev[w] = ctx->cuda;
+    }
+    job.worker_ctx = wctx;
+    job.worker_device = wdev;
+    st = b->execute_host_streamed(ctx, &job);
+    if (st == CONVOLVE_OK && state.failed != CONVOLVE_OK) {
+        st = state.failed;
+        cvi_error(ctx, st, "%s", convolve_last_error(wctx[state.failed_worker]));
+        if (job.worker_count > 1)
+            cvi_error_prefix(ctx, st, "device %d: ",
+                             job.devices ? job.devices[state.failed_worker] : 0);
+    }
+finish:
+    if (wctx)
+        for (int w = 0; w < job.worker_count; w++)
+            convolve_context_free(wctx[w]);
+    free(wctx);
+    free(wdev);
+    pthread_cond_destroy(&state.changed);
+    pthread_mutex_destroy(&state.mutex);
+    if (st == CONVOLVE_OK && state.cancelled)
+        st = cvi_error(ctx, CONVOLVE_ERROR_CANCELLED,
+                       "cancelled by the progress callback after %zu of %zu slabs",
+                       state.slabs_done, job.slab_count);
+    return st;
+}

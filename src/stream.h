@@ -1,0 +1,109 @@
+/*
+ * stream.h - streamed execution on host memory (issue 12), what the core
+ * (src/stream.c, which implements it) shares with a backend's streamed
+ * executor: a job cut into slabs along the slowest axis of the canonical
+ * problem, the geometry of each slab's extended-row buffer, the sub-problem
+ * such a buffer is, the gathering of input rows into it and the scattering
+ * of its exact output rows, the shared slab counter, and progress,
+ * cancellation and errors of the workers (one per device).
+ *
+ * A slab computes output rows [r0, r1) along axis `axis`. Its input buffer
+ * holds the extended rows [ext_lo, ext_lo + ext_rows) of the global array,
+ * each mapped by the mode (cvi_boundary_index), so that filters longer than
+ * the slab or the array, and every mode's global edges, are exact; in
+ * CONSTANT mode the range is clipped to the array instead and the
+ * sub-problem's own CONSTANT edge gives cval. The buffer is an ordinary
+ * problem (same strategy, mode, filter, packed C order) of ext_rows rows;
+ * its output rows [out_first, out_first + r1 - r0) are exact and the only
+ * ones copied back.
+ */
+#ifndef CONVOLVE_STREAM_H
+#define CONVOLVE_STREAM_H
+
+#include "problem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Slab buffer sets per device in the pipelined executor (counted in the
+ * device budget). */
+#define CVI_STREAM_BUFFERS 3
+
+typedef struct cvi_slab {
+    size_t index;
+    size_t r0, r1;          /* output rows [r0, r1) along the slab axis */
+    ptrdiff_t ext_lo;       /* the first extended input row (may lie outside) */
+    size_t ext_rows;        /* rows in the buffer */
+    size_t out_first;       /* the buffer's first exact output row (r0 - ext_lo) */
+} cvi_slab;
+
+typedef struct cvi_stream_job cvi_stream_job;
+
+struct cvi_stream_job {
+    /* what the backend reads */
+    const cvi_problem *problem;     /* the whole problem, in the caller's layouts */
+    const cvi_strategy *strategy;   /* the plan's strategy: every slab runs it */
+    const void *in;                 /* the caller's arrays */
+    void *out;
+    int axis;                       /* the slab axis: 3 - ndim */
+    size_t rows;                    /* the problem's extent along it */
+    size_t slab_rows;               /* output rows per slab (the last may have fewer) */
+    size_t slab_count;
+    size_t max_ext_rows;            /* the most rows a slab's buffer holds */
+    size_t row_elems;               /* values per row: the other axes' extents x channels */
+    size_t in_row_bytes, out_row_bytes; /* a packed row of input, of output */
+    int worker_count;               /* one worker per device */
+    const int *devices;             /* worker w runs on devices[w]; NULL: the current one */
+    const cvi_device *worker_device;    /* worker_count probes (one per device) */
+    convolve_context **worker_ctx;  /* worker w's own context (errors, sub-plans) */
+    int host_threads;               /* CPU threads a worker may use to gather and scatter */
+    struct cvi_stream_state *state; /* the core's: counters, progress, errors */
+};
+
+/* The geometry of slab `index` (< job->slab_count). */
+void cvi_stream_slab(const cvi_stream_job *job, size_t index, cvi_slab *slab);
+
+/* *sub = the problem of a buffer of ext_rows rows: the job's problem with
+ * that extent along the slab axis and packed C-order layouts (channels
+ * interleaved). Its weights and taps point into the job's problem. */
+void cvi_stream_subproblem(const cvi_stream_job *job, size_t ext_rows, cvi_problem *sub);
+
+/* Writes buffer rows [row_begin, row_end) of the slab's input (packed, in
+ * the input type) to dst (the buffer's start). Uses up to `threads` OpenMP
+ * threads. */
+void cvi_stream_gather(const cvi_stream_job *job, const cvi_slab *slab, size_t row_begin,
+                       size_t row_end, void *dst, int threads);
+
+/* Copies the slab's exact output rows from src (packed: row r0 first) to the
+ * caller's output. Uses up to `threads` OpenMP threads. */
+void cvi_stream_scatter(const cvi_stream_job *job, const cvi_slab *slab, const void *src,
+                        int threads);
+
+/* The next slab a worker should take (thread-safe), or 0 when none is left
+ * or the job stops (cancelled or failed); *index receives it. */
+int cvi_stream_next(cvi_stream_job *job, size_t *index);
+
+/* Worker reports: the slab's output is written (thread-safe). */
+void cvi_stream_done(cvi_stream_job *job, const cvi_slab *slab);
+
+/* Worker w failed with status (its message on job->worker_ctx[w]): the job
+ * stops; the first failure is the one reported. Returns status. */
+convolve_status cvi_stream_fail(cvi_stream_job *job, int worker, convolve_status status);
+
+/* 1 once the job should stop taking slabs (cancelled or failed). */
+int cvi_stream_stopping(const cvi_stream_job *job);
+
+/* Worker reports: it has ended (thread-safe; after its last cvi_stream_done). */
+void cvi_stream_worker_exit(cvi_stream_job *job);
+
+/* On the calling thread, while the workers run: calls the progress callback
+ * as slabs complete (cancelling when it asks) until `workers` workers have
+ * called cvi_stream_worker_exit. */
+void cvi_stream_monitor(cvi_stream_job *job, int workers);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,224 @@
+/*
+ * test_stream.c - the API of issue 12 on any build (CTest label cpu): the
+ * new options' defaults and validation, the device count and per-device
+ * query, the progress callback on a plan that runs as one slab, and
+ * cancellation from it; and the CPU's slabs (a progress callback and
+ * CONVOLVE_CPU_SLAB_BYTES set small): results byte for byte those of the
+ * one-shot run for every mode, 1-D to 3-D, channels, strided layouts,
+ * filters longer than a slab and than the array, uneven last slabs;
+ * cancellation between slabs.
+ */
+#include "harness.h"
+
+static convolve_context *ctx;
+
+#include "stream_cases.h"
+
+typedef struct {
+    int calls, cancel_at;
+    convolve_progress last;
+    int monotonic;
+} progress_log;
+
+static int on_progress(void *user, const convolve_progress *p)
+{
+    progress_log *log = user;
+    if (log->calls > 0 && (p->slabs_done < log->last.slabs_done ||
+                           p->rows_done < log->last.rows_done ||
+                           p->bytes_done < log->last.bytes_done))
+        log->monotonic = 0;
+    if (p->slabs_done > p->slabs_total || p->rows_done > p->rows_total)
+        log->monotonic = 0;
+    log->last = *p;
+    log->calls++;
+    return log->cancel_at >= 0 && log->calls > log->cancel_at;
+}
+
+static void api(void)
+{
+    convolve_options o;
+    memset(&o, 0x5A, sizeof o);
+    convolve_options_init(&o);
+    CHECK(o.device_memory_budget == 0 && o.devices == NULL && o.device_count == 0 &&
+              o.progress == NULL && o.progress_user == NULL,
+          "options_init zeroes the streaming fields");
+    CHECK(strcmp(convolve_status_name(CONVOLVE_ERROR_CANCELLED), "CONVOLVE_ERROR_CANCELLED") == 0,
+          "CANCELLED has a name");
+    CHECK(strcmp(convolve_status_description(CONVOLVE_ERROR_CANCELLED), "unknown status") != 0,
+          "CANCELLED has a description");
+
+    int count = -5;
+    CHECK_OK(ctx, convolve_device_count(ctx, &count));
+    CHECK(count >= 0, "device count %d", count);
+    if (!convolve_backend_built(CONVOLVE_BACKEND_CUDA))
+        CHECK(count == 0, "no CUDA built in: %d devices", count);
+    CHECK_STATUS(ctx, convolve_device_count(ctx, NULL), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    convolve_device_info info;
+    for (int d = 0; d < count; d++) {
+        memset(&info, 0, sizeof info);
+        CHECK_OK(ctx, convolve_device_query_index(ctx, d, &info));
+        CHECK(info.device_count == count, "device %d: count %d", d, info.device_count);
+        CHECK(info.available ? info.name[0] != 0 : info.reason[0] != 0,
+              "device %d: a name or a reason", d);
+    }
+    CHECK_STATUS(ctx, convolve_device_query_index(ctx, count, &info),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_device_query_index(ctx, -1, &info),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_device_query_index(ctx, 0, NULL), CONVOLVE_ERROR_INVALID_ARGUMENT);
+
+    /* validation at plan creation */
+    size_t shape[2] = {9, 11};
+    convolve_layout l;
+    convolve_layout_init(&l, CONVOLVE_FLOAT32, 2, shape, 1);
+    convolve_filter *f;
+    CHECK_OK(ctx, convolve_filter_create_named(ctx, &f, "box:1", 2));
+    convolve_plan *p = NULL;
+    convolve_options_init(&o);
+    o.device_count = -2;
+    CHECK_STATUS(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    o.device_count = 2;
+    CHECK_STATUS(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    int twice[2] = {0, 0}, negative[1] = {-1};
+    o.devices = twice;
+    CHECK_STATUS(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    o.devices = negative;
+    o.device_count = 1;
+    CHECK_STATUS(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK(p == NULL, "no plan after a failure");
+    /* devices are ignored by CPU plans */
+    int one[1] = {0};
+    o.devices = one;
+    o.backend = CONVOLVE_BACKEND_CPU;
+    CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o));
+    convolve_plan_free(p);
+    /* a CUDA plan on a device the host does not have */
+    if (count > 0) {
+        int beyond[1] = {count};
+        o.devices = beyond;
+        o.backend = CONVOLVE_BACKEND_CUDA;
+        CHECK_STATUS(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o),
+                     CONVOLVE_ERROR_INVALID_ARGUMENT);
+    }
+    convolve_filter_free(f);
+}
+
+/* A small CPU plan runs as one slab: the callback sees 0 of 1, then 1 of 1;
+ * cancelling at the start writes nothing and says CANCELLED. */
+static void progress_one_slab(void)
+{
+    size_t shape[2] = {17, 23}, n = 17 * 23;
+    convolve_layout l;
+    convolve_layout_init(&l, CONVOLVE_FLOAT64, 2, shape, 1);
+    convolve_filter *f;
+    CHECK_OK(ctx, convolve_filter_create_named(ctx, &f, "gaussian:1", 2));
+    double *in = malloc(n * sizeof *in), *out = malloc(n * sizeof *out);
+    h_fill(in, n);
+    h_poison(CONVOLVE_FLOAT64, out, n);
+    progress_log log = {0, -1, {0}, 1};
+    convolve_options o;
+    convolve_options_init(&o);
+    o.backend = CONVOLVE_BACKEND_CPU;
+    o.progress = on_progress;
+    o.progress_user = &log;
+    convolve_plan *p;
+    CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o));
+    CHECK_OK(ctx, convolve_execute(p, in, out));
+    CHECK(log.calls == 2 && log.monotonic, "%d calls", log.calls);
+    CHECK(log.last.slabs_done == 1 && log.last.slabs_total == 1 && log.last.rows_done == 17 &&
+              log.last.rows_total == 17 && log.last.bytes_done == 2 * n * sizeof(double) &&
+              log.last.elapsed_s >= 0,
+          "the last report: %zu/%zu slabs, %zu/%zu rows, %zu bytes", log.last.slabs_done,
+          log.last.slabs_total, log.last.rows_done, log.last.rows_total, log.last.bytes_done);
+    int finite = 1;
+    for (size_t i = 0; i < n; i++)
+        finite &= isfinite(out[i]);
+    CHECK(finite, "the output is written");
+
+    h_poison(CONVOLVE_FLOAT64, out, n);
+    log = (progress_log){0, 0, {0}, 1};
+    CHECK_STATUS(ctx, convolve_execute(p, in, out), CONVOLVE_ERROR_CANCELLED);
+    CHECK(log.calls == 1, "cancelled at the first call: %d calls", log.calls);
+    int untouched = 1;
+    for (size_t i = 0; i < n; i++)
+        untouched &= isnan(out[i]);
+    CHECK(untouched, "nothing written when cancelled before the start");
+    convolve_plan_free(p);
+    convolve_filter_free(f);
+    free(in);
+    free(out);
+}
+
+/* Random small cases on the CPU, with slabs of a random few rows. */
+static void cpu_slabs(int cases)
+{
+    static const char *strategies[] = {"reference", "direct", "separable", NULL};
+    static const convolve_dtype types[][2] = {{CONVOLVE_FLOAT32, CONVOLVE_FLOAT32},
+                                              {CONVOLVE_FLOAT64, CONVOLVE_FLOAT64},
+                                              {CONVOLVE_UINT8, CONVOLVE_UINT8},
+                                              {CONVOLVE_UINT16, CONVOLVE_FLOAT32}};
+    int ran = 0;
+    for (int i = 0; i < cases; i++) {
+        s_case c;
+        memset(&c, 0, sizeof c);
+        c.backend = CONVOLVE_BACKEND_CPU;
+        c.strategy = strategies[h_randint(0, 3)];
+        int t = (int)h_randint(0, 3);
+        c.in_type = types[t][0], c.out_type = types[t][1];
+        c.ndim = (int)h_randint(1, 3);
+        c.channels = h_randint(0, 3) ? 1 : (size_t)h_randint(2, 3);
+        for (int a = 0; a < c.ndim; a++) {
+            c.shape[a] = (size_t)h_randint(1, c.ndim == 1 ? 90 : c.ndim == 2 ? 30 : 12);
+            /* now and then a filter longer than the array */
+            c.ksize[a] = (size_t)h_randint(1, h_randint(0, 4) ? 7 : (long)(2 * c.shape[a] + 3));
+            c.origin[a] = h_randint(-(long)(c.ksize[a] / 2), (long)((c.ksize[a] - 1) / 2));
+        }
+        c.separable = c.strategy && strcmp(c.strategy, "separable") == 0 ? 1 : (int)h_randint(0, 1);
+        c.mode = (convolve_mode)h_randint(0, 4);
+        c.cval = h_randint(0, 1) ? h_uniform(-2, 2) : 0;
+        c.layout = (int)h_randint(0, H_LAYOUT_KINDS - 1);
+        /* auto (the CPU's "fast") picks its method per slab size (FFT, separable
+         * passes or direct): then to rounding; a named strategy byte for byte */
+        c.exact = c.strategy != NULL;
+        /* slabs of 1 to 5 rows: often shorter than the filter */
+        size_t row = c.channels * convolve_dtype_size(c.in_type);
+        for (int a = 1; a < c.ndim; a++)
+            row *= c.shape[a];
+        size_t rows = (size_t)h_randint(1, 5);
+        char bytes[32];
+        snprintf(bytes, sizeof bytes, "%zu", rows * row);
+        setenv("CONVOLVE_CPU_SLAB_BYTES", bytes, 1);
+        c.min_slabs = rows < c.shape[0] ? 2 : 1;
+        ran += s_run_case(&c);
+    }
+    CHECK(ran > cases / 2, "%d of %d cases ran", ran, cases);
+
+    /* cancellation after the first slab, then after the third */
+    s_case c;
+    memset(&c, 0, sizeof c);
+    c.backend = CONVOLVE_BACKEND_CPU;
+    c.in_type = c.out_type = CONVOLVE_FLOAT32;
+    c.ndim = 2, c.shape[0] = 40, c.shape[1] = 33, c.channels = 1;
+    setenv("CONVOLVE_CPU_SLAB_BYTES", "528", 1); /* 4 rows */
+    s_cancel_case(&c, 1);
+    s_cancel_case(&c, 3);
+    c.ndim = 3, c.shape[0] = 9, c.shape[1] = 5, c.shape[2] = 4;
+    setenv("CONVOLVE_CPU_SLAB_BYTES", "80", 1); /* 1 plane */
+    s_cancel_case(&c, 2);
+    unsetenv("CONVOLVE_CPU_SLAB_BYTES");
+}
+
+int main(void)
+{
+    h_seed("test_stream");
+    CHECK_OK(NULL, convolve_context_create(&ctx));
+    api();
+    progress_one_slab();
+    cpu_slabs(300);
+    convolve_context_free(ctx);
+    return h_finish("test_stream");
+}
