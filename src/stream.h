@@ -58,6 +58,8 @@ struct cvi_stream_job {
     const cvi_device *worker_device;    /* worker_count probes (one per device) */
     convolve_context **worker_ctx;  /* worker w's own context (errors, sub-plans) */
     int host_threads;               /* CPU threads a worker may use to gather and scatter */
+    void *backend_state;            /* the plan's state from the backend's prepare (the
+                                       executor may keep resources there) */
     struct cvi_stream_state *state; /* the core's: counters, progress, errors */
 };
 

@@ -22,5 +22,5 @@ const cvi_backend cvcu_backend = {
     .device_count = cvcu_device_count,
     .probe_index = cvcu_probe_index,
     .memory_info = cvcu_memory_info,
-    .execute_host_streamed = NULL, /* the core's slab driver, one slab after another */
+    .execute_host_streamed = cvcu_execute_host_streamed,
 };

@@ -214,6 +214,15 @@ cudaError_t cvk_emu_launch(const void *fn, dim3 grid, dim3 block, size_t smem,
     return cudaSuccess;
 }
 
+static thread_local int t_device = 0;
+
+static int emu_device_count(void)
+{
+    const char *e = getenv("CVK_EMU_DEVICES");
+    int n = e ? atoi(e) : 1;
+    return n < 1 ? 1 : n > 16 ? 16 : n;
+}
+
 extern "C" {
 
 cudaError_t cudaGetDeviceCount(int *count)
@@ -225,15 +234,6 @@ cudaError_t cudaGetDeviceCount(int *count)
     }
     *count = emu_device_count();
     return cudaSuccess;
-}
-
-static thread_local int t_device = 0;
-
-static int emu_device_count(void)
-{
-    const char *e = getenv("CVK_EMU_DEVICES");
-    int n = e ? atoi(e) : 1;
-    return n < 1 ? 1 : n > 16 ? 16 : n;
 }
 
 cudaError_t cudaGetDevice(int *device)

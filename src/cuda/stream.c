@@ -1,0 +1,339 @@
+/*
+ * stream.c - the CUDA backend's pipelined executor for streamed host-memory
+ * plans (cvi_backend.execute_host_streamed; the job and its slabs:
+ * src/stream.h). One host thread per device (a worker), each with three
+ * streams (copies in, kernels, copies out), CVI_STREAM_BUFFERS slots of
+ * pinned staging and pitched device buffers, and its own sub-plans (one per
+ * distinct slab buffer size, made with its device current, of the plan's
+ * strategy). A worker takes slabs from the job's shared counter; for each it
+ * gathers the extended input rows into a slot's pinned buffer (CPU threads),
+ * queues the copy in, the kernel and the copy out of the exact rows, each
+ * stream waiting on the previous one's event, and goes on to the next slab
+ * while the GPU works; a slot is reused once its copy out has landed, when
+ * its rows are scattered to the caller's output and reported. The calling
+ * thread meanwhile reports progress (cvi_stream_monitor). Resources are kept
+ * in the plan for its next execution. Every CUDA call is checked.
+ */
+#include "backend.h"
+#include "plan.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SUBPLANS 6
+
+typedef struct {
+    void *h_in, *h_out;             /* pinned staging: packed extended input, exact output rows */
+    void *d_in, *d_out;             /* device images, lines `pitch` bytes apart */
+    size_t in_pitch, out_pitch;
+    cudaEvent_t copied_in, computed, copied_out;
+    cvi_slab slab;
+    int busy;
+} slot;
+
+/* One device's resources, kept by the plan between executions. */
+typedef struct cvcu_stream_worker {
+    int device;
+    size_t max_ext_rows, slab_rows;     /* what the buffers were made for */
+    cudaStream_t in_stream, compute, out_stream;
+    slot slots[CVI_STREAM_BUFFERS];
+    size_t sub_rows[SUBPLANS];          /* 0: empty */
+    cvcu_plan *sub[SUBPLANS];
+    int sub_turn;
+} worker_res;
+
+struct cvcu_stream_cache {
+    int count;
+    worker_res *workers;
+};
+
+typedef struct {
+    cvi_stream_job *job;
+    int index;
+    worker_res *res;
+    size_t lines_per_row;   /* device image lines (x rows) per slab row (2-D, 3-D) */
+    size_t in_line, out_line; /* bytes of a packed line; 1-D: of a slab row (one element) */
+} worker_arg;
+
+static void free_worker(worker_res *r)
+{
+    int prev = 0;
+    if (cudaGetDevice(&prev) != cudaSuccess)
+        prev = r->device;
+    (void)cudaSetDevice(r->device);
+    for (int i = 0; i < SUBPLANS; i++)
+        if (r->sub_rows[i])
+            cvcu_release(r->sub[i]);
+    if (r->in_stream)
+        (void)cudaStreamSynchronize(r->in_stream);
+    if (r->compute)
+        (void)cudaStreamSynchronize(r->compute);
+    if (r->out_stream)
+        (void)cudaStreamSynchronize(r->out_stream);
+    for (int i = 0; i < CVI_STREAM_BUFFERS; i++) {
+        slot *s = &r->slots[i];
+        if (s->h_in)
+            (void)cudaFreeHost(s->h_in);
+        if (s->h_out)
+            (void)cudaFreeHost(s->h_out);
+        if (s->d_in)
+            (void)cudaFree(s->d_in);
+        if (s->d_out)
+            (void)cudaFree(s->d_out);
+        if (s->copied_in)
+            (void)cudaEventDestroy(s->copied_in);
+        if (s->computed)
+            (void)cudaEventDestroy(s->computed);
+        if (s->copied_out)
+            (void)cudaEventDestroy(s->copied_out);
+    }
+    if (r->in_stream)
+        (void)cudaStreamDestroy(r->in_stream);
+    if (r->compute)
+        (void)cudaStreamDestroy(r->compute);
+    if (r->out_stream)
+        (void)cudaStreamDestroy(r->out_stream);
+    (void)cudaGetLastError();
+    (void)cudaSetDevice(prev);
+    memset(r, 0, sizeof *r);
+}
+
+void cvcu_stream_cache_free(struct cvcu_stream_cache *c)
+{
+    if (!c)
+        return;
+    for (int w = 0; w < c->count; w++)
+        free_worker(&c->workers[w]);
+    free(c->workers);
+    free(c);
+}
+
+/* A device image of `lines` lines of `width` bytes: pitched for several. */
+static cudaError_t alloc_lines(size_t width, size_t lines, void **ptr, size_t *pitch)
+{
+    if (lines > 1) {
+        cudaError_t e = cudaMallocPitch(ptr, pitch, width, lines);
+        if (e == cudaSuccess || e == cudaErrorMemoryAllocation)
+            return e;
+        (void)cudaGetLastError();
+    }
+    *pitch = width;
+    return cudaMalloc(ptr, width * lines);
+}
+
+/* Makes the worker's streams, events and buffers (its device is current). */
+static convolve_status make_worker(convolve_context *ctx, const worker_arg *a, worker_res *r)
+{
+    const cvi_stream_job *job = a->job;
+    cudaError_t e;
+    if ((e = cudaStreamCreateWithFlags(&r->in_stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&r->compute, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&r->out_stream, cudaStreamNonBlocking)) != cudaSuccess)
+        return cvcu_error(ctx, e, "creating the streams of the slab pipeline");
+    const size_t in_lines = job->max_ext_rows * a->lines_per_row;
+    for (int i = 0; i < CVI_STREAM_BUFFERS; i++) {
+        slot *s = &r->slots[i];
+        if ((e = cudaEventCreateWithFlags(&s->copied_in, cudaEventDisableTiming)) != cudaSuccess ||
+            (e = cudaEventCreateWithFlags(&s->computed, cudaEventDisableTiming)) != cudaSuccess ||
+            (e = cudaEventCreateWithFlags(&s->copied_out, cudaEventDisableTiming)) != cudaSuccess)
+            return cvcu_error(ctx, e, "creating the events of the slab pipeline");
+        if ((e = cudaMallocHost(&s->h_in, job->max_ext_rows * job->in_row_bytes)) != cudaSuccess ||
+            (e = cudaMallocHost(&s->h_out, job->slab_rows * job->out_row_bytes)) != cudaSuccess)
+            return cvcu_error(ctx, e, "allocating pinned staging buffers");
+        if ((e = alloc_lines(a->in_line * (job->axis == 2 ? job->max_ext_rows : 1),
+                             job->axis == 2 ? 1 : in_lines, &s->d_in, &s->in_pitch)) !=
+                cudaSuccess ||
+            (e = alloc_lines(a->out_line * (job->axis == 2 ? job->max_ext_rows : 1),
+                             job->axis == 2 ? 1 : in_lines, &s->d_out, &s->out_pitch)) !=
+                cudaSuccess)
+            return cvcu_error(ctx, e, "allocating the device slab buffers");
+    }
+    r->max_ext_rows = job->max_ext_rows;
+    r->slab_rows = job->slab_rows;
+    return CONVOLVE_OK;
+}
+
+/* The worker's sub-plan for buffers of ext_rows rows (made on first use). */
+static convolve_status sub_plan(convolve_context *ctx, cvi_stream_job *job, int w,
+                                worker_res *r, size_t ext_rows, cvcu_plan **plan)
+{
+    for (int i = 0; i < SUBPLANS; i++)
+        if (r->sub_rows[i] == ext_rows) {
+            *plan = r->sub[i];
+            return CONVOLVE_OK;
+        }
+    int i = r->sub_turn++ % SUBPLANS;
+    if (r->sub_rows[i]) {
+        /* its kernels may still run on the compute stream */
+        cudaError_t e = cudaStreamSynchronize(r->compute);
+        if (e != cudaSuccess)
+            return cvcu_error(ctx, e, "waiting for the slab kernels");
+        cvcu_release(r->sub[i]);
+        r->sub_rows[i] = 0;
+    }
+    cvi_problem sub;
+    cvi_stream_subproblem(job, ext_rows, &sub);
+    void *state = NULL;
+    convolve_status st = cvcu_prepare(ctx, &job->worker_device[w], job->strategy, &sub, &state);
+    if (st != CONVOLVE_OK)
+        return st;
+    r->sub[i] = state;
+    r->sub_rows[i] = ext_rows;
+    *plan = state;
+    return CONVOLVE_OK;
+}
+
+/* Waits for slot s's copy out, scatters its rows and reports them. */
+static convolve_status finish(convolve_context *ctx, worker_arg *a, slot *s, int deliver)
+{
+    if (!s->busy)
+        return CONVOLVE_OK;
+    s->busy = 0;
+    cudaError_t e = cudaEventSynchronize(s->copied_out);
+    if (e != cudaSuccess)
+        return cvcu_error(ctx, e, "running a slab");
+    if (deliver) {
+        cvi_stream_scatter(a->job, &s->slab, s->h_out, a->job->host_threads);
+        cvi_stream_done(a->job, &s->slab);
+    }
+    return CONVOLVE_OK;
+}
+
+/* Gathers slab into slot s and queues its copy in, kernel and copy out. */
+static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu_plan *plan)
+{
+    cvi_stream_job *job = a->job;
+    worker_res *r = a->res;
+    const cvi_slab *slab = &s->slab;
+    cvi_stream_gather(job, slab, 0, slab->ext_rows, s->h_in, job->host_threads);
+    /* 2-D and 3-D: ext_rows x lines_per_row lines; 1-D: one line of ext_rows elements */
+    const int one_d = job->axis == 2;
+    const size_t lines = one_d ? 1 : slab->ext_rows * a->lines_per_row;
+    const size_t out_lines = one_d ? 1 : (slab->r1 - slab->r0) * a->lines_per_row;
+    const size_t in_width = one_d ? slab->ext_rows * a->in_line : a->in_line;
+    const size_t out_width = one_d ? (slab->r1 - slab->r0) * a->out_line : a->out_line;
+    const size_t in_pitch = one_d ? in_width : s->in_pitch;
+    cudaError_t e;
+    if ((e = cudaMemcpy2DAsync(s->d_in, in_pitch, s->h_in, in_width, in_width, lines,
+                               cudaMemcpyHostToDevice, r->in_stream)) != cudaSuccess ||
+        (e = cudaEventRecord(s->copied_in, r->in_stream)) != cudaSuccess ||
+        (e = cudaStreamWaitEvent(r->compute, s->copied_in, 0)) != cudaSuccess)
+        return cvcu_error(ctx, e, "copying a slab to the device");
+    /* the device images as the one-shot path lays them: channels
+     * interleaved, lines `pitch` apart */
+    cvk_args k = plan->args;
+    const long long C = (long long)plan->p.channels, n1 = (long long)plan->p.shape[1];
+    const long long irow = (long long)(s->in_pitch / plan->in_esize);
+    const long long orow = (long long)(s->out_pitch / plan->out_esize);
+    k.in = s->d_in;
+    k.out = s->d_out;
+    k.ics = 1, k.is[2] = C, k.is[1] = irow, k.is[0] = irow * n1;
+    k.ocs = 1, k.os[2] = C, k.os[1] = orow, k.os[0] = orow * n1;
+    if ((e = cvcu_launch(plan, &k, r->compute)) != cudaSuccess)
+        return cvcu_launch_error(ctx, plan, e);
+    if ((e = cudaEventRecord(s->computed, r->compute)) != cudaSuccess ||
+        (e = cudaStreamWaitEvent(r->out_stream, s->computed, 0)) != cudaSuccess)
+        return cvcu_error(ctx, e, "running a slab's kernel");
+    const char *first = (const char *)s->d_out +
+                        (one_d ? slab->out_first * a->out_line
+                               : slab->out_first * a->lines_per_row * s->out_pitch);
+    const size_t out_pitch = one_d ? out_width : s->out_pitch;
+    if ((e = cudaMemcpy2DAsync(s->h_out, out_width, first, out_pitch, out_width, out_lines,
+                               cudaMemcpyDeviceToHost, r->out_stream)) != cudaSuccess ||
+        (e = cudaEventRecord(s->copied_out, r->out_stream)) != cudaSuccess)
+        return cvcu_error(ctx, e, "copying a slab from the device");
+    s->busy = 1;
+    return CONVOLVE_OK;
+}
+
+static void *run_worker(void *p)
+{
+    worker_arg *a = p;
+    cvi_stream_job *job = a->job;
+    const int w = a->index;
+    convolve_context *ctx = job->worker_ctx[w];
+    worker_res *r = a->res;
+    convolve_status st = CONVOLVE_OK;
+    cudaError_t e = cudaSetDevice(r->device);
+    if (e != cudaSuccess) {
+        st = cvcu_error(ctx, e, "selecting the device");
+        goto out;
+    }
+    if (!r->in_stream && (st = make_worker(ctx, a, r)) != CONVOLVE_OK)
+        goto out;
+    size_t index, turn = 0;
+    while (st == CONVOLVE_OK && cvi_stream_next(job, &index)) {
+        slot *s = &r->slots[turn++ % CVI_STREAM_BUFFERS];
+        if ((st = finish(ctx, a, s, 1)) != CONVOLVE_OK)
+            break;
+        cvi_stream_slab(job, index, &s->slab);
+        cvcu_plan *plan = NULL;
+        if ((st = sub_plan(ctx, job, w, r, s->slab.ext_rows, &plan)) != CONVOLVE_OK ||
+            (st = start(ctx, a, s, plan)) != CONVOLVE_OK)
+            break;
+    }
+    /* the slabs in flight finish (in the order they started), even when
+     * cancelled; after a failure they are only waited for */
+    for (size_t i = 0; i < CVI_STREAM_BUFFERS; i++) {
+        slot *s = &r->slots[(turn + i) % CVI_STREAM_BUFFERS];
+        convolve_status fs = finish(ctx, a, s, st == CONVOLVE_OK);
+        if (st == CONVOLVE_OK)
+            st = fs;
+    }
+out:
+    if (st != CONVOLVE_OK)
+        cvi_stream_fail(job, w, st);
+    cvi_stream_worker_exit(job);
+    return NULL;
+}
+
+convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job *job)
+{
+    cvcu_plan *plan = job->backend_state;
+    const int W = job->worker_count;
+    struct cvcu_stream_cache *c = plan->stream;
+    /* buffers made for another geometry (another budget) are remade */
+    if (c && (c->count != W || c->workers[0].slab_rows != job->slab_rows ||
+              c->workers[0].max_ext_rows != job->max_ext_rows)) {
+        cvcu_stream_cache_free(c);
+        plan->stream = c = NULL;
+    }
+    if (!c) {
+        if (!(c = calloc(1, sizeof *c)) || !(c->workers = calloc((size_t)W, sizeof *c->workers))) {
+            free(c);
+            return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for the workers");
+        }
+        c->count = W;
+        plan->stream = c;
+    }
+    int current = plan->device;
+    for (int w = 0; w < W; w++)
+        c->workers[w].device = job->devices ? job->devices[w] : current;
+
+    const cvi_problem *p = job->problem;
+    worker_arg args[W > 0 ? W : 1];
+    pthread_t threads[W > 0 ? W : 1];
+    const size_t per_line = p->shape[2] * p->channels;
+    int started = 0;
+    for (int w = 0; w < W; w++) {
+        args[w].job = job;
+        args[w].index = w;
+        args[w].res = &c->workers[w];
+        args[w].lines_per_row = job->axis == 0 ? p->shape[1] : 1;
+        args[w].in_line = job->axis == 2 ? job->in_row_bytes : per_line * plan->in_esize;
+        args[w].out_line = job->axis == 2 ? job->out_row_bytes : per_line * plan->out_esize;
+        if (pthread_create(&threads[w], NULL, run_worker, &args[w]) != 0) {
+            cvi_error(job->worker_ctx[w], CONVOLVE_ERROR_OUT_OF_MEMORY,
+                      "cannot start a worker thread");
+            cvi_stream_fail(job, w, CONVOLVE_ERROR_OUT_OF_MEMORY);
+            break;
+        }
+        started++;
+    }
+    cvi_stream_monitor(job, started);
+    for (int w = 0; w < started; w++)
+        pthread_join(threads[w], NULL);
+    return CONVOLVE_OK;
+}
