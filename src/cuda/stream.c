@@ -13,6 +13,12 @@
  * its rows are scattered to the caller's output and reported. The calling
  * thread meanwhile reports progress (cvi_stream_monitor). Resources are kept
  * in the plan for its next execution. Every CUDA call is checked.
+ *
+ * CONVOLVE_STREAM_TIMELINE=FILE (a measuring aid for bench/stream_bench.c
+ * and docs/scale.md) appends to FILE, after each streamed execution, one CSV
+ * line per slab: device, slab, rows, and the start and end (ms since the
+ * execution began) of its gather (host), copy in, kernel, copy out and
+ * scatter (host), the device times from CUDA events.
  */
 #include "backend.h"
 #include "plan.h"
@@ -21,8 +27,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SUBPLANS 6
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 typedef struct {
     void *h_in, *h_out;             /* pinned staging: packed extended input, exact output rows */
@@ -31,7 +45,16 @@ typedef struct {
     cudaEvent_t copied_in, computed, copied_out;
     cvi_slab slab;
     int busy;
+    cudaEvent_t t_in, t_comp, t_out;  /* timeline only: the starts, timed */
+    size_t rec;                       /* timeline record of the slab in flight */
 } slot;
+
+/* One slab's timeline (ms from the execution's start). */
+typedef struct {
+    int device;
+    size_t slab, rows;
+    double gather0, gather1, in0, in1, k0, k1, out0, out1, scatter0, scatter1;
+} timeline_rec;
 
 /* One device's resources, kept by the plan between executions. */
 typedef struct cvcu_stream_worker {
@@ -42,6 +65,8 @@ typedef struct cvcu_stream_worker {
     size_t sub_rows[SUBPLANS];          /* 0: empty */
     cvcu_plan *sub[SUBPLANS];
     int sub_turn;
+    cudaEvent_t t_base;                 /* timeline only */
+    int timed;                          /* the events below time */
 } worker_res;
 
 struct cvcu_stream_cache {
@@ -53,6 +78,9 @@ typedef struct {
     cvi_stream_job *job;
     int index;
     worker_res *res;
+    timeline_rec *recs;     /* job->slab_count records, or NULL (no timeline) */
+    double t0;              /* host clock at the execution's start (s) */
+    double base_ms;         /* timeline: when the worker's t_base was recorded (ms) */
     size_t lines_per_row;   /* device image lines (x rows) per slab row (2-D, 3-D) */
     size_t in_line, out_line; /* bytes of a packed line; 1-D: of a slab row (one element) */
 } worker_arg;
@@ -88,7 +116,15 @@ static void free_worker(worker_res *r)
             (void)cudaEventDestroy(s->computed);
         if (s->copied_out)
             (void)cudaEventDestroy(s->copied_out);
+        if (s->t_in)
+            (void)cudaEventDestroy(s->t_in);
+        if (s->t_comp)
+            (void)cudaEventDestroy(s->t_comp);
+        if (s->t_out)
+            (void)cudaEventDestroy(s->t_out);
     }
+    if (r->t_base)
+        (void)cudaEventDestroy(r->t_base);
     if (r->in_stream)
         (void)cudaStreamDestroy(r->in_stream);
     if (r->compute)
@@ -98,6 +134,14 @@ static void free_worker(worker_res *r)
     (void)cudaGetLastError();
     (void)cudaSetDevice(prev);
     memset(r, 0, sizeof *r);
+}
+
+/* Frees r's resources, keeping which device it is for. */
+static void free_worker_keep_device(worker_res *r)
+{
+    int device = r->device;
+    free_worker(r);
+    r->device = device;
 }
 
 void cvcu_stream_cache_free(struct cvcu_stream_cache *c)
@@ -133,11 +177,18 @@ static convolve_status make_worker(convolve_context *ctx, const worker_arg *a, w
         (e = cudaStreamCreateWithFlags(&r->out_stream, cudaStreamNonBlocking)) != cudaSuccess)
         return cvcu_error(ctx, e, "creating the streams of the slab pipeline");
     const size_t in_lines = job->max_ext_rows * a->lines_per_row;
+    const unsigned flags = a->recs ? 0u : (unsigned)cudaEventDisableTiming;
+    r->timed = a->recs != NULL;
+    if (r->timed && (e = cudaEventCreate(&r->t_base)) != cudaSuccess)
+        return cvcu_error(ctx, e, "creating the events of the slab pipeline");
     for (int i = 0; i < CVI_STREAM_BUFFERS; i++) {
         slot *s = &r->slots[i];
-        if ((e = cudaEventCreateWithFlags(&s->copied_in, cudaEventDisableTiming)) != cudaSuccess ||
-            (e = cudaEventCreateWithFlags(&s->computed, cudaEventDisableTiming)) != cudaSuccess ||
-            (e = cudaEventCreateWithFlags(&s->copied_out, cudaEventDisableTiming)) != cudaSuccess)
+        if ((e = cudaEventCreateWithFlags(&s->copied_in, flags)) != cudaSuccess ||
+            (e = cudaEventCreateWithFlags(&s->computed, flags)) != cudaSuccess ||
+            (e = cudaEventCreateWithFlags(&s->copied_out, flags)) != cudaSuccess ||
+            (r->timed && ((e = cudaEventCreate(&s->t_in)) != cudaSuccess ||
+                          (e = cudaEventCreate(&s->t_comp)) != cudaSuccess ||
+                          (e = cudaEventCreate(&s->t_out)) != cudaSuccess)))
             return cvcu_error(ctx, e, "creating the events of the slab pipeline");
         if ((e = cudaMallocHost(&s->h_in, job->max_ext_rows * job->in_row_bytes)) != cudaSuccess ||
             (e = cudaMallocHost(&s->h_out, job->slab_rows * job->out_row_bytes)) != cudaSuccess)
@@ -194,10 +245,26 @@ static convolve_status finish(convolve_context *ctx, worker_arg *a, slot *s, int
     cudaError_t e = cudaEventSynchronize(s->copied_out);
     if (e != cudaSuccess)
         return cvcu_error(ctx, e, "running a slab");
+    timeline_rec *t = a->recs ? &a->recs[s->rec] : NULL;
+    if (t) {
+        float ms[6] = {0};
+        worker_res *r = a->res;
+        cudaEvent_t ev[6] = {s->t_in, s->copied_in, s->t_comp, s->computed, s->t_out,
+                             s->copied_out};
+        for (int i = 0; i < 6; i++)
+            if ((e = cudaEventElapsedTime(&ms[i], r->t_base, ev[i])) != cudaSuccess)
+                return cvcu_error(ctx, e, "timing a slab");
+        double base = t->in0; /* the host time of t_base, stored at the start */
+        t->in0 = base + ms[0], t->in1 = base + ms[1], t->k0 = base + ms[2];
+        t->k1 = base + ms[3], t->out0 = base + ms[4], t->out1 = base + ms[5];
+        t->scatter0 = (now_s() - a->t0) * 1e3;
+    }
     if (deliver) {
         cvi_stream_scatter(a->job, &s->slab, s->h_out, a->job->host_threads);
         cvi_stream_done(a->job, &s->slab);
     }
+    if (t)
+        t->scatter1 = (now_s() - a->t0) * 1e3;
     return CONVOLVE_OK;
 }
 
@@ -207,7 +274,17 @@ static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu
     cvi_stream_job *job = a->job;
     worker_res *r = a->res;
     const cvi_slab *slab = &s->slab;
+    timeline_rec *t = a->recs ? &a->recs[slab->index] : NULL;
+    s->rec = slab->index;
+    if (t) {
+        t->device = r->device, t->slab = slab->index, t->rows = slab->r1 - slab->r0;
+        t->gather0 = (now_s() - a->t0) * 1e3;
+    }
     cvi_stream_gather(job, slab, 0, slab->ext_rows, s->h_in, job->host_threads);
+    if (t) {
+        t->gather1 = (now_s() - a->t0) * 1e3;
+        t->in0 = a->base_ms; /* finish() adds the device times to it */
+    }
     /* 2-D and 3-D: ext_rows x lines_per_row lines; 1-D: one line of ext_rows elements */
     const int one_d = job->axis == 2;
     const size_t lines = one_d ? 1 : slab->ext_rows * a->lines_per_row;
@@ -216,6 +293,8 @@ static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu
     const size_t out_width = one_d ? (slab->r1 - slab->r0) * a->out_line : a->out_line;
     const size_t in_pitch = one_d ? in_width : s->in_pitch;
     cudaError_t e;
+    if (t && (e = cudaEventRecord(s->t_in, r->in_stream)) != cudaSuccess)
+        return cvcu_error(ctx, e, "timing a slab");
     if ((e = cudaMemcpy2DAsync(s->d_in, in_pitch, s->h_in, in_width, in_width, lines,
                                cudaMemcpyHostToDevice, r->in_stream)) != cudaSuccess ||
         (e = cudaEventRecord(s->copied_in, r->in_stream)) != cudaSuccess ||
@@ -231,6 +310,8 @@ static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu
     k.out = s->d_out;
     k.ics = 1, k.is[2] = C, k.is[1] = irow, k.is[0] = irow * n1;
     k.ocs = 1, k.os[2] = C, k.os[1] = orow, k.os[0] = orow * n1;
+    if (t && (e = cudaEventRecord(s->t_comp, r->compute)) != cudaSuccess)
+        return cvcu_error(ctx, e, "timing a slab");
     if ((e = cvcu_launch(plan, &k, r->compute)) != cudaSuccess)
         return cvcu_launch_error(ctx, plan, e);
     if ((e = cudaEventRecord(s->computed, r->compute)) != cudaSuccess ||
@@ -240,6 +321,8 @@ static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu
                         (one_d ? slab->out_first * a->out_line
                                : slab->out_first * a->lines_per_row * s->out_pitch);
     const size_t out_pitch = one_d ? out_width : s->out_pitch;
+    if (t && (e = cudaEventRecord(s->t_out, r->out_stream)) != cudaSuccess)
+        return cvcu_error(ctx, e, "timing a slab");
     if ((e = cudaMemcpy2DAsync(s->h_out, out_width, first, out_pitch, out_width, out_lines,
                                cudaMemcpyDeviceToHost, r->out_stream)) != cudaSuccess ||
         (e = cudaEventRecord(s->copied_out, r->out_stream)) != cudaSuccess)
@@ -261,8 +344,20 @@ static void *run_worker(void *p)
         st = cvcu_error(ctx, e, "selecting the device");
         goto out;
     }
+    if (r->in_stream && r->timed != (a->recs != NULL)) /* timed events, or not */
+        free_worker_keep_device(r);
     if (!r->in_stream && (st = make_worker(ctx, a, r)) != CONVOLVE_OK)
         goto out;
+    if (a->recs) {
+        /* the base: after the last execution's work, on the copy-in stream */
+        if ((e = cudaStreamSynchronize(r->in_stream)) != cudaSuccess ||
+            (e = cudaEventRecord(r->t_base, r->in_stream)) != cudaSuccess ||
+            (e = cudaEventSynchronize(r->t_base)) != cudaSuccess) {
+            st = cvcu_error(ctx, e, "timing the pipeline");
+            goto out;
+        }
+        a->base_ms = (now_s() - a->t0) * 1e3;
+    }
     size_t index, turn = 0;
     while (st == CONVOLVE_OK && cvi_stream_next(job, &index)) {
         slot *s = &r->slots[turn++ % CVI_STREAM_BUFFERS];
@@ -317,7 +412,15 @@ convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job
     pthread_t threads[W > 0 ? W : 1];
     const size_t per_line = p->shape[2] * p->channels;
     int started = 0;
+    const char *timeline = getenv("CONVOLVE_STREAM_TIMELINE");
+    timeline_rec *recs = NULL;
+    if (timeline && *timeline)
+        recs = calloc(job->slab_count, sizeof *recs); /* none: no timeline, no error */
+    const double t0 = now_s();
     for (int w = 0; w < W; w++) {
+        args[w].recs = recs;
+        args[w].t0 = t0;
+        args[w].base_ms = 0;
         args[w].job = job;
         args[w].index = w;
         args[w].res = &c->workers[w];
@@ -335,5 +438,21 @@ convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job
     cvi_stream_monitor(job, started);
     for (int w = 0; w < started; w++)
         pthread_join(threads[w], NULL);
+    if (recs) {
+        FILE *f = fopen(timeline, "a");
+        if (f) { /* a measuring aid: a file that cannot be written is left out */
+            fprintf(f, "# device,slab,rows,gather0,gather1,in0,in1,kernel0,kernel1,out0,out1,"
+                       "scatter0,scatter1 (ms)\n");
+            for (size_t i = 0; i < job->slab_count; i++) {
+                const timeline_rec *t = &recs[i];
+                if (t->rows)
+                    fprintf(f, "%d,%zu,%zu,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+                            t->device, t->slab, t->rows, t->gather0, t->gather1, t->in0, t->in1,
+                            t->k0, t->k1, t->out0, t->out1, t->scatter0, t->scatter1);
+            }
+            fclose(f);
+        }
+        free(recs);
+    }
     return CONVOLVE_OK;
 }
