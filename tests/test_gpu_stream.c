@@ -194,7 +194,7 @@ int main(int argc, char **argv)
     printf("test_gpu_stream: %s, %d device%s\n", info.name, g_devices, g_devices == 1 ? "" : "s");
     if (g_devices < 2)
         printf("test_gpu_stream: one device: the several-device cases are skipped\n");
-    random_cases(cases >= 0 ? cases : g_small ? 40 : 400);
+    random_cases(cases >= 0 ? cases : g_small ? 40 : 150);
     budgets();
     cancellation();
     convolve_context_free(ctx);
