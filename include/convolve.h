@@ -325,9 +325,9 @@ typedef struct convolve_progress {
  * written (the slabs reported done are final; the rest are undefined). The
  * callback must not use the plan or its context. On the CPU and on one
  * device, slabs complete in order: output rows [0, rows_done) along the
- * slowest axis are final (and input rows before rows_done - the filter's
- * extent will not be read again); with several devices they complete in
- * any order.
+ * slowest axis are final (input rows may still be read by later slabs:
+ * modes reach back, wrap to the other end); with several devices they
+ * complete in any order.
  */
 typedef int (*convolve_progress_fn)(void *user, const convolve_progress *progress);
 
