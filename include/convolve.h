@@ -204,6 +204,24 @@ CONVOLVE_API convolve_status convolve_device_count(convolve_context *ctx, int *c
 CONVOLVE_API convolve_status convolve_device_query_index(convolve_context *ctx, int index,
                                                          convolve_device_info *info);
 
+/*
+ * Pins (page-locks) the host memory [ptr, ptr + bytes) for every CUDA device
+ * (cudaHostRegister), so that streamed host-memory CUDA plans (see
+ * convolve_options.device_memory_budget) copy an array that lies wholly in
+ * it, with packed C-order rows, straight to and from the devices instead of
+ * through their own pinned staging buffers (docs/scale.md). Register whole
+ * arrays; pinned memory is a scarce resource of the host. Results are the
+ * same either way. Errors: INVALID_ARGUMENT (NULL, 0 bytes, memory already
+ * registered), BACKEND_UNAVAILABLE (CUDA not built in, or no device),
+ * DEVICE.
+ */
+CONVOLVE_API convolve_status convolve_host_register(convolve_context *ctx, void *ptr,
+                                                    size_t bytes);
+/* Unpins memory pinned by convolve_host_register at ptr (its start).
+ * Errors: INVALID_ARGUMENT (NULL, not registered there), BACKEND_UNAVAILABLE,
+ * DEVICE. */
+CONVOLVE_API convolve_status convolve_host_unregister(convolve_context *ctx, void *ptr);
+
 /* ------------------------------------------------------------------------ */
 /* Filters                                                                  */
 /* ------------------------------------------------------------------------ */

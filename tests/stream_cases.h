@@ -50,19 +50,20 @@ typedef struct {
     int device_count;
     int exact;                  /* 1: byte for byte; 0: within a tolerance (FFT) */
     int min_slabs;              /* the streamed run must report at least this many slabs */
+    int pin;                    /* register the streamed run's arrays (convolve_host_register) */
 } s_case;
 
 static const char *s_describe(const s_case *c, char *buf, size_t size)
 {
     snprintf(buf, size, "%s/%s %s->%s %dD %zux%zux%zu C%zu k%zux%zux%zu%s %s cval %g origin "
-             "%td,%td,%td layout %d budget %zu devices %d",
+             "%td,%td,%td layout %d budget %zu devices %d%s",
              convolve_backend_name(c->backend), c->strategy ? c->strategy : "auto",
              convolve_dtype_name(c->in_type), convolve_dtype_name(c->out_type), c->ndim,
              c->shape[0], c->ndim > 1 ? c->shape[1] : 1, c->ndim > 2 ? c->shape[2] : 1,
              c->channels, c->ksize[0], c->ndim > 1 ? c->ksize[1] : 1,
              c->ndim > 2 ? c->ksize[2] : 1, c->separable ? " sep" : "",
              convolve_mode_name(c->mode), c->cval, c->origin[0], c->origin[1], c->origin[2],
-             c->layout, c->budget, c->device_count);
+             c->layout, c->budget, c->device_count, c->pin ? " pinned" : "");
     return buf;
 }
 
@@ -143,8 +144,16 @@ static int s_run_case(const s_case *c)
               convolve_plan_strategy(p2));
         st = convolve_execute(p1, in + iorigin, one + oorigin);
         CHECK(st == CONVOLVE_OK, "%s: one shot: %s", what, convolve_last_error(ctx));
+        if (c->pin) {
+            CHECK_OK(ctx, convolve_host_register(ctx, in, ibytes));
+            CHECK_OK(ctx, convolve_host_register(ctx, two, obytes));
+        }
         st = convolve_execute(p2, in + iorigin, two + oorigin);
         CHECK(st == CONVOLVE_OK, "%s: streamed: %s", what, convolve_last_error(ctx));
+        if (c->pin) {
+            CHECK_OK(ctx, convolve_host_unregister(ctx, in));
+            CHECK_OK(ctx, convolve_host_unregister(ctx, two));
+        }
         CHECK(log.monotonic && log.calls >= 2 && log.last.slabs_done == log.last.slabs_total &&
                   log.last.rows_done == log.last.rows_total &&
                   log.last.slabs_total >= (size_t)c->min_slabs,

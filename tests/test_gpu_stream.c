@@ -6,7 +6,8 @@
  * layouts, filters longer than a slab and than the array, uneven last
  * slabs, run once in one shot and once streamed (device 0 listed with a
  * budget that leaves room for a few rows, or several devices); the outputs must be equal
- * byte for byte (FFT: within float rounding). Also: CONVOLVE_DEVICE_BUDGET,
+ * byte for byte (FFT: within float rounding), the caller's arrays now and
+ * then pinned (convolve_host_register). Also: CONVOLVE_DEVICE_BUDGET,
  * a budget too small for one slab, cancellation from the progress
  * callback, and every device of the host when it has several (skipped
  * with a message on a one-GPU machine). Exit 77 without a usable GPU.
@@ -99,6 +100,10 @@ static void random_cases(int cases)
             c.budget = budget_for(&c, rows);
             c.min_slabs = rows < c.shape[0] ? 2 : 1;
         }
+        /* now and then the caller's arrays pinned: copied straight (packed) */
+        c.pin = h_randint(0, 3) == 0;
+        if (c.pin && h_randint(0, 1))
+            c.layout = H_PACKED;
         ran += s_run_case(&c);
     }
     CHECK(ran > cases / 2, "%d of %d cases ran", ran, cases);
@@ -155,6 +160,21 @@ static void budgets(void)
     free(in), free(out);
 }
 
+/* Registering host memory: twice, or unregistering what is not, fails. */
+static void registration(void)
+{
+    size_t bytes = 3 * 4096 + 17;
+    char *buf = malloc(bytes);
+    CHECK_OK(ctx, convolve_host_register(ctx, buf, bytes));
+    CHECK_STATUS(ctx, convolve_host_register(ctx, buf, bytes), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_host_unregister(ctx, buf + 4096), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_OK(ctx, convolve_host_unregister(ctx, buf));
+    CHECK_STATUS(ctx, convolve_host_unregister(ctx, buf), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_host_register(ctx, NULL, bytes), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_host_register(ctx, buf, 0), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    free(buf);
+}
+
 static void cancellation(void)
 {
     s_case c;
@@ -196,6 +216,7 @@ int main(int argc, char **argv)
         printf("test_gpu_stream: one device: the several-device cases are skipped\n");
     random_cases(cases >= 0 ? cases : g_small ? 40 : 150);
     budgets();
+    registration();
     cancellation();
     convolve_context_free(ctx);
     return h_finish("test_gpu_stream");

@@ -14,6 +14,10 @@
  * thread meanwhile reports progress (cvi_stream_monitor). Resources are kept
  * in the plan for its next execution. Every CUDA call is checked.
  *
+ * Arrays the caller pinned (convolve_host_register) with packed rows are
+ * copied straight from and to (a slab whose extended rows reach past the
+ * array's edges is still gathered).
+ *
  * CONVOLVE_STREAM_TIMELINE=FILE (a measuring aid for bench/stream_bench.c
  * and docs/scale.md) appends to FILE, after each streamed execution, one CSV
  * line per slab: device, slab, rows, and the start and end (ms since the
@@ -81,6 +85,8 @@ typedef struct {
     timeline_rec *recs;     /* job->slab_count records, or NULL (no timeline) */
     double t0;              /* host clock at the execution's start (s) */
     double base_ms;         /* timeline: when the worker's t_base was recorded (ms) */
+    int in_direct, out_direct;  /* the caller's arrays are pinned and packed: copied
+                                   straight from and to them (no staging) */
     size_t lines_per_row;   /* device image lines (x rows) per slab row (2-D, 3-D) */
     size_t in_line, out_line; /* bytes of a packed line; 1-D: of a slab row (one element) */
 } worker_arg;
@@ -260,7 +266,8 @@ static convolve_status finish(convolve_context *ctx, worker_arg *a, slot *s, int
         t->scatter0 = (now_s() - a->t0) * 1e3;
     }
     if (deliver) {
-        cvi_stream_scatter(a->job, &s->slab, s->h_out, a->job->host_threads);
+        if (!a->out_direct) /* else the copy wrote the caller's rows */
+            cvi_stream_scatter(a->job, &s->slab, s->h_out, a->job->host_threads);
         cvi_stream_done(a->job, &s->slab);
     }
     if (t)
@@ -280,7 +287,15 @@ static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu
         t->device = r->device, t->slab = slab->index, t->rows = slab->r1 - slab->r0;
         t->gather0 = (now_s() - a->t0) * 1e3;
     }
-    cvi_stream_gather(job, slab, 0, slab->ext_rows, s->h_in, job->host_threads);
+    /* the input straight from the caller's pinned array when the slab's rows
+     * all lie in it; else gathered into the staging buffer */
+    const void *src = s->h_in;
+    if (a->in_direct && slab->ext_lo >= 0 && slab->ext_lo + (ptrdiff_t)slab->ext_rows <=
+                                                 (ptrdiff_t)job->rows)
+        src = (const char *)job->in + (size_t)slab->ext_lo * job->in_row_bytes;
+    else
+        cvi_stream_gather(job, slab, 0, slab->ext_rows, s->h_in, job->host_threads);
+    void *dst = a->out_direct ? (char *)job->out + slab->r0 * job->out_row_bytes : s->h_out;
     if (t) {
         t->gather1 = (now_s() - a->t0) * 1e3;
         t->in0 = a->base_ms; /* finish() adds the device times to it */
@@ -295,7 +310,7 @@ static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu
     cudaError_t e;
     if (t && (e = cudaEventRecord(s->t_in, r->in_stream)) != cudaSuccess)
         return cvcu_error(ctx, e, "timing a slab");
-    if ((e = cudaMemcpy2DAsync(s->d_in, in_pitch, s->h_in, in_width, in_width, lines,
+    if ((e = cudaMemcpy2DAsync(s->d_in, in_pitch, src, in_width, in_width, lines,
                                cudaMemcpyHostToDevice, r->in_stream)) != cudaSuccess ||
         (e = cudaEventRecord(s->copied_in, r->in_stream)) != cudaSuccess ||
         (e = cudaStreamWaitEvent(r->compute, s->copied_in, 0)) != cudaSuccess)
@@ -323,7 +338,7 @@ static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu
     const size_t out_pitch = one_d ? out_width : s->out_pitch;
     if (t && (e = cudaEventRecord(s->t_out, r->out_stream)) != cudaSuccess)
         return cvcu_error(ctx, e, "timing a slab");
-    if ((e = cudaMemcpy2DAsync(s->h_out, out_width, first, out_pitch, out_width, out_lines,
+    if ((e = cudaMemcpy2DAsync(dst, out_width, first, out_pitch, out_width, out_lines,
                                cudaMemcpyDeviceToHost, r->out_stream)) != cudaSuccess ||
         (e = cudaEventRecord(s->copied_out, r->out_stream)) != cudaSuccess)
         return cvcu_error(ctx, e, "copying a slab from the device");
@@ -384,6 +399,23 @@ out:
     return NULL;
 }
 
+/* 1 if host memory [ptr, ptr + bytes) is pinned (cudaHostRegister or
+ * cudaMallocHost): its first and last bytes are. */
+static int pinned(const void *ptr, size_t bytes)
+{
+    struct cudaPointerAttributes at;
+    for (int i = 0; i < 2; i++) {
+        const char *q = (const char *)ptr + (i ? bytes - 1 : 0);
+        if (cudaPointerGetAttributes(&at, q) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return 0;
+        }
+        if (at.type != cudaMemoryTypeHost)
+            return 0;
+    }
+    return 1;
+}
+
 convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job *job)
 {
     cvcu_plan *plan = job->backend_state;
@@ -417,7 +449,11 @@ convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job
     if (timeline && *timeline)
         recs = calloc(job->slab_count, sizeof *recs); /* none: no timeline, no error */
     const double t0 = now_s();
+    const int in_direct = job->in_packed && pinned(job->in, job->rows * job->in_row_bytes);
+    const int out_direct = job->out_packed && pinned(job->out, job->rows * job->out_row_bytes);
     for (int w = 0; w < W; w++) {
+        args[w].in_direct = in_direct;
+        args[w].out_direct = out_direct;
         args[w].recs = recs;
         args[w].t0 = t0;
         args[w].base_ms = 0;
