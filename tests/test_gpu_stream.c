@@ -83,8 +83,8 @@ static void random_cases(int cases)
         c.exact = !(c.strategy && strcmp(c.strategy, "fft") == 0);
         /* slabs of 1 to a few rows (shorter than the filter, often), or, with
          * several devices, an automatic budget and the slabs shared */
-        /* the emulation launches slowly: there, 3 to 8 slabs */
-        long lo = g_small ? (long)c.shape[0] / 8 + 1 : 1;
+        /* the emulation launches slowly: there, 3 to 8 slabs; at most 64 on a GPU */
+        long lo = g_small ? (long)c.shape[0] / 8 + 1 : (long)c.shape[0] / 64 + 1;
         size_t rows = (size_t)h_randint(lo, g_small ? (long)c.shape[0] / 3 + 1
                                                     : (long)(c.shape[0] / 3 + 1));
         if (g_devices > 1 && h_randint(0, 2) == 0) {
