@@ -14,6 +14,10 @@
  *
  *   stream_bench [--size N] [--size3 M] [--budget BYTES] [--runs R]
  *                [--timeline FILE] [--bw-bytes BYTES] [--skip-3d] [--skip-2d]
+ *   stream_bench --huge BYTES   only an array larger than the device: uint8,
+ *                BYTES in and BYTES out (e.g. 1.5x the device's memory, on a
+ *                host with room for both), streamed with the automatic budget,
+ *                sampled rows checked against the CPU
  *   Defaults: N 32768 (8 GiB in and out), M 640, budget 4G, runs 3
  *   (the median is reported), bw-bytes 1G. STREAM_BENCH_SIZE and
  *   STREAM_BENCH_SIZE3 in the environment set N and M too.
@@ -308,10 +312,88 @@ static void run_case(const bench_case *c, size_t budget, int devices, const band
     free(in), free(one), free(two);
 }
 
+/* An array larger than the device: uint8 rows x cols of `bytes` bytes in and
+ * out (2-D, 3x3 box, reflect), streamed on device 0 with the automatic
+ * budget; then sampled rows (the first, the last and 62 random ones) are
+ * checked against the CPU backend run on the 3 rows around each, which is
+ * exact for a 3x3 filter in reflect mode (the rows past the edges reflect
+ * to the edge rows in the sub-array as in the whole). */
+static int run_huge(size_t bytes, size_t device_memory)
+{
+    size_t cols = 65536, rows = bytes / cols;
+    if (rows < 4) {
+        fprintf(stderr, "stream_bench: --huge needs at least 256 KiB\n");
+        return 1;
+    }
+    bytes = rows * cols;
+    unsigned char *in = malloc(bytes), *out = malloc(bytes);
+    if (!in || !out) {
+        fprintf(stderr, "stream_bench: out of host memory for 2 x %.1f GiB\n",
+                bytes / 1073741824.0);
+        free(in), free(out);
+        return 2;
+    }
+    printf("\n## larger than the device: uint8 %zux%zu (%.1f GiB in, %.1f GiB out; the device "
+           "has %.1f GiB), 3x3 box, reflect\n", rows, cols, bytes / 1073741824.0,
+           bytes / 1073741824.0, device_memory / 1073741824.0);
+    uint32_t st32 = 12345u;
+    for (size_t i = 0; i < bytes; i += 4) {
+        st32 ^= st32 << 13, st32 ^= st32 >> 17, st32 ^= st32 << 5;
+        memcpy(in + i, &st32, bytes - i < 4 ? bytes - i : 4);
+    }
+    memset(out, 0xAB, bytes);
+    size_t shape[2] = {rows, cols};
+    convolve_layout l;
+    convolve_layout_init(&l, CONVOLVE_UINT8, 2, shape, 1);
+    convolve_filter *f;
+    convolve_status st = convolve_filter_create_named(ctx, &f, "box:1", 2);
+    if (st != CONVOLVE_OK)
+        fail("filter", st);
+    convolve_options o;
+    convolve_options_init(&o);
+    o.backend = CONVOLVE_BACKEND_CUDA;
+    slab_count sc = {1};
+    o.progress = count_slabs;
+    o.progress_user = &sc;
+    convolve_plan *p;
+    if ((st = convolve_plan_create(ctx, &p, &l, &l, f, &o)) != CONVOLVE_OK)
+        fail("plan", st);
+    double t0 = now_s();
+    if ((st = convolve_execute(p, in, out)) != CONVOLVE_OK)
+        fail("execute", st);
+    double ms = (now_s() - t0) * 1e3;
+    convolve_plan_free(p);
+    /* the samples, on the CPU */
+    int bad = 0, samples = 64;
+    unsigned char sub_out[3 * 65536];
+    uint32_t r32 = 777u;
+    o.backend = CONVOLVE_BACKEND_CPU;
+    o.progress = NULL;
+    for (int k = 0; k < samples; k++) {
+        r32 ^= r32 << 13, r32 ^= r32 >> 17, r32 ^= r32 << 5;
+        size_t r = k == 0 ? 0 : k == 1 ? rows - 1 : r32 % rows;
+        size_t lo = r == 0 ? 0 : r - 1, hi = r + 2 > rows ? rows : r + 2;
+        size_t sub_shape[2] = {hi - lo, cols};
+        convolve_layout sl;
+        convolve_layout_init(&sl, CONVOLVE_UINT8, 2, sub_shape, 1);
+        if ((st = convolve_run(ctx, &sl, in + lo * cols, &sl, sub_out, f, &o)) != CONVOLVE_OK)
+            fail("CPU sample", st);
+        bad += memcmp(sub_out + (r - lo) * cols, out + r * cols, cols) != 0;
+    }
+    printf("| run | slabs | ms | GB/s (in+out) | sampled rows equal to the CPU's |\n");
+    printf("|---|---|---|---|---|\n");
+    printf("| streamed, automatic budget | %zu | %.0f | %.2f | %d of %d |\n", sc.slabs, ms,
+           2.0 * (double)bytes / (ms * 1e6), samples - bad, samples);
+    convolve_filter_free(f);
+    free(in), free(out);
+    return bad ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     size_t N = 32768, M = 640, budget = (size_t)4 << 30, bw_bytes = (size_t)1 << 30;
     int runs = 3, skip2 = 0, skip3 = 0;
+    size_t huge = 0;
     const char *timeline = NULL;
     if (getenv("STREAM_BENCH_SIZE"))
         N = (size_t)atoll(getenv("STREAM_BENCH_SIZE"));
@@ -331,6 +413,8 @@ int main(int argc, char **argv)
             runs = atoi(v), i++;
         else if (!strcmp(a, "--timeline") && v)
             timeline = v, i++;
+        else if (!strcmp(a, "--huge") && v)
+            huge = parse_bytes(v), i++;
         else if (!strcmp(a, "--skip-2d"))
             skip2 = 1;
         else if (!strcmp(a, "--skip-3d"))
@@ -338,7 +422,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr, "usage: stream_bench [--size N] [--size3 M] [--budget BYTES] "
                             "[--runs R] [--timeline FILE] [--bw-bytes BYTES] [--skip-2d] "
-                            "[--skip-3d]\n");
+                            "[--skip-3d] [--huge BYTES]\n");
             return 1;
         }
     }
@@ -355,6 +439,8 @@ int main(int argc, char **argv)
     }
     printf("# stream_bench: %s x%d, libconvolve %s, runs %d (median after a warm-up)\n",
            info.name, devices, convolve_version_string(), runs);
+    if (huge)
+        return run_huge(huge, info.total_memory);
     printf("\n## pinned host<->device bandwidth (%zu MiB copies), GB/s\n", bw_bytes >> 20);
     printf("| device | H2D alone | D2H alone | H2D, both at once | D2H, both at once |\n");
     printf("|---|---|---|---|---|\n");
