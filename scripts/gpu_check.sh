@@ -24,7 +24,8 @@
 # on its small cases, and bench/stream_bench with the 2-D case at
 # GPU_CHECK_STREAM_SIZE^2 float32, default 32768 (8 GiB in and out; "small"
 # = 8192) and the 3-D 7x7x7 case at GPU_CHECK_STREAM_SIZE3^3, default 640;
-# stream.txt and stream_timeline.csv). Logs go to $OUT
+# stream.txt and stream_timeline.csv; GPU_CHECK_STREAM_HUGE=BYTES adds an
+# array of BYTES in and out, larger than the device). Logs go to $OUT
 # (build.log, tests.log, sanitizer.log, bench.txt, peers.txt, peers.json,
 # sass.txt, summary.txt); the summary and the 2-D bench table are printed
 # last. Changes no GPU setting.
@@ -302,6 +303,10 @@ if want stream; then
     step "stream bench ${SSIZE}^2, ${SSIZE3}^3" "$OUT/stream.txt" 150 \
         "$BUILD/bench/stream_bench" --size "$SSIZE" --size3 "$SSIZE3" --runs 3 \
         --timeline "$OUT/stream_timeline.csv"
+    # an array larger than the device (in and out of GPU_CHECK_STREAM_HUGE
+    # bytes each, e.g. 220G on an H200 host with 512 GiB), when asked for
+    [ -n "${GPU_CHECK_STREAM_HUGE:-}" ] && step "stream bench --huge $GPU_CHECK_STREAM_HUGE" \
+        "$OUT/stream.txt" 400 "$BUILD/bench/stream_bench" --huge "$GPU_CHECK_STREAM_HUGE"
 fi
 want large && [ -z "${GPU_CHECK_SKIP_LARGE:-}" ] &&
     step "test --large (>2^31 elements)" "$OUT/tests.log" 200 "$TEST" --large
