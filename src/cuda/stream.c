@@ -248,6 +248,11 @@ static convolve_status finish(convolve_context *ctx, worker_arg *a, slot *s, int
     if (!s->busy)
         return CONVOLVE_OK;
     s->busy = 0;
+    if (!deliver) { /* after a failure: waited for, its error (if any) not the one reported */
+        (void)cudaEventSynchronize(s->copied_out);
+        (void)cudaGetLastError();
+        return CONVOLVE_OK;
+    }
     cudaError_t e = cudaEventSynchronize(s->copied_out);
     if (e != cudaSuccess)
         return cvcu_error(ctx, e, "running a slab");
@@ -393,8 +398,10 @@ static void *run_worker(void *p)
             st = fs;
     }
 out:
-    if (st != CONVOLVE_OK)
+    if (st != CONVOLVE_OK) {
         cvi_stream_fail(job, w, st);
+        free_worker_keep_device(r); /* made anew by the next execution */
+    }
     cvi_stream_worker_exit(job);
     return NULL;
 }

@@ -22,7 +22,9 @@
  * asynchronous ones; an event records the host clock. Pinned host memory
  * (cudaMallocHost, cudaHostRegister) is ordinary host memory, but
  * cudaHostUnregister of memory not registered, and cudaFreeHost of memory
- * not from cudaMallocHost, fail as CUDA would.
+ * not from cudaMallocHost, fail as CUDA would. CVK_EMU_FAIL_MALLOC_DEVICE=D
+ * makes every cudaMalloc on device D fail (out of memory), to exercise the
+ * error paths of work spread over devices.
  */
 #include "cuda_runtime.h"
 
@@ -416,6 +418,11 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, const voi
 
 cudaError_t cudaMalloc(void **ptr, size_t size)
 {
+    const char *failing = getenv("CVK_EMU_FAIL_MALLOC_DEVICE");
+    if (failing && *failing && atoi(failing) == t_device) {
+        *ptr = nullptr;
+        return fail(cudaErrorMemoryAllocation);
+    }
     *ptr = malloc(size ? size : 1);
     if (!*ptr)
         return fail(cudaErrorMemoryAllocation);
