@@ -36,7 +36,7 @@ test-sanitize:
 
 test-emu:
 	cmake -S . -B build-emu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONVOLVE_CUDA_EMULATOR=ON
-	cmake --build build-emu -j $(JOBS) --target test_gpu_strategies test_gpu_fast test_gpu_direct
+	cmake --build build-emu -j $(JOBS) --target test_gpu_strategies test_gpu_fast test_gpu_direct test_gpu_stream
 	cd build-emu && ctest -L emu --output-on-failure
 
 python: build

@@ -204,6 +204,24 @@ CONVOLVE_API convolve_status convolve_device_count(convolve_context *ctx, int *c
 CONVOLVE_API convolve_status convolve_device_query_index(convolve_context *ctx, int index,
                                                          convolve_device_info *info);
 
+/*
+ * Pins (page-locks) the host memory [ptr, ptr + bytes) for every CUDA device
+ * (cudaHostRegister), so that streamed host-memory CUDA plans (see
+ * convolve_options.device_memory_budget) copy an array that lies wholly in
+ * it, with packed C-order rows, straight to and from the devices instead of
+ * through their own pinned staging buffers (docs/scale.md). Register whole
+ * arrays; pinned memory is a scarce resource of the host. Results are the
+ * same either way. Errors: INVALID_ARGUMENT (NULL, 0 bytes, memory already
+ * registered), BACKEND_UNAVAILABLE (CUDA not built in, or no device),
+ * DEVICE.
+ */
+CONVOLVE_API convolve_status convolve_host_register(convolve_context *ctx, void *ptr,
+                                                    size_t bytes);
+/* Unpins memory pinned by convolve_host_register at ptr (its start).
+ * Errors: INVALID_ARGUMENT (NULL, not registered there), BACKEND_UNAVAILABLE,
+ * DEVICE. */
+CONVOLVE_API convolve_status convolve_host_unregister(convolve_context *ctx, void *ptr);
+
 /* ------------------------------------------------------------------------ */
 /* Filters                                                                  */
 /* ------------------------------------------------------------------------ */
@@ -323,7 +341,11 @@ typedef struct convolve_progress {
  * cancels: no new slab starts, slabs already in flight finish, and
  * convolve_execute returns CONVOLVE_ERROR_CANCELLED with `out` partly
  * written (the slabs reported done are final; the rest are undefined). The
- * callback must not use the plan or its context.
+ * callback must not use the plan or its context. On the CPU and on one
+ * device, slabs complete in order: output rows [0, rows_done) along the
+ * slowest axis are final (input rows may still be read by later slabs:
+ * modes reach back, wrap to the other end); with several devices they
+ * complete in any order.
  */
 typedef int (*convolve_progress_fn)(void *user, const convolve_progress *progress);
 

@@ -22,7 +22,13 @@
 # (bench/generality.py, and generated against legacy kernels), cpu (ctest
 # cpu), initcheck, large, sass, python (scipy's tests on CuPy/torch arrays,
 # python_peers --gpu), tune, lazy (bench/cli_wall.py: the CLI's wall time on
-# the photo by backend), mpi (bench/mpi/gpu_scaling.sh; mpi.txt). Logs go to $OUT
+# the photo by backend), mpi (bench/mpi/gpu_scaling.sh; mpi.txt), stream
+# (issue 12: test_gpu_stream, memcheck
+# on its small cases, and bench/stream_bench with the 2-D case at
+# GPU_CHECK_STREAM_SIZE^2 float32, default 32768 (8 GiB in and out; "small"
+# = 8192) and the 3-D 7x7x7 case at GPU_CHECK_STREAM_SIZE3^3, default 640;
+# stream.txt and stream_timeline.csv; GPU_CHECK_STREAM_HUGE=BYTES adds an
+# array of BYTES in and out, larger than the device). Logs go to $OUT
 # (build.log, tests.log, sanitizer.log, bench.txt, peers.txt, peers.json,
 # sass.txt, summary.txt); the summary and the 2-D bench table are printed
 # last. Changes no GPU setting.
@@ -93,6 +99,7 @@ step() {
 : >"$OUT/generality.txt"
 : >"$OUT/tune.txt"
 : >"$OUT/python.txt"
+: >"$OUT/stream.txt"
 
 {
     echo "date: $(date -u)"
@@ -296,6 +303,26 @@ if want bench; then
         "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 8192x8192 --radius 2,4,8,16 \
         --filter gaussian --strategy separable --runs 20
 fi
+if want stream; then
+    # streamed host-memory plans (issue 12): the test, memcheck on its small
+    # cases, and the bench (its tables are printed at the end)
+    SSIZE=${GPU_CHECK_STREAM_SIZE:-32768}
+    [ "$SSIZE" = small ] && SSIZE=8192
+    [ "$SSIZE" = large ] && SSIZE=32768
+    SSIZE3=${GPU_CHECK_STREAM_SIZE3:-640}
+    step "test_gpu_stream" "$OUT/tests.log" 150 "$BUILD/tests/test_gpu_stream" --cases 200
+    step "sanitizer memcheck stream" "$OUT/sanitizer.log" 90 \
+        "$CS" --tool memcheck --error-exitcode 99 --print-limit 20 \
+        "$BUILD/tests/test_gpu_stream" --small --cases 20
+    rm -f "$OUT/stream_timeline.csv"
+    step "stream bench ${SSIZE}^2, ${SSIZE3}^3" "$OUT/stream.txt" 150 \
+        "$BUILD/bench/stream_bench" --size "$SSIZE" --size3 "$SSIZE3" --runs 3 \
+        --timeline "$OUT/stream_timeline.csv"
+    # an array larger than the device (in and out of GPU_CHECK_STREAM_HUGE
+    # bytes each, e.g. 220G on an H200 host with 512 GiB), when asked for
+    [ -n "${GPU_CHECK_STREAM_HUGE:-}" ] && step "stream bench --huge $GPU_CHECK_STREAM_HUGE" \
+        "$OUT/stream.txt" 400 "$BUILD/bench/stream_bench" --huge "$GPU_CHECK_STREAM_HUGE"
+fi
 want large && [ -z "${GPU_CHECK_SKIP_LARGE:-}" ] &&
     step "test --large (>2^31 elements)" "$OUT/tests.log" 200 "$TEST" --large
 if [ -n "${GPU_CHECK_PROFILE:-}" ]; then
@@ -386,10 +413,15 @@ want sass && step "sass scan" "$OUT/sass.txt" 60 bash -c sass_scan
     echo
     echo "tuning variants (tune.txt):"
     grep -E "^=== tune|^\| [a-z0-9]" "$OUT/tune.txt" | grep -v "^| case"
+    if [ -s "$OUT/stream.txt" ]; then
+        echo
+        echo "streamed host-memory plans (stream.txt; per-slab timeline: stream_timeline.csv):"
+        grep -E "^#|^\||^ideal|stream_bench" "$OUT/stream.txt"
+    fi
 } >>"$OUT/summary.txt"
 rm -f "$OUT/.step"
 # at most 8 files come back from the GPU machine: the small logs go into one
-for f in build.log sanitizer.log sass.txt peers.txt python.txt tune.txt lazy.txt; do
+for f in build.log sanitizer.log sass.txt peers.txt python.txt tune.txt lazy.txt mpi.txt; do
     [ -s "$OUT/$f" ] && { echo "##### $f"; cat "$OUT/$f"; } >>"$OUT/logs.txt"
     rm -f "$OUT/$f"
 done

@@ -80,6 +80,12 @@ typedef struct cvi_backend {
     convolve_status (*memory_info)(convolve_context *ctx, int index, size_t *free_bytes,
                                    size_t *total_bytes);
 
+    /* Pins host memory for the devices (cudaHostRegister), and unpins it.
+     * Errors: INVALID_ARGUMENT (already registered, or not), DEVICE. NULL
+     * for a backend without a device. */
+    convolve_status (*host_register)(convolve_context *ctx, void *ptr, size_t bytes);
+    convolve_status (*host_unregister)(convolve_context *ctx, void *ptr);
+
     /* Runs job (src/stream.h) on host memory: its slabs, each an ordinary
      * problem of this backend's strategy job->strategy, spread over
      * job->devices, pipelined; progress and cancellation through

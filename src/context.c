@@ -74,3 +74,37 @@ convolve_status convolve_device_query_index(convolve_context *ctx, int index,
     *info = dev.info;
     return cvi_ok(ctx);
 }
+
+/* BACKEND_UNAVAILABLE unless a CUDA device can be used. */
+static convolve_status need_cuda(convolve_context *ctx, const char *what)
+{
+    if (!cvcu_backend.host_register)
+        return cvi_error(ctx, CONVOLVE_ERROR_BACKEND_UNAVAILABLE,
+                         "%s: libconvolve was built without CUDA", what);
+    if (!cvi_cuda_usable(ctx))
+        return cvi_error(ctx, CONVOLVE_ERROR_BACKEND_UNAVAILABLE, "%s: no GPU can be used: %s",
+                         what, ctx->cuda.info.reason);
+    return CONVOLVE_OK;
+}
+
+convolve_status convolve_host_register(convolve_context *ctx, void *ptr, size_t bytes)
+{
+    if (!ctx || !ptr || !bytes)
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_host_register: %s",
+                         !ctx ? "NULL context" : !ptr ? "NULL pointer" : "0 bytes");
+    convolve_status st = need_cuda(ctx, "convolve_host_register");
+    if (st == CONVOLVE_OK)
+        st = cvcu_backend.host_register(ctx, ptr, bytes);
+    return st == CONVOLVE_OK ? cvi_ok(ctx) : st;
+}
+
+convolve_status convolve_host_unregister(convolve_context *ctx, void *ptr)
+{
+    if (!ctx || !ptr)
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_host_unregister: %s",
+                         !ctx ? "NULL context" : "NULL pointer");
+    convolve_status st = need_cuda(ctx, "convolve_host_unregister");
+    if (st == CONVOLVE_OK)
+        st = cvcu_backend.host_unregister(ctx, ptr);
+    return st == CONVOLVE_OK ? cvi_ok(ctx) : st;
+}

@@ -281,7 +281,7 @@ void cvi_stream_monitor(cvi_stream_job *job, int workers)
     struct cvi_stream_state *s = job->state;
     pthread_mutex_lock(&s->mutex);
     while (s->exited < workers) {
-        if (s->slabs_done != s->slabs_reported && !s->stop)
+        if (s->progress && s->slabs_done != s->slabs_reported && !s->stop)
             report_locked(job, s, 0);
         else
             pthread_cond_wait(&s->changed, &s->mutex);
@@ -462,6 +462,11 @@ convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const 
     describe(plan, &job);
     job.in = in;
     job.out = out;
+    job.backend_state = plan->state;
+    job.in_packed = packed_rows(&job, plan->problem.in_strides, plan->problem.in_cstride,
+                                convolve_dtype_size(plan->problem.in_type));
+    job.out_packed = packed_rows(&job, plan->problem.out_strides, plan->problem.out_cstride,
+                                 convolve_dtype_size(plan->problem.out_type));
     job.slab_rows = slab_rows;
     job.slab_count = (job.rows + slab_rows - 1) / slab_rows;
     job.max_ext_rows = slab_rows + plan->problem.ksize[job.axis] - 1;

@@ -53,11 +53,15 @@ struct cvi_stream_job {
     size_t max_ext_rows;            /* the most rows a slab's buffer holds */
     size_t row_elems;               /* values per row: the other axes' extents x channels */
     size_t in_row_bytes, out_row_bytes; /* a packed row of input, of output */
+    int in_packed, out_packed;      /* the caller's rows are packed C order (a row of
+                                       the input starts in + row * in_row_bytes) */
     int worker_count;               /* one worker per device */
     const int *devices;             /* worker w runs on devices[w]; NULL: the current one */
     const cvi_device *worker_device;    /* worker_count probes (one per device) */
     convolve_context **worker_ctx;  /* worker w's own context (errors, sub-plans) */
     int host_threads;               /* CPU threads a worker may use to gather and scatter */
+    void *backend_state;            /* the plan's state from the backend's prepare (the
+                                       executor may keep resources there) */
     struct cvi_stream_state *state; /* the core's: counters, progress, errors */
 };
 

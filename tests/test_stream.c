@@ -67,6 +67,16 @@ static void api(void)
                  CONVOLVE_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(ctx, convolve_device_query_index(ctx, 0, NULL), CONVOLVE_ERROR_INVALID_ARGUMENT);
 
+    /* pinning host memory needs a usable GPU */
+    char page[64];
+    if (count == 0 || !convolve_backend_built(CONVOLVE_BACKEND_CUDA)) {
+        CHECK_STATUS(ctx, convolve_host_register(ctx, page, sizeof page),
+                     CONVOLVE_ERROR_BACKEND_UNAVAILABLE);
+        CHECK_STATUS(ctx, convolve_host_unregister(ctx, page), CONVOLVE_ERROR_BACKEND_UNAVAILABLE);
+    }
+    CHECK_STATUS(ctx, convolve_host_register(ctx, NULL, 64), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_host_unregister(ctx, NULL), CONVOLVE_ERROR_INVALID_ARGUMENT);
+
     /* validation at plan creation */
     size_t shape[2] = {9, 11};
     convolve_layout l;

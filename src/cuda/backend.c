@@ -23,5 +23,7 @@ const cvi_backend cvcu_backend = {
     .device_count = cvcu_device_count,
     .probe_index = cvcu_probe_index,
     .memory_info = cvcu_memory_info,
-    .execute_host_streamed = NULL, /* the core's slab driver, one slab after another */
+    .host_register = cvcu_host_register,
+    .host_unregister = cvcu_host_unregister,
+    .execute_host_streamed = cvcu_execute_host_streamed,
 };

@@ -40,6 +40,8 @@ void cvcu_probe_index(int index, cvi_device *dev);
 convolve_status cvcu_memory_info(convolve_context *ctx, int index, size_t *free_bytes,
                                  size_t *total_bytes);
 convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job *job);
+convolve_status cvcu_host_register(convolve_context *ctx, void *ptr, size_t bytes);
+convolve_status cvcu_host_unregister(convolve_context *ctx, void *ptr);
 
 #ifdef __cplusplus
 }

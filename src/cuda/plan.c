@@ -281,6 +281,7 @@ void cvcu_release(void *state)
     cvcu_plan *plan = state;
     if (!plan)
         return;
+    cvcu_stream_cache_free(plan->stream); /* its buffers are on their own devices */
     int prev = plan->device;
     int entered = cvcu_enter_device(plan, &prev) == cudaSuccess;
     /* errors are ignored here: after a failed kernel the context may be gone */

@@ -35,7 +35,11 @@ typedef struct cvcu_plan {
     void *d_in, *d_out;         /* device images, rows `pitch` bytes apart */
     size_t in_pitch, out_pitch;
     void *h_in, *h_out;         /* host packing buffers for strided layouts */
+    struct cvcu_stream_cache *stream;   /* the streamed executor's workers (stream.c) */
 } cvcu_plan;
+
+/* Frees what the streamed executor kept in a plan (stream.c); NULL is accepted. */
+void cvcu_stream_cache_free(struct cvcu_stream_cache *cache);
 
 /* Records CUDA error e as DEVICE (or DEVICE_OUT_OF_MEMORY) on ctx, naming
  * `what`; returns that status. */

@@ -130,6 +130,30 @@ convolve_status cvcu_memory_info(convolve_context *ctx, int index, size_t *free_
     return e == cudaSuccess ? CONVOLVE_OK : cvcu_error(ctx, e, "querying the device's memory");
 }
 
+convolve_status cvcu_host_register(convolve_context *ctx, void *ptr, size_t bytes)
+{
+    cudaError_t e = cudaHostRegister(ptr, bytes, cudaHostRegisterPortable);
+    if (e == cudaErrorHostMemoryAlreadyRegistered || e == cudaErrorInvalidValue) {
+        (void)cudaGetLastError();
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                         "convolve_host_register: the memory cannot be registered: %s",
+                         cudaGetErrorString(e));
+    }
+    return e == cudaSuccess ? CONVOLVE_OK : cvcu_error(ctx, e, "cudaHostRegister");
+}
+
+convolve_status cvcu_host_unregister(convolve_context *ctx, void *ptr)
+{
+    cudaError_t e = cudaHostUnregister(ptr);
+    if (e == cudaErrorHostMemoryNotRegistered || e == cudaErrorInvalidValue) {
+        (void)cudaGetLastError();
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                         "convolve_host_unregister: no memory registered there: %s",
+                         cudaGetErrorString(e));
+    }
+    return e == cudaSuccess ? CONVOLVE_OK : cvcu_error(ctx, e, "cudaHostUnregister");
+}
+
 /* ---- execution on device memory ---------------------------------------- */
 
 convolve_status cvcu_execute_device(convolve_context *ctx, void *state, const void *in,

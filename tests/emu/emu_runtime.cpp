@@ -22,7 +22,9 @@
  * asynchronous ones; an event records the host clock. Pinned host memory
  * (cudaMallocHost, cudaHostRegister) is ordinary host memory, but
  * cudaHostUnregister of memory not registered, and cudaFreeHost of memory
- * not from cudaMallocHost, fail as CUDA would.
+ * not from cudaMallocHost, fail as CUDA would. CVK_EMU_FAIL_MALLOC_DEVICE=D
+ * makes every cudaMalloc on device D fail (out of memory), to exercise the
+ * error paths of work spread over devices.
  */
 #include "cuda_runtime.h"
 
@@ -214,6 +216,15 @@ cudaError_t cvk_emu_launch(const void *fn, dim3 grid, dim3 block, size_t smem,
     return cudaSuccess;
 }
 
+static thread_local int t_device = 0;
+
+static int emu_device_count(void)
+{
+    const char *e = getenv("CVK_EMU_DEVICES");
+    int n = e ? atoi(e) : 1;
+    return n < 1 ? 1 : n > 16 ? 16 : n;
+}
+
 extern "C" {
 
 cudaError_t cudaGetDeviceCount(int *count)
@@ -225,15 +236,6 @@ cudaError_t cudaGetDeviceCount(int *count)
     }
     *count = emu_device_count();
     return cudaSuccess;
-}
-
-static thread_local int t_device = 0;
-
-static int emu_device_count(void)
-{
-    const char *e = getenv("CVK_EMU_DEVICES");
-    int n = e ? atoi(e) : 1;
-    return n < 1 ? 1 : n > 16 ? 16 : n;
 }
 
 cudaError_t cudaGetDevice(int *device)
@@ -271,7 +273,22 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 }
 
 static std::mutex g_pinned_mutex;
-static std::map<void *, int> g_pinned; /* 1: cudaMallocHost, 2: cudaHostRegister */
+struct pinned_range {
+    size_t bytes;
+    int kind; /* 1: cudaMallocHost, 2: cudaHostRegister */
+};
+static std::map<const char *, pinned_range> g_pinned; /* by start */
+
+/* The pinned range holding p, or end(). */
+static std::map<const char *, pinned_range>::iterator pinned_find(const void *p)
+{
+    const char *c = (const char *)p;
+    auto it = g_pinned.upper_bound(c);
+    if (it == g_pinned.begin())
+        return g_pinned.end();
+    --it;
+    return c < it->first + it->second.bytes ? it : g_pinned.end();
+}
 
 cudaError_t cudaMallocHost(void **ptr, size_t size)
 {
@@ -280,7 +297,7 @@ cudaError_t cudaMallocHost(void **ptr, size_t size)
         return fail(cudaErrorMemoryAllocation);
     memset(*ptr, 0xFF, size);
     std::lock_guard<std::mutex> lock(g_pinned_mutex);
-    g_pinned[*ptr] = 1;
+    g_pinned[(const char *)*ptr] = pinned_range{size ? size : 1, 1};
     return cudaSuccess;
 }
 
@@ -289,8 +306,8 @@ cudaError_t cudaFreeHost(void *ptr)
     if (!ptr)
         return cudaSuccess;
     std::lock_guard<std::mutex> lock(g_pinned_mutex);
-    auto it = g_pinned.find(ptr);
-    if (it == g_pinned.end() || it->second != 1)
+    auto it = g_pinned.find((const char *)ptr);
+    if (it == g_pinned.end() || it->second.kind != 1)
         return fail(cudaErrorInvalidValue);
     g_pinned.erase(it);
     free(ptr);
@@ -299,22 +316,36 @@ cudaError_t cudaFreeHost(void *ptr)
 
 cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned flags)
 {
-    (void)size, (void)flags;
-    std::lock_guard<std::mutex> lock(g_pinned_mutex);
-    if (!ptr || g_pinned.count(ptr))
+    (void)flags;
+    if (!ptr || !size)
         return fail(cudaErrorInvalidValue);
-    g_pinned[ptr] = 2;
+    std::lock_guard<std::mutex> lock(g_pinned_mutex);
+    if (pinned_find(ptr) != g_pinned.end() || pinned_find((const char *)ptr + size - 1) !=
+                                                   g_pinned.end())
+        return fail(cudaErrorHostMemoryAlreadyRegistered);
+    g_pinned[(const char *)ptr] = pinned_range{size, 2};
     return cudaSuccess;
 }
 
 cudaError_t cudaHostUnregister(void *ptr)
 {
     std::lock_guard<std::mutex> lock(g_pinned_mutex);
-    auto it = g_pinned.find(ptr);
-    if (it == g_pinned.end() || it->second != 2)
-        return fail(cudaErrorInvalidValue);
+    auto it = g_pinned.find((const char *)ptr);
+    if (it == g_pinned.end() || it->second.kind != 2)
+        return fail(cudaErrorHostMemoryNotRegistered);
     g_pinned.erase(it);
     return cudaSuccess;
+}
+
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *ptr)
+{
+    std::lock_guard<std::mutex> lock(g_pinned_mutex);
+    memset(attr, 0, sizeof *attr);
+    if (pinned_find(ptr) != g_pinned.end()) {
+        attr->type = cudaMemoryTypeHost;
+        attr->hostPointer = (void *)ptr;
+    }
+    return cudaSuccess; /* unregistered host memory: type 0, as CUDA 11+ says */
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags)
@@ -387,6 +418,11 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, const voi
 
 cudaError_t cudaMalloc(void **ptr, size_t size)
 {
+    const char *failing = getenv("CVK_EMU_FAIL_MALLOC_DEVICE");
+    if (failing && *failing && atoi(failing) == t_device) {
+        *ptr = nullptr;
+        return fail(cudaErrorMemoryAllocation);
+    }
     *ptr = malloc(size ? size : 1);
     if (!*ptr)
         return fail(cudaErrorMemoryAllocation);

@@ -11,6 +11,7 @@
 #   bash tests/emu/run.sh [test_gpu_strategies options]   (default --small)
 #   bash tests/emu/run.sh --fast [..]  test_gpu_fast (default --small)
 #   bash tests/emu/run.sh --direct [..] test_gpu_direct (default --small)
+#   bash tests/emu/run.sh --stream [..] test_gpu_stream (default --small; CVK_EMU_DEVICES=2)
 #   bash tests/emu/run.sh --bench      convolve_bench on tiny shapes
 #   EMU_BUILD=dir   build directory (default build-emu); JOBS=n   build jobs (default 2)
 set -euo pipefail
@@ -20,7 +21,7 @@ mkdir -p "$out"
 cmake -S "$root" -B "$out" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONVOLVE_CUDA_EMULATOR=ON \
     >"$out/configure.log" 2>&1 || { tail -20 "$out/configure.log"; exit 2; }
 cmake --build "$out" -j "${JOBS:-2}" --target test_gpu_strategies test_gpu_fast \
-    test_gpu_direct convolve_bench
+    test_gpu_direct test_gpu_stream convolve_bench
 export ASAN_OPTIONS=detect_leaks=1
 export CONVOLVE_JIT=0 # nothing compiled at run time can load here: the precompiled kernels run
 case "${1:-}" in
@@ -30,7 +31,8 @@ case "${1:-}" in
     "$out/bench/convolve_bench" --shape 300 --radius 1,40 --runs 20 --json
     "$out/bench/convolve_bench" --shape 6x7x9 --radius 1 --runs 20 --dtype uint8
     ;;
---fast | --direct)
+--fast | --direct | --stream)
+    [ "$1" = --stream ] && export CVK_EMU_DEVICES=${CVK_EMU_DEVICES:-2}
     test=test_gpu_${1#--}
     shift
     args=("$@")

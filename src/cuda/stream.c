@@ -1,0 +1,501 @@
+/*
+ * stream.c - the CUDA backend's pipelined executor for streamed host-memory
+ * plans (cvi_backend.execute_host_streamed; the job and its slabs:
+ * src/stream.h). One host thread per device (a worker), each with three
+ * streams (copies in, kernels, copies out), CVI_STREAM_BUFFERS slots of
+ * pinned staging and pitched device buffers, and its own sub-plans (one per
+ * distinct slab buffer size, made with its device current, of the plan's
+ * strategy). A worker takes slabs from the job's shared counter; for each it
+ * gathers the extended input rows into a slot's pinned buffer (CPU threads),
+ * queues the copy in, the kernel and the copy out of the exact rows, each
+ * stream waiting on the previous one's event, and goes on to the next slab
+ * while the GPU works; a slot is reused once its copy out has landed, when
+ * its rows are scattered to the caller's output and reported. The calling
+ * thread meanwhile reports progress (cvi_stream_monitor). Resources are kept
+ * in the plan for its next execution. Every CUDA call is checked.
+ *
+ * Arrays the caller pinned (convolve_host_register) with packed rows are
+ * copied straight from and to (a slab whose extended rows reach past the
+ * array's edges is still gathered).
+ *
+ * CONVOLVE_STREAM_TIMELINE=FILE (a measuring aid for bench/stream_bench.c
+ * and docs/scale.md) appends to FILE, after each streamed execution, one CSV
+ * line per slab: device, slab, rows, and the start and end (ms since the
+ * execution began) of its gather (host), copy in, kernel, copy out and
+ * scatter (host), the device times from CUDA events.
+ */
+#include "backend.h"
+#include "plan.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SUBPLANS 6
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct {
+    void *h_in, *h_out;             /* pinned staging: packed extended input, exact output rows */
+    void *d_in, *d_out;             /* device images, lines `pitch` bytes apart */
+    size_t in_pitch, out_pitch;
+    cudaEvent_t copied_in, computed, copied_out;
+    cvi_slab slab;
+    int busy;
+    cudaEvent_t t_in, t_comp, t_out;  /* timeline only: the starts, timed */
+    size_t rec;                       /* timeline record of the slab in flight */
+} slot;
+
+/* One slab's timeline (ms from the execution's start). */
+typedef struct {
+    int device;
+    size_t slab, rows;
+    double gather0, gather1, in0, in1, k0, k1, out0, out1, scatter0, scatter1;
+} timeline_rec;
+
+/* One device's resources, kept by the plan between executions. */
+typedef struct cvcu_stream_worker {
+    int device;
+    size_t max_ext_rows, slab_rows;     /* what the buffers were made for */
+    cudaStream_t in_stream, compute, out_stream;
+    slot slots[CVI_STREAM_BUFFERS];
+    size_t sub_rows[SUBPLANS];          /* 0: empty */
+    cvcu_plan *sub[SUBPLANS];
+    int sub_turn;
+    cudaEvent_t t_base;                 /* timeline only */
+    int timed;                          /* the events below time */
+} worker_res;
+
+struct cvcu_stream_cache {
+    int count;
+    worker_res *workers;
+};
+
+typedef struct {
+    cvi_stream_job *job;
+    int index;
+    worker_res *res;
+    timeline_rec *recs;     /* job->slab_count records, or NULL (no timeline) */
+    double t0;              /* host clock at the execution's start (s) */
+    double base_ms;         /* timeline: when the worker's t_base was recorded (ms) */
+    int in_direct, out_direct;  /* the caller's arrays are pinned and packed: copied
+                                   straight from and to them (no staging) */
+    size_t lines_per_row;   /* device image lines (x rows) per slab row (2-D, 3-D) */
+    size_t in_line, out_line; /* bytes of a packed line; 1-D: of a slab row (one element) */
+} worker_arg;
+
+static void free_worker(worker_res *r)
+{
+    int prev = 0;
+    if (cudaGetDevice(&prev) != cudaSuccess)
+        prev = r->device;
+    (void)cudaSetDevice(r->device);
+    for (int i = 0; i < SUBPLANS; i++)
+        if (r->sub_rows[i])
+            cvcu_release(r->sub[i]);
+    if (r->in_stream)
+        (void)cudaStreamSynchronize(r->in_stream);
+    if (r->compute)
+        (void)cudaStreamSynchronize(r->compute);
+    if (r->out_stream)
+        (void)cudaStreamSynchronize(r->out_stream);
+    for (int i = 0; i < CVI_STREAM_BUFFERS; i++) {
+        slot *s = &r->slots[i];
+        if (s->h_in)
+            (void)cudaFreeHost(s->h_in);
+        if (s->h_out)
+            (void)cudaFreeHost(s->h_out);
+        if (s->d_in)
+            (void)cudaFree(s->d_in);
+        if (s->d_out)
+            (void)cudaFree(s->d_out);
+        if (s->copied_in)
+            (void)cudaEventDestroy(s->copied_in);
+        if (s->computed)
+            (void)cudaEventDestroy(s->computed);
+        if (s->copied_out)
+            (void)cudaEventDestroy(s->copied_out);
+        if (s->t_in)
+            (void)cudaEventDestroy(s->t_in);
+        if (s->t_comp)
+            (void)cudaEventDestroy(s->t_comp);
+        if (s->t_out)
+            (void)cudaEventDestroy(s->t_out);
+    }
+    if (r->t_base)
+        (void)cudaEventDestroy(r->t_base);
+    if (r->in_stream)
+        (void)cudaStreamDestroy(r->in_stream);
+    if (r->compute)
+        (void)cudaStreamDestroy(r->compute);
+    if (r->out_stream)
+        (void)cudaStreamDestroy(r->out_stream);
+    (void)cudaGetLastError();
+    (void)cudaSetDevice(prev);
+    memset(r, 0, sizeof *r);
+}
+
+/* Frees r's resources, keeping which device it is for. */
+static void free_worker_keep_device(worker_res *r)
+{
+    int device = r->device;
+    free_worker(r);
+    r->device = device;
+}
+
+void cvcu_stream_cache_free(struct cvcu_stream_cache *c)
+{
+    if (!c)
+        return;
+    for (int w = 0; w < c->count; w++)
+        free_worker(&c->workers[w]);
+    free(c->workers);
+    free(c);
+}
+
+/* A device image of `lines` lines of `width` bytes: pitched for several. */
+static cudaError_t alloc_lines(size_t width, size_t lines, void **ptr, size_t *pitch)
+{
+    if (lines > 1) {
+        cudaError_t e = cudaMallocPitch(ptr, pitch, width, lines);
+        if (e == cudaSuccess || e == cudaErrorMemoryAllocation)
+            return e;
+        (void)cudaGetLastError();
+    }
+    *pitch = width;
+    return cudaMalloc(ptr, width * lines);
+}
+
+/* Makes the worker's streams, events and buffers (its device is current). */
+static convolve_status make_worker(convolve_context *ctx, const worker_arg *a, worker_res *r)
+{
+    const cvi_stream_job *job = a->job;
+    cudaError_t e;
+    if ((e = cudaStreamCreateWithFlags(&r->in_stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&r->compute, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&r->out_stream, cudaStreamNonBlocking)) != cudaSuccess)
+        return cvcu_error(ctx, e, "creating the streams of the slab pipeline");
+    const size_t in_lines = job->max_ext_rows * a->lines_per_row;
+    const unsigned flags = a->recs ? 0u : (unsigned)cudaEventDisableTiming;
+    r->timed = a->recs != NULL;
+    if (r->timed && (e = cudaEventCreate(&r->t_base)) != cudaSuccess)
+        return cvcu_error(ctx, e, "creating the events of the slab pipeline");
+    for (int i = 0; i < CVI_STREAM_BUFFERS; i++) {
+        slot *s = &r->slots[i];
+        if ((e = cudaEventCreateWithFlags(&s->copied_in, flags)) != cudaSuccess ||
+            (e = cudaEventCreateWithFlags(&s->computed, flags)) != cudaSuccess ||
+            (e = cudaEventCreateWithFlags(&s->copied_out, flags)) != cudaSuccess ||
+            (r->timed && ((e = cudaEventCreate(&s->t_in)) != cudaSuccess ||
+                          (e = cudaEventCreate(&s->t_comp)) != cudaSuccess ||
+                          (e = cudaEventCreate(&s->t_out)) != cudaSuccess)))
+            return cvcu_error(ctx, e, "creating the events of the slab pipeline");
+        if ((e = cudaMallocHost(&s->h_in, job->max_ext_rows * job->in_row_bytes)) != cudaSuccess ||
+            (e = cudaMallocHost(&s->h_out, job->slab_rows * job->out_row_bytes)) != cudaSuccess)
+            return cvcu_error(ctx, e, "allocating pinned staging buffers");
+        if ((e = alloc_lines(a->in_line * (job->axis == 2 ? job->max_ext_rows : 1),
+                             job->axis == 2 ? 1 : in_lines, &s->d_in, &s->in_pitch)) !=
+                cudaSuccess ||
+            (e = alloc_lines(a->out_line * (job->axis == 2 ? job->max_ext_rows : 1),
+                             job->axis == 2 ? 1 : in_lines, &s->d_out, &s->out_pitch)) !=
+                cudaSuccess)
+            return cvcu_error(ctx, e, "allocating the device slab buffers");
+    }
+    r->max_ext_rows = job->max_ext_rows;
+    r->slab_rows = job->slab_rows;
+    return CONVOLVE_OK;
+}
+
+/* The worker's sub-plan for buffers of ext_rows rows (made on first use). */
+static convolve_status sub_plan(convolve_context *ctx, cvi_stream_job *job, int w,
+                                worker_res *r, size_t ext_rows, cvcu_plan **plan)
+{
+    for (int i = 0; i < SUBPLANS; i++)
+        if (r->sub_rows[i] == ext_rows) {
+            *plan = r->sub[i];
+            return CONVOLVE_OK;
+        }
+    int i = r->sub_turn++ % SUBPLANS;
+    if (r->sub_rows[i]) {
+        /* its kernels may still run on the compute stream */
+        cudaError_t e = cudaStreamSynchronize(r->compute);
+        if (e != cudaSuccess)
+            return cvcu_error(ctx, e, "waiting for the slab kernels");
+        cvcu_release(r->sub[i]);
+        r->sub_rows[i] = 0;
+    }
+    cvi_problem sub;
+    cvi_stream_subproblem(job, ext_rows, &sub);
+    void *state = NULL;
+    convolve_status st = cvcu_prepare(ctx, &job->worker_device[w], job->strategy, &sub, &state);
+    if (st != CONVOLVE_OK)
+        return st;
+    r->sub[i] = state;
+    r->sub_rows[i] = ext_rows;
+    *plan = state;
+    return CONVOLVE_OK;
+}
+
+/* Waits for slot s's copy out, scatters its rows and reports them. */
+static convolve_status finish(convolve_context *ctx, worker_arg *a, slot *s, int deliver)
+{
+    if (!s->busy)
+        return CONVOLVE_OK;
+    s->busy = 0;
+    if (!deliver) { /* after a failure: waited for, its error (if any) not the one reported */
+        (void)cudaEventSynchronize(s->copied_out);
+        (void)cudaGetLastError();
+        return CONVOLVE_OK;
+    }
+    cudaError_t e = cudaEventSynchronize(s->copied_out);
+    if (e != cudaSuccess)
+        return cvcu_error(ctx, e, "running a slab");
+    timeline_rec *t = a->recs ? &a->recs[s->rec] : NULL;
+    if (t) {
+        float ms[6] = {0};
+        worker_res *r = a->res;
+        cudaEvent_t ev[6] = {s->t_in, s->copied_in, s->t_comp, s->computed, s->t_out,
+                             s->copied_out};
+        for (int i = 0; i < 6; i++)
+            if ((e = cudaEventElapsedTime(&ms[i], r->t_base, ev[i])) != cudaSuccess)
+                return cvcu_error(ctx, e, "timing a slab");
+        double base = t->in0; /* the host time of t_base, stored at the start */
+        t->in0 = base + ms[0], t->in1 = base + ms[1], t->k0 = base + ms[2];
+        t->k1 = base + ms[3], t->out0 = base + ms[4], t->out1 = base + ms[5];
+        t->scatter0 = (now_s() - a->t0) * 1e3;
+    }
+    if (deliver) {
+        if (!a->out_direct) /* else the copy wrote the caller's rows */
+            cvi_stream_scatter(a->job, &s->slab, s->h_out, a->job->host_threads);
+        cvi_stream_done(a->job, &s->slab);
+    }
+    if (t)
+        t->scatter1 = (now_s() - a->t0) * 1e3;
+    return CONVOLVE_OK;
+}
+
+/* Gathers slab into slot s and queues its copy in, kernel and copy out. */
+static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu_plan *plan)
+{
+    cvi_stream_job *job = a->job;
+    worker_res *r = a->res;
+    const cvi_slab *slab = &s->slab;
+    timeline_rec *t = a->recs ? &a->recs[slab->index] : NULL;
+    s->rec = slab->index;
+    if (t) {
+        t->device = r->device, t->slab = slab->index, t->rows = slab->r1 - slab->r0;
+        t->gather0 = (now_s() - a->t0) * 1e3;
+    }
+    /* the input straight from the caller's pinned array when the slab's rows
+     * all lie in it; else gathered into the staging buffer */
+    const void *src = s->h_in;
+    if (a->in_direct && slab->ext_lo >= 0 && slab->ext_lo + (ptrdiff_t)slab->ext_rows <=
+                                                 (ptrdiff_t)job->rows)
+        src = (const char *)job->in + (size_t)slab->ext_lo * job->in_row_bytes;
+    else
+        cvi_stream_gather(job, slab, 0, slab->ext_rows, s->h_in, job->host_threads);
+    void *dst = a->out_direct ? (char *)job->out + slab->r0 * job->out_row_bytes : s->h_out;
+    if (t) {
+        t->gather1 = (now_s() - a->t0) * 1e3;
+        t->in0 = a->base_ms; /* finish() adds the device times to it */
+    }
+    /* 2-D and 3-D: ext_rows x lines_per_row lines; 1-D: one line of ext_rows elements */
+    const int one_d = job->axis == 2;
+    const size_t lines = one_d ? 1 : slab->ext_rows * a->lines_per_row;
+    const size_t out_lines = one_d ? 1 : (slab->r1 - slab->r0) * a->lines_per_row;
+    const size_t in_width = one_d ? slab->ext_rows * a->in_line : a->in_line;
+    const size_t out_width = one_d ? (slab->r1 - slab->r0) * a->out_line : a->out_line;
+    const size_t in_pitch = one_d ? in_width : s->in_pitch;
+    cudaError_t e;
+    if (t && (e = cudaEventRecord(s->t_in, r->in_stream)) != cudaSuccess)
+        return cvcu_error(ctx, e, "timing a slab");
+    if ((e = cudaMemcpy2DAsync(s->d_in, in_pitch, src, in_width, in_width, lines,
+                               cudaMemcpyHostToDevice, r->in_stream)) != cudaSuccess ||
+        (e = cudaEventRecord(s->copied_in, r->in_stream)) != cudaSuccess ||
+        (e = cudaStreamWaitEvent(r->compute, s->copied_in, 0)) != cudaSuccess)
+        return cvcu_error(ctx, e, "copying a slab to the device");
+    /* the device images as the one-shot path lays them: channels
+     * interleaved, lines `pitch` apart */
+    cvk_args k = plan->args;
+    const long long C = (long long)plan->p.channels, n1 = (long long)plan->p.shape[1];
+    const long long irow = (long long)(s->in_pitch / plan->in_esize);
+    const long long orow = (long long)(s->out_pitch / plan->out_esize);
+    k.in = s->d_in;
+    k.out = s->d_out;
+    k.ics = 1, k.is[2] = C, k.is[1] = irow, k.is[0] = irow * n1;
+    k.ocs = 1, k.os[2] = C, k.os[1] = orow, k.os[0] = orow * n1;
+    if (t && (e = cudaEventRecord(s->t_comp, r->compute)) != cudaSuccess)
+        return cvcu_error(ctx, e, "timing a slab");
+    if ((e = cvcu_launch(plan, &k, r->compute)) != cudaSuccess)
+        return cvcu_launch_error(ctx, plan, e);
+    if ((e = cudaEventRecord(s->computed, r->compute)) != cudaSuccess ||
+        (e = cudaStreamWaitEvent(r->out_stream, s->computed, 0)) != cudaSuccess)
+        return cvcu_error(ctx, e, "running a slab's kernel");
+    const char *first = (const char *)s->d_out +
+                        (one_d ? slab->out_first * a->out_line
+                               : slab->out_first * a->lines_per_row * s->out_pitch);
+    const size_t out_pitch = one_d ? out_width : s->out_pitch;
+    if (t && (e = cudaEventRecord(s->t_out, r->out_stream)) != cudaSuccess)
+        return cvcu_error(ctx, e, "timing a slab");
+    if ((e = cudaMemcpy2DAsync(dst, out_width, first, out_pitch, out_width, out_lines,
+                               cudaMemcpyDeviceToHost, r->out_stream)) != cudaSuccess ||
+        (e = cudaEventRecord(s->copied_out, r->out_stream)) != cudaSuccess)
+        return cvcu_error(ctx, e, "copying a slab from the device");
+    s->busy = 1;
+    return CONVOLVE_OK;
+}
+
+static void *run_worker(void *p)
+{
+    worker_arg *a = p;
+    cvi_stream_job *job = a->job;
+    const int w = a->index;
+    convolve_context *ctx = job->worker_ctx[w];
+    worker_res *r = a->res;
+    convolve_status st = CONVOLVE_OK;
+    cudaError_t e = cudaSetDevice(r->device);
+    if (e != cudaSuccess) {
+        st = cvcu_error(ctx, e, "selecting the device");
+        goto out;
+    }
+    if (r->in_stream && r->timed != (a->recs != NULL)) /* timed events, or not */
+        free_worker_keep_device(r);
+    if (!r->in_stream && (st = make_worker(ctx, a, r)) != CONVOLVE_OK)
+        goto out;
+    if (a->recs) {
+        /* the base: after the last execution's work, on the copy-in stream */
+        if ((e = cudaStreamSynchronize(r->in_stream)) != cudaSuccess ||
+            (e = cudaEventRecord(r->t_base, r->in_stream)) != cudaSuccess ||
+            (e = cudaEventSynchronize(r->t_base)) != cudaSuccess) {
+            st = cvcu_error(ctx, e, "timing the pipeline");
+            goto out;
+        }
+        a->base_ms = (now_s() - a->t0) * 1e3;
+    }
+    size_t index, turn = 0;
+    while (st == CONVOLVE_OK && cvi_stream_next(job, &index)) {
+        slot *s = &r->slots[turn++ % CVI_STREAM_BUFFERS];
+        if ((st = finish(ctx, a, s, 1)) != CONVOLVE_OK)
+            break;
+        cvi_stream_slab(job, index, &s->slab);
+        cvcu_plan *plan = NULL;
+        if ((st = sub_plan(ctx, job, w, r, s->slab.ext_rows, &plan)) != CONVOLVE_OK ||
+            (st = start(ctx, a, s, plan)) != CONVOLVE_OK)
+            break;
+    }
+    /* the slabs in flight finish (in the order they started), even when
+     * cancelled; after a failure they are only waited for */
+    for (size_t i = 0; i < CVI_STREAM_BUFFERS; i++) {
+        slot *s = &r->slots[(turn + i) % CVI_STREAM_BUFFERS];
+        convolve_status fs = finish(ctx, a, s, st == CONVOLVE_OK);
+        if (st == CONVOLVE_OK)
+            st = fs;
+    }
+out:
+    if (st != CONVOLVE_OK) {
+        cvi_stream_fail(job, w, st);
+        free_worker_keep_device(r); /* made anew by the next execution */
+    }
+    cvi_stream_worker_exit(job);
+    return NULL;
+}
+
+/* 1 if host memory [ptr, ptr + bytes) is pinned (cudaHostRegister or
+ * cudaMallocHost): its first and last bytes are. */
+static int pinned(const void *ptr, size_t bytes)
+{
+    struct cudaPointerAttributes at;
+    for (int i = 0; i < 2; i++) {
+        const char *q = (const char *)ptr + (i ? bytes - 1 : 0);
+        if (cudaPointerGetAttributes(&at, q) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return 0;
+        }
+        if (at.type != cudaMemoryTypeHost)
+            return 0;
+    }
+    return 1;
+}
+
+convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job *job)
+{
+    cvcu_plan *plan = job->backend_state;
+    const int W = job->worker_count;
+    struct cvcu_stream_cache *c = plan->stream;
+    /* buffers made for another geometry (another budget) are remade */
+    if (c && (c->count != W || c->workers[0].slab_rows != job->slab_rows ||
+              c->workers[0].max_ext_rows != job->max_ext_rows)) {
+        cvcu_stream_cache_free(c);
+        plan->stream = c = NULL;
+    }
+    if (!c) {
+        if (!(c = calloc(1, sizeof *c)) || !(c->workers = calloc((size_t)W, sizeof *c->workers))) {
+            free(c);
+            return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for the workers");
+        }
+        c->count = W;
+        plan->stream = c;
+    }
+    int current = plan->device;
+    for (int w = 0; w < W; w++)
+        c->workers[w].device = job->devices ? job->devices[w] : current;
+
+    const cvi_problem *p = job->problem;
+    worker_arg args[W > 0 ? W : 1];
+    pthread_t threads[W > 0 ? W : 1];
+    const size_t per_line = p->shape[2] * p->channels;
+    int started = 0;
+    const char *timeline = getenv("CONVOLVE_STREAM_TIMELINE");
+    timeline_rec *recs = NULL;
+    if (timeline && *timeline)
+        recs = calloc(job->slab_count, sizeof *recs); /* none: no timeline, no error */
+    const double t0 = now_s();
+    const int in_direct = job->in_packed && pinned(job->in, job->rows * job->in_row_bytes);
+    const int out_direct = job->out_packed && pinned(job->out, job->rows * job->out_row_bytes);
+    for (int w = 0; w < W; w++) {
+        args[w].in_direct = in_direct;
+        args[w].out_direct = out_direct;
+        args[w].recs = recs;
+        args[w].t0 = t0;
+        args[w].base_ms = 0;
+        args[w].job = job;
+        args[w].index = w;
+        args[w].res = &c->workers[w];
+        args[w].lines_per_row = job->axis == 0 ? p->shape[1] : 1;
+        args[w].in_line = job->axis == 2 ? job->in_row_bytes : per_line * plan->in_esize;
+        args[w].out_line = job->axis == 2 ? job->out_row_bytes : per_line * plan->out_esize;
+        if (pthread_create(&threads[w], NULL, run_worker, &args[w]) != 0) {
+            cvi_error(job->worker_ctx[w], CONVOLVE_ERROR_OUT_OF_MEMORY,
+                      "cannot start a worker thread");
+            cvi_stream_fail(job, w, CONVOLVE_ERROR_OUT_OF_MEMORY);
+            break;
+        }
+        started++;
+    }
+    cvi_stream_monitor(job, started);
+    for (int w = 0; w < started; w++)
+        pthread_join(threads[w], NULL);
+    if (recs) {
+        FILE *f = fopen(timeline, "a");
+        if (f) { /* a measuring aid: a file that cannot be written is left out */
+            fprintf(f, "# device,slab,rows,gather0,gather1,in0,in1,kernel0,kernel1,out0,out1,"
+                       "scatter0,scatter1 (ms)\n");
+            for (size_t i = 0; i < job->slab_count; i++) {
+                const timeline_rec *t = &recs[i];
+                if (t->rows)
+                    fprintf(f, "%d,%zu,%zu,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+                            t->device, t->slab, t->rows, t->gather0, t->gather1, t->in0, t->in1,
+                            t->k0, t->k1, t->out0, t->out1, t->scatter0, t->scatter1);
+            }
+            fclose(f);
+        }
+        free(recs);
+    }
+    return CONVOLVE_OK;
+}

@@ -1,0 +1,257 @@
+/*
+ * test_gpu_stream.c - streamed execution of host-memory CUDA plans (issue
+ * 12) on the GPU (CTest label gpu) or the CUDA emulation (emu_test_gpu_stream,
+ * label emu, with --small and CVK_EMU_DEVICES=2): random cases over every
+ * CUDA strategy, mode, 1-D to 3-D, channels, element types, strided
+ * layouts, filters longer than a slab and than the array, uneven last
+ * slabs, run once in one shot and once streamed (device 0 listed with a
+ * budget that leaves room for a few rows, or several devices); the outputs must be equal
+ * byte for byte (FFT: within float rounding), the caller's arrays now and
+ * then pinned (convolve_host_register). Also: CONVOLVE_DEVICE_BUDGET,
+ * a budget too small for one slab, cancellation from the progress
+ * callback, and every device of the host when it has several (skipped
+ * with a message on a one-GPU machine). Exit 77 without a usable GPU.
+ *   test_gpu_stream [--small] [--cases N]
+ */
+#include "harness.h"
+
+static convolve_context *ctx;
+
+#include "stream_cases.h"
+
+static int g_small = 0;
+static int g_devices = 1;
+
+/* The CUDA strategies that serve ndim, in registry order. */
+static int cuda_strategies(int ndim, const char **names, int max)
+{
+    int n = 0;
+    for (size_t i = 0; i < convolve_strategy_count() && n < max; i++) {
+        convolve_strategy_info s;
+        if (convolve_strategy_get(i, &s) == CONVOLVE_OK && s.backend == CONVOLVE_BACKEND_CUDA &&
+            (s.dims >> (ndim - 1) & 1u))
+            names[n++] = s.name;
+    }
+    return n;
+}
+
+/* The budget that leaves slabs of `rows` rows for c (three buffer sets of
+ * the rows and the filter's halo, input and output). */
+static size_t budget_for(const s_case *c, size_t rows)
+{
+    size_t row = c->channels * (convolve_dtype_size(c->in_type) + convolve_dtype_size(c->out_type));
+    for (int a = 1; a < c->ndim; a++)
+        row *= c->shape[a];
+    return 3 * (rows + c->ksize[0] - 1) * row;
+}
+
+static const int k_two[2] = {0, 1};
+
+static void random_cases(int cases)
+{
+    static const convolve_dtype types[][2] = {{CONVOLVE_FLOAT32, CONVOLVE_FLOAT32},
+                                              {CONVOLVE_FLOAT64, CONVOLVE_FLOAT64},
+                                              {CONVOLVE_UINT8, CONVOLVE_UINT8},
+                                              {CONVOLVE_UINT16, CONVOLVE_FLOAT32},
+                                              {CONVOLVE_UINT8, CONVOLVE_FLOAT32}};
+    int ran = 0;
+    for (int i = 0; i < cases; i++) {
+        s_case c;
+        memset(&c, 0, sizeof c);
+        c.backend = CONVOLVE_BACKEND_CUDA;
+        c.ndim = (int)h_randint(1, 3);
+        const char *names[32];
+        int ns = cuda_strategies(c.ndim, names, 32);
+        c.strategy = h_randint(0, 4) ? names[h_randint(0, ns - 1)] : NULL;
+        int t = (int)h_randint(0, 4);
+        c.in_type = types[t][0], c.out_type = types[t][1];
+        c.channels = h_randint(0, 3) ? 1 : (size_t)h_randint(2, 4);
+        const long big[3] = {g_small ? 120 : 100000, g_small ? 26 : 700, g_small ? 9 : 70};
+        for (int a = 0; a < c.ndim; a++) {
+            c.shape[a] = (size_t)h_randint(1, big[c.ndim - 1]);
+            long kmax = h_randint(0, 4) ? (c.ndim == 3 ? 5 : 9) : (long)(2 * c.shape[a] + 3);
+            kmax = kmax > (c.ndim == 3 ? 9 : 41) ? (c.ndim == 3 ? 9 : 41) : kmax;
+            c.ksize[a] = (size_t)h_randint(1, kmax);
+            c.origin[a] = h_randint(-(long)(c.ksize[a] / 2), (long)((c.ksize[a] - 1) / 2));
+        }
+        if (c.shape[0] < 3)
+            c.shape[0] = 3 + (size_t)h_randint(0, 5); /* room for slabs */
+        c.separable = c.strategy && strcmp(c.strategy, "separable") == 0 ? 1 : (int)h_randint(0, 1);
+        c.mode = (convolve_mode)h_randint(0, 4);
+        c.cval = h_randint(0, 1) ? h_uniform(-2, 2) : 0;
+        c.layout = (int)h_randint(0, H_LAYOUT_KINDS - 1);
+        c.exact = !(c.strategy && strcmp(c.strategy, "fft") == 0);
+        /* slabs of 1 to a few rows (shorter than the filter, often), or, with
+         * several devices, an automatic budget and the slabs shared */
+        /* the emulation launches slowly: there, 3 to 8 slabs; at most 64 on a GPU */
+        long lo = g_small ? (long)c.shape[0] / 8 + 1 : (long)c.shape[0] / 64 + 1;
+        size_t rows = (size_t)h_randint(lo, g_small ? (long)c.shape[0] / 3 + 1
+                                                    : (long)(c.shape[0] / 3 + 1));
+        if (g_devices > 1 && h_randint(0, 2) == 0) {
+            c.devices = h_randint(0, 1) ? k_two : NULL;
+            c.device_count = c.devices ? 2 : -1;
+            c.budget = h_randint(0, 1) ? budget_for(&c, rows) : 0;
+            c.min_slabs = c.shape[0] > 1 ? 2 : 1;
+        } else {
+            /* one device listed: streamed whatever the array's size, in
+             * slabs of `rows` rows (the budget leaves room for no more) */
+            c.devices = k_two;
+            c.device_count = 1;
+            c.budget = budget_for(&c, rows);
+            c.min_slabs = rows < c.shape[0] ? 2 : 1;
+        }
+        /* now and then the caller's arrays pinned: copied straight (packed) */
+        c.pin = h_randint(0, 3) == 0;
+        if (c.pin && h_randint(0, 1))
+            c.layout = H_PACKED;
+        ran += s_run_case(&c);
+    }
+    CHECK(ran > cases / 2, "%d of %d cases ran", ran, cases);
+}
+
+/* CONVOLVE_DEVICE_BUDGET streams a plan made with budget 0; a budget too
+ * small for one slab is DEVICE_OUT_OF_MEMORY for a CUDA plan, and moves an
+ * AUTO plan to the CPU. */
+static void budgets(void)
+{
+    s_case c;
+    memset(&c, 0, sizeof c);
+    c.backend = CONVOLVE_BACKEND_CUDA;
+    c.strategy = "direct";
+    c.in_type = c.out_type = CONVOLVE_FLOAT32;
+    c.ndim = 2, c.shape[0] = g_small ? 30 : 3000, c.shape[1] = g_small ? 17 : 1777;
+    c.channels = 1, c.ksize[0] = c.ksize[1] = 5;
+    c.exact = 1;
+    char text[64];
+    if (g_small) /* bytes */
+        snprintf(text, sizeof text, "%zu", budget_for(&c, c.shape[0] / 7));
+    else /* kibibytes */
+        snprintf(text, sizeof text, "%zuK", budget_for(&c, c.shape[0] / 7) / 1024);
+    setenv("CONVOLVE_DEVICE_BUDGET", text, 1);
+    c.min_slabs = 5;
+    s_run_case(&c); /* the one-shot plan streams too here: a plan without devices */
+    unsetenv("CONVOLVE_DEVICE_BUDGET");
+
+    convolve_layout l;
+    convolve_layout_init(&l, CONVOLVE_FLOAT32, 2, c.shape, 1);
+    convolve_filter *f;
+    CHECK_OK(ctx, convolve_filter_create_named(ctx, &f, "box:2", 2));
+    convolve_options o;
+    convolve_options_init(&o);
+    o.backend = CONVOLVE_BACKEND_CUDA;
+    o.device_memory_budget = 100;
+    convolve_plan *p;
+    size_t n = c.shape[0] * c.shape[1];
+    float *in = malloc(n * sizeof *in), *out = malloc(n * sizeof *out);
+    h_fill_typed(CONVOLVE_FLOAT32, in, n, 1.0);
+    CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o));
+    CHECK_STATUS(ctx, convolve_execute(p, in, out), CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY);
+    CHECK(strstr(convolve_last_error(ctx), "budget") != NULL, "the message names the budget: %s",
+          convolve_last_error(ctx));
+    convolve_plan_free(p);
+    o.backend = CONVOLVE_BACKEND_AUTO;
+    CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o));
+    if (convolve_plan_backend(p) == CONVOLVE_BACKEND_CUDA) {
+        CHECK_OK(ctx, convolve_execute(p, in, out));
+        CHECK(convolve_plan_backend(p) == CONVOLVE_BACKEND_CPU, "AUTO moved to the CPU");
+    }
+    convolve_plan_free(p);
+    convolve_filter_free(f);
+    free(in), free(out);
+}
+
+/* Registering host memory: twice, or unregistering what is not, fails. */
+static void registration(void)
+{
+    size_t bytes = 3 * 4096 + 17;
+    char *buf = malloc(bytes);
+    CHECK_OK(ctx, convolve_host_register(ctx, buf, bytes));
+    CHECK_STATUS(ctx, convolve_host_register(ctx, buf, bytes), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_host_unregister(ctx, buf + 4096), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_OK(ctx, convolve_host_unregister(ctx, buf));
+    CHECK_STATUS(ctx, convolve_host_unregister(ctx, buf), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_host_register(ctx, NULL, bytes), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_host_register(ctx, buf, 0), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    free(buf);
+}
+
+/* Emulation only: device 1's allocations fail; the run over both devices
+ * says so (naming the device), nothing hangs or leaks, and the plan works
+ * once the device does again. */
+static void device_failure(void)
+{
+    if (!g_small || g_devices < 2)
+        return;
+    size_t shape[2] = {60, 21}, n = 60 * 21;
+    convolve_layout l;
+    convolve_layout_init(&l, CONVOLVE_FLOAT32, 2, shape, 1);
+    convolve_filter *f;
+    CHECK_OK(ctx, convolve_filter_create_named(ctx, &f, "box:1", 2));
+    float *in = malloc(n * sizeof *in), *out = malloc(n * sizeof *out);
+    h_fill_typed(CONVOLVE_FLOAT32, in, n, 1.0);
+    convolve_options o;
+    convolve_options_init(&o);
+    o.backend = CONVOLVE_BACKEND_CUDA;
+    o.devices = k_two;
+    o.device_count = 2;
+    o.device_memory_budget = 3 * 8 * 21 * 8;
+    convolve_plan *p;
+    CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o));
+    setenv("CVK_EMU_FAIL_MALLOC_DEVICE", "1", 1);
+    CHECK_STATUS(ctx, convolve_execute(p, in, out), CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY);
+    CHECK(strstr(convolve_last_error(ctx), "device 1") != NULL, "the device is named: %s",
+          convolve_last_error(ctx));
+    unsetenv("CVK_EMU_FAIL_MALLOC_DEVICE");
+    CHECK_OK(ctx, convolve_execute(p, in, out));
+    convolve_plan_free(p);
+    convolve_filter_free(f);
+    free(in), free(out);
+}
+
+static void cancellation(void)
+{
+    s_case c;
+    memset(&c, 0, sizeof c);
+    c.backend = CONVOLVE_BACKEND_CUDA;
+    c.in_type = c.out_type = CONVOLVE_FLOAT32;
+    c.ndim = 2, c.shape[0] = g_small ? 40 : 4000, c.shape[1] = g_small ? 19 : 1999;
+    c.channels = 1, c.ksize[0] = c.ksize[1] = 3;
+    c.budget = budget_for(&c, c.shape[0] / 10);
+    s_cancel_case(&c, 1);
+    s_cancel_case(&c, 4);
+    if (g_devices > 1) {
+        c.device_count = -1;
+        s_cancel_case(&c, 2);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int cases = -1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--small") == 0)
+            g_small = 1;
+        else if (strcmp(argv[i], "--cases") == 0 && i + 1 < argc)
+            cases = atoi(argv[++i]);
+    }
+    h_seed("test_gpu_stream");
+    CHECK_OK(NULL, convolve_context_create(&ctx));
+    convolve_device_info info;
+    CHECK_OK(ctx, convolve_device_query(ctx, &info));
+    if (!info.available) {
+        printf("test_gpu_stream: skipped: %s\n", info.reason);
+        convolve_context_free(ctx);
+        return 77;
+    }
+    CHECK_OK(ctx, convolve_device_count(ctx, &g_devices));
+    printf("test_gpu_stream: %s, %d device%s\n", info.name, g_devices, g_devices == 1 ? "" : "s");
+    if (g_devices < 2)
+        printf("test_gpu_stream: one device: the several-device cases are skipped\n");
+    random_cases(cases >= 0 ? cases : g_small ? 40 : 150);
+    budgets();
+    registration();
+    device_failure();
+    cancellation();
+    convolve_context_free(ctx);
+    return h_finish("test_gpu_stream");
+}
