@@ -235,6 +235,13 @@ def _make_plan(inp_shape, sin, sout, in_name, out_name, isz, osz, filt, origins,
 def _run(ops, inp, out, filt, origins, mode, cval, cfg):
     """Runs one plan: inp and out usable (native types, aligned), not
     overlapping, same shape, at most 3 filter axes of extent > 1."""
+    if ops.device and ops.dtype(out) == _F64 and ops.dtype(inp) != _F64:
+        # the GPU accumulates in the input's precision (float for float32 and
+        # integer inputs), the CPU in double whenever the output is double: a
+        # float64 copy of the input gives the GPU the CPU's numbers (float64
+        # outputs, and the float64 buffers of integer outputs)
+        stats["input_copies"] += 1
+        inp = ops.astype(inp, _F64)
     shape = inp.shape
     sin = ops.strides(inp)
     sout = ops.strides(out)
