@@ -31,7 +31,7 @@ def run(cmd, env):
     if out.returncode != 0:
         sys.exit("failed: %s\n%s%s" % (" ".join(cmd), out.stdout, out.stderr))
     line = [l for l in out.stdout.splitlines() if l.startswith("ranks=")][-1]
-    return dict(kv.split("=", 1) for kv in line.split())
+    return dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
 
 
 def main():
