@@ -631,16 +631,14 @@ __global__ void __launch_bounds__(TX * TY, CVK_GEN_MIN_BLOCKS)
                                         qn.y_tile - p.koff[1], R, qn.e_tile - HLa, L, C, pf);
         }
         const A *s_me = s_in + ty * BY * L + tx * BX;
-        if (SEP) {
-            /* x taps on every staged row, then y taps, then z */
+        if (SEP) /* x taps on every staged row, then y taps, then z */
             cvk_gen_tile_sep<A, KX, KY, CC, DD, ROLL, KZR, BX, BY, TX, TY>(
                 s_in, s_h, R, L, wx, wy, wz, k, kx, ky, C, D, tx, ty, acc);
-        } else {
+        else
 #pragma unroll
             for (int a = 0; a < KZR; a++)
                 cvk_gen_taps<A, KX, KY, CC, DD, BY, BX>(
                     s_me, L, w + (ROLL ? KZR - 1 - a : k) * ky * kx, acc[a], kx, ky, C, D);
-        }
         /* acc[0] holds output plane z once its last input plane is in */
         if (ROLL ? z >= q.zs : k == kz - 1) {
             const long long e = q.e_tile + tx * BX, yo = q.y_tile + ty * BY;
