@@ -368,6 +368,108 @@ static void Plan_dealloc(PlanObject *self)
 /* Plan(in_layout, out_layout, filter, options, in_array, out_array, batch, device)
  *   in_array/out_array: (shape, strides) of the N-d arrays the layouts map
  *   batch: ((count, in_step, out_step), ...) loops outside the layout */
+/* The batch loops ((count, in_step, out_step) tuples) into self; -1 with
+ * an exception set when they are not valid. */
+static int parse_batch(PlanObject *self, PyObject *batch)
+{
+    Py_ssize_t nb = PyTuple_GET_SIZE(batch);
+    if (nb > CORE_MAX_NDIM) {
+        PyErr_SetString(PyExc_ValueError, "too many batch loops");
+        return -1;
+    }
+    self->nbatch = (int)nb;
+    for (Py_ssize_t i = 0; i < nb; i++) {
+        PyObject *t = PyTuple_GET_ITEM(batch, i);
+        if (!PyTuple_Check(t) || !PyArg_ParseTuple(t, "nnn", &self->batch_count[i],
+                                                   &self->batch_in[i], &self->batch_out[i])) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "batch loops are (count, in_step, out_step)");
+            return -1;
+        }
+        if (self->batch_count[i] < 1) {
+            PyErr_SetString(PyExc_ValueError, "batch counts must be positive");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Sets each array's span (self->in_lo .. out_hi) and checks that what the
+ * layouts and the batch loops reach lies within it; -1 with an exception
+ * set when not. */
+static int check_spans(PlanObject *self, const convolve_layout *in, const convolve_layout *out)
+{
+    Py_ssize_t ext[CONVOLVE_MAX_DIMS + 1 + CORE_MAX_NDIM], si[CONVOLVE_MAX_DIMS + 1 + CORE_MAX_NDIM],
+        so[CONVOLVE_MAX_DIMS + 1 + CORE_MAX_NDIM];
+    int n = 0;
+    for (int a = 0; a < in->ndim; a++) {
+        ext[n] = (Py_ssize_t)in->shape[a];
+        si[n] = in->strides[a];
+        so[n++] = out->strides[a];
+    }
+    ext[n] = (Py_ssize_t)in->channels;
+    si[n] = in->channel_stride;
+    so[n++] = out->channel_stride;
+    for (int i = 0; i < self->nbatch; i++) {
+        ext[n] = self->batch_count[i];
+        si[n] = self->batch_in[i];
+        so[n++] = self->batch_out[i];
+    }
+    Py_ssize_t lo, hi;
+    if (span_of(self->in.ndim, self->in.shape, self->in.strides, self->in.itemsize,
+                &self->in_lo, &self->in_hi) < 0 ||
+        span_of(self->out.ndim, self->out.shape, self->out.strides, self->out.itemsize,
+                &self->out_lo, &self->out_hi) < 0) {
+        PyErr_SetString(PyExc_ValueError, "array shape and strides overflow");
+        return -1;
+    }
+    if (span_of(n, ext, si, self->in.itemsize, &lo, &hi) < 0 || lo < self->in_lo ||
+        hi > self->in_hi) {
+        PyErr_SetString(PyExc_ValueError, "internal: the input layout reaches outside the array");
+        return -1;
+    }
+    if (span_of(n, ext, so, self->out.itemsize, &lo, &hi) < 0 || lo < self->out_lo ||
+        hi > self->out_hi) {
+        PyErr_SetString(PyExc_ValueError,
+                        "internal: the output layout reaches outside the array");
+        return -1;
+    }
+    return 0;
+}
+
+/* The lock, the context and the plan of self (a CUDA plan for device
+ * arrays); -1 with an exception set on failure. */
+static int make_plan(PlanObject *self, PyObject *filt, const convolve_layout *in,
+                     const convolve_layout *out, const convolve_options *o, int device)
+{
+    self->lock = PyThread_allocate_lock();
+    if (!self->lock) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    convolve_status st = convolve_context_create(&self->ctx);
+    if (st != CONVOLVE_OK) {
+        raise_status(st, NULL, "context");
+        return -1;
+    }
+    convolve_filter *f = make_filter(self->ctx, filt);
+    if (!f)
+        return -1;
+    Py_BEGIN_ALLOW_THREADS
+    st = convolve_plan_create(self->ctx, &self->plan, in, out, f, o);
+    Py_END_ALLOW_THREADS
+    convolve_filter_free(f);
+    if (st != CONVOLVE_OK) {
+        raise_status(st, self->ctx, "plan");
+        return -1;
+    }
+    if (device && convolve_plan_backend(self->plan) != CONVOLVE_BACKEND_CUDA) {
+        PyErr_SetString(core_error, "plan: device arrays need a CUDA plan");
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *Plan_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *lin, *lout, *filt, *opts, *ain, *aout, *batch;
@@ -401,91 +503,9 @@ static PyObject *Plan_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
                        &self->out, "output array") < 0)
         goto fail;
 
-    /* batch loops */
-    Py_ssize_t nb = PyTuple_GET_SIZE(batch);
-    if (nb > CORE_MAX_NDIM) {
-        PyErr_SetString(PyExc_ValueError, "too many batch loops");
+    if (parse_batch(self, batch) < 0 || check_spans(self, &in, &out) < 0 ||
+        make_plan(self, filt, &in, &out, &o, device) < 0)
         goto fail;
-    }
-    self->nbatch = (int)nb;
-    for (Py_ssize_t i = 0; i < nb; i++) {
-        PyObject *t = PyTuple_GET_ITEM(batch, i);
-        if (!PyTuple_Check(t) || !PyArg_ParseTuple(t, "nnn", &self->batch_count[i],
-                                                   &self->batch_in[i], &self->batch_out[i])) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_TypeError, "batch loops are (count, in_step, out_step)");
-            goto fail;
-        }
-        if (self->batch_count[i] < 1) {
-            PyErr_SetString(PyExc_ValueError, "batch counts must be positive");
-            goto fail;
-        }
-    }
-
-    /* what the layout and the loops reach must lie within each array's span */
-    {
-        Py_ssize_t ext[CONVOLVE_MAX_DIMS + 1 + CORE_MAX_NDIM], si[CONVOLVE_MAX_DIMS + 1 + CORE_MAX_NDIM],
-            so[CONVOLVE_MAX_DIMS + 1 + CORE_MAX_NDIM];
-        int n = 0;
-        for (int a = 0; a < in.ndim; a++) {
-            ext[n] = (Py_ssize_t)in.shape[a];
-            si[n] = in.strides[a];
-            so[n++] = out.strides[a];
-        }
-        ext[n] = (Py_ssize_t)in.channels;
-        si[n] = in.channel_stride;
-        so[n++] = out.channel_stride;
-        for (int i = 0; i < self->nbatch; i++) {
-            ext[n] = self->batch_count[i];
-            si[n] = self->batch_in[i];
-            so[n++] = self->batch_out[i];
-        }
-        Py_ssize_t lo, hi;
-        if (span_of(self->in.ndim, self->in.shape, self->in.strides, self->in.itemsize,
-                    &self->in_lo, &self->in_hi) < 0 ||
-            span_of(self->out.ndim, self->out.shape, self->out.strides, self->out.itemsize,
-                    &self->out_lo, &self->out_hi) < 0) {
-            PyErr_SetString(PyExc_ValueError, "array shape and strides overflow");
-            goto fail;
-        }
-        if (span_of(n, ext, si, self->in.itemsize, &lo, &hi) < 0 || lo < self->in_lo ||
-            hi > self->in_hi) {
-            PyErr_SetString(PyExc_ValueError, "internal: the input layout reaches outside the array");
-            goto fail;
-        }
-        if (span_of(n, ext, so, self->out.itemsize, &lo, &hi) < 0 || lo < self->out_lo ||
-            hi > self->out_hi) {
-            PyErr_SetString(PyExc_ValueError,
-                            "internal: the output layout reaches outside the array");
-            goto fail;
-        }
-    }
-
-    self->lock = PyThread_allocate_lock();
-    if (!self->lock) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    convolve_status st = convolve_context_create(&self->ctx);
-    if (st != CONVOLVE_OK) {
-        raise_status(st, NULL, "context");
-        goto fail;
-    }
-    convolve_filter *f = make_filter(self->ctx, filt);
-    if (!f)
-        goto fail;
-    Py_BEGIN_ALLOW_THREADS
-    st = convolve_plan_create(self->ctx, &self->plan, &in, &out, f, &o);
-    Py_END_ALLOW_THREADS
-    convolve_filter_free(f);
-    if (st != CONVOLVE_OK) {
-        raise_status(st, self->ctx, "plan");
-        goto fail;
-    }
-    if (device && convolve_plan_backend(self->plan) != CONVOLVE_BACKEND_CUDA) {
-        PyErr_SetString(core_error, "plan: device arrays need a CUDA plan");
-        goto fail;
-    }
     return (PyObject *)self;
 fail:
     Py_DECREF(self);

@@ -454,6 +454,28 @@ __device__ __forceinline__ void cvk_gen_commit(const cvk_gen_params &p, const T 
 #define CVK_GEN_MAX_UNITS 8
 #define CVK_GEN_UNITS(R, L, VW, NT) (((R) * ((L) / (VW)) + (NT) - 1) / (NT))
 
+/* ---- steps of both kernels (inlined: arrays stay in registers) ----------- */
+
+/* Copies the p.nw weights at gw into shared memory sw (weights outside the
+ * parameter bank). */
+template <typename A, int NT>
+__device__ __forceinline__ void cvk_gen_load_weights(const cvk_gen_params &p, A *sw, const A *gw)
+{
+    for (int i = threadIdx.x; i < p.nw; i += NT)
+        sw[i] = gw[i];
+    __syncthreads();
+}
+
+template <typename A, int BYO, int BX>
+__device__ __forceinline__ void cvk_gen_zero(A (&v)[BYO][BX])
+{
+#pragma unroll
+    for (int o = 0; o < BYO; o++)
+#pragma unroll
+        for (int i = 0; i < BX; i++)
+            v[o][i] = (A)0;
+}
+
 /* ---- cvk_gen_tile ---------------------------------------------------------- */
 
 /* Rolling accumulators along z are used when KZ is known and they fit. */
@@ -479,6 +501,55 @@ __device__ __forceinline__ cvk_gen_tpos cvk_gen_tile_at(const cvk_gen_params &p,
     q.zs = zc * p.zchunk;
     q.ze = q.zs + p.zchunk < p.n[0] ? q.zs + p.zchunk : p.n[0];
     return q;
+}
+
+/* Separable cvk_gen_tile, one staged plane: x taps on every staged row
+ * (s_in, R rows of L) into s_h (R rows of TX * BX), then the y taps of this
+ * thread's BY x BX outputs (thread tx, ty), added into each acc[a] times
+ * its z weight: wz[KZR - 1 - a] when rolling, else wz[k]. */
+template <typename A, int KX, int KY, int CC, int DD, int ROLL, int KZR, int BX, int BY, int TX,
+          int TY>
+__device__ __forceinline__ void cvk_gen_tile_sep(const A *s_in, A *s_h, int R, int L,
+                                                 const A *wx, const A *wy, const A *wz, int k,
+                                                 int kx, int ky, int C, int D, int tx, int ty,
+                                                 A (&acc)[KZR][BY][BX])
+{
+    enum { NT = TX * TY, SW = TX * BX };
+    for (int u = threadIdx.x; u < R * TX; u += NT) {
+        const int r = u / TX, xb = u - r * TX;
+        A h[1][BX];
+        cvk_gen_zero<A, 1, BX>(h);
+        cvk_gen_taps<A, KX, 1, CC, DD, 1, BX>(s_in + r * L + xb * BX, L, wx, h, kx, 1, C, D);
+        cvk_gen_sts<A, BX>(s_h + r * SW + xb * BX, h[0]);
+    }
+    __syncthreads();
+    A pl[BY][BX];
+    cvk_gen_zero<A, BY, BX>(pl);
+    cvk_gen_taps<A, 1, KY, 1, 0, BY, BX>(s_h + ty * BY * SW + tx * BX, SW, wy, pl, 1, ky, 1, 0);
+#pragma unroll
+    for (int a = 0; a < KZR; a++) {
+        const A wk = wz[ROLL ? KZR - 1 - a : k];
+#pragma unroll
+        for (int o = 0; o < BY; o++)
+#pragma unroll
+            for (int i = 0; i < BX; i++)
+                acc[a][o][i] += wk * pl[o][i];
+    }
+}
+
+/* Rolling accumulators move one plane on: acc[a] = acc[a + 1], the last
+ * cleared. */
+template <typename A, int KZR, int BY, int BX>
+__device__ __forceinline__ void cvk_gen_roll(A (&acc)[KZR][BY][BX])
+{
+#pragma unroll
+    for (int a = 0; a + 1 < KZR; a++)
+#pragma unroll
+        for (int o = 0; o < BY; o++)
+#pragma unroll
+            for (int i = 0; i < BX; i++)
+                acc[a][o][i] = acc[a + 1][o][i];
+    cvk_gen_zero<A, BY, BX>(acc[KZR - 1]);
 }
 
 template <typename T, typename A, int OT, int CC, int KX, int KY, int KZ, int OX, int SEP, int BX,
@@ -510,11 +581,8 @@ __global__ void __launch_bounds__(TX * TY, CVK_GEN_MIN_BLOCKS)
     A *s_in = sw + G.W;
     A *s_h = s_in + R * L;
     const A *w = NW ? wb.w : sw;
-    if (!NW) {
-        for (int i = threadIdx.x; i < p.nw; i += NT)
-            sw[i] = gw[i];
-        __syncthreads();
-    }
+    if (!NW)
+        cvk_gen_load_weights<A, NT>(p, sw, gw);
     /* separable: z taps, then y, then x */
     const A *wz = w, *wy = w + kz, *wx = w + kz + ky;
     const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
@@ -541,11 +609,7 @@ __global__ void __launch_bounds__(TX * TY, CVK_GEN_MIN_BLOCKS)
         if (j == 0 || (!ROLL && k == 0)) {
 #pragma unroll
             for (int a = 0; a < KZR; a++)
-#pragma unroll
-                for (int o = 0; o < BY; o++)
-#pragma unroll
-                    for (int i = 0; i < BX; i++)
-                        acc[a][o][i] = (A)0;
+                cvk_gen_zero<A, BY, BX>(acc[a]);
         }
         __syncthreads();
         if (UN && p.in_vec)
@@ -567,42 +631,14 @@ __global__ void __launch_bounds__(TX * TY, CVK_GEN_MIN_BLOCKS)
                                         qn.y_tile - p.koff[1], R, qn.e_tile - HLa, L, C, pf);
         }
         const A *s_me = s_in + ty * BY * L + tx * BX;
-        if (SEP) {
-            /* x taps on every staged row, then y taps, then z */
-            for (int u = threadIdx.x; u < R * TX; u += NT) {
-                const int r = u / TX, xb = u - r * TX;
-                A h[1][BX];
-#pragma unroll
-                for (int i = 0; i < BX; i++)
-                    h[0][i] = (A)0;
-                cvk_gen_taps<A, KX, 1, CC, DD, 1, BX>(s_in + r * L + xb * BX, L, wx, h, kx, 1, C,
-                                                     D);
-                cvk_gen_sts<A, BX>(s_h + r * SW + xb * BX, h[0]);
-            }
-            __syncthreads();
-            A pl[BY][BX];
-#pragma unroll
-            for (int o = 0; o < BY; o++)
-#pragma unroll
-                for (int i = 0; i < BX; i++)
-                    pl[o][i] = (A)0;
-            cvk_gen_taps<A, 1, KY, 1, 0, BY, BX>(s_h + ty * BY * SW + tx * BX, SW, wy, pl, 1, ky,
-                                                 1, 0);
-#pragma unroll
-            for (int a = 0; a < KZR; a++) {
-                const A wk = wz[ROLL ? KZR - 1 - a : k];
-#pragma unroll
-                for (int o = 0; o < BY; o++)
-#pragma unroll
-                    for (int i = 0; i < BX; i++)
-                        acc[a][o][i] += wk * pl[o][i];
-            }
-        } else {
+        if (SEP) /* x taps on every staged row, then y taps, then z */
+            cvk_gen_tile_sep<A, KX, KY, CC, DD, ROLL, KZR, BX, BY, TX, TY>(
+                s_in, s_h, R, L, wx, wy, wz, k, kx, ky, C, D, tx, ty, acc);
+        else
 #pragma unroll
             for (int a = 0; a < KZR; a++)
                 cvk_gen_taps<A, KX, KY, CC, DD, BY, BX>(
                     s_me, L, w + (ROLL ? KZR - 1 - a : k) * ky * kx, acc[a], kx, ky, C, D);
-        }
         /* acc[0] holds output plane z once its last input plane is in */
         if (ROLL ? z >= q.zs : k == kz - 1) {
             const long long e = q.e_tile + tx * BX, yo = q.y_tile + ty * BY;
@@ -611,25 +647,53 @@ __global__ void __launch_bounds__(TX * TY, CVK_GEN_MIN_BLOCKS)
                 if (yo + o < p.n[1] && e < WC)
                     cvk_gen_store<OT, A, BX>(p, q.batch * p.obs, z, yo + o, e, C, acc[0][o]);
         }
-        if (ROLL) {
-#pragma unroll
-            for (int a = 0; a + 1 < KZR; a++)
-#pragma unroll
-                for (int o = 0; o < BY; o++)
-#pragma unroll
-                    for (int i = 0; i < BX; i++)
-                        acc[a][o][i] = acc[a + 1][o][i];
-#pragma unroll
-            for (int o = 0; o < BY; o++)
-#pragma unroll
-                for (int i = 0; i < BX; i++)
-                    acc[KZR - 1][o][i] = (A)0;
-        }
+        if (ROLL)
+            cvk_gen_roll<A, KZR, BY, BX>(acc);
         t = tn, j = jn, q = qn;
     }
 }
 
 /* ---- cvk_gen_strip --------------------------------------------------------- */
+
+/* Where strip t of the flattened grid (x strips, row chunks, batches) lies:
+ * elements from e_tile, rows [ys, ye) of the H. */
+struct cvk_gen_spos {
+    long long e_tile, ys, ye, batch;
+};
+
+__device__ __forceinline__ cvk_gen_spos cvk_gen_strip_at(const cvk_gen_params &p, long long t,
+                                                         int SW, long long H)
+{
+    cvk_gen_spos q;
+    const long long tx = t % p.tiles_x, r = t / p.tiles_x;
+    q.e_tile = tx * SW;
+    q.ys = (r % p.tiles_y) * p.zchunk;
+    q.ye = q.ys + p.zchunk < H ? q.ys + p.zchunk : H;
+    q.batch = r / p.tiles_y;
+    return q;
+}
+
+/* Strip stage j: x taps on each of the RC staged rows (s_in, rows of L)
+ * into ring slot (j RC + r) % RING; slots past the ring's period (up to
+ * ring_rows) repeat its first rows, so every window of BY + ky - 1 rows is
+ * contiguous. */
+template <typename A, int KX, int CC, int DD, int BX, int TX, int NT, int RC>
+__device__ __forceinline__ void cvk_gen_strip_xtaps(const A *s_in, int L, A *ring, int RING,
+                                                    int ring_rows, long long j, const A *wx,
+                                                    int kx, int C, int D)
+{
+    enum { SW = TX * BX };
+    for (int u = threadIdx.x; u < RC * TX; u += NT) {
+        const int r = u / TX, xb = u - r * TX;
+        A h[1][BX];
+        cvk_gen_zero<A, 1, BX>(h);
+        cvk_gen_taps<A, KX, 1, CC, DD, 1, BX>(s_in + r * L + xb * BX, L, wx, h, kx, 1, C, D);
+        const int sl = (int)((j * RC + r) % RING);
+        cvk_gen_sts<A, BX>(ring + sl * SW + xb * BX, h[0]);
+        if (sl < ring_rows - RING)
+            cvk_gen_sts<A, BX>(ring + (sl + RING) * SW + xb * BX, h[0]);
+    }
+}
 
 template <typename T, typename A, int OT, int CC, int KX, int KY, int OX, int BX, int BY, int TX,
           int TY, int NW>
@@ -657,11 +721,8 @@ __global__ void __launch_bounds__(TX * TY, CVK_GEN_MIN_BLOCKS)
     A *s_in = sw + G.W;
     A *ring = s_in + RC * L;
     const A *w = NW ? wb.w : sw;
-    if (!NW) {
-        for (int i = threadIdx.x; i < p.nw; i += NT)
-            sw[i] = gw[i];
-        __syncthreads();
-    }
+    if (!NW)
+        cvk_gen_load_weights<A, NT>(p, sw, gw);
     const A *wy = w, *wx = w + ky;
     const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
     const long long H = p.n[1], WC = p.n[2] * C;
@@ -673,22 +734,15 @@ __global__ void __launch_bounds__(TX * TY, CVK_GEN_MIN_BLOCKS)
      * as they lie in the strip, take their y taps. */
     cvk_gen_pref<UN> pf;
     long long t = blockIdx.x, j = 0;
-#define CVK_GEN_STRIP_AT(t_, e_tile_, ys_, ye_, batch_)                                        \
-    do {                                                                                       \
-        const long long tx_ = (t_) % p.tiles_x, r_ = (t_) / p.tiles_x;                         \
-        e_tile_ = tx_ * SW;                                                                    \
-        ys_ = (r_ % p.tiles_y) * p.zchunk;                                                     \
-        ye_ = ys_ + p.zchunk < H ? ys_ + p.zchunk : H;                                         \
-        batch_ = r_ / p.tiles_y;                                                               \
-    } while (0)
-    long long e_tile = 0, ys = 0, ye = 0, batch = 0;
+    cvk_gen_spos q = {0, 0, 0, 0};
     if (t < total) {
-        CVK_GEN_STRIP_AT(t, e_tile, ys, ye, batch);
+        q = cvk_gen_strip_at(p, t, SW, H);
         if (UN && p.in_vec)
-            cvk_gen_prefetch<T, NT, UN>(p, (const T *)p.in + batch * p.ibs, 0, ys - p.koff[1], RC,
-                                        e_tile - HLa, L, C, pf);
+            cvk_gen_prefetch<T, NT, UN>(p, (const T *)p.in + q.batch * p.ibs, 0,
+                                        q.ys - p.koff[1], RC, q.e_tile - HLa, L, C, pf);
     }
     while (t < total) {
+        const long long e_tile = q.e_tile, ys = q.ys, ye = q.ye, batch = q.batch;
         const T *base = (const T *)p.in + batch * p.ibs;
         const long long stages = (ye - ys + ky - 1 + RC - 1) / RC;
         const long long g0 = e_tile - HLa;
@@ -699,39 +753,25 @@ __global__ void __launch_bounds__(TX * TY, CVK_GEN_MIN_BLOCKS)
         else
             cvk_gen_stage<T, A, NT>(p, base, 0, ys - p.koff[1] + j * RC, RC, g0, L, C, s_in);
         __syncthreads();
-        long long tn = t, jn = j + 1, en = e_tile, ysn = ys, yen = ye, bn = batch;
+        long long tn = t, jn = j + 1;
+        cvk_gen_spos qn = q;
         if (jn >= stages) {
             tn = t + gridDim.x, jn = 0;
             if (tn < total)
-                CVK_GEN_STRIP_AT(tn, en, ysn, yen, bn);
+                qn = cvk_gen_strip_at(p, tn, SW, H);
         }
         if (UN && p.in_vec && tn < total)
-            cvk_gen_prefetch<T, NT, UN>(p, (const T *)p.in + bn * p.ibs, 0,
-                                        ysn - p.koff[1] + jn * RC, RC, en - HLa, L, C, pf);
-        /* x taps into the ring: slots past its period repeat its first rows,
-         * so every window of BY + ky - 1 rows is contiguous */
-        for (int u = threadIdx.x; u < RC * TX; u += NT) {
-            const int r = u / TX, xb = u - r * TX;
-            A h[1][BX];
-#pragma unroll
-            for (int i = 0; i < BX; i++)
-                h[0][i] = (A)0;
-            cvk_gen_taps<A, KX, 1, CC, DD, 1, BX>(s_in + r * L + xb * BX, L, wx, h, kx, 1, C, D);
-            const int sl = (int)((j * RC + r) % RING);
-            cvk_gen_sts<A, BX>(ring + sl * SW + xb * BX, h[0]);
-            if (sl < G.H - RING)
-                cvk_gen_sts<A, BX>(ring + (sl + RING) * SW + xb * BX, h[0]);
-        }
+            cvk_gen_prefetch<T, NT, UN>(p, (const T *)p.in + qn.batch * p.ibs, 0,
+                                        qn.ys - p.koff[1] + jn * RC, RC, qn.e_tile - HLa, L, C, pf);
+        /* x taps into the ring */
+        cvk_gen_strip_xtaps<A, KX, CC, DD, BX, TX, NT, RC>(s_in, L, ring, RING, G.H, j, wx, kx, C,
+                                                           D);
         __syncthreads();
         /* y taps for the outputs whose rows are all in */
         const long long o0 = (j + 1) * RC - ky + 1 - RC + ty * BY; /* relative to ys */
         if (o0 + BY > 0 && ys + o0 < ye) {
             A acc[BY][BX];
-#pragma unroll
-            for (int o = 0; o < BY; o++)
-#pragma unroll
-                for (int i = 0; i < BX; i++)
-                    acc[o][i] = (A)0;
+            cvk_gen_zero<A, BY, BX>(acc);
             /* rows o0 .. o0 + BY + ky - 2; outputs before the strip's first
              * read slots of rows not staged (o0 < 0): computed, not stored */
             const long long first = o0 < 0 ? o0 + RING : o0;
@@ -744,9 +784,8 @@ __global__ void __launch_bounds__(TX * TY, CVK_GEN_MIN_BLOCKS)
                 if (o0 + o >= 0 && ys + o0 + o < ye && e < WC)
                     cvk_gen_store<OT, A, BX>(p, batch * p.obs, 0, ys + o0 + o, e, C, acc[o]);
         }
-        t = tn, j = jn, e_tile = en, ys = ysn, ye = yen, batch = bn;
+        t = tn, j = jn, q = qn;
     }
-#undef CVK_GEN_STRIP_AT
 }
 
 #endif

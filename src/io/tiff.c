@@ -243,6 +243,71 @@ static convolve_status page_error(convolve_context *ctx, const tiff_io *s, size_
     return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "TIFF page %zu: %s", page + 1, text);
 }
 
+/* The element type of bps-bit samples of SampleFormat fmt; FORMAT for what
+ * is not supported. */
+static convolve_status sample_dtype(convolve_context *ctx, const tiff_io *s, size_t page,
+                                   uint16_t bps, uint16_t fmt, convolve_dtype *dtype)
+{
+    if (fmt == SAMPLEFORMAT_UINT || fmt == SAMPLEFORMAT_VOID) {
+        if (bps == 8)
+            *dtype = CONVOLVE_UINT8;
+        else if (bps == 16)
+            *dtype = CONVOLVE_UINT16;
+        else
+            return page_error(ctx, s, page, "%u-bit unsigned samples are not supported (8 or 16 "
+                              "bits, or 32/64-bit float)", bps);
+    } else if (fmt == SAMPLEFORMAT_IEEEFP) {
+        if (bps == 32)
+            *dtype = CONVOLVE_FLOAT32;
+        else if (bps == 64)
+            *dtype = CONVOLVE_FLOAT64;
+        else
+            return page_error(ctx, s, page, "%u-bit float samples are not supported (32 or 64 "
+                              "bits)", bps);
+    } else {
+        return page_error(ctx, s, page, "%u-bit %s samples are not supported; convolve reads "
+                          "uint8, uint16, float32 and float64", bps,
+                          fmt == SAMPLEFORMAT_INT ? "signed integer" : "complex");
+    }
+    return CONVOLVE_OK;
+}
+
+/* Checks the Photometric interpretation photo (spp samples per pixel) is
+ * one this reader loads: gray, RGB, or JPEG-compressed YCbCr, which libjpeg
+ * is told to convert to RGB; FORMAT for the rest. */
+static convolve_status check_photometric(convolve_context *ctx, TIFF *tif, const tiff_io *s,
+                                         size_t page, uint16_t photo, uint16_t spp,
+                                         uint16_t compression)
+{
+    if (compression == COMPRESSION_JPEG && photo == PHOTOMETRIC_YCBCR) {
+        /* libjpeg converts to RGB (and upsamples the chroma) */
+        if (!TIFFSetField(tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB))
+            return page_error(ctx, s, page, "cannot convert its JPEG YCbCr to RGB");
+        photo = PHOTOMETRIC_RGB;
+    }
+    switch (photo) {
+    case PHOTOMETRIC_MINISBLACK:
+        return CONVOLVE_OK;
+    case PHOTOMETRIC_RGB:
+        if (spp < 3)
+            return page_error(ctx, s, page, "RGB with %u samples per pixel", spp);
+        return CONVOLVE_OK;
+    case PHOTOMETRIC_MINISWHITE:
+        return page_error(ctx, s, page, "white-is-zero gray (Photometric 0) is not supported; "
+                          "save it as black-is-zero");
+    case PHOTOMETRIC_PALETTE:
+        return page_error(ctx, s, page, "palette (indexed colour) images are not supported; "
+                          "save it as RGB");
+    case PHOTOMETRIC_SEPARATED:
+        return page_error(ctx, s, page, "CMYK (separated) images are not supported; save it as "
+                          "RGB");
+    case PHOTOMETRIC_YCBCR:
+        return page_error(ctx, s, page, "YCbCr is supported only JPEG-compressed; save it as RGB");
+    default:
+        return page_error(ctx, s, page, "Photometric %u is not supported (gray, RGB)", photo);
+    }
+}
+
 /* Reads the current directory's description into *p; FORMAT for what is not
  * supported. */
 static convolve_status describe_page(convolve_context *ctx, TIFF *tif, const tiff_io *s,
@@ -268,55 +333,10 @@ static convolve_status describe_page(convolve_context *ctx, TIFF *tif, const tif
         return page_error(ctx, s, page, "ImageDepth %lu (SGI volume tiles) is not supported",
                           (unsigned long)depth);
 
-    if (fmt == SAMPLEFORMAT_UINT || fmt == SAMPLEFORMAT_VOID) {
-        if (bps == 8)
-            p->dtype = CONVOLVE_UINT8;
-        else if (bps == 16)
-            p->dtype = CONVOLVE_UINT16;
-        else
-            return page_error(ctx, s, page, "%u-bit unsigned samples are not supported (8 or 16 "
-                              "bits, or 32/64-bit float)", bps);
-    } else if (fmt == SAMPLEFORMAT_IEEEFP) {
-        if (bps == 32)
-            p->dtype = CONVOLVE_FLOAT32;
-        else if (bps == 64)
-            p->dtype = CONVOLVE_FLOAT64;
-        else
-            return page_error(ctx, s, page, "%u-bit float samples are not supported (32 or 64 "
-                              "bits)", bps);
-    } else {
-        return page_error(ctx, s, page, "%u-bit %s samples are not supported; convolve reads "
-                          "uint8, uint16, float32 and float64", bps,
-                          fmt == SAMPLEFORMAT_INT ? "signed integer" : "complex");
-    }
-
-    if (compression == COMPRESSION_JPEG && photo == PHOTOMETRIC_YCBCR) {
-        /* libjpeg converts to RGB (and upsamples the chroma) */
-        if (!TIFFSetField(tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB))
-            return page_error(ctx, s, page, "cannot convert its JPEG YCbCr to RGB");
-        photo = PHOTOMETRIC_RGB;
-    }
-    switch (photo) {
-    case PHOTOMETRIC_MINISBLACK:
-        break;
-    case PHOTOMETRIC_RGB:
-        if (spp < 3)
-            return page_error(ctx, s, page, "RGB with %u samples per pixel", spp);
-        break;
-    case PHOTOMETRIC_MINISWHITE:
-        return page_error(ctx, s, page, "white-is-zero gray (Photometric 0) is not supported; "
-                          "save it as black-is-zero");
-    case PHOTOMETRIC_PALETTE:
-        return page_error(ctx, s, page, "palette (indexed colour) images are not supported; "
-                          "save it as RGB");
-    case PHOTOMETRIC_SEPARATED:
-        return page_error(ctx, s, page, "CMYK (separated) images are not supported; save it as "
-                          "RGB");
-    case PHOTOMETRIC_YCBCR:
-        return page_error(ctx, s, page, "YCbCr is supported only JPEG-compressed; save it as RGB");
-    default:
-        return page_error(ctx, s, page, "Photometric %u is not supported (gray, RGB)", photo);
-    }
+    convolve_status st;
+    if ((st = sample_dtype(ctx, s, page, bps, fmt, &p->dtype)) != CONVOLVE_OK ||
+        (st = check_photometric(ctx, tif, s, page, photo, spp, compression)) != CONVOLVE_OK)
+        return st;
     if (spp < 1 || spp > 4)
         return page_error(ctx, s, page, "%u samples per pixel; 1 to 4 are supported (gray, "
                           "gray+alpha, RGB, RGBA)", spp);
@@ -460,14 +480,110 @@ static int same_kind(const tiff_page *a, const tiff_page *b)
            a->channels == b->channels;
 }
 
+/* The pages read so far, decoded one after another into volume. */
+typedef struct {
+    unsigned char *volume, *scratch;
+    size_t pages, cap, scratch_size;
+    size_t page_bytes; /* bytes of one decoded page */
+    uint64_t backed;   /* sum over pages of bytes / expansion: must fit in the file */
+    tiff_page first;
+} tiff_stack;
+
+/* Room in k->volume for one more page (doubling). */
+static convolve_status grow_stack(convolve_context *ctx, tiff_stack *k)
+{
+    if (k->pages < k->cap)
+        return CONVOLVE_OK;
+    size_t ncap = k->cap ? k->cap * 2 : 1, nbytes;
+    if (!cvi_mul_size(ncap, k->page_bytes, &nbytes) || nbytes > (size_t)PTRDIFF_MAX)
+        return cvi_error(ctx, CONVOLVE_ERROR_SIZE_OVERFLOW, "TIFF stack: byte count overflows");
+    unsigned char *q = realloc(k->volume, nbytes);
+    if (!q)
+        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "TIFF stack: out of memory for %zu "
+                         "bytes", nbytes);
+    k->volume = q;
+    k->cap = ncap;
+    return CONVOLVE_OK;
+}
+
+/* Reads the current directory, a full-resolution page, as the stack's next
+ * page: described, compared with the first, checked against the file's size
+ * (size bytes), decoded. */
+static convolve_status read_page(convolve_context *ctx, TIFF *tif, tiff_io *s, size_t size,
+                                 tiff_stack *k)
+{
+    convolve_status st;
+    tiff_page p;
+    if (s->warning[0])
+        return page_error(ctx, s, k->pages, "%s", s->warning);
+    if ((st = describe_page(ctx, tif, s, k->pages, &p)) != CONVOLVE_OK)
+        return st;
+    if (k->pages == 0) {
+        k->first = p;
+        k->page_bytes = (size_t)p.width * p.height * p.channels *
+                        convolve_dtype_size(p.dtype); /* checked by describe_page */
+    } else if (!same_kind(&p, &k->first)) {
+        return page_error(ctx, s, k->pages, "%lux%lu %s %s, but page 1 is %lux%lu %s %s: the "
+                          "pages of a stack must agree in size, sample type and channels",
+                          (unsigned long)p.width, (unsigned long)p.height,
+                          channels_name(p.channels), convolve_dtype_name(p.dtype),
+                          (unsigned long)k->first.width, (unsigned long)k->first.height,
+                          channels_name(k->first.channels), convolve_dtype_name(k->first.dtype));
+    }
+    if ((st = check_page_data(ctx, tif, s, k->pages, &p)) != CONVOLVE_OK)
+        return st;
+    k->backed += k->page_bytes / max_expansion(p.compression);
+    if (k->backed > size) /* pages that share their image data */
+        return page_error(ctx, s, k->pages, "the file (%zu bytes) is too small for %zu pages "
+                          "of %lux%lu pixels (image data shared between pages?)", size,
+                          k->pages + 1, (unsigned long)p.width, (unsigned long)p.height);
+    if ((st = grow_stack(ctx, k)) != CONVOLVE_OK)
+        return st;
+    st = decode_page(ctx, tif, s, k->pages, &p, k->volume + k->pages * k->page_bytes,
+                     &k->scratch, &k->scratch_size);
+    if (st == CONVOLVE_OK)
+        k->pages++;
+    return st;
+}
+
+/* The array of the stack's pages (2-D for one page, 3-D for several); takes
+ * k->volume. */
+static convolve_status stack_array(convolve_context *ctx, tiff_stack *k, convolve_array **array)
+{
+    size_t shape3[3] = {k->pages, k->first.height, k->first.width};
+    int ndim = k->pages > 1 ? 3 : 2;
+    convolve_array *a = calloc(1, sizeof *a);
+    convolve_status st = a ? convolve_layout_init(&a->layout, k->first.dtype, ndim,
+                                                  shape3 + (3 - ndim), k->first.channels)
+                           : cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "TIFF: out of memory");
+    if (st != CONVOLVE_OK) {
+        if (a)
+            st = cvi_error(ctx, CONVOLVE_ERROR_SIZE_OVERFLOW, "TIFF stack: too large");
+        convolve_array_free(a);
+        return st;
+    }
+    a->bytes = k->pages * k->page_bytes;
+    a->data = k->pages < k->cap ? realloc(k->volume, a->bytes) : k->volume;
+    if (!a->data)
+        a->data = k->volume; /* shrinking failed: keep the larger block */
+    k->volume = NULL;
+    *array = a;
+    return CONVOLVE_OK;
+}
+
+static int tiff_signature(const unsigned char *data, size_t size)
+{
+    return size >= 8 &&
+           ((data[0] == 'I' && data[1] == 'I' && (data[2] == 42 || data[2] == 43) &&
+             data[3] == 0) ||
+            (data[0] == 'M' && data[1] == 'M' && data[2] == 0 && (data[3] == 42 || data[3] == 43)));
+}
+
 convolve_status cvio_read_tiff(convolve_context *ctx, const unsigned char *data, size_t size,
                               convolve_array **array)
 {
     *array = NULL;
-    if (size < 8 || !((data[0] == 'I' && data[1] == 'I' && (data[2] == 42 || data[2] == 43) &&
-                       data[3] == 0) ||
-                      (data[0] == 'M' && data[1] == 'M' && data[2] == 0 &&
-                       (data[3] == 42 || data[3] == 43))))
+    if (!tiff_signature(data, size))
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "not a TIFF file (bad signature)");
     tiff_io s;
     memset(&s, 0, sizeof s);
@@ -480,65 +596,15 @@ convolve_status cvio_read_tiff(convolve_context *ctx, const unsigned char *data,
                          "malformed TIFF: %s", s.msg[0] ? s.msg : "out of memory");
 
     convolve_status st = CONVOLVE_OK;
-    unsigned char *volume = NULL, *scratch = NULL;
-    size_t pages = 0, cap = 0, scratch_size = 0, page_bytes = 0;
-    uint64_t backed = 0; /* sum over pages of bytes / expansion: must fit in the file */
-    tiff_page first = {0}, p;
+    tiff_stack k;
+    memset(&k, 0, sizeof k);
     s.multi = !TIFFLastDirectory(tif);
     for (size_t dir = 0;; dir++) {
         uint32_t subfile = 0;
         TIFFGetFieldDefaulted(tif, TIFFTAG_SUBFILETYPE, &subfile);
-        if (!(subfile & (FILETYPE_REDUCEDIMAGE | FILETYPE_MASK))) {
-            if (s.warning[0]) {
-                st = page_error(ctx, &s, pages, "%s", s.warning);
-                break;
-            }
-            if ((st = describe_page(ctx, tif, &s, pages, &p)) != CONVOLVE_OK)
-                break;
-            if (pages == 0) {
-                first = p;
-                page_bytes = (size_t)p.width * p.height * p.channels *
-                             convolve_dtype_size(p.dtype); /* checked by describe_page */
-            } else if (!same_kind(&p, &first)) {
-                st = page_error(ctx, &s, pages, "%lux%lu %s %s, but page 1 is %lux%lu %s %s: the "
-                                "pages of a stack must agree in size, sample type and channels",
-                                (unsigned long)p.width, (unsigned long)p.height,
-                                channels_name(p.channels), convolve_dtype_name(p.dtype),
-                                (unsigned long)first.width, (unsigned long)first.height,
-                                channels_name(first.channels), convolve_dtype_name(first.dtype));
-                break;
-            }
-            if ((st = check_page_data(ctx, tif, &s, pages, &p)) != CONVOLVE_OK)
-                break;
-            backed += page_bytes / max_expansion(p.compression);
-            if (backed > size) { /* pages that share their image data */
-                st = page_error(ctx, &s, pages, "the file (%zu bytes) is too small for %zu pages "
-                                "of %lux%lu pixels (image data shared between pages?)", size,
-                                pages + 1, (unsigned long)p.width, (unsigned long)p.height);
-                break;
-            }
-            if (pages == cap) {
-                size_t ncap = cap ? cap * 2 : 1, nbytes;
-                if (!cvi_mul_size(ncap, page_bytes, &nbytes) || nbytes > (size_t)PTRDIFF_MAX) {
-                    st = cvi_error(ctx, CONVOLVE_ERROR_SIZE_OVERFLOW, "TIFF stack: byte count "
-                                   "overflows");
-                    break;
-                }
-                unsigned char *q = realloc(volume, nbytes);
-                if (!q) {
-                    st = cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "TIFF stack: out of memory "
-                                   "for %zu bytes", nbytes);
-                    break;
-                }
-                volume = q;
-                cap = ncap;
-            }
-            st = decode_page(ctx, tif, &s, pages, &p, volume + pages * page_bytes, &scratch,
-                             &scratch_size);
-            if (st != CONVOLVE_OK)
-                break;
-            pages++;
-        }
+        if (!(subfile & (FILETYPE_REDUCEDIMAGE | FILETYPE_MASK)) &&
+            (st = read_page(ctx, tif, &s, size, &k)) != CONVOLVE_OK)
+            break;
         if (TIFFLastDirectory(tif))
             break;
         if (!TIFFReadDirectory(tif)) {
@@ -552,36 +618,15 @@ convolve_status cvio_read_tiff(convolve_context *ctx, const unsigned char *data,
         }
     }
     TIFFClose(tif);
-    free(scratch);
-    if (st == CONVOLVE_OK && pages == 0)
+    free(k.scratch);
+    if (st == CONVOLVE_OK && k.pages == 0)
         st = page_error(ctx, &s, NO_PAGE, "no full-resolution page (only reduced-resolution ones)");
     if (st == CONVOLVE_OK && s.msg[0])
         st = cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "malformed TIFF: %s", s.msg);
-    convolve_array *a = NULL;
-    if (st == CONVOLVE_OK) {
-        size_t shape3[3] = {pages, first.height, first.width};
-        int ndim = pages > 1 ? 3 : 2;
-        a = calloc(1, sizeof *a);
-        st = a ? convolve_layout_init(&a->layout, first.dtype, ndim, shape3 + (3 - ndim),
-                                      first.channels)
-               : cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "TIFF: out of memory");
-        if (st == CONVOLVE_OK) {
-            a->bytes = pages * page_bytes;
-            a->data = pages < cap ? realloc(volume, a->bytes) : volume;
-            if (!a->data)
-                a->data = volume; /* shrinking failed: keep the larger block */
-            volume = NULL;
-        } else if (a) {
-            st = cvi_error(ctx, CONVOLVE_ERROR_SIZE_OVERFLOW, "TIFF stack: too large");
-        }
-    }
-    free(volume);
-    if (st != CONVOLVE_OK) {
-        convolve_array_free(a);
-        return st;
-    }
-    *array = a;
-    return CONVOLVE_OK;
+    if (st == CONVOLVE_OK)
+        st = stack_array(ctx, &k, array);
+    free(k.volume);
+    return st;
 }
 
 /* ---- write ------------------------------------------------------------------ */

@@ -289,29 +289,35 @@ static void release(convolve_mpi_plan *p)
 
 /* Everything after the communicator is duplicated; every rank runs the same
  * collectives whatever its local status. */
-static convolve_status build(convolve_mpi_plan *p, convolve_status st, const agreed *mine,
-                             const size_t *block_start, const convolve_layout *in,
-                             const convolve_layout *out, const convolve_filter *filter,
-                             const convolve_options *o)
+/* Every rank compares its arguments with rank 0's (*first on return); all
+ * ranks agree on the outcome. */
+static convolve_status agree_arguments(convolve_mpi_plan *p, convolve_status st,
+                                       const agreed *mine, agreed *first)
 {
     convolve_context *ctx = p->ctx;
     int err;
-    agreed first = *mine;
-    if ((err = MPI_Bcast(&first, (int)sizeof first, MPI_BYTE, 0, p->comm)) != MPI_SUCCESS)
+    *first = *mine;
+    if ((err = MPI_Bcast(first, (int)sizeof *first, MPI_BYTE, 0, p->comm)) != MPI_SUCCESS)
         return cvmpi_fail_mpi(ctx, err, "MPI_Bcast (comparing the ranks' arguments)");
     if (st == CONVOLVE_OK && p->rank != 0)
-        st = compare(ctx, mine, &first);
-    if ((st = cvmpi_agree(ctx, p->comm, st)) != CONVOLVE_OK)
-        return st;
+        st = compare(ctx, mine, first);
+    return cvmpi_agree(ctx, p->comm, st);
+}
 
-    /* the grid of boxes */
+/* The grid of boxes: every rank's block gathered, checked to tile the array. */
+static convolve_status build_grid(convolve_mpi_plan *p, const agreed *first,
+                                  const size_t *block_start, const convolve_layout *in)
+{
+    convolve_context *ctx = p->ctx;
+    convolve_status st;
+    int err;
     p->ndim = in->ndim;
     const int pad = 3 - p->ndim;
     unsigned long long box[6], *boxes = malloc((size_t)p->nranks * sizeof box);
     for (int a = 0; a < 3; a++) {
         box[a] = a < pad ? 0 : block_start[a - pad];
         box[3 + a] = a < pad ? 1 : in->shape[a - pad];
-        p->geo.n[a] = a < pad ? 1 : (size_t)first.n[a - pad];
+        p->geo.n[a] = a < pad ? 1 : (size_t)first->n[a - pad];
     }
     st = boxes ? CONVOLVE_OK
                : cvmpi_fail(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for the boxes of "
@@ -330,21 +336,22 @@ static convolve_status build(convolve_mpi_plan *p, convolve_status st, const agr
     free(boxes);
     if (st != CONVOLVE_OK)
         cvmpi_fail(ctx, st, "%s", why);
-    if ((st = cvmpi_agree(ctx, p->comm, st)) != CONVOLVE_OK)
-        return st;
+    return cvmpi_agree(ctx, p->comm, st);
+}
 
-    /* backend, device and strategy */
-    convolve_options lopt = *o;
-    lopt.autotune = 0;
+/* The backend and device: what one process would choose for the whole array
+ * (plans allocate no array memory: this costs little): AUTO's backend (the
+ * GPU only when the work pays) and, on the GPU, the strategy (p->gpu_choice),
+ * which local plans then prefer. Sets lopt->backend to CPU or CUDA. */
+static void choose_backend(convolve_mpi_plan *p, convolve_options *lopt,
+                           const convolve_layout *in, const convolve_layout *out,
+                           const convolve_filter *filter, const convolve_options *o, int named)
+{
+    convolve_context *ctx = p->ctx;
     int want_gpu = o->backend == CONVOLVE_BACKEND_CUDA ||
                    (o->backend == CONVOLVE_BACKEND_AUTO &&
                     convolve_backend_built(CONVOLVE_BACKEND_CUDA));
     p->device = cvmpi_select_device(p->comm, want_gpu);
-    int named = strategy_named(o->strategy) && strcmp(o->strategy, "fast") != 0;
-    /* what one process would choose for the whole array (plans allocate no
-     * array memory: this costs little): AUTO's backend (the GPU only when
-     * the work pays) and, on the GPU, the strategy, which local plans then
-     * prefer */
     if (want_gpu && !(o->autotune && !named)) {
         convolve_layout gi, go;
         size_t shape[CONVOLVE_MAX_DIMS];
@@ -353,27 +360,40 @@ static convolve_status build(convolve_mpi_plan *p, convolve_status st, const agr
         convolve_plan *probe = NULL;
         if (convolve_layout_init(&gi, in->dtype, p->ndim, shape, in->channels) == CONVOLVE_OK &&
             convolve_layout_init(&go, out->dtype, p->ndim, shape, in->channels) == CONVOLVE_OK &&
-            convolve_plan_create(ctx, &probe, &gi, &go, filter, &lopt) == CONVOLVE_OK) {
+            convolve_plan_create(ctx, &probe, &gi, &go, filter, lopt) == CONVOLVE_OK) {
             if (o->backend == CONVOLVE_BACKEND_AUTO)
-                lopt.backend = convolve_plan_backend(probe);
+                lopt->backend = convolve_plan_backend(probe);
             if (convolve_plan_backend(probe) == CONVOLVE_BACKEND_CUDA && !named)
                 snprintf(p->gpu_choice, sizeof p->gpu_choice, "%s",
                          convolve_plan_strategy(probe));
         }
         convolve_plan_free(probe);
     }
-    if (lopt.backend == CONVOLVE_BACKEND_AUTO) { /* no probe, or it failed */
+    if (lopt->backend == CONVOLVE_BACKEND_AUTO) { /* no probe, or it failed */
         convolve_device_info info;
         int gpu = want_gpu && convolve_device_query(ctx, &info) == CONVOLVE_OK && info.available;
-        lopt.backend = gpu ? CONVOLVE_BACKEND_CUDA : CONVOLVE_BACKEND_CPU;
+        lopt->backend = gpu ? CONVOLVE_BACKEND_CUDA : CONVOLVE_BACKEND_CPU;
     }
-    if (lopt.backend != CONVOLVE_BACKEND_CUDA)
+    if (lopt->backend != CONVOLVE_BACKEND_CUDA)
         p->device = -1;
+}
+
+/* The strategy every rank runs, unless the caller named one: rank 0's
+ * autotuned choice, the image strategy where it serves every rank's box on
+ * the CPU, or the whole array's GPU choice. Sets lopt->strategy. */
+static convolve_status choose_strategy(convolve_mpi_plan *p, convolve_options *lopt,
+                                       const convolve_layout *in, const convolve_layout *out,
+                                       const convolve_filter *filter, const convolve_options *o,
+                                       int named)
+{
+    convolve_context *ctx = p->ctx;
+    convolve_status st = CONVOLVE_OK;
+    int err;
     if (!named && o->autotune) {
         /* rank 0 measures; everyone runs its choice */
         char name[64] = "";
         if (p->rank == 0) {
-            convolve_options topt = lopt;
+            convolve_options topt = *lopt;
             topt.autotune = 1;
             convolve_plan *tp = NULL;
             st = convolve_plan_create(ctx, &tp, in, out, filter, &topt);
@@ -388,11 +408,11 @@ static convolve_status build(convolve_mpi_plan *p, convolve_status st, const agr
         if ((err = MPI_Bcast(name, (int)sizeof name, MPI_CHAR, 0, p->comm)) != MPI_SUCCESS)
             return cvmpi_fail_mpi(ctx, err, "MPI_Bcast (the autotuned strategy)");
         snprintf(p->strategy, sizeof p->strategy, "%s", name);
-        lopt.strategy = p->strategy;
-    } else if (!named && lopt.backend == CONVOLVE_BACKEND_CPU) {
+        lopt->strategy = p->strategy;
+    } else if (!named && lopt->backend == CONVOLVE_BACKEND_CPU) {
         /* `fast` runs the image strategy wherever it serves (8/16-bit
          * images): so do the ranks, when it serves every rank's box */
-        convolve_options img = lopt;
+        convolve_options img = *lopt;
         img.strategy = "image";
         convolve_plan *probe_img = NULL;
         int serves = convolve_plan_create(ctx, &probe_img, in, out, filter, &img) == CONVOLVE_OK;
@@ -400,23 +420,21 @@ static convolve_status build(convolve_mpi_plan *p, convolve_status st, const agr
         convolve_plan_free(probe_img);
         if ((err = MPI_Allreduce(&serves, &all, 1, MPI_INT, MPI_LAND, p->comm)) != MPI_SUCCESS)
             return cvmpi_fail_mpi(ctx, err, "MPI_Allreduce (the image strategy)");
-        lopt.strategy = all ? "image" : cpu_choice(filter, p->ndim);
+        lopt->strategy = all ? "image" : cpu_choice(filter, p->ndim);
     } else if (!named) {
         /* one process's GPU strategy where a local plan can run it, else the
          * GPU's own choice for that plan */
-        lopt.strategy = p->gpu_choice[0] ? p->gpu_choice : NULL;
+        lopt->strategy = p->gpu_choice[0] ? p->gpu_choice : NULL;
     }
+    return st;
+}
 
-    /* the plan over the caller's box: it also checks layouts, filter, origin */
-    st = local_plan(p, &p->interior, in, out, filter, &lopt);
-    if (st != CONVOLVE_OK)
-        cvmpi_fail_core(ctx, st, "planning this rank's box");
-    if ((st = cvmpi_agree(ctx, p->comm, st)) != CONVOLVE_OK)
-        return st;
-    snprintf(p->strategy, sizeof p->strategy, "%s", convolve_plan_strategy(p->interior));
-    p->backend = convolve_plan_backend(p->interior);
-
-    /* the work: inner box, pieces and their plans, exchange lists */
+/* The geometry of this rank's work (inner box), the user's views, whether a
+ * progress thread runs the exchange, and the thread count. */
+static void set_up_work(convolve_mpi_plan *p, const convolve_layout *in,
+                        const convolve_layout *out, const convolve_filter *filter,
+                        const convolve_options *o)
+{
     p->geo.mode = (int)o->mode;
     p->geo.grid = &p->grid;
     reach(&p->geo, filter, o, p->ndim);
@@ -435,6 +453,39 @@ static convolve_status build(convolve_mpi_plan *p, convolve_status st, const agr
 #else
     p->threads = 1;
 #endif
+}
+
+static convolve_status build(convolve_mpi_plan *p, convolve_status st, const agreed *mine,
+                             const size_t *block_start, const convolve_layout *in,
+                             const convolve_layout *out, const convolve_filter *filter,
+                             const convolve_options *o)
+{
+    convolve_context *ctx = p->ctx;
+    agreed first;
+    if ((st = agree_arguments(p, st, mine, &first)) != CONVOLVE_OK)
+        return st;
+    if ((st = build_grid(p, &first, block_start, in)) != CONVOLVE_OK)
+        return st;
+
+    /* backend, device and strategy */
+    convolve_options lopt = *o;
+    lopt.autotune = 0;
+    int named = strategy_named(o->strategy) && strcmp(o->strategy, "fast") != 0;
+    choose_backend(p, &lopt, in, out, filter, o, named);
+    if ((st = choose_strategy(p, &lopt, in, out, filter, o, named)) != CONVOLVE_OK)
+        return st;
+
+    /* the plan over the caller's box: it also checks layouts, filter, origin */
+    st = local_plan(p, &p->interior, in, out, filter, &lopt);
+    if (st != CONVOLVE_OK)
+        cvmpi_fail_core(ctx, st, "planning this rank's box");
+    if ((st = cvmpi_agree(ctx, p->comm, st)) != CONVOLVE_OK)
+        return st;
+    snprintf(p->strategy, sizeof p->strategy, "%s", convolve_plan_strategy(p->interior));
+    p->backend = convolve_plan_backend(p->interior);
+
+    /* the work: inner box, pieces and their plans, exchange lists */
+    set_up_work(p, in, out, filter, o);
     st = make_pieces(p, in, out, filter, &lopt);
     if (st == CONVOLVE_OK)
         st = make_links(p);

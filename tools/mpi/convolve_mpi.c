@@ -380,6 +380,147 @@ static int make_temp(const char *path, const char *header, size_t hlen, char *tm
     return CLI_RESOURCE;
 }
 
+/* Collective: the filter, from the weights rank 0 read (w: rank 0's values,
+ * NULL elsewhere; freed here) or by name; the same on every rank. */
+static int make_filter(convolve_context *ctx, const args *a, const setup *s, double *w,
+                       convolve_filter **f)
+{
+    const int nd = s->h.ndim;
+    convolve_status st;
+    int rc = CLI_OK;
+    if (a->run.weights) {
+        if (g_rank != 0 && !(w = malloc(s->wcount * sizeof *w)))
+            rc = CLI_RESOURCE;
+        if ((rc = agree(rc, "out of memory for the weights")) != CLI_OK)
+            return free(w), rc;
+        MPI_Bcast(w, (int)s->wcount, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        st = convolve_filter_create(ctx, f, nd, s->wshape, w);
+        free(w);
+    } else {
+        st = convolve_filter_create_named(ctx, f, a->run.filter, nd);
+    }
+    if (st != CONVOLVE_OK) /* alike on every rank */
+        return say(exit_code(st), "%s%s", a->run.weights ? "weights: " : "", convolve_last_error(ctx));
+    return CLI_OK;
+}
+
+/* Collective: the options with the origin per axis, and this rank's box
+ * (its first index and shape) of the array. */
+static int decompose(convolve_context *ctx, const args *a, const setup *s, convolve_options *o,
+                     size_t *start, size_t *box)
+{
+    const int nd = s->h.ndim;
+    convolve_status st;
+    int rc = CLI_OK;
+    *o = a->run.opt;
+    if (a->run.n_origin > 1 && a->run.n_origin != nd)
+        rc = say(CLI_BAD_INPUT, "--origin has %d values and the input %d dimension%s; give one "
+                 "value, or one per axis", a->run.n_origin, nd, nd == 1 ? "" : "s");
+    for (int k = 0; k < nd; k++)
+        o->origin[k] = a->run.n_origin == 0 ? 0 : a->run.origin[a->run.n_origin == 1 ? 0 : k];
+    int auto_grid = a->have_grid && !a->grid[0] && !a->grid[1] && !a->grid[2];
+    if (rc == CLI_OK && a->have_grid > nd && !auto_grid)
+        rc = say(CLI_BAD_INPUT, "--grid has %d axes and the input %d", a->have_grid, nd);
+    if (rc == CLI_OK &&
+        (st = convolve_mpi_decompose(ctx, MPI_COMM_WORLD, nd, s->h.shape,
+                                     a->have_grid ? a->grid : NULL, start, box)) != CONVOLVE_OK)
+        rc = say(exit_code(st), "%s", convolve_mpi_last_error(ctx));
+    return rc;
+}
+
+/* Collective: this rank's box of the input (count elements), straight from
+ * the file, in native byte order. */
+static int read_box(const args *a, const setup *s, const size_t *start, const size_t *box,
+                    unsigned char *in, size_t count, char *msg, size_t cap)
+{
+    const convolve_dtype tin = s->h.dtype;
+    MPI_File fh;
+    int err = MPI_File_open(MPI_COMM_WORLD, a->run.input, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+    if (err == MPI_SUCCESS) {
+        err = cli_npy_box_io(fh, 0, s->h.offset, tin, s->h.ndim, s->h.shape, start, box, in);
+        MPI_File_close(&fh);
+    }
+    int rc = err == MPI_SUCCESS ? CLI_OK : mpi_msg(err, "reading the input", msg, cap);
+    if ((rc = agree(rc, msg)) != CLI_OK)
+        return rc;
+    if (s->h.swap)
+        swap_bytes(in, count, convolve_dtype_size(tin));
+    return CLI_OK;
+}
+
+/* Collective: --repeat runs of the plan; with --time, rank 0 prints the
+ * median of the slowest rank's times. */
+static int execute_timed(convolve_context *ctx, const args *a, convolve_mpi_plan *plan,
+                         const unsigned char *in, unsigned char *out)
+{
+    convolve_status st = CONVOLVE_OK;
+    double *ms = malloc((size_t)a->run.repeat * sizeof *ms);
+    for (long r = 0; r < a->run.repeat && st == CONVOLVE_OK; r++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        st = convolve_mpi_execute(plan, in, out);
+        double t = (MPI_Wtime() - t0) * 1e3, worst = 0.0;
+        MPI_Allreduce(&t, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (ms)
+            ms[r] = worst;
+    }
+    if (st != CONVOLVE_OK) {
+        free(ms);
+        return say(exit_code(st), "%s", convolve_mpi_last_error(ctx));
+    }
+    if (a->run.time && ms && g_rank == 0) {
+        size_t n = (size_t)a->run.repeat;
+        qsort(ms, n, sizeof *ms, cmp_double);
+        fprintf(stderr, "time_ms: %.3f (n=%ld)\n",
+                n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]), a->run.repeat);
+    }
+    free(ms);
+    return CLI_OK;
+}
+
+/* Collective: the output, written into a temporary file (its name in tmp,
+ * tcap bytes, on every rank) and renamed over OUTPUT by rank 0 when every
+ * rank wrote its box; tmp is emptied once renamed. */
+static int write_output(const args *a, const setup *s, convolve_dtype tout, const size_t *start,
+                        const size_t *box, unsigned char *out, char *tmp, size_t tcap,
+                        char *msg, size_t cap)
+{
+    const int nd = s->h.ndim;
+    char header[512];
+    size_t hlen = cli_npy_format_header(tout, nd, s->h.shape, header);
+    int rc = g_rank == 0 ? make_temp(a->run.output, header, hlen, tmp, tcap, msg, cap) : CLI_OK;
+    if ((rc = agree(rc, msg)) != CLI_OK)
+        return rc;
+    MPI_Bcast(tmp, (int)tcap, MPI_CHAR, 0, MPI_COMM_WORLD);
+    MPI_File fh;
+    int err = MPI_File_open(MPI_COMM_WORLD, tmp, MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
+    if (err == MPI_SUCCESS) {
+        err = cli_npy_box_io(fh, 1, hlen, tout, nd, s->h.shape, start, box, out);
+        if (err == MPI_SUCCESS)
+            err = MPI_File_sync(fh);
+        int cerr = MPI_File_close(&fh);
+        if (err == MPI_SUCCESS)
+            err = cerr;
+    }
+    rc = err == MPI_SUCCESS ? CLI_OK : mpi_msg(err, "writing the output", msg, cap);
+    /* for tests/mpi/test_mpi_cli.py: this rank's write fails (a full disk) */
+    const char *fail_rank = getenv("CONVOLVE_MPI_CLI_FAIL_WRITE");
+    if (fail_rank && atoi(fail_rank) == g_rank && rc == CLI_OK) {
+        snprintf(msg, cap, "writing the output: failure injected for testing");
+        rc = CLI_RESOURCE;
+    }
+    if ((rc = agree(rc, msg)) != CLI_OK)
+        return rc;
+    if (g_rank == 0 && rename(tmp, a->run.output) != 0) {
+        snprintf(msg, cap, "cannot rename the output into '%s': %s", a->run.output,
+                 strerror(errno));
+        rc = CLI_RESOURCE;
+    } else if (g_rank == 0) {
+        tmp[0] = '\0'; /* renamed: nothing to remove */
+    }
+    return agree(rc, msg);
+}
+
 static int run(convolve_context *ctx, const args *a)
 {
     char msg[1024] = "";
@@ -395,36 +536,11 @@ static int run(convolve_context *ctx, const args *a)
 
     /* the filter, the options, the boxes */
     convolve_filter *f = NULL;
-    convolve_status st;
-    if (a->run.weights) {
-        if (g_rank != 0 && !(w = malloc(s.wcount * sizeof *w)))
-            rc = CLI_RESOURCE;
-        if ((rc = agree(rc, "out of memory for the weights")) != CLI_OK)
-            return free(w), rc;
-        MPI_Bcast(w, (int)s.wcount, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-        st = convolve_filter_create(ctx, &f, nd, s.wshape, w);
-        free(w);
-    } else {
-        st = convolve_filter_create_named(ctx, &f, a->run.filter, nd);
-    }
-    if (st != CONVOLVE_OK) /* alike on every rank */
-        return say(exit_code(st), "%s%s", a->run.weights ? "weights: " : "", convolve_last_error(ctx));
-    convolve_options o = a->run.opt;
-    rc = CLI_OK;
-    if (a->run.n_origin > 1 && a->run.n_origin != nd)
-        rc = say(CLI_BAD_INPUT, "--origin has %d values and the input %d dimension%s; give one "
-                 "value, or one per axis", a->run.n_origin, nd, nd == 1 ? "" : "s");
-    for (int k = 0; k < nd; k++)
-        o.origin[k] = a->run.n_origin == 0 ? 0 : a->run.origin[a->run.n_origin == 1 ? 0 : k];
+    if ((rc = make_filter(ctx, a, &s, w, &f)) != CLI_OK)
+        return rc;
+    convolve_options o;
     size_t start[CONVOLVE_MAX_DIMS], box[CONVOLVE_MAX_DIMS];
-    int auto_grid = a->have_grid && !a->grid[0] && !a->grid[1] && !a->grid[2];
-    if (rc == CLI_OK && a->have_grid > nd && !auto_grid)
-        rc = say(CLI_BAD_INPUT, "--grid has %d axes and the input %d", a->have_grid, nd);
-    if (rc == CLI_OK &&
-        (st = convolve_mpi_decompose(ctx, MPI_COMM_WORLD, nd, s.h.shape,
-                                     a->have_grid ? a->grid : NULL, start, box)) != CONVOLVE_OK)
-        rc = say(exit_code(st), "%s", convolve_mpi_last_error(ctx));
-    if (rc != CLI_OK) {
+    if ((rc = decompose(ctx, a, &s, &o, start, box)) != CLI_OK) {
         convolve_filter_free(f);
         return rc;
     }
@@ -437,22 +553,12 @@ static int run(convolve_context *ctx, const args *a)
     unsigned char *out = malloc(count * convolve_dtype_size(tout));
     rc = in && out ? CLI_OK : CLI_RESOURCE;
     convolve_mpi_plan *plan = NULL;
+    convolve_status st;
     char tmp[PATH_MAX + 64] = "";
     if ((rc = agree(rc, "out of memory for this rank's box")) != CLI_OK)
         goto done;
-
-    /* this rank's box of the input, straight from the file */
-    MPI_File fh;
-    int err = MPI_File_open(MPI_COMM_WORLD, a->run.input, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
-    if (err == MPI_SUCCESS) {
-        err = cli_npy_box_io(fh, 0, s.h.offset, tin, nd, s.h.shape, start, box, in);
-        MPI_File_close(&fh);
-    }
-    rc = err == MPI_SUCCESS ? CLI_OK : mpi_msg(err, "reading the input", msg, sizeof msg);
-    if ((rc = agree(rc, msg)) != CLI_OK)
+    if ((rc = read_box(a, &s, start, box, in, count, msg, sizeof msg)) != CLI_OK)
         goto done;
-    if (s.h.swap)
-        swap_bytes(in, count, convolve_dtype_size(tin));
 
     /* plan and run */
     st = convolve_mpi_plan_create(ctx, &plan, MPI_COMM_WORLD, s.h.shape, start, &lin, &lout, f, &o);
@@ -460,63 +566,9 @@ static int run(convolve_context *ctx, const args *a)
         rc = say(exit_code(st), "%s", convolve_mpi_last_error(ctx));
         goto done;
     }
-    double *ms = malloc((size_t)a->run.repeat * sizeof *ms);
-    for (long r = 0; r < a->run.repeat && st == CONVOLVE_OK; r++) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = MPI_Wtime();
-        st = convolve_mpi_execute(plan, in, out);
-        double t = (MPI_Wtime() - t0) * 1e3, worst = 0.0;
-        MPI_Allreduce(&t, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        if (ms)
-            ms[r] = worst;
-    }
-    if (st != CONVOLVE_OK) {
-        free(ms);
-        rc = say(exit_code(st), "%s", convolve_mpi_last_error(ctx));
+    if ((rc = execute_timed(ctx, a, plan, in, out)) != CLI_OK)
         goto done;
-    }
-    if (a->run.time && ms && g_rank == 0) {
-        size_t n = (size_t)a->run.repeat;
-        qsort(ms, n, sizeof *ms, cmp_double);
-        fprintf(stderr, "time_ms: %.3f (n=%ld)\n",
-                n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]), a->run.repeat);
-    }
-    free(ms);
-
-    /* the output: a temporary file, renamed when every rank wrote its box */
-    char header[512];
-    size_t hlen = cli_npy_format_header(tout, nd, s.h.shape, header);
-    rc = g_rank == 0 ? make_temp(a->run.output, header, hlen, tmp, sizeof tmp, msg, sizeof msg)
-                     : CLI_OK;
-    if ((rc = agree(rc, msg)) != CLI_OK)
-        goto done;
-    MPI_Bcast(tmp, (int)sizeof tmp, MPI_CHAR, 0, MPI_COMM_WORLD);
-    err = MPI_File_open(MPI_COMM_WORLD, tmp, MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
-    if (err == MPI_SUCCESS) {
-        err = cli_npy_box_io(fh, 1, hlen, tout, nd, s.h.shape, start, box, out);
-        if (err == MPI_SUCCESS)
-            err = MPI_File_sync(fh);
-        int cerr = MPI_File_close(&fh);
-        if (err == MPI_SUCCESS)
-            err = cerr;
-    }
-    rc = err == MPI_SUCCESS ? CLI_OK : mpi_msg(err, "writing the output", msg, sizeof msg);
-    /* for tests/mpi/test_mpi_cli.py: this rank's write fails (a full disk) */
-    const char *fail_rank = getenv("CONVOLVE_MPI_CLI_FAIL_WRITE");
-    if (fail_rank && atoi(fail_rank) == g_rank && rc == CLI_OK) {
-        snprintf(msg, sizeof msg, "writing the output: failure injected for testing");
-        rc = CLI_RESOURCE;
-    }
-    if ((rc = agree(rc, msg)) != CLI_OK)
-        goto done;
-    if (g_rank == 0 && rename(tmp, a->run.output) != 0) {
-        snprintf(msg, sizeof msg, "cannot rename the output into '%s': %s", a->run.output,
-                 strerror(errno));
-        rc = CLI_RESOURCE;
-    } else if (g_rank == 0) {
-        tmp[0] = '\0'; /* renamed: nothing to remove */
-    }
-    rc = agree(rc, msg);
+    rc = write_output(a, &s, tout, start, box, out, tmp, sizeof tmp, msg, sizeof msg);
 done:
     if (g_rank == 0 && tmp[0])
         unlink(tmp);
