@@ -14,25 +14,6 @@ static convolve_context *ctx;
 
 #include "stream_cases.h"
 
-typedef struct {
-    int calls, cancel_at;
-    convolve_progress last;
-    int monotonic;
-} progress_log;
-
-static int on_progress(void *user, const convolve_progress *p)
-{
-    progress_log *log = user;
-    if (log->calls > 0 && (p->slabs_done < log->last.slabs_done ||
-                           p->rows_done < log->last.rows_done ||
-                           p->bytes_done < log->last.bytes_done))
-        log->monotonic = 0;
-    if (p->slabs_done > p->slabs_total || p->rows_done > p->rows_total)
-        log->monotonic = 0;
-    log->last = *p;
-    log->calls++;
-    return log->cancel_at >= 0 && log->calls > log->cancel_at;
-}
 
 static void api(void)
 {
@@ -129,11 +110,11 @@ static void progress_one_slab(void)
     double *in = malloc(n * sizeof *in), *out = malloc(n * sizeof *out);
     h_fill(in, n);
     h_poison(CONVOLVE_FLOAT64, out, n);
-    progress_log log = {0, -1, {0}, 1};
+    s_progress_log log = {0, -1, {0}, 1};
     convolve_options o;
     convolve_options_init(&o);
     o.backend = CONVOLVE_BACKEND_CPU;
-    o.progress = on_progress;
+    o.progress = s_on_progress;
     o.progress_user = &log;
     convolve_plan *p;
     CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o));
@@ -150,7 +131,7 @@ static void progress_one_slab(void)
     CHECK(finite, "the output is written");
 
     h_poison(CONVOLVE_FLOAT64, out, n);
-    log = (progress_log){0, 0, {0}, 1};
+    log = (s_progress_log){0, 0, {0}, 1};
     CHECK_STATUS(ctx, convolve_execute(p, in, out), CONVOLVE_ERROR_CANCELLED);
     CHECK(log.calls == 1, "cancelled at the first call: %d calls", log.calls);
     int untouched = 1;

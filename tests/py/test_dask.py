@@ -34,6 +34,8 @@ except ImportError as e:  # pragma: no cover
     sys.exit(77)
 
 sys.path.insert(0, os.path.join(os.environ.get("CONVOLVE_BUILD_DIR", "build"), "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from scipy_nd_ref import scipy_nd  # noqa: E402
 try:
     import convolve as cv
     import convolve.dask as cvd
@@ -124,33 +126,6 @@ def dask_of(x):
 
 def describe(d):
     return "shape %s chunks %s" % (d.shape, tuple(tuple(c) for c in d.chunks))
-
-
-def periodic_index(j, n, mode):
-    """Where index j of an axis of n samples reads in reflect or mirror mode,
-    for any j (as scipy's correlate1d extends a line)."""
-    if mode == "reflect":
-        m = j % (2 * n)
-        return np.where(m < n, m, 2 * n - 1 - m)
-    if n == 1:
-        return np.zeros_like(j)
-    m = j % (2 * n - 2)
-    return np.where(m < n, m, 2 * n - 2 - m)
-
-
-def scipy_nd(fn, x, w, mode, cval, origin):
-    """fn (ndi.correlate or ndi.convolve) of x. scipy's N-d functions reflect
-    only once (docs/semantics.md): where a reflect or mirror filter reaches
-    further past an edge than the axis is long, the input is first extended
-    as correlate1d extends a line, and the middle kept."""
-    if mode not in ("reflect", "mirror") or all(k <= n for k, n in zip(w.shape, x.shape)):
-        return fn(x, w, mode=mode, cval=cval, origin=list(origin))
-    pads = [k + abs(o) + 1 for k, o in zip(w.shape, origin)]
-    xp = x
-    for a, (n, pw) in enumerate(zip(x.shape, pads)):
-        xp = np.take(xp, periodic_index(np.arange(-pw, n + pw), n, mode), axis=a)
-    full = fn(xp, w, mode="constant", cval=0.0, origin=list(origin))
-    return full[tuple(slice(pw, pw + n) for n, pw in zip(x.shape, pads))]
 
 
 def l1(f, nd, reach):
