@@ -3,12 +3,12 @@
  * kind of case users run, against the CPU reference: every pair of element
  * types, channel counts 1 to 16 (interleaved, planar, pitched, reversed and
  * stepped layouts, input and output laid out differently), filters odd,
- * even, non-square and per axis different (dense up to 64 taps an axis;
- * separable up to 257), every mode with a non-zero cval, origins, convolve
- * and correlate, 1-D, 2-D and 3-D, tiny arrays and filters longer than the
- * array, on host memory and on device memory. Cases are drawn at random
- * (the seed is printed; CONVOLVE_TEST_SEED replays), plus fixed ones that
- * reach each kernel path (tile edges, rolling and re-staged 3-D, the strip's
+ * even, non-square and per axis different (dense up to 64 taps an axis,
+ * 257 along x only; separable up to 257), every mode with a non-zero cval,
+ * origins, convolve and correlate, 1-D, 2-D and 3-D, tiny arrays and
+ * filters longer than the array, on host memory and on device memory.
+ * Cases are drawn at random (the seed is printed; CONVOLVE_TEST_SEED
+ * replays), plus fixed ones that reach each kernel path (tile edges, rolling and re-staged 3-D, the strip's
  * ring wrapping, weights too many for the parameter bank). Outputs are
  * poisoned first.
  *
@@ -229,7 +229,7 @@ static void random_case(dcase *c)
         c->lout = H_PACKED; /* outputs must not overlap; reversed rows would be fine too */
     c->device = (int)h_randint(0, 1);
     /* extents from short lists, so that cases share their compiled kernels */
-    static const size_t dense1[] = {1, 2, 3, 4, 5, 7, 9, 12, 17, 31, 64};
+    static const size_t dense1[] = {1, 2, 3, 4, 5, 7, 9, 12, 17, 31, 64, 100, 257};
     static const size_t dense2[] = {1, 2, 3, 4, 5, 7, 9, 17, 31};
     static const size_t dense3[] = {1, 2, 3, 5};
     static const size_t sep[] = {1, 3, 5, 8, 13, 21, 33, 65, 129};
@@ -238,7 +238,7 @@ static void random_case(dcase *c)
         if (c->separable)
             c->K[a] = sep[h_randint(0, c->ndim == 3 ? 4 : big ? 8 : 6)];
         else if (c->ndim == 1)
-            c->K[a] = dense1[h_randint(0, 10)];
+            c->K[a] = dense1[h_randint(0, 12)];
         else if (c->ndim == 2)
             c->K[a] = dense2[h_randint(0, big ? 8 : 6)];
         else
@@ -344,6 +344,21 @@ int main(int argc, char **argv)
     }
     base(&c, "direct", 1, 1, 1, 1024 * 3 + 1, 1, 65 - 1, CONVOLVE_FLOAT32);
     c.K[0] = 63;
+    run_case(&c);
+    /* filters along x only take the separable limit (257 taps): 1-D signals
+     * of every type, a 2-D row filter, longer than the signal too */
+    base(&c, "direct", 1, 1, 1, 5000, 1, 257, CONVOLVE_FLOAT32);
+    run_case(&c);
+    base(&c, "direct", 1, 1, 1, 700, 2, 129, CONVOLVE_UINT16);
+    c.mode = CONVOLVE_MODE_NEAREST;
+    c.origin[0] = 40;
+    run_case(&c);
+    base(&c, "direct", 1, 1, 1, 90, 1, 200, CONVOLVE_FLOAT64);
+    c.mode = CONVOLVE_MODE_WRAP;
+    run_case(&c);
+    base(&c, "direct", 2, 1, 30, 400, 3, 129, CONVOLVE_UINT8);
+    c.K[0] = 1;
+    c.mode = CONVOLVE_MODE_CONSTANT;
     run_case(&c);
     /* 3-D: rolling accumulators (3x3x3), re-staged planes (17 x 3 x 3), separable */
     base(&c, "direct", 3, 9, 11, 140, 1, 3, CONVOLVE_FLOAT32);

@@ -146,12 +146,15 @@ const char *cvcu_gen_how(const cvcu_gen_plan *g)
 
 int cvcu_gen_serves(const cvi_problem *p, int separable, char *why, size_t n)
 {
+    /* a filter along x only (1-D signals, 1 x K rows) is its own separable
+     * form: the long separable limit applies (its tile holds one row) */
+    const int x_only = p->ksize[0] == 1 && p->ksize[1] == 1;
     for (int a = 0; a < 3; a++) {
-        size_t lim = separable ? CVCU_GEN_MAX_SEP_TAPS : CVCU_GEN_MAX_TAPS;
+        size_t lim = separable || x_only ? CVCU_GEN_MAX_SEP_TAPS : CVCU_GEN_MAX_TAPS;
         if (p->ksize[a] > lim) {
             snprintf(why, n, "filter extent %zu on axis %d is over the %s direct kernels' limit "
-                     "of %zu", p->ksize[a], a - (3 - p->ndim), separable ? "separable" : "dense",
-                     lim);
+                     "of %zu", p->ksize[a], a - (3 - p->ndim),
+                     lim == CVCU_GEN_MAX_SEP_TAPS ? "separable" : "dense", lim);
             return 0;
         }
     }

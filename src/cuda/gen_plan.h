@@ -16,7 +16,8 @@ extern "C" {
 #endif
 
 /* Largest filter extent per axis the direct kernels take: dense filters,
- * and separable ones (each axis's taps). Larger filters go to the FFT. */
+ * and separable ones (each axis's taps; also a filter along x only, such as
+ * any 1-D filter). Larger filters go to the FFT. */
 #define CVCU_GEN_MAX_TAPS 64
 #define CVCU_GEN_MAX_SEP_TAPS 257
 

@@ -23,6 +23,16 @@
  * size the legacy kernels were compiled for (2-D 17x17: 1.1 ms against 3.4
  * ms on 8192^2; 3-D 7x7x7: 0.42 against 0.88 ms on 256^3). */
 #define CVCU_DIRECT_OVER_FFT 400
+/* Separable 2-D filters of at most this many dense taps (5 x 5) run direct:
+ * the dense tile keeps more warps busy than the separable strip, whose
+ * ring of rows limits its occupancy (H100, 2026-11-23: u8 RGBA box:2
+ * direct 0.404 ms, separable 0.599; f32 Gaussian 5 x 5 direct 0.290,
+ * separable 0.303). */
+#define CVCU_DIRECT_OVER_SEPARABLE 25
+/* Separable filters whose extents sum past this run by FFT: the strip's
+ * cost grows with the taps, the FFT's hardly (H100, 8192^2 float32:
+ * 65 + 65 taps separable 0.85 ms, 257 + 257 taps 7.3 ms against FFT 4.95). */
+#define CVCU_FFT_OVER_SEPARABLE 300
 
 size_t cvcu_acc_size(const cvi_problem *p)
 {
@@ -238,7 +248,8 @@ static int serves(int id, const cvi_device *dev, const cvi_problem *p, char *why
 }
 
 /* "auto" on the GPU. First the fast kernels, by a roofline model: a fused
- * separable pass (4K flops an output) beats both others; dense filters run
+ * separable pass (4K flops an output) beats both others, except for small
+ * 2-D filters (direct) and very long ones (FFT), as measured; dense filters run
  * direct up to CVCU_DIRECT_OVER_FFT taps (20 x 20, 7 x 7 x 7), where its 2
  * flops a tap meet the FFT's cost nearly independent of the filter, then by
  * FFT, then direct where the FFT cannot serve. Else the first chapter
@@ -258,8 +269,15 @@ const cvi_strategy *cvcu_pick(const cvi_device *dev, const cvi_problem *p, char 
     size_t used = 0;
     if (why_size)
         why[0] = '\0';
-    if (serves(CVK_SEPARABLE, dev, p, reason, sizeof reason))
+    if (serves(CVK_SEPARABLE, dev, p, reason, sizeof reason)) {
+        const size_t taps = p->ksize[0] + p->ksize[1] + p->ksize[2];
+        if (p->ndim == 2 && p->kcount <= CVCU_DIRECT_OVER_SEPARABLE &&
+            serves(CVK_DIRECT, dev, p, reason, sizeof reason))
+            return &cvcu_strategies[CVK_DIRECT];
+        if (taps > CVCU_FFT_OVER_SEPARABLE && serves(CVK_FFT, dev, p, reason, sizeof reason))
+            return &cvcu_strategies[CVK_FFT];
         return &cvcu_strategies[CVK_SEPARABLE];
+    }
     if (p->kcount <= CVCU_DIRECT_OVER_FFT && serves(CVK_DIRECT, dev, p, reason, sizeof reason))
         return &cvcu_strategies[CVK_DIRECT];
     if (serves(CVK_FFT, dev, p, reason, sizeof reason))
