@@ -1,7 +1,8 @@
 /*
  * stream_bench.c - host-memory CUDA plans beyond one shot (issue 12), in one
  * run: pinned host<->device bandwidth (copy in alone, copy out alone, both at
- * once), then for a memory-bound case (2-D float32 N x N, 3x3) and a
+ * once; with several devices, what the host moves with all of them copying
+ * both ways at once), then for a memory-bound case (2-D float32 N x N, 3x3) and a
  * compute-heavy one (3-D float32 M^3, 7x7x7) the end-to-end time of
  * convolve_execute on pageable host arrays: one shot, streamed on one
  * device (a budget that forces slabs), the same with the arrays pinned
@@ -154,12 +155,69 @@ static bandwidth measure_bandwidth(int dev, size_t bytes, int runs)
     CK(cudaSetDevice(prev));
     return bw;
 }
+
+/* What the host moves with devices 0..n-1 all copying at once, each in both
+ * directions (bytes each way per device): in + out GB/s in all, the median
+ * of runs by the wall clock. The ceiling of streaming over n devices. */
+static double measure_aggregate(int n, size_t bytes, int runs)
+{
+    enum { MAXD = 16 };
+    n = n > MAXD ? MAXD : n;
+    int prev;
+    CK(cudaGetDevice(&prev));
+    void *h_a[MAXD], *h_b[MAXD], *d_a[MAXD], *d_b[MAXD];
+    cudaStream_t s1[MAXD], s2[MAXD];
+    for (int d = 0; d < n; d++) {
+        CK(cudaSetDevice(d));
+        CK(cudaMallocHost(&h_a[d], bytes));
+        CK(cudaMallocHost(&h_b[d], bytes));
+        CK(cudaMalloc(&d_a[d], bytes));
+        CK(cudaMalloc(&d_b[d], bytes));
+        memset(h_a[d], 1, bytes);
+        memset(h_b[d], 2, bytes);
+        CK(cudaStreamCreateWithFlags(&s1[d], cudaStreamNonBlocking));
+        CK(cudaStreamCreateWithFlags(&s2[d], cudaStreamNonBlocking));
+    }
+    double t[16];
+    runs = runs > 16 ? 16 : runs;
+    for (int r = 0; r < runs + 1; r++) {
+        double t0 = now_s();
+        for (int d = 0; d < n; d++) {
+            CK(cudaSetDevice(d));
+            CK(cudaMemcpyAsync(d_a[d], h_a[d], bytes, cudaMemcpyHostToDevice, s1[d]));
+            CK(cudaMemcpyAsync(h_b[d], d_b[d], bytes, cudaMemcpyDeviceToHost, s2[d]));
+        }
+        for (int d = 0; d < n; d++) {
+            CK(cudaSetDevice(d));
+            CK(cudaDeviceSynchronize());
+        }
+        if (r)
+            t[r - 1] = now_s() - t0;
+    }
+    for (int d = 0; d < n; d++) {
+        CK(cudaSetDevice(d));
+        CK(cudaFreeHost(h_a[d]));
+        CK(cudaFreeHost(h_b[d]));
+        CK(cudaFree(d_a[d]));
+        CK(cudaFree(d_b[d]));
+        CK(cudaStreamDestroy(s1[d]));
+        CK(cudaStreamDestroy(s2[d]));
+    }
+    CK(cudaSetDevice(prev));
+    return 2.0 * (double)n * (double)bytes / (median(t, runs) * 1e9);
+}
 #else
 static bandwidth measure_bandwidth(int dev, size_t bytes, int runs)
 {
     (void)dev, (void)bytes, (void)runs;
     bandwidth bw = {0, 0, 0, 0};
     return bw;
+}
+
+static double measure_aggregate(int n, size_t bytes, int runs)
+{
+    (void)n, (void)bytes, (void)runs;
+    return 0;
 }
 #endif
 
@@ -465,6 +523,19 @@ int main(int argc, char **argv)
             bw0 = bw;
         printf("| %d | %.2f | %.2f | %.2f | %.2f |\n", d, bw.h2d, bw.d2h, bw.both_h2d,
                bw.both_d2h);
+    }
+    if (devices > 1) {
+        /* what the host moves with several devices copying at once: the
+         * ceiling of a streamed run over them */
+        printf("\n## the host's aggregate: devices 0..n-1 each copying %zu MiB in and out at "
+               "once, GB/s (in + out, all devices)\n", bw_bytes >> 20);
+        printf("| devices | GB/s | x one device |\n|---|---|---|\n");
+        double one = 0;
+        for (int n = 1; n <= devices; n++) {
+            double g = measure_aggregate(n, bw_bytes, 5);
+            one = n == 1 ? g : one;
+            printf("| %d | %.2f | %.2f |\n", n, g, one > 0 ? g / one : 0);
+        }
     }
     printf("\nideal = max(input / H2D, output / D2H) at device 0's both-at-once bandwidth, "
            "divided by the device count; ratio = ms / ideal\n");
