@@ -350,7 +350,9 @@ if [ -n "${GPU_CHECK_PROFILE:-}" ]; then
     # the generated kernels, run by bench/generality.py (one case each)
     for spec in "gen tile f32 4x4|f32 8192^2 even 4x4" "gen tile f64 3x3|f64 8192^2 dense 3x3" \
         "gen strip u8 RGB|u8 RGB 4096^2 gaussian:2.5" "gen strip f32 65|gaussian:8 (65" \
-        "gen 3-D separable|3-D 512^3 gaussian:1.5" "gen tile u16 5x5|u16 8192^2 dense 5x5"; do
+        "gen 3-D separable|3-D 512^3 gaussian:1.5" "gen tile u16 5x5|u16 8192^2 dense 5x5" \
+        "gen tile u8 gray 3x3|u8 gray 8192^2 dense 3x3" "gen tile u8 RGBA box:2|u8 RGBA 4096^2 box:2" \
+        "gen tile f32 9x9|dense 9x9 zero" "gen tile 1-D 65 taps|1-D 2^28 gaussian:8"; do
         IFS='|' read -r label only <<<"$spec"
         step "ncu $label" "$OUT/bench.txt" 90 "$NCU" --clock-control none -k "regex:cvk_gen" \
             --launch-skip 4 --launch-count 1 --section SpeedOfLight --section Occupancy \
