@@ -60,8 +60,25 @@ args=("$IN" "$OUT" --filter "$FILTER" --backend "$BACKEND" --progress)
 env_budget=()
 [ -n "${BUDGET:-}" ] && env_budget=(CONVOLVE_DEVICE_BUDGET="$BUDGET")
 echo "outofcore: ${env_budget[*]:-} $BUILD/convolve ${args[*]}"
-env "${env_budget[@]}" "$TIME" -f "%e %M" -o "$DIR/time.txt" "$BUILD/convolve" "${args[@]}" 2>&1 |
-    awk 'NR % 10 == 1 || /100%/ || !/slabs/'
+env "${env_budget[@]}" "$TIME" -f "%e %M" -o "$DIR/time.txt" "$BUILD/convolve" "${args[@]}" \
+    2>"$DIR/progress.txt" &
+# the resident memory by kind while it runs (anonymous: buffers, pinned
+# staging, CUDA; file: mapped pages of the two .npy files)
+peak_anon=0 peak_file=0 peak_shmem=0
+sleep 0.2
+while pid=$(pgrep -n -f "$BUILD/convolve $IN") && [ -n "$pid" ]; do
+    read -r a f m < <(awk '/^RssAnon/ {a = $2} /^RssFile/ {f = $2} /^RssShmem/ {m = $2}
+                            END {print a + 0, f + 0, m + 0}' "/proc/$pid/status" 2>/dev/null ||
+                      echo 0 0 0)
+    ((a > peak_anon)) && peak_anon=$a
+    ((f > peak_file)) && peak_file=$f
+    ((m > peak_shmem)) && peak_shmem=$m
+    sleep 0.2
+done
+wait
+awk 'NR % 10 == 1 || /100%/ || !/slabs/' "$DIR/progress.txt"
+echo "outofcore: $(grep -c slabs "$DIR/progress.txt") progress lines; sampled peaks: anonymous" \
+     "$((peak_anon / 1024)) MiB, file pages $((peak_file / 1024)) MiB, shared $((peak_shmem / 1024)) MiB"
 read -r wall rss_kib < <(tail -1 "$DIR/time.txt")
 size=$(stat -c %s "$IN")
 
