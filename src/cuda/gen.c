@@ -77,8 +77,10 @@ static void choose_geometry(const cvi_problem *p, int fam, int dbl, int C, cvk_g
     if (p->ndim == 1) {
         /* 1-D: one row; long runs a thread, so each stage carries work */
         s->tx = 256, s->ty = 1, s->by = 1;
+        /* long filters: half the run, as 16 outputs and a window of taps
+         * spilled registers at 65 taps (Nsight Compute, H100) */
         if (px == 1)
-            s->bx = dbl ? 8 : 16;
+            s->bx = p->ksize[2] > 32 ? (dbl ? 4 : 8) : (dbl ? 8 : 16);
     } else if (fam == CVK_GEN_STRIP) {
         /* the ring holds ky + rows a stage of x-filtered rows, each tx * bx wide */
         s->by = s->bx >= 8 ? 2 : 4;
