@@ -222,7 +222,7 @@ static convolve_filter *make_filter(convolve_context *ctx, PyObject *spec)
         return NULL;
     }
     convolve_filter *f = NULL;
-    convolve_status st;
+    convolve_status st = CONVOLVE_OK; /* set on every path that reaches its test */
     if (strcmp(kind, "dense") == 0 && b) {
         Py_ssize_t sh[CONVOLVE_MAX_DIMS];
         int n = read_ssize_tuple(a, sh, CONVOLVE_MAX_DIMS, "filter shape");
