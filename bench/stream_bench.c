@@ -15,10 +15,10 @@
  *
  *   stream_bench [--size N] [--size3 M] [--budget BYTES] [--runs R]
  *                [--timeline FILE] [--bw-bytes BYTES] [--skip-3d] [--skip-2d]
- *   stream_bench --huge BYTES   only an array larger than the device: uint8,
- *                BYTES in and BYTES out (e.g. 1.5x the device's memory, on a
- *                host with room for both), streamed with the automatic budget,
- *                sampled rows checked against the CPU
+ *   stream_bench --huge BYTES|auto   only an array larger than the device:
+ *                uint8, BYTES in and BYTES out (auto: 1.5x the device's
+ *                memory; the host needs room for both), streamed with the
+ *                automatic budget, sampled rows checked against the CPU
  *   Defaults: N 32768 (8 GiB in and out), M 640, budget 4G, runs 3
  *   (the median is reported), bw-bytes 1G. STREAM_BENCH_SIZE and
  *   STREAM_BENCH_SIZE3 in the environment set N and M too.
@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now_s(void)
 {
@@ -398,6 +399,12 @@ static int run_huge(size_t bytes, size_t device_memory)
         return 1;
     }
     bytes = rows * cols;
+    long pages = sysconf(_SC_AVPHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && psize > 0 && (double)bytes * 2 > (double)pages * (double)psize) {
+        fprintf(stderr, "stream_bench: 2 x %.1f GiB do not fit the host's %.1f GiB of free "
+                "memory\n", bytes / 1073741824.0, (double)pages * (double)psize / 1073741824.0);
+        return 2;
+    }
     unsigned char *in = malloc(bytes), *out = malloc(bytes);
     if (!in || !out) {
         fprintf(stderr, "stream_bench: out of host memory for 2 x %.1f GiB\n",
@@ -408,12 +415,22 @@ static int run_huge(size_t bytes, size_t device_memory)
     printf("\n## larger than the device: uint8 %zux%zu (%.1f GiB in, %.1f GiB out; the device "
            "has %.1f GiB), 3x3 box, reflect\n", rows, cols, bytes / 1073741824.0,
            bytes / 1073741824.0, device_memory / 1073741824.0);
-    uint32_t st32 = 12345u;
-    for (size_t i = 0; i < bytes; i += 4) {
-        st32 ^= st32 << 13, st32 ^= st32 >> 17, st32 ^= st32 << 5;
-        memcpy(in + i, &st32, bytes - i < 4 ? bytes - i : 4);
+    /* random bytes, 1 MiB chunks each from its own seed (the same whatever
+     * the threads), written by all threads (it is hundreds of GiB) */
+    const size_t chunk = (size_t)1 << 20, nchunks = (bytes + chunk - 1) / chunk;
+    double tf = now_s();
+#pragma omp parallel for schedule(static)
+    for (size_t c = 0; c < nchunks; c++) {
+        uint32_t st32 = 12345u + (uint32_t)c * 2654435761u;
+        st32 = st32 ? st32 : 1u;
+        size_t lo = c * chunk, hi = lo + chunk < bytes ? lo + chunk : bytes;
+        for (size_t i = lo; i < hi; i += 4) {
+            st32 ^= st32 << 13, st32 ^= st32 >> 17, st32 ^= st32 << 5;
+            memcpy(in + i, &st32, hi - i < 4 ? hi - i : 4);
+        }
+        memset(out + lo, 0xAB, hi - lo);
     }
-    memset(out, 0xAB, bytes);
+    printf("(filled in %.1f s)\n", now_s() - tf);
     size_t shape[2] = {rows, cols};
     convolve_layout l;
     convolve_layout_init(&l, CONVOLVE_UINT8, 2, shape, 1);
@@ -486,7 +503,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--timeline") && v)
             timeline = v, i++;
         else if (!strcmp(a, "--huge") && v)
-            huge = parse_bytes(v), i++;
+            huge = strcmp(v, "auto") == 0 ? (size_t)-1 : parse_bytes(v), i++;
         else if (!strcmp(a, "--skip-2d"))
             skip2 = 1;
         else if (!strcmp(a, "--skip-3d"))
@@ -511,8 +528,9 @@ int main(int argc, char **argv)
     }
     printf("# stream_bench: %s x%d, libconvolve %s, runs %d (median after a warm-up)\n",
            info.name, devices, convolve_version_string(), runs);
-    if (huge)
-        return run_huge(huge, info.total_memory);
+    if (huge) /* auto: 1.5 times the device's memory */
+        return run_huge(huge == (size_t)-1 ? info.total_memory / 2 * 3 : huge,
+                        info.total_memory);
     printf("\n## pinned host<->device bandwidth (%zu MiB copies), GB/s\n", bw_bytes >> 20);
     printf("| device | H2D alone | D2H alone | H2D, both at once | D2H, both at once |\n");
     printf("|---|---|---|---|---|\n");
