@@ -27,8 +27,11 @@
 # on its small cases, and bench/stream_bench with the 2-D case at
 # GPU_CHECK_STREAM_SIZE^2 float32, default 32768 (8 GiB in and out; "small"
 # = 8192) and the 3-D 7x7x7 case at GPU_CHECK_STREAM_SIZE3^3, default 640;
-# stream.txt and stream_timeline.csv; GPU_CHECK_STREAM_HUGE=BYTES adds an
-# array of BYTES in and out, larger than the device). Logs go to $OUT
+# stream.txt and stream_timeline.csv; GPU_CHECK_STREAM_HUGE=BYTES|auto adds an
+# array of BYTES (auto: 1.5x the device's memory) in and out, larger than the
+# device; GPU_CHECK_STREAM_TESTS=0 leaves out the test and memcheck),
+# outofcore (bench/outofcore.sh: the CLI on a .npy of
+# GPU_CHECK_OUTOFCORE_GIB, default 8, with every device). Logs go to $OUT
 # (build.log, tests.log, sanitizer.log, bench.txt, peers.txt, peers.json,
 # sass.txt, summary.txt); the summary and the 2-D bench table are printed
 # last. Changes no GPU setting.
@@ -310,12 +313,15 @@ if want stream; then
     [ "$SSIZE" = small ] && SSIZE=8192
     [ "$SSIZE" = large ] && SSIZE=32768
     SSIZE3=${GPU_CHECK_STREAM_SIZE3:-640}
-    step "test_gpu_stream" "$OUT/tests.log" 150 "$BUILD/tests/test_gpu_stream" --cases 200
-    # the test calls cudaHostRegister/Unregister wrongly on purpose (its
-    # error paths): API errors are not reported, memory errors are
-    step "sanitizer memcheck stream" "$OUT/sanitizer.log" 90 \
-        "$CS" --tool memcheck --report-api-errors no --error-exitcode 99 --print-limit 20 \
-        "$BUILD/tests/test_gpu_stream" --small --cases 20
+    # (GPU_CHECK_STREAM_TESTS=0: only the benches, when ctest gpu ran the test)
+    if [ "${GPU_CHECK_STREAM_TESTS:-1}" != 0 ]; then
+        step "test_gpu_stream" "$OUT/tests.log" 150 "$BUILD/tests/test_gpu_stream" --cases 200
+        # the test calls cudaHostRegister/Unregister wrongly on purpose (its
+        # error paths): API errors are not reported, memory errors are
+        step "sanitizer memcheck stream" "$OUT/sanitizer.log" 90 \
+            "$CS" --tool memcheck --report-api-errors no --error-exitcode 99 --print-limit 20 \
+            "$BUILD/tests/test_gpu_stream" --small --cases 20
+    fi
     rm -f "$OUT/stream_timeline.csv"
     step "stream bench ${SSIZE}^2, ${SSIZE3}^3" "$OUT/stream.txt" 150 \
         "$BUILD/bench/stream_bench" --size "$SSIZE" --size3 "$SSIZE3" --runs 3 \
@@ -324,6 +330,13 @@ if want stream; then
     # bytes each, e.g. 220G on an H200 host with 512 GiB), when asked for
     [ -n "${GPU_CHECK_STREAM_HUGE:-}" ] && step "stream bench --huge $GPU_CHECK_STREAM_HUGE" \
         "$OUT/stream.txt" 400 "$BUILD/bench/stream_bench" --huge "$GPU_CHECK_STREAM_HUGE"
+fi
+if want outofcore; then
+    # the CLI on a .npy file of GPU_CHECK_OUTOFCORE_GIB (default 8) with every
+    # device: wall time, peak resident memory by kind, rows checked
+    step "outofcore ${GPU_CHECK_OUTOFCORE_GIB:-8} GiB, all devices" "$OUT/stream.txt" 240 \
+        env BUILD="$BUILD" PYTHON="$PY" SIZE_GIB="${GPU_CHECK_OUTOFCORE_GIB:-8}" DEVICES=all \
+        bash "$ROOT/bench/outofcore.sh"
 fi
 want large && [ -z "${GPU_CHECK_SKIP_LARGE:-}" ] &&
     step "test --large (>2^31 elements)" "$OUT/tests.log" 200 "$TEST" --large
@@ -420,7 +433,7 @@ want sass && step "sass scan" "$OUT/sass.txt" 60 bash -c sass_scan
     if [ -s "$OUT/stream.txt" ]; then
         echo
         echo "streamed host-memory plans (stream.txt; per-slab timeline: stream_timeline.csv):"
-        grep -E "^#|^\||^ideal|stream_bench" "$OUT/stream.txt"
+        grep -E "^#|^\||^ideal|stream_bench|^outofcore|filled" "$OUT/stream.txt"
     fi
 } >>"$OUT/summary.txt"
 rm -f "$OUT/.step"
