@@ -26,13 +26,18 @@
 #define CVI_DEVICE_SLAB_BYTES ((size_t)256 << 20)
 /* Several devices: at least this many slabs per device (balance). */
 #define CVI_SLABS_PER_DEVICE 4
+/* With a progress callback, slabs a worker may be handed beyond those
+ * reported (its CVI_STREAM_BUFFERS in flight, and some slack). */
+#define CVI_STREAM_LAG_SLABS (CVI_STREAM_BUFFERS + 2)
 
 struct cvi_stream_state {
     pthread_mutex_t mutex;
     pthread_cond_t changed;
     size_t next;                    /* the next slab to hand out */
     size_t slabs_done, rows_done, bytes_done;
-    size_t slabs_reported;
+    size_t slabs_reported;          /* passed to the callback... */
+    size_t slabs_released;          /* ...and returned from */
+    int monitored;                  /* workers on their own threads, a monitor reporting */
     int stop, cancelled;
     convolve_status failed;         /* the first worker failure */
     int failed_worker;
@@ -202,6 +207,12 @@ int cvi_stream_next(cvi_stream_job *job, size_t *index)
 {
     struct cvi_stream_state *s = job->state;
     pthread_mutex_lock(&s->mutex);
+    /* the monitor reports every slab done, so the wait ends: at most
+     * CVI_STREAM_BUFFERS slabs a worker are handed out and not done */
+    const size_t lag = (size_t)job->worker_count * CVI_STREAM_LAG_SLABS;
+    while (s->progress && s->monitored && !s->stop && s->next < job->slab_count &&
+           s->next >= s->slabs_released + lag)
+        pthread_cond_wait(&s->changed, &s->mutex);
     int ok = !s->stop && s->next < job->slab_count;
     if (ok)
         *index = s->next++;
@@ -270,10 +281,12 @@ static void report_locked(cvi_stream_job *job, struct cvi_stream_state *s, int f
     pr.elapsed_s = now_s() - s->t0;
     int stop = s->progress(s->progress_user, &pr) != 0;
     pthread_mutex_lock(&s->mutex);
+    s->slabs_released = pr.slabs_done;
     if (stop && pr.slabs_done < pr.slabs_total) {
         s->cancelled = 1;
         s->stop = 1;
     }
+    pthread_cond_broadcast(&s->changed); /* workers waiting for the release */
 }
 
 void cvi_stream_monitor(cvi_stream_job *job, int workers)
@@ -526,6 +539,7 @@ convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const 
     }
     job.worker_ctx = wctx;
     job.worker_device = wdev;
+    state.monitored = 1;
     st = b->execute_host_streamed(ctx, &job);
     if (st == CONVOLVE_OK && state.failed != CONVOLVE_OK) {
         st = state.failed;

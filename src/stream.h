@@ -85,7 +85,11 @@ void cvi_stream_scatter(const cvi_stream_job *job, const cvi_slab *slab, const v
                         int threads);
 
 /* The next slab a worker should take (thread-safe), or 0 when none is left
- * or the job stops (cancelled or failed); *index receives it. */
+ * or the job stops (cancelled or failed); *index receives it. With a
+ * progress callback and workers on their own threads, it waits while the
+ * slabs handed out run more than CVI_STREAM_LAG_SLABS per worker ahead of
+ * those the callback has returned from: a callback that releases memory
+ * (the CLI's mapped pages) bounds what the run holds however slow it is. */
 int cvi_stream_next(cvi_stream_job *job, size_t *index);
 
 /* Worker reports: the slab's output is written (thread-safe). */

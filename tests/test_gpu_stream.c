@@ -15,6 +15,8 @@
  */
 #include "harness.h"
 
+#include <time.h>
+
 static convolve_context *ctx;
 
 #include "stream_cases.h"
@@ -225,6 +227,68 @@ static void cancellation(void)
     }
 }
 
+/* A slow progress callback (the CLI's releases pages, and may wait on the
+ * disk): the workers may not run ahead of it by more than 5 slabs (3 in
+ * flight and 2 more) a device, so what the callback releases bounds what
+ * the run holds. Each call sleeps; the slabs done between two calls must
+ * stay within that lag, and the result equals the one-shot run's. */
+typedef struct {
+    int calls;
+    size_t last, max_jump;
+} slow_log;
+
+static int slow_progress(void *user, const convolve_progress *p)
+{
+    slow_log *l = user;
+    if (l->calls++ > 0 && p->slabs_done - l->last > l->max_jump)
+        l->max_jump = p->slabs_done - l->last;
+    l->last = p->slabs_done;
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    return 0;
+}
+
+static void slow_callback(void)
+{
+    const size_t shape[2] = {g_small ? 120 : 400, 64};
+    convolve_layout l;
+    convolve_layout_init(&l, CONVOLVE_FLOAT32, 2, shape, 1);
+    const size_t n = shape[0] * shape[1];
+    float *in = malloc(n * sizeof *in), *want = malloc(n * sizeof *want),
+          *out = malloc(n * sizeof *out);
+    h_fill_typed(CONVOLVE_FLOAT32, in, n, 1.0);
+    h_poison(CONVOLVE_FLOAT32, out, n);
+    convolve_filter *f;
+    CHECK_OK(ctx, convolve_filter_create_named(ctx, &f, "box:1", 2));
+    convolve_options o;
+    convolve_options_init(&o);
+    o.backend = CONVOLVE_BACKEND_CUDA;
+    o.strategy = "direct";
+    CHECK_OK(ctx, convolve_run(ctx, &l, in, &l, want, f, &o));
+    const int devices = g_devices > 1 ? 2 : 1;
+    if (devices > 1)
+        o.device_count = -1;
+    o.device_memory_budget = 3 * (2 + 2) * shape[1] * 8; /* slabs of 2 rows */
+    slow_log log = {0, 0, 0};
+    o.progress = slow_progress;
+    o.progress_user = &log;
+    convolve_plan *p;
+    CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o));
+    CHECK_OK(ctx, convolve_execute(p, in, out));
+    CHECK(memcmp(out, want, n * sizeof *out) == 0, "slow callback: the result differs from "
+          "the one-shot run's");
+    CHECK(log.last == shape[0] / 2, "slow callback: %zu slabs reported of %zu", log.last,
+          shape[0] / 2);
+    CHECK(log.max_jump <= (size_t)devices * 5, "slow callback: %zu slabs done between two "
+          "calls, more than 5 a device (%d device%s)", log.max_jump, devices,
+          devices > 1 ? "s" : "");
+    printf("test_gpu_stream: slow callback: %d calls, at most %zu slabs between two\n",
+           log.calls, log.max_jump);
+    convolve_plan_free(p);
+    convolve_filter_free(f);
+    free(in), free(want), free(out);
+}
+
 int main(int argc, char **argv)
 {
     int cases = -1;
@@ -252,6 +316,7 @@ int main(int argc, char **argv)
     registration();
     device_failure();
     cancellation();
+    slow_callback();
     convolve_context_free(ctx);
     return h_finish("test_gpu_stream");
 }
