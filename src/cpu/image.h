@@ -99,6 +99,7 @@ int cvcpu_image_box_float(const cvi_problem *p);
 #if defined(__x86_64__) && defined(__GNUC__)
 #define CVCPU_IMAGE_X86 1
 #define CVCPU_AVX2 __attribute__((target("avx2,fma")))
+#define CVCPU_AVX512 __attribute__((target("avx512f,avx2,fma")))
 #define CVCPU_INLINE __attribute__((always_inline)) inline
 #include <immintrin.h>
 #endif
