@@ -622,7 +622,7 @@ CVCPU_AVX2 static void vemit(const cvcpu_img *g, char *d0, char *d1, const char 
 /* ---- AVX-512 kernels of the ring path ----------------------------------- */
 
 /* Output rows the AVX-512 vertical pass computes at once. */
-#define VROWS512 4
+#define VROWS512 8
 
 /* Stores 16 floats as output kind t at d (rounded, saturated and NaN to 0
  * as cvcpu_emit16: max(v, 0) gives 0 for NaN). */
@@ -673,37 +673,66 @@ CVCPU_AVX512 static CVCPU_INLINE void emit64_512(char *d, const __m512 *x, int t
     }
 }
 
-/* The horizontal pass of NV vectors (16 floats each) from s into a[]: the
- * same sums in the same order as hpass_t. */
+/* NV vectors at p + o + 16 i (p 64-byte aligned, NV <= 8): aligned loads
+ * joined by valignd (a vector across two cache lines costs two loads). */
+CVCPU_AVX512 static CVCPU_INLINE void shifted512(const float *p, size_t o, int NV, __m512 *out)
+{
+    const __m512i *a = (const __m512i *)(const void *)(p + (o & ~(size_t)15));
+    __m512i v[9];
+    if (!(o & 15)) {
+        for (int i = 0; i < NV; i++)
+            out[i] = _mm512_castsi512_ps(_mm512_load_si512(a + i));
+        return;
+    }
+    for (int i = 0; i <= NV; i++)
+        v[i] = _mm512_load_si512(a + i);
+    switch (o & 15) {
+#define CVCPU_SH(S)                                                                        \
+    case S:                                                                              \
+        for (int i = 0; i < NV; i++)                                                     \
+            out[i] = _mm512_castsi512_ps(_mm512_alignr_epi32(v[i + 1], v[i], S));        \
+        break;
+        CVCPU_SH(1) CVCPU_SH(2) CVCPU_SH(3) CVCPU_SH(4) CVCPU_SH(5) CVCPU_SH(6) CVCPU_SH(7)
+        CVCPU_SH(8) CVCPU_SH(9) CVCPU_SH(10) CVCPU_SH(11) CVCPU_SH(12) CVCPU_SH(13)
+        CVCPU_SH(14) default: CVCPU_SH(15)
+#undef CVCPU_SH
+    }
+}
+
+/* The horizontal pass of NV vectors (16 floats each) from s (64-byte
+ * aligned) into a[]: the same sums in the same order as hpass_t. */
 CVCPU_AVX512 static CVCPU_INLINE void hvec512(const float *restrict s, const float *restrict w,
                                               size_t K, size_t C, int sym, int NV, __m512 *a)
 {
     const size_t half = K / 2;
+    __m512 x[8], y[8];
     if (sym) {
         if (K & 1) {
             const __m512 wm = _mm512_set1_ps(w[half]);
+            shifted512(s, half * C, NV, x);
             for (int i = 0; i < NV; i++)
-                a[i] = _mm512_mul_ps(wm, _mm512_loadu_ps(s + half * C + 16 * i));
+                a[i] = _mm512_mul_ps(wm, x[i]);
         } else {
             for (int i = 0; i < NV; i++)
                 a[i] = _mm512_setzero_ps();
         }
         for (size_t k = 0; k < half; k++) {
-            const float *p = s + k * C, *q = s + (K - 1 - k) * C;
             const __m512 wk = _mm512_set1_ps(w[k]);
+            shifted512(s, k * C, NV, x);
+            shifted512(s, (K - 1 - k) * C, NV, y);
             for (int i = 0; i < NV; i++)
-                a[i] = _mm512_fmadd_ps(
-                    wk, _mm512_add_ps(_mm512_loadu_ps(p + 16 * i), _mm512_loadu_ps(q + 16 * i)),
-                    a[i]);
+                a[i] = _mm512_fmadd_ps(wk, _mm512_add_ps(x[i], y[i]), a[i]);
         }
     } else {
         const __m512 w0 = _mm512_set1_ps(w[0]);
+        shifted512(s, 0, NV, x);
         for (int i = 0; i < NV; i++)
-            a[i] = _mm512_mul_ps(w0, _mm512_loadu_ps(s + 16 * i));
+            a[i] = _mm512_mul_ps(w0, x[i]);
         for (size_t k = 1; k < K; k++) {
             const __m512 wk = _mm512_set1_ps(w[k]);
+            shifted512(s, k * C, NV, x);
             for (int i = 0; i < NV; i++)
-                a[i] = _mm512_fmadd_ps(wk, _mm512_loadu_ps(s + k * C + 16 * i), a[i]);
+                a[i] = _mm512_fmadd_ps(wk, x[i], a[i]);
         }
     }
 }
@@ -713,14 +742,14 @@ CVCPU_AVX512 static CVCPU_INLINE void hrow512_t(float *restrict dst, const float
                                                 size_t n, const float *restrict w, size_t K,
                                                 size_t C, int sym)
 {
-    __m512 a[4];
+    __m512 a[8];
     size_t j = 0;
-    for (; j + 64 <= n; j += 64) {
-        hvec512(src + j, w, K, C, sym, 4, a);
-        for (int i = 0; i < 4; i++)
+    for (; j + 128 <= n; j += 128) {
+        hvec512(src + j, w, K, C, sym, 8, a);
+        for (int i = 0; i < 8; i++)
             _mm512_storeu_ps(dst + j + 16 * i, a[i]);
     }
-    if (j < n) {
+    for (; j < n; j += 32) {
         hvec512(src + j, w, K, C, sym, 2, a);
         _mm512_storeu_ps(dst + j, a[0]);
         _mm512_storeu_ps(dst + j + 16, a[1]);
@@ -745,70 +774,73 @@ CVCPU_AVX512 static void hrow512(float *dst, const float *src, size_t n, const f
 #undef CVCPU_HR
 }
 
-/* The vertical pass of 32 columns from c of VROWS512 output rows from
+/* Stores 16 floats as output kind t at d. */
+CVCPU_AVX512 static CVCPU_INLINE void emit16_512(char *d, __m512 x, int t, int nt)
+{
+    if (t == CVCPU_OUT_U8) {
+        __m128i q = _mm512_cvtepi32_epi8(cvt512(x, 255.0f));
+        if (nt && !((uintptr_t)d & 15))
+            _mm_stream_si128((__m128i *)(void *)d, q);
+        else
+            _mm_storeu_si128((__m128i *)(void *)d, q);
+    } else if (t == CVCPU_OUT_U16) {
+        cvcpu_store32(d, _mm512_cvtepi32_epi16(cvt512(x, 65535.0f)), nt);
+    } else if (nt && !((uintptr_t)d & 63)) {
+        _mm512_stream_ps((float *)(void *)d, x);
+    } else {
+        _mm512_storeu_ps((float *)(void *)d, x);
+    }
+}
+
+/* The vertical pass of 16 columns from c of VROWS512 output rows from
  * float rows r[0 .. K + VROWS512 - 1): row j's sum is over r[j .. j + K)
  * in vcol32's order (folded: pair k = r[j + k] + r[j + K-1-k], k
  * ascending, then the middle row), whichever j. Each row vector is loaded
  * once and kept in registers for the output rows that use it. */
 CVCPU_AVX512 static CVCPU_INLINE void vcol512(const float *const *restrict r, size_t c,
                                               const float *restrict w, size_t K, int sym,
-                                              __m512 acc[VROWS512][2])
+                                              __m512 acc[VROWS512])
 {
     enum { J = VROWS512 };
     if (!sym) {
         for (size_t j = 0; j < J; j++) /* (each set at k = j) */
-            acc[j][0] = acc[j][1] = _mm512_setzero_ps();
+            acc[j] = _mm512_setzero_ps();
         for (size_t k = 0; k < K + J - 1; k++) {
-            const __m512 v0 = _mm512_loadu_ps(r[k] + c), v1 = _mm512_loadu_ps(r[k] + c + 16);
+            const __m512 v = _mm512_loadu_ps(r[k] + c);
             for (size_t j = 0; j < J; j++) {
                 if (k < j || k - j >= K)
                     continue;
                 const __m512 wk = _mm512_set1_ps(w[k - j]);
-                if (k == j) {
-                    acc[j][0] = _mm512_mul_ps(wk, v0);
-                    acc[j][1] = _mm512_mul_ps(wk, v1);
-                } else {
-                    acc[j][0] = _mm512_fmadd_ps(wk, v0, acc[j][0]);
-                    acc[j][1] = _mm512_fmadd_ps(wk, v1, acc[j][1]);
-                }
+                acc[j] = k == j ? _mm512_mul_ps(wk, v) : _mm512_fmadd_ps(wk, v, acc[j]);
             }
         }
         return;
     }
     const size_t half = K / 2;
     /* a[j] = r[j + k], b[j] = r[j + K-1-k] */
-    __m512 a[J][2], b[J][2];
+    __m512 a[J], b[J];
     for (int j = 0; j < J; j++) {
-        a[j][0] = _mm512_loadu_ps(r[j] + c), a[j][1] = _mm512_loadu_ps(r[j] + c + 16);
-        b[j][0] = _mm512_loadu_ps(r[K - 1 + j] + c);
-        b[j][1] = _mm512_loadu_ps(r[K - 1 + j] + c + 16);
+        a[j] = _mm512_loadu_ps(r[j] + c);
+        b[j] = _mm512_loadu_ps(r[K - 1 + j] + c);
     }
     __m512 wk = _mm512_set1_ps(w[0]);
     for (int j = 0; j < J; j++)
-        for (int i = 0; i < 2; i++)
-            acc[j][i] = _mm512_mul_ps(wk, _mm512_add_ps(a[j][i], b[j][i]));
+        acc[j] = _mm512_mul_ps(wk, _mm512_add_ps(a[j], b[j]));
     for (size_t k = 1; k < half; k++) {
         for (int j = 0; j < J - 1; j++)
-            for (int i = 0; i < 2; i++)
-                a[j][i] = a[j + 1][i];
+            a[j] = a[j + 1];
         for (int j = J - 1; j > 0; j--)
-            for (int i = 0; i < 2; i++)
-                b[j][i] = b[j - 1][i];
-        a[J - 1][0] = _mm512_loadu_ps(r[k + J - 1] + c);
-        a[J - 1][1] = _mm512_loadu_ps(r[k + J - 1] + c + 16);
-        b[0][0] = _mm512_loadu_ps(r[K - 1 - k] + c);
-        b[0][1] = _mm512_loadu_ps(r[K - 1 - k] + c + 16);
+            b[j] = b[j - 1];
+        a[J - 1] = _mm512_loadu_ps(r[k + J - 1] + c);
+        b[0] = _mm512_loadu_ps(r[K - 1 - k] + c);
         wk = _mm512_set1_ps(w[k]);
         for (int j = 0; j < J; j++)
-            for (int i = 0; i < 2; i++)
-                acc[j][i] = _mm512_fmadd_ps(wk, _mm512_add_ps(a[j][i], b[j][i]), acc[j][i]);
+            acc[j] = _mm512_fmadd_ps(wk, _mm512_add_ps(a[j], b[j]), acc[j]);
     }
     if (K & 1) {
         wk = _mm512_set1_ps(w[half]);
         for (int j = 0; j < J; j++)
-            for (int i = 0; i < 2; i++)
-                acc[j][i] =
-                    _mm512_fmadd_ps(wk, _mm512_loadu_ps(r[half + j] + c + 16 * i), acc[j][i]);
+            acc[j] = _mm512_fmadd_ps(wk, _mm512_loadu_ps(r[half + j] + c), acc[j]);
     }
 }
 
@@ -819,26 +851,21 @@ CVCPU_AVX512 static CVCPU_INLINE void vemit512_t(const cvcpu_img *g, char *const
                                                  const float *w, size_t K, int sym, int t)
 {
     const size_t oes = t == CVCPU_OUT_U8 ? 1 : t == CVCPU_OUT_U16 ? 2 : 4;
-    __m512 acc[VROWS512][2], x[4];
+    __m512 acc[VROWS512];
     size_t c = 0;
-    for (; c + 64 <= m; c += 64) {
-        __m512 acc2[VROWS512][2];
+    for (; c + 16 <= m; c += 16) {
         vcol512(r, c, w, K, sym, acc);
-        vcol512(r, c + 32, w, K, sym, acc2);
         for (int j = 0; j < VROWS512; j++)
-            if (d[j]) {
-                x[0] = acc[j][0], x[1] = acc[j][1], x[2] = acc2[j][0], x[3] = acc2[j][1];
-                emit64_512(d[j] + c * oes, x, t, g->nt);
-            }
+            if (d[j])
+                emit16_512(d[j] + c * oes, acc[j], t, g->nt);
     }
-    for (; c < m; c += 32) {
-        float v[32];
+    if (c < m) {
+        float v[16];
         vcol512(r, c, w, K, sym, acc);
         for (int j = 0; j < VROWS512; j++)
             if (d[j]) {
-                _mm512_storeu_ps(v, acc[j][0]);
-                _mm512_storeu_ps(v + 16, acc[j][1]);
-                cvcpu_img_store(g, d[j] + c * oes, v, m - c < 32 ? m - c : 32);
+                _mm512_storeu_ps(v, acc[j]);
+                cvcpu_img_store(g, d[j] + c * oes, v, m - c);
             }
     }
 }
