@@ -117,6 +117,7 @@ typedef struct cvcpu_img {
     size_t K1, K2;          /* filter extents: vertical, horizontal */
     size_t lo1, lo2;        /* rows / pixels of the window before the output's own */
     int threads;
+    int avx512;             /* AVX-512 kernels (else AVX2) */
 } cvcpu_img;
 
 /* A piece of work: output pixels [x0, x1) of rows [y0, y1). */

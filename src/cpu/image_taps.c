@@ -957,8 +957,9 @@ convolve_status cvcpu_img_separable(const cvcpu_img *g)
     for (size_t k = 0; k < K2; k++)
         hsum += p->taps[2][k];
     s.cst = (float)(p->cval * vsum);
-    s.avx512 = cvcpu_isa() >= CVCPU_ISA_AVX512;
-    const int tall = K1 > CVCPU_DIRECT_ROWS || (s.avx512 && getenv("IMG_TALL"));
+    s.avx512 = g->avx512;
+    /* AVX-512: the ring path for all (its kernels beat the short path's) */
+    const int tall = K1 > CVCPU_DIRECT_ROWS || s.avx512;
     const size_t nr = s.avx512 ? VROWS512 : 2; /* output rows per vertical pass */
     /* pieces of a row of about HCHUNK elements, long next to the filter's
      * halo (multiples of 32 pixels where the horizontal pass comes first) */
