@@ -716,6 +716,7 @@ CVCPU_AVX512 static CVCPU_INLINE void hvec512(const float *restrict s, const flo
             for (int i = 0; i < NV; i++)
                 a[i] = _mm512_setzero_ps();
         }
+#pragma GCC unroll 4
         for (size_t k = 0; k < half; k++) {
             const __m512 wk = _mm512_set1_ps(w[k]);
             shifted512(s, k * C, NV, x);
@@ -759,18 +760,28 @@ CVCPU_AVX512 static CVCPU_INLINE void hrow512_t(float *restrict dst, const float
 CVCPU_AVX512 static void hrow512(float *dst, const float *src, size_t n, const float *w,
                                  size_t K, size_t C, int sym)
 {
-#define CVCPU_HR(KK, SYM) hrow512_t(dst, src, n, w, KK, C, SYM)
+    /* short symmetric filters of 1 to 4 channels: every offset known at
+     * compile time, so each aligned vector is loaded once for all taps */
+#define CVCPU_HR(KK, CC) hrow512_t(dst, src, n, w, KK, CC, 1)
+#define CVCPU_HR_C(KK)                                                                     \
+    switch (C) {                                                                         \
+    case 1: CVCPU_HR(KK, 1); return;                                                     \
+    case 2: CVCPU_HR(KK, 2); return;                                                     \
+    case 3: CVCPU_HR(KK, 3); return;                                                     \
+    case 4: CVCPU_HR(KK, 4); return;                                                     \
+    default: CVCPU_HR(KK, C); return;                                                    \
+    }
     if (sym) {
         switch (K) {
-        case 3: CVCPU_HR(3, 1); break;
-        case 5: CVCPU_HR(5, 1); break;
-        case 7: CVCPU_HR(7, 1); break;
-        case 9: CVCPU_HR(9, 1); break;
-        default: CVCPU_HR(K, 1); break;
+        case 3: CVCPU_HR_C(3);
+        case 5: CVCPU_HR_C(5);
+        case 7: CVCPU_HR_C(7);
+        case 9: CVCPU_HR_C(9);
+        default: break;
         }
-    } else {
-        CVCPU_HR(K, 0);
     }
+    hrow512_t(dst, src, n, w, K, C, sym);
+#undef CVCPU_HR_C
 #undef CVCPU_HR
 }
 
