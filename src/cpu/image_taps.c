@@ -716,7 +716,7 @@ CVCPU_AVX512 static CVCPU_INLINE void hvec512(const float *restrict s, const flo
             for (int i = 0; i < NV; i++)
                 a[i] = _mm512_setzero_ps();
         }
-#pragma GCC unroll 4
+#pragma GCC unroll 16
         for (size_t k = 0; k < half; k++) {
             const __m512 wk = _mm512_set1_ps(w[k]);
             shifted512(s, k * C, NV, x);
@@ -777,6 +777,8 @@ CVCPU_AVX512 static void hrow512(float *dst, const float *src, size_t n, const f
         case 5: CVCPU_HR_C(5);
         case 7: CVCPU_HR_C(7);
         case 9: CVCPU_HR_C(9);
+        case 17: CVCPU_HR_C(17);
+        case 33: CVCPU_HR_C(33);
         default: break;
         }
     }
