@@ -15,6 +15,9 @@
  *     ones the horizontal pass first (each input row converted once) into
  *     a ring of float rows, then the vertical pass on the ring, symmetric
  *     taps folded (x[k] + x[K-1-k] added before the multiply);
+ *     With AVX-512 every separable filter takes the ring path (kernels
+ *     of its own: shifted vectors from aligned loads and valignd, eight
+ *     output rows per vertical pass with each ring row loaded once);
  *   - dense (image_taps.c): small non-separable filters on a ring of
  *     converted input rows, two output rows per pass over the ring.
  * Work is split into column tiles whose rings stay in L2 and bands of rows,

@@ -6,7 +6,8 @@
  * converted and stored as it goes), taller separable filters (horizontal
  * pass per input row into a ring of float rows, then the vertical pass on
  * the ring, symmetric taps folded) and small dense filters (a ring of
- * converted input rows, two output rows per pass). AVX2 + FMA kernels.
+ * converted input rows, two output rows per pass). AVX2 + FMA kernels, and
+ * AVX-512 ones for the ring path, which then serves every separable filter.
  */
 #include "image.h"
 #include "fast.h"
