@@ -25,6 +25,7 @@
 #include "harness.h"
 #include "internal.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/fast.h"
 #include "cpu/image.h"
 
 static convolve_context *ctx;
@@ -526,15 +527,22 @@ int main(int argc, char **argv)
         return 77;
     }
     refusals();
-    for (int r = 0; r < rounds && h_failures <= 30; r++) {
-        icase c = random_case(0);
-        run_case(&c);
+    /* every instruction set's kernels this CPU runs (AVX-512, then AVX2) */
+    for (int isa = CVCPU_ISA_AVX512; isa >= CVCPU_ISA_AVX2; isa--) {
+        cvcpu_fast_limit_isa(isa);
+        if (isa == CVCPU_ISA_AVX512 && cvcpu_isa() < isa)
+            continue;
+        for (int r = 0; r < rounds && h_failures <= 30; r++) {
+            icase c = random_case(0);
+            run_case(&c);
+        }
+        for (int r = 0; r < rounds / 20 && h_failures <= 30; r++) {
+            icase c = random_case(1);
+            run_case(&c);
+        }
+        larger();
     }
-    for (int r = 0; r < rounds / 20 && h_failures <= 30; r++) {
-        icase c = random_case(1);
-        run_case(&c);
-    }
-    larger();
+    cvcpu_fast_limit_isa(-1);
     printf("test_cpu_image: %zu cases, %zu outputs, %zu off by one within the bound; float32 "
            "errors up to %.3f of the bound\n",
            g_cases, g_outputs, g_off_by_one, g_worst_ratio);

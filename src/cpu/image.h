@@ -15,6 +15,9 @@
  *     ones the horizontal pass first (each input row converted once) into
  *     a ring of float rows, then the vertical pass on the ring, symmetric
  *     taps folded (x[k] + x[K-1-k] added before the multiply);
+ *     With AVX-512 every separable filter takes the ring path (kernels
+ *     of its own: shifted vectors from aligned loads and valignd, eight
+ *     output rows per vertical pass with each ring row loaded once);
  *   - dense (image_taps.c): small non-separable filters on a ring of
  *     converted input rows, two output rows per pass over the ring.
  * Work is split into column tiles whose rings stay in L2 and bands of rows,
@@ -99,6 +102,7 @@ int cvcpu_image_box_float(const cvi_problem *p);
 #if defined(__x86_64__) && defined(__GNUC__)
 #define CVCPU_IMAGE_X86 1
 #define CVCPU_AVX2 __attribute__((target("avx2,fma")))
+#define CVCPU_AVX512 __attribute__((target("avx512f,avx2,fma")))
 #define CVCPU_INLINE __attribute__((always_inline)) inline
 #include <immintrin.h>
 #endif
@@ -116,6 +120,7 @@ typedef struct cvcpu_img {
     size_t K1, K2;          /* filter extents: vertical, horizontal */
     size_t lo1, lo2;        /* rows / pixels of the window before the output's own */
     int threads;
+    int avx512;             /* AVX-512 kernels (else AVX2) */
 } cvcpu_img;
 
 /* A piece of work: output pixels [x0, x1) of rows [y0, y1). */

@@ -6,9 +6,11 @@
  * converted and stored as it goes), taller separable filters (horizontal
  * pass per input row into a ring of float rows, then the vertical pass on
  * the ring, symmetric taps folded) and small dense filters (a ring of
- * converted input rows, two output rows per pass). AVX2 + FMA kernels.
+ * converted input rows, two output rows per pass). AVX2 + FMA kernels, and
+ * AVX-512 ones for the ring path, which then serves every separable filter.
  */
 #include "image.h"
+#include "fast.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -406,6 +408,7 @@ typedef struct {
     float cst;              /* CONSTANT: the vertical pass past the row's ends, cval * sum(tv) */
     size_t piece;           /* output pixels per piece of a row */
     const char *zeros;      /* a row of zeros: the short pass's rows of cval */
+    int avx512;             /* the ring path's AVX-512 kernels */
 } sep_plan;
 
 /* Where the extension of a tile past one end of the row comes from: the
@@ -617,6 +620,294 @@ CVCPU_AVX2 static void vemit(const cvcpu_img *g, char *d0, char *d1, const char 
 #undef CVCPU_VEMIT
 }
 
+/* ---- AVX-512 kernels of the ring path ----------------------------------- */
+
+/* Output rows the AVX-512 vertical pass computes at once. */
+#define VROWS512 8
+
+/* Stores 16 floats as output kind t at d (rounded, saturated and NaN to 0
+ * as cvcpu_emit16: max(v, 0) gives 0 for NaN). */
+CVCPU_AVX512 static CVCPU_INLINE __m512i cvt512(__m512 x, float hi)
+{
+    return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(x, _mm512_setzero_ps()),
+                                            _mm512_set1_ps(hi)));
+}
+
+/* Stores 64 floats (x[0..3]) as output kind t at d. */
+CVCPU_AVX512 static CVCPU_INLINE void emit64_512(char *d, const __m512 *x, int t, int nt)
+{
+    if (t == CVCPU_OUT_U8) {
+        __m128i q[4];
+        for (int i = 0; i < 4; i++)
+            q[i] = _mm512_cvtepi32_epi8(cvt512(x[i], 255.0f));
+        if (nt && !((uintptr_t)d & 15) && ((uintptr_t)d & 63)) { /* rows 16-byte aligned */
+            for (int i = 0; i < 4; i++)
+                _mm_stream_si128((__m128i *)(void *)(d + 16 * i), q[i]);
+            return;
+        }
+        __m512i v = _mm512_castsi128_si512(q[0]);
+        v = _mm512_inserti32x4(v, q[1], 1);
+        v = _mm512_inserti32x4(v, q[2], 2);
+        v = _mm512_inserti32x4(v, q[3], 3);
+        if (nt && !((uintptr_t)d & 63))
+            _mm512_stream_si512((void *)d, v);
+        else
+            _mm512_storeu_si512((void *)d, v);
+    } else if (t == CVCPU_OUT_U16) {
+        for (int i = 0; i < 4; i += 2) {
+            __m512i v = _mm512_castsi256_si512(_mm512_cvtepi32_epi16(cvt512(x[i], 65535.0f)));
+            v = _mm512_inserti64x4(v, _mm512_cvtepi32_epi16(cvt512(x[i + 1], 65535.0f)), 1);
+            char *e = d + 64 * (i / 2);
+            if (nt && !((uintptr_t)e & 63))
+                _mm512_stream_si512((void *)e, v);
+            else
+                _mm512_storeu_si512((void *)e, v);
+        }
+    } else {
+        for (int i = 0; i < 4; i++) {
+            float *e = (float *)(void *)d + 16 * i;
+            if (nt && !((uintptr_t)e & 63))
+                _mm512_stream_ps(e, x[i]);
+            else
+                _mm512_storeu_ps(e, x[i]);
+        }
+    }
+}
+
+/* NV vectors at p + o + 16 i (p 64-byte aligned, NV <= 8): aligned loads
+ * joined by valignd (a vector across two cache lines costs two loads). */
+CVCPU_AVX512 static CVCPU_INLINE void shifted512(const float *p, size_t o, int NV, __m512 *out)
+{
+    const __m512i *a = (const __m512i *)(const void *)(p + (o & ~(size_t)15));
+    __m512i v[9];
+    if (!(o & 15)) {
+        for (int i = 0; i < NV; i++)
+            out[i] = _mm512_castsi512_ps(_mm512_load_si512(a + i));
+        return;
+    }
+    for (int i = 0; i <= NV; i++)
+        v[i] = _mm512_load_si512(a + i);
+    switch (o & 15) {
+#define CVCPU_SH(S)                                                                        \
+    case S:                                                                              \
+        for (int i = 0; i < NV; i++)                                                     \
+            out[i] = _mm512_castsi512_ps(_mm512_alignr_epi32(v[i + 1], v[i], S));        \
+        break;
+        CVCPU_SH(1) CVCPU_SH(2) CVCPU_SH(3) CVCPU_SH(4) CVCPU_SH(5) CVCPU_SH(6) CVCPU_SH(7)
+        CVCPU_SH(8) CVCPU_SH(9) CVCPU_SH(10) CVCPU_SH(11) CVCPU_SH(12) CVCPU_SH(13)
+        CVCPU_SH(14) default: CVCPU_SH(15)
+#undef CVCPU_SH
+    }
+}
+
+/* The horizontal pass of NV vectors (16 floats each) from s (64-byte
+ * aligned) into a[]: the same sums in the same order as hpass_t. */
+CVCPU_AVX512 static CVCPU_INLINE void hvec512(const float *restrict s, const float *restrict w,
+                                              size_t K, size_t C, int sym, int NV, __m512 *a)
+{
+    const size_t half = K / 2;
+    __m512 x[8], y[8];
+    if (sym) {
+        if (K & 1) {
+            const __m512 wm = _mm512_set1_ps(w[half]);
+            shifted512(s, half * C, NV, x);
+            for (int i = 0; i < NV; i++)
+                a[i] = _mm512_mul_ps(wm, x[i]);
+        } else {
+            for (int i = 0; i < NV; i++)
+                a[i] = _mm512_setzero_ps();
+        }
+#pragma GCC unroll 16
+        for (size_t k = 0; k < half; k++) {
+            const __m512 wk = _mm512_set1_ps(w[k]);
+            shifted512(s, k * C, NV, x);
+            shifted512(s, (K - 1 - k) * C, NV, y);
+            for (int i = 0; i < NV; i++)
+                a[i] = _mm512_fmadd_ps(wk, _mm512_add_ps(x[i], y[i]), a[i]);
+        }
+    } else {
+        const __m512 w0 = _mm512_set1_ps(w[0]);
+        shifted512(s, 0, NV, x);
+        for (int i = 0; i < NV; i++)
+            a[i] = _mm512_mul_ps(w0, x[i]);
+        for (size_t k = 1; k < K; k++) {
+            const __m512 wk = _mm512_set1_ps(w[k]);
+            shifted512(s, k * C, NV, x);
+            for (int i = 0; i < NV; i++)
+                a[i] = _mm512_fmadd_ps(wk, x[i], a[i]);
+        }
+    }
+}
+
+/* The horizontal pass into a float row: n (a multiple of 32) values. */
+CVCPU_AVX512 static CVCPU_INLINE void hrow512_t(float *restrict dst, const float *restrict src,
+                                                size_t n, const float *restrict w, size_t K,
+                                                size_t C, int sym)
+{
+    __m512 a[8];
+    size_t j = 0;
+    for (; j + 128 <= n; j += 128) {
+        hvec512(src + j, w, K, C, sym, 8, a);
+        for (int i = 0; i < 8; i++)
+            _mm512_storeu_ps(dst + j + 16 * i, a[i]);
+    }
+    for (; j < n; j += 32) {
+        hvec512(src + j, w, K, C, sym, 2, a);
+        _mm512_storeu_ps(dst + j, a[0]);
+        _mm512_storeu_ps(dst + j + 16, a[1]);
+    }
+}
+
+CVCPU_AVX512 static void hrow512(float *dst, const float *src, size_t n, const float *w,
+                                 size_t K, size_t C, int sym)
+{
+    /* short symmetric filters of 1 to 4 channels: every offset known at
+     * compile time, so each aligned vector is loaded once for all taps */
+#define CVCPU_HR(KK, CC) hrow512_t(dst, src, n, w, KK, CC, 1)
+#define CVCPU_HR_C(KK)                                                                     \
+    switch (C) {                                                                         \
+    case 1: CVCPU_HR(KK, 1); return;                                                     \
+    case 2: CVCPU_HR(KK, 2); return;                                                     \
+    case 3: CVCPU_HR(KK, 3); return;                                                     \
+    case 4: CVCPU_HR(KK, 4); return;                                                     \
+    default: CVCPU_HR(KK, C); return;                                                    \
+    }
+    if (sym) {
+        switch (K) {
+        case 3: CVCPU_HR_C(3);
+        case 5: CVCPU_HR_C(5);
+        case 7: CVCPU_HR_C(7);
+        case 9: CVCPU_HR_C(9);
+        case 17: CVCPU_HR_C(17);
+        case 33: CVCPU_HR_C(33);
+        default: break;
+        }
+    }
+    hrow512_t(dst, src, n, w, K, C, sym);
+#undef CVCPU_HR_C
+#undef CVCPU_HR
+}
+
+/* Stores 16 floats as output kind t at d. */
+CVCPU_AVX512 static CVCPU_INLINE void emit16_512(char *d, __m512 x, int t, int nt)
+{
+    if (t == CVCPU_OUT_U8) {
+        __m128i q = _mm512_cvtepi32_epi8(cvt512(x, 255.0f));
+        if (nt && !((uintptr_t)d & 15))
+            _mm_stream_si128((__m128i *)(void *)d, q);
+        else
+            _mm_storeu_si128((__m128i *)(void *)d, q);
+    } else if (t == CVCPU_OUT_U16) {
+        cvcpu_store32(d, _mm512_cvtepi32_epi16(cvt512(x, 65535.0f)), nt);
+    } else if (nt && !((uintptr_t)d & 63)) {
+        _mm512_stream_ps((float *)(void *)d, x);
+    } else {
+        _mm512_storeu_ps((float *)(void *)d, x);
+    }
+}
+
+/* The vertical pass of 16 columns from c of VROWS512 output rows from
+ * float rows r[0 .. K + VROWS512 - 1): row j's sum is over r[j .. j + K)
+ * in vcol32's order (folded: pair k = r[j + k] + r[j + K-1-k], k
+ * ascending, then the middle row), whichever j. Each row vector is loaded
+ * once and kept in registers for the output rows that use it. */
+CVCPU_AVX512 static CVCPU_INLINE void vcol512(const float *const *restrict r, size_t c,
+                                              const float *restrict w, size_t K, int sym,
+                                              __m512 acc[VROWS512])
+{
+    enum { J = VROWS512 };
+    if (!sym) {
+        for (size_t j = 0; j < J; j++) /* (each set at k = j) */
+            acc[j] = _mm512_setzero_ps();
+        for (size_t k = 0; k < K + J - 1; k++) {
+            const __m512 v = _mm512_loadu_ps(r[k] + c);
+            for (size_t j = 0; j < J; j++) {
+                if (k < j || k - j >= K)
+                    continue;
+                const __m512 wk = _mm512_set1_ps(w[k - j]);
+                acc[j] = k == j ? _mm512_mul_ps(wk, v) : _mm512_fmadd_ps(wk, v, acc[j]);
+            }
+        }
+        return;
+    }
+    const size_t half = K / 2;
+    /* a[j] = r[j + k], b[j] = r[j + K-1-k] */
+    __m512 a[J], b[J];
+    for (int j = 0; j < J; j++) {
+        a[j] = _mm512_loadu_ps(r[j] + c);
+        b[j] = _mm512_loadu_ps(r[K - 1 + j] + c);
+    }
+    __m512 wk = _mm512_set1_ps(w[0]);
+    for (int j = 0; j < J; j++)
+        acc[j] = _mm512_mul_ps(wk, _mm512_add_ps(a[j], b[j]));
+    for (size_t k = 1; k < half; k++) {
+        for (int j = 0; j < J - 1; j++)
+            a[j] = a[j + 1];
+        for (int j = J - 1; j > 0; j--)
+            b[j] = b[j - 1];
+        a[J - 1] = _mm512_loadu_ps(r[k + J - 1] + c);
+        b[0] = _mm512_loadu_ps(r[K - 1 - k] + c);
+        wk = _mm512_set1_ps(w[k]);
+        for (int j = 0; j < J; j++)
+            acc[j] = _mm512_fmadd_ps(wk, _mm512_add_ps(a[j], b[j]), acc[j]);
+    }
+    if (K & 1) {
+        wk = _mm512_set1_ps(w[half]);
+        for (int j = 0; j < J; j++)
+            acc[j] = _mm512_fmadd_ps(wk, _mm512_loadu_ps(r[half + j] + c), acc[j]);
+    }
+}
+
+/* The vertical pass over m columns of float rows r[0 .. K + VROWS512 - 1)
+ * (padded to a multiple of 32), output rows d[j] (NULL: not stored). */
+CVCPU_AVX512 static CVCPU_INLINE void vemit512_t(const cvcpu_img *g, char *const *d,
+                                                 const float *const *r, size_t m,
+                                                 const float *w, size_t K, int sym, int t)
+{
+    const size_t oes = t == CVCPU_OUT_U8 ? 1 : t == CVCPU_OUT_U16 ? 2 : 4;
+    __m512 acc[VROWS512];
+    size_t c = 0;
+    for (; c + 16 <= m; c += 16) {
+        vcol512(r, c, w, K, sym, acc);
+        for (int j = 0; j < VROWS512; j++)
+            if (d[j])
+                emit16_512(d[j] + c * oes, acc[j], t, g->nt);
+    }
+    if (c < m) {
+        float v[16];
+        vcol512(r, c, w, K, sym, acc);
+        for (int j = 0; j < VROWS512; j++)
+            if (d[j]) {
+                _mm512_storeu_ps(v, acc[j]);
+                cvcpu_img_store(g, d[j] + c * oes, v, m - c);
+            }
+    }
+}
+
+CVCPU_AVX512 static void vemit512(const cvcpu_img *g, char *const *d, const float *const *r,
+                                  size_t m, const float *w, size_t K, int sym)
+{
+#define CVCPU_VE(KK, SYM, T) vemit512_t(g, d, r, m, w, KK, SYM, T)
+#define CVCPU_VE_K(T)                                                                      \
+    do {                                                                                 \
+        if (!sym)                                                                        \
+            CVCPU_VE(K, 0, T);                                                           \
+        else if (K == 5)                                                                 \
+            CVCPU_VE(5, 1, T);                                                           \
+        else if (K == 9)                                                                 \
+            CVCPU_VE(9, 1, T);                                                           \
+        else                                                                             \
+            CVCPU_VE(K, 1, T);                                                           \
+    } while (0)
+    switch (g->out_type) {
+    case CONVOLVE_UINT8: CVCPU_VE_K(CVCPU_OUT_U8); break;
+    case CONVOLVE_UINT16: CVCPU_VE_K(CVCPU_OUT_U16); break;
+    default: CVCPU_VE_K(CVCPU_OUT_F32); break;
+    }
+#undef CVCPU_VE_K
+#undef CVCPU_VE
+}
+
 /* Taller filters: each input row of the tile is converted (in pieces that
  * stay in L1) and filtered along the row once, into a ring of K1 + 1 rows
  * in L2 (rows outside the input in CONSTANT mode: one row of
@@ -625,16 +916,16 @@ CVCPU_AVX2 static void vemit(const cvcpu_img *g, char *d0, char *d1, const char 
 static void tall_item(const sep_plan *s, const cvcpu_item *it, bufs *b, size_t stride)
 {
     const cvcpu_img *g = s->g;
-    const size_t C = g->C, K1 = g->K1, R = K1 + 1;
+    const size_t C = g->C, K1 = g->K1, nr = s->avx512 ? VROWS512 : 2, R = K1 + nr;
     const size_t m = (it->x1 - it->x0) * C;
     const size_t off = it->x0 * C * convolve_dtype_size(g->out_type);
     const char **rows = (const char **)b->rows, **slots = (const char **)b->slots;
     const ptrdiff_t qbase = (ptrdiff_t)it->y0 - (ptrdiff_t)g->lo1;
     ptrdiff_t qnext = qbase;
-    for (size_t y = it->y0; y < it->y1; y += 2) {
-        const int two = y + 1 < it->y1;
+    for (size_t y = it->y0; y < it->y1; y += nr) {
+        const size_t ny = it->y1 - y < nr ? it->y1 - y : nr; /* rows stored */
         const ptrdiff_t q0 = (ptrdiff_t)y - (ptrdiff_t)g->lo1;
-        for (; qnext <= q0 + (ptrdiff_t)K1 - 1 + two; qnext++) {
+        for (; qnext <= q0 + (ptrdiff_t)(K1 + ny) - 2; qnext++) {
             const size_t sl = slot_of(qnext, qbase, R);
             const char *row = cvcpu_img_row(g, qnext);
             float *d = b->ring + sl * stride;
@@ -642,16 +933,23 @@ static void tall_item(const sep_plan *s, const cvcpu_item *it, bufs *b, size_t s
             for (size_t x = it->x0; row && x < it->x1; x += s->piece) {
                 size_t x1 = x + s->piece < it->x1 ? x + s->piece : it->x1;
                 cvcpu_img_load_ext(g, row, x, x1, b->ext);
-                hrow(g, d + (x - it->x0) * C, b->ext, cvcpu_round32((x1 - x) * C), s->th,
-                     g->K2, s->symh);
+                size_t n = cvcpu_round32((x1 - x) * C);
+                if (s->avx512)
+                    hrow512(d + (x - it->x0) * C, b->ext, n, s->th, g->K2, C, s->symh);
+                else
+                    hrow(g, d + (x - it->x0) * C, b->ext, n, s->th, g->K2, s->symh);
             }
         }
-        for (size_t k = 0; k < K1 + (size_t)two; k++)
-            rows[k] = slots[slot_of(q0 + (ptrdiff_t)k, qbase, R)];
-        if (!two) /* a second row that is not stored */
-            rows[K1] = rows[K1 - 1];
-        vemit(g, cvcpu_img_out(g, y) + off, two ? cvcpu_img_out(g, y + 1) + off : NULL, rows, m,
-              s->tv, K1, s->symv);
+        /* rows past the last one read are not stored: any present row will do */
+        for (size_t k = 0; k < K1 + nr - 1; k++)
+            rows[k] = slots[slot_of(q0 + (ptrdiff_t)(k < K1 + ny - 1 ? k : K1 + ny - 2), qbase, R)];
+        char *d[VROWS512];
+        for (size_t j = 0; j < nr; j++)
+            d[j] = j < ny ? cvcpu_img_out(g, y + j) + off : NULL;
+        if (s->avx512)
+            vemit512(g, d, (const float *const *)(const void *)rows, m, s->tv, K1, s->symv);
+        else
+            vemit(g, d[0], d[1], rows, m, s->tv, K1, s->symv);
     }
     cvcpu_img_store_done(g);
 }
@@ -673,7 +971,10 @@ convolve_status cvcpu_img_separable(const cvcpu_img *g)
     for (size_t k = 0; k < K2; k++)
         hsum += p->taps[2][k];
     s.cst = (float)(p->cval * vsum);
-    const int tall = K1 > CVCPU_DIRECT_ROWS;
+    s.avx512 = g->avx512;
+    /* AVX-512: the ring path for all (its kernels beat the short path's) */
+    const int tall = K1 > CVCPU_DIRECT_ROWS || s.avx512;
+    const size_t nr = s.avx512 ? VROWS512 : 2; /* output rows per vertical pass */
     /* pieces of a row of about HCHUNK elements, long next to the filter's
      * halo (multiples of 32 pixels where the horizontal pass comes first) */
     s.piece = HCHUNK / C;
@@ -686,7 +987,7 @@ convolve_status cvcpu_img_separable(const cvcpu_img *g)
     /* tiles: the K1 + 1 rows the vertical pass reads stay in L2 */
     size_t es = tall ? sizeof(float) : g->in16 ? 2 : 1;
     cvcpu_item *items = NULL;
-    size_t nitems = cvcpu_img_items(g, CVCPU_ROWS_BYTES / ((K1 + 1) * es), &items);
+    size_t nitems = cvcpu_img_items(g, CVCPU_ROWS_BYTES / ((K1 + nr) * es), &items);
     convolve_status st = CONVOLVE_ERROR_OUT_OF_MEMORY;
     if (nitems && s.tv && s.th) {
         size_t wide = widest(items, nitems);
@@ -696,7 +997,7 @@ convolve_status cvcpu_img_separable(const cvcpu_img *g)
             /* an odd number of cache lines from ring row to ring row: they do
              * not all fall into the same L1 sets */
             size_t stride = cvcpu_odd_lines(cvcpu_round32(wide * C) + 32);
-            bufs *b = alloc_bufs(g->threads, K1 + 1, stride, ext, stride,
+            bufs *b = alloc_bufs(g->threads, K1 + nr, stride, ext, stride,
                                  (float)(p->cval * hsum));
             if (b) {
                 CVCPU_RUN_ITEMS(g, nitems, tall_item(&s, &items[i], &b[t], stride));
