@@ -195,26 +195,6 @@ CVCPU_AVX2 static void load_u8(float *dst, const unsigned char *src, size_t n)
         dst[i] = (float)src[i];
 }
 
-CVCPU_AVX512 static void load_u8_512(float *dst, const unsigned char *src, size_t n)
-{
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(dst + i, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
-                                      _mm_loadu_si128((const __m128i *)(const void *)(src + i)))));
-    for (; i < n; i++)
-        dst[i] = (float)src[i];
-}
-
-CVCPU_AVX512 static void load_u16_512(float *dst, const unsigned short *src, size_t n)
-{
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(dst + i, _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(
-                                      _mm256_loadu_si256((const __m256i *)(const void *)(src + i)))));
-    for (; i < n; i++)
-        dst[i] = (float)src[i];
-}
-
 CVCPU_AVX2 static void load_u16(float *dst, const unsigned short *src, size_t n)
 {
     size_t i = 0;
@@ -263,11 +243,10 @@ CVCPU_AVX2 static void store_u16(unsigned short *dst, const float *src, size_t n
 void cvcpu_img_load(const cvcpu_img *g, float *dst, const char *src, size_t n)
 {
 #ifdef CVCPU_IMAGE_X86
-    if (g->avx512 && g->in16)
-        load_u16_512(dst, (const unsigned short *)(const void *)src, n);
-    else if (g->avx512)
-        load_u8_512(dst, (const unsigned char *)src, n);
-    else if (g->in16)
+    if (g->avx512) { /* the fast backend's AVX-512 conversions */
+        const cvcpu_cvt *k = cvcpu_cvt_kernels(CVCPU_ISA_AVX512);
+        (g->in16 ? k->from_u16 : k->from_u8)(dst, src, n);
+    } else if (g->in16)
         load_u16(dst, (const unsigned short *)(const void *)src, n);
     else
         load_u8(dst, (const unsigned char *)src, n);
