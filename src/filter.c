@@ -72,7 +72,13 @@ void convolve_filter_free(convolve_filter *f)
 
 /* Looks for w = a (x) b (x) c: picks the largest weight as pivot, reads the
  * factors off the lines through it, and keeps them if the outer product
- * reproduces every weight within CVI_RANK1_TOLERANCE. */
+ * reproduces every weight within CVI_RANK1_TOLERANCE. One factor (the
+ * carrier) is its line through the pivot as given; the others are their
+ * lines divided by the pivot. The carrier is the axis that leaves the fewest
+ * inexact divisions, so weights that factor exactly (quarters, integers, a
+ * row times a power of two) get exact factors, and integer data then sums as
+ * exactly through the separable paths as through the dense ones (ties
+ * included: [[0.75, 0.5]] must not become 0.75 * [1, 0.666...]). */
 static void detect_rank_one(convolve_filter *f)
 {
     if (f->ndim < 2)
@@ -98,17 +104,28 @@ static void detect_rank_one(convolve_filter *f)
                 free(t[b]);
             return;
         }
-    /* a carries the scale; b and c are normalised to 1 at the pivot */
+    /* the lines through the pivot, as given */
     for (size_t i = 0; i < n0; i++)
         t[0][i] = f->dense[(i * n1 + p1) * n2 + p2];
     for (size_t j = 0; j < n1; j++)
-        t[1][j] = f->dense[(p0 * n1 + j) * n2 + p2] / wp;
+        t[1][j] = f->dense[(p0 * n1 + j) * n2 + p2];
     for (size_t k = 0; k < n2; k++)
-        t[2][k] = f->dense[(p0 * n1 + p1) * n2 + k] / wp;
-    if (f->ndim == 2) { /* fold the unit leading axis into the first factor */
-        for (size_t j = 0; j < n1; j++)
-            t[1][j] *= t[0][0];
-    }
+        t[2][k] = f->dense[(p0 * n1 + p1) * n2 + k];
+    /* inexact[a]: how many of line a's weights do not divide exactly by the
+     * pivot (the residual of the rounded quotient is not zero) */
+    size_t inexact[3] = {0, 0, 0};
+    for (int a = 0; a < 3; a++)
+        for (size_t i = 0; i < len[a]; i++)
+            inexact[a] += fma(t[a][i] / wp, wp, -t[a][i]) != 0.0;
+    int first = f->ndim == 3 ? 0 : 1, carrier = first;
+    size_t total = inexact[0] + inexact[1] + inexact[2];
+    for (int a = first + 1; a < 3; a++)
+        if (total - inexact[a] < total - inexact[carrier])
+            carrier = a;
+    for (int a = first; a < 3; a++)
+        if (a != carrier)
+            for (size_t i = 0; i < len[a]; i++)
+                t[a][i] /= wp;
     double worst = 0.0;
     for (size_t i = 0; i < n0; i++)
         for (size_t j = 0; j < n1; j++)

@@ -154,6 +154,64 @@ static void integer_rounding(void)
     convolve_filter_free(f);
 }
 
+/* Dense weights in quarters that happen to be rank one are run by the
+ * separable paths; their factors must stay exact (one line as given, the
+ * others divided by the pivot only where that is exact), so integer data
+ * sums exactly and ties still go to even, as through the dense paths. Found
+ * by CI: [[0.75, 0.5, 0], [0, 0, 0]] became 0.75 * [1, 0.666..., 0] and
+ * 15318.5 rounded to 15319. */
+static void exact_rank_one_factors(void)
+{
+    static const double w2[3][6] = {
+        {0.75, 0.5, 0, 0, 0, 0},        /* the row through the pivot is exact */
+        {0.75, 0, 0, 0.25, 0, 0},       /* the column is */
+        {0.5, -0.25, 1, 0.5, -0.25, 1}, /* both divide exactly */
+    };
+    /* [1, 0.5] (x) [1, 0.25] (x) [0.75, 0.5]: only the x line is the carrier */
+    static const double w3[8] = {0.75, 0.5, 0.1875, 0.125, 0.375, 0.25, 0.09375, 0.0625};
+    const char *strategies[] = {"direct", "separable", "image", "fast"};
+    size_t shape[3] = {7, 19, 23}, n = 7 * 19 * 23;
+    uint16_t *x = malloc(n * sizeof *x), *ref = malloc(n * sizeof *ref),
+             *out = malloc(n * sizeof *out);
+    if (!x || !ref || !out) {
+        CHECK(0, "out of memory");
+        free(x), free(ref), free(out);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        x[i] = (uint16_t)h_randint(0, 65535);
+    for (int c = 0; c < 4; c++) {
+        int ndim = c < 3 ? 2 : 3;
+        size_t k2[2] = {2, 3}, k3[3] = {2, 2, 2};
+        convolve_filter *f;
+        CHECK_OK(ctx, convolve_filter_create(ctx, &f, ndim, ndim == 2 ? k2 : k3,
+                                             c < 3 ? w2[c] : w3));
+        CHECK(convolve_filter_is_separable(f), "case %d is rank one", c);
+        convolve_layout lay;
+        convolve_layout_init(&lay, CONVOLVE_UINT16, ndim, ndim == 2 ? shape + 1 : shape, 1);
+        convolve_options o;
+        convolve_options_init(&o);
+        o.backend = CONVOLVE_BACKEND_CPU;
+        o.mode = CONVOLVE_MODE_NEAREST;
+        o.strategy = "reference";
+        CHECK_OK(ctx, convolve_run(ctx, &lay, x, &lay, ref, f, &o));
+        for (size_t s = 0; s < sizeof strategies / sizeof *strategies; s++) {
+            if (ndim == 3 && strcmp(strategies[s], "image") == 0)
+                continue;
+            o.strategy = strategies[s];
+            memset(out, 0xA5, n * sizeof *out);
+            CHECK_OK(ctx, convolve_run(ctx, &lay, x, &lay, out, f, &o));
+            size_t bad = 0, count = ndim == 2 ? shape[1] * shape[2] : n;
+            for (size_t i = 0; i < count; i++)
+                bad += out[i] != ref[i];
+            CHECK(bad == 0, "rank-one quarters case %d, %s: %zu of %zu outputs differ", c,
+                  strategies[s], bad, count);
+        }
+        convolve_filter_free(f);
+    }
+    free(x), free(ref), free(out);
+}
+
 /* A random problem: dims, shape (odd, even, 1), filter extents, origin. */
 typedef struct {
     int ndim;
@@ -574,6 +632,7 @@ int main(void)
     CHECK_OK(NULL, convolve_context_create(&ctx));
     hand_checked();
     integer_rounding();
+    exact_rank_one_factors();
     shifts(400);
     properties(300);
     errors();
