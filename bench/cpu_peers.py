@@ -3,7 +3,11 @@
 
 Times, on the same 4096 x 4096 float32 image (reflect border, correlation):
   - convolve (the CLI: IN.npy OUT.npy --weights W.npy --mode reflect --correlate
-    --backend cpu --time --repeat N; it reports `time_ms: <median> (n=<N>)`),
+    --backend cpu --time --repeat N --warmup 5; it reports `time_ms: <median>
+    (n=<N>)` of the N runs after 5 untimed ones: each CLI process starts cold
+    (the output's pages untouched, no threads, the clock not yet ramped up:
+    4096^2 uint8 runs 2-5 took 1.2-1.3x the steady time), while the peers
+    run in this warm process after one warm-up call),
   - OpenCV cv2.filter2D (dense random filter) and cv2.sepFilter2D (Gaussian),
     BORDER_REFLECT (= our "reflect"), cv2.setNumThreads(THREADS),
   - scipy.ndimage.correlate (single-threaded, as scipy is),
@@ -59,6 +63,10 @@ except ImportError:  # pragma: no cover
     ndi = None
 
 
+# untimed runs of the CLI before its timed ones (see above)
+WARMUP = 5
+
+
 def median_ms(fn, repeat, warmup=1):
     for _ in range(warmup):
         fn()
@@ -74,7 +82,7 @@ def median_ms(fn, repeat, warmup=1):
 
 def run_cli(cli, inp, out, weights, repeat, threads):
     cmd = [cli, inp, out, "--weights", weights, "--mode", "reflect", "--correlate",
-           "--backend", "cpu", "--time", "--repeat", str(repeat)]
+           "--backend", "cpu", "--time", "--repeat", str(repeat), "--warmup", str(WARMUP)]
     if threads:
         cmd += ["--threads", str(threads)]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -89,7 +97,7 @@ def run_cli(cli, inp, out, weights, repeat, threads):
 def run_cli_filter(cli, inp, out, spec, repeat, threads):
     """Times the CLI on an image with a named filter; returns (ms, output array)."""
     cmd = [cli, inp, out, "--filter", spec, "--mode", "reflect", "--backend", "cpu", "--time",
-           "--repeat", str(repeat)]
+           "--repeat", str(repeat), "--warmup", str(WARMUP)]
     if threads:
         cmd += ["--threads", str(threads)]
     r = subprocess.run(cmd, capture_output=True, text=True)

@@ -52,7 +52,7 @@ static int check_args(cli_run_args *a)
         if (a->time || a->have_repeat)
             return cli_fail(CLI_BAD_INPUT, "%s times one file's convolution and cannot be used "
                             "with --output-dir (the summary gives the batch's time)",
-                            a->time ? "--time" : "--repeat");
+                            a->time ? "--time" : "--repeat (or --warmup)");
         return CLI_OK;
     }
     const char *batch_only = batch_option_without_dir(a);
@@ -249,6 +249,8 @@ static int compute(convolve_context *ctx, const cli_run_args *a, const convolve_
         convolve_plan_free(plan);
         return cli_fail(CLI_RESOURCE, "out of memory");
     }
+    for (long r = 0; r < a->warmup && st == CONVOLVE_OK; r++)
+        st = convolve_execute(plan, in, out);
     for (long r = 0; r < a->repeat && st == CONVOLVE_OK; r++) {
         double t0 = now_ms();
         st = convolve_execute(plan, in, out);

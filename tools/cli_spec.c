@@ -159,6 +159,14 @@ static int set_repeat(void *t, const char *v)
     return CLI_OK;
 }
 
+static int set_warmup(void *t, const char *v)
+{
+    if (!cli_parse_long(v, 0, 1000000, &ARGS(t)->warmup))
+        return cli_fail(CLI_BAD_INPUT, "--warmup '%s': give a count from 0 to 1000000", v);
+    ARGS(t)->have_repeat = 1;
+    return CLI_OK;
+}
+
 static int set_force(void *t, const char *v)
 {
     ARGS(t)->force = 1;
@@ -430,6 +438,11 @@ static const cli_option k_other_options[] = {
     {"repeat", 0, "N", "run the convolution N times for --time (default 1)",
      "runs the convolution N times for `--time` (default 1)", set_repeat, CLI_COMPLETE_NONE,
      NULL, 0},
+    {"warmup", 0, "N", "with --time, first run it N times untimed (default 0)",
+     "with `--time`, first runs the convolution N times untimed (default 0): the first run "
+     "pays for touching the output's pages and starting threads, and the CPU's clock may take "
+     "a few milliseconds to ramp up, so the median then gives the steady state",
+     set_warmup, CLI_COMPLETE_NONE, NULL, 0},
     {"force", 0, NULL, "allow OUTPUT to be the input file (with --output-dir: each its own)",
      "allows OUTPUT to be the input (or weights) file; with `--output-dir`, allows each result "
      "to replace its own input (never another file's input)",

@@ -37,6 +37,7 @@ typedef struct cli_run_args {
     int time;
     long repeat;
     int have_repeat;
+    long warmup;      /* untimed runs before --time's */
     int force;
     const char *wisdom;
     /* many files (cli_batch.c) */

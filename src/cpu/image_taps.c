@@ -30,6 +30,9 @@
 /* Elements per piece of a row between the vertical and horizontal passes
  * (stays in L1). */
 #define HCHUNK 2048
+#ifndef CVCPU_PREFETCH_ROWS
+#define CVCPU_PREFETCH_ROWS 8
+#endif
 
 /* ---- separable kernels ---------------------------------------------------- */
 
@@ -932,6 +935,15 @@ static void tall_item(const sep_plan *s, const cvcpu_item *it, bufs *b, size_t s
             const char *row = cvcpu_img_row(g, qnext);
             float *d = b->ring + sl * stride;
             slots[sl] = (const char *)(const void *)(row ? d : b->cst);
+            {
+                const char *ahead = cvcpu_img_row(g, qnext + CVCPU_PREFETCH_ROWS);
+                if (ahead) {
+                    const size_t es = g->in16 ? 2 : 1;
+                    const char *a0 = ahead + it->x0 * C * es, *a1 = ahead + it->x1 * C * es;
+                    for (const char *pf = a0; pf < a1; pf += 64)
+                        _mm_prefetch(pf, _MM_HINT_T0);
+                }
+            }
             for (size_t x = it->x0; row && x < it->x1; x += s->piece) {
                 size_t x1 = x + s->piece < it->x1 ? x + s->piece : it->x1;
                 cvcpu_img_load_ext(g, row, x, x1, b->ext);

@@ -333,6 +333,12 @@ class Options(CliCase):
         self.assertRegex(r.stderr, r"\Atime_ms: [0-9]+\.[0-9]+ \(n=1\)\n\Z")
         r = self.run_ok([self.path("x.npy"), self.path("o.npy"), "--filter", "box:1"])
         self.assertEqual(r.stderr, "")
+        once = np.load(self.path("o.npy"))
+        # untimed runs first: n counts the timed ones, the result is the same
+        r = self.run_ok([self.path("x.npy"), self.path("o.npy"), "--filter", "box:1", "--time",
+                         "--warmup", "3", "--repeat", "2"])
+        self.assertRegex(r.stderr, r"\Atime_ms: [0-9]+\.[0-9]+ \(n=2\)\n\Z")
+        np.testing.assert_array_equal(np.load(self.path("o.npy")), once)
 
     def test_help_version_info(self):
         r = self.run_ok(["--help"])

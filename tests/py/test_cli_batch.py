@@ -363,6 +363,7 @@ class CommandRefused(BatchCase):
         c([a, b, "--jobs", "2"] + f, 1, "--jobs applies to many files")
         c([a, "--output-dir", out, "--time"] + f, 1, "--time")
         c([a, "--output-dir", out, "--repeat", "3"] + f, 1, "--repeat")
+        c([a, "--output-dir", out, "--warmup", "3"] + f, 1, "--warmup")
         c([a, "--output-dir", self.path("nope")] + f, 2, "No such file or directory")
         c([a, "--output-dir", b] + f, 2, "Not a directory")
         c([a, a, "--output-dir", out] + f, 1, "is given twice")

@@ -73,6 +73,7 @@ class BadInputs(CliCase):
         self.expect(self.base() + f + ["--cval", "nan"], 1, "--cval")
         self.expect(self.base() + f + ["--threads", "-1"], 1, "--threads")
         self.expect(self.base() + f + ["--repeat", "0"], 1, "--repeat")
+        self.expect(self.base() + f + ["--warmup", "-1"], 1, "--warmup")
         self.expect(self.base() + f + ["--quality", "101"], 1, "--quality")
         self.expect(self.base() + f + ["--backend", "gpu"], 1, "unknown backend 'gpu'")
         self.expect(self.base() + f + ["--output-dtype", "int32"], 1, "int32")
