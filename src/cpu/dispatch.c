@@ -110,6 +110,7 @@ typedef struct cpu_plan {
     const cvi_strategy *strategy;
     const cvi_problem *p;
     int threads;
+    cvcpu_img_scratch scratch; /* the image strategy's row buffers */
 } cpu_plan;
 
 static convolve_status prepare(convolve_context *ctx, const cvi_device *dev,
@@ -126,18 +127,22 @@ static convolve_status prepare(convolve_context *ctx, const cvi_device *dev,
     plan->strategy = s;
     plan->p = p;
     plan->threads = threads_for(p);
+    cvcpu_img_scratch_init(&plan->scratch);
     *state = plan;
     return CONVOLVE_OK;
 }
 
 static void release(void *state)
 {
+    cpu_plan *plan = state;
+    if (plan)
+        cvcpu_img_scratch_free(&plan->scratch);
     free(state);
 }
 
 static convolve_status execute(convolve_context *ctx, void *state, const void *in, void *out)
 {
-    const cpu_plan *plan = state;
+    cpu_plan *plan = state;
     const cvi_problem *p = plan->p;
     const int threads = plan->threads;
     convolve_status st;
@@ -147,7 +152,7 @@ static convolve_status execute(convolve_context *ctx, void *state, const void *i
         break;
     case CPU_FAST:
         if (cvcpu_image_check(p, NULL, 0) == CONVOLVE_OK) {
-            st = cvcpu_image(p, threads, in, out);
+            st = cvcpu_image(p, threads, in, out, &plan->scratch);
             break;
         }
         switch (cvcpu_choose(p, threads, in)) {
@@ -166,7 +171,7 @@ static convolve_status execute(convolve_context *ctx, void *state, const void *i
         st = cvcpu_fft(p, threads, in, out);
         break;
     case CPU_IMAGE:
-        st = cvcpu_image(p, threads, in, out);
+        st = cvcpu_image(p, threads, in, out, &plan->scratch);
         break;
     default:
         return cvi_error(ctx, CONVOLVE_ERROR_INTERNAL, "unknown CPU strategy %d",

@@ -317,7 +317,50 @@ void cvcpu_img_store(const cvcpu_img *g, char *dst, const float *src, size_t n)
 /* Multiply-adds worth a thread of its own (as the other fast strategies). */
 #define CVCPU_WORK_PER_THREAD 4e6
 
-convolve_status cvcpu_image(const cvi_problem *p, int threads, const void *in, void *out)
+/* The block's size sits in a header before the 64-byte aligned data. */
+#define CVCPU_SCRATCH_HEAD 64
+
+void cvcpu_img_scratch_init(cvcpu_img_scratch *s)
+{
+    atomic_init(&s->block, NULL);
+}
+
+void cvcpu_img_scratch_free(cvcpu_img_scratch *s)
+{
+    if (s)
+        free(atomic_exchange(&s->block, NULL));
+}
+
+void *cvcpu_img_scratch_take(cvcpu_img_scratch *s, size_t bytes)
+{
+    char *b = s ? atomic_exchange(&s->block, NULL) : NULL;
+    if (b && *(const size_t *)(const void *)b >= bytes)
+        return b + CVCPU_SCRATCH_HEAD;
+    free(b);
+    if (bytes > SIZE_MAX - 2 * CVCPU_SCRATCH_HEAD)
+        return NULL;
+    size_t total = (CVCPU_SCRATCH_HEAD + bytes + 63) / 64 * 64;
+    b = aligned_alloc(64, total);
+    if (!b)
+        return NULL;
+    *(size_t *)(void *)b = bytes;
+    return b + CVCPU_SCRATCH_HEAD;
+}
+
+void cvcpu_img_scratch_give(cvcpu_img_scratch *s, void *data)
+{
+    if (!data)
+        return;
+    char *b = (char *)data - CVCPU_SCRATCH_HEAD;
+    if (!s) {
+        free(b);
+        return;
+    }
+    free(atomic_exchange(&s->block, b));
+}
+
+convolve_status cvcpu_image(const cvi_problem *p, int threads, const void *in, void *out,
+                            cvcpu_img_scratch *scratch)
 {
     cvcpu_img g;
     memset(&g, 0, sizeof g);
@@ -337,6 +380,7 @@ convolve_status cvcpu_image(const cvi_problem *p, int threads, const void *in, v
     g.lo1 = (size_t)p->koff[1];
     g.lo2 = (size_t)p->koff[2];
     g.threads = threads;
+    g.scratch = scratch;
     g.avx512 = cvcpu_isa() >= CVCPU_ISA_AVX512;
     /* outputs well past the caches are stored around them */
     g.nt = (double)g.n * (double)g.H * (double)convolve_dtype_size(p->out_type) >= 16e6;
