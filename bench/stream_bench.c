@@ -10,17 +10,21 @@
  * each with GB/s (input plus output bytes per second) and the ratio of its
  * time to the time the same bytes take at the measured pinned bandwidth
  * with both directions at once (per device). The streamed outputs are
- * compared with the one-shot output (memcmp). A per-slab timeline of one
- * streamed run goes to a CSV (CONVOLVE_STREAM_TIMELINE; docs/scale.md).
+ * compared with the one-shot output (memcmp). With --timeline FILE, the
+ * last run of each streamed configuration appends its per-slab timeline
+ * to FILE (CONVOLVE_STREAM_TIMELINE; docs/scale.md), after a "# case,
+ * configuration" line.
  *
  *   stream_bench [--size N] [--size3 M] [--budget BYTES] [--runs R]
  *                [--timeline FILE] [--bw-bytes BYTES] [--skip-3d] [--skip-2d]
+ *                [--k3 K]
  *   stream_bench --huge BYTES|auto   only an array larger than the device:
  *                uint8, BYTES in and BYTES out (auto: 1.5x the device's
  *                memory; the host needs room for both), streamed with the
  *                automatic budget, sampled rows checked against the CPU
  *   Defaults: N 32768 (8 GiB in and out), M 640, budget 4G, runs 3
- *   (the median is reported), bw-bytes 1G. STREAM_BENCH_SIZE and
+ *   (the median is reported), bw-bytes 1G, K 7 (the 3-D case's box
+ *   filter is K x K x K, K odd). STREAM_BENCH_SIZE and
  *   STREAM_BENCH_SIZE3 in the environment set N and M too.
  * Exit 77 without a usable GPU.
  */
@@ -249,10 +253,12 @@ static int count_slabs(void *user, const convolve_progress *p)
 }
 
 /* Times convolve_execute (median of runs, after one warm-up run) of a plan
- * made with the given budget and devices; returns ms and the slab count. */
+ * made with the given budget and devices; returns ms and the slab count.
+ * With a timeline file, the last run appends its slabs there after a line
+ * "# <case>, <label>". */
 static double time_plan(const bench_case *c, const convolve_layout *l, const float *in, float *out,
                         size_t budget, const int *devices, int device_count, int runs,
-                        size_t *slabs, const char *timeline)
+                        size_t *slabs, const char *timeline, const char *label)
 {
     convolve_filter *f;
     char spec[32];
@@ -279,8 +285,14 @@ static double time_plan(const bench_case *c, const convolve_layout *l, const flo
     if ((st = convolve_execute(p, in, out)) != CONVOLVE_OK) /* warm-up: buffers, sub-plans */
         fail("execute", st);
     for (int r = 0; r < runs; r++) {
-        if (timeline && r == runs - 1)
+        if (timeline && r == runs - 1) {
+            FILE *tf = fopen(timeline, "a");
+            if (tf) {
+                fprintf(tf, "# %s, %s\n", c->name, label);
+                fclose(tf);
+            }
             setenv("CONVOLVE_STREAM_TIMELINE", timeline, 1);
+        }
         double t0 = now_s();
         if ((st = convolve_execute(p, in, out)) != CONVOLVE_OK)
             fail("execute", st);
@@ -330,12 +342,13 @@ static void run_case(const bench_case *c, size_t budget, int devices, const band
         double a = (double)bytes / (bw->both_h2d * 1e6), b = (double)bytes / (bw->both_d2h * 1e6);
         ideal1 = a > b ? a : b;
     }
-    double ms = time_plan(c, &l, in, one, 0, NULL, 0, runs, &slabs, NULL);
+    double ms = time_plan(c, &l, in, one, 0, NULL, 0, runs, &slabs, NULL, NULL);
     printf("| one shot (automatic budget) | 1 | %zu | %.1f | %.2f | %.1f | %.2f | - |\n", slabs, ms,
            2.0 * (double)bytes / (ms * 1e6), ideal1, ideal1 > 0 ? ms / ideal1 : 0);
     fflush(stdout);
     int dev0[1] = {0};
-    ms = time_plan(c, &l, in, two, budget, dev0, 1, runs, &slabs, timeline);
+    ms = time_plan(c, &l, in, two, budget, dev0, 1, runs, &slabs, timeline,
+                   "streamed, 1 device");
     printf("| streamed (budget %zu MiB) | 1 | %zu | %.1f | %.2f | %.1f | %.2f | %s |\n",
            budget >> 20, slabs, ms, 2.0 * (double)bytes / (ms * 1e6), ideal1,
            ideal1 > 0 ? ms / ideal1 : 0, memcmp(one, two, bytes) == 0 ? "yes" : "NO");
@@ -344,7 +357,8 @@ static void run_case(const bench_case *c, size_t budget, int devices, const band
     if (convolve_host_register(ctx, in, bytes) == CONVOLVE_OK) {
         if (convolve_host_register(ctx, two, bytes) == CONVOLVE_OK) {
             memset(two, 0xFF, bytes);
-            ms = time_plan(c, &l, in, two, budget, dev0, 1, runs, &slabs, NULL);
+            ms = time_plan(c, &l, in, two, budget, dev0, 1, runs, &slabs, timeline,
+                           "streamed, arrays pinned, 1 device");
             printf("| streamed, arrays pinned (budget %zu MiB) | 1 | %zu | %.1f | %.2f | %.1f | "
                    "%.2f | %s |\n", budget >> 20, slabs, ms, 2.0 * (double)bytes / (ms * 1e6),
                    ideal1, ideal1 > 0 ? ms / ideal1 : 0,
@@ -361,7 +375,9 @@ static void run_case(const bench_case *c, size_t budget, int devices, const band
         for (int i = 0; i < d; i++)
             list[i] = i;
         memset(two, 0xFF, bytes);
-        ms = time_plan(c, &l, in, two, 0, list, d, runs, &slabs, NULL);
+        char label[64];
+        snprintf(label, sizeof label, "streamed, %d devices", d);
+        ms = time_plan(c, &l, in, two, 0, list, d, runs, &slabs, timeline, label);
         printf("| streamed (automatic budget) | %d | %zu | %.1f | %.2f | %.1f | %.2f | %s |\n", d,
                slabs, ms, 2.0 * (double)bytes / (ms * 1e6), ideal1 / d,
                ideal1 > 0 ? ms / (ideal1 / d) : 0, memcmp(one, two, bytes) == 0 ? "yes" : "NO");
@@ -370,7 +386,8 @@ static void run_case(const bench_case *c, size_t budget, int devices, const band
         if (convolve_host_register(ctx, in, bytes) == CONVOLVE_OK) {
             if (convolve_host_register(ctx, two, bytes) == CONVOLVE_OK) {
                 memset(two, 0xFF, bytes);
-                ms = time_plan(c, &l, in, two, 0, list, d, runs, &slabs, NULL);
+                snprintf(label, sizeof label, "streamed, arrays pinned, %d devices", d);
+                ms = time_plan(c, &l, in, two, 0, list, d, runs, &slabs, timeline, label);
                 printf("| streamed, arrays pinned (automatic budget) | %d | %zu | %.1f | %.2f | "
                        "%.1f | %.2f | %s |\n", d, slabs, ms, 2.0 * (double)bytes / (ms * 1e6),
                        ideal1 / d, ideal1 > 0 ? ms / (ideal1 / d) : 0,
@@ -481,7 +498,7 @@ static int run_huge(size_t bytes, size_t device_memory)
 int main(int argc, char **argv)
 {
     size_t N = 32768, M = 640, budget = (size_t)4 << 30, bw_bytes = (size_t)1 << 30;
-    int runs = 3, skip2 = 0, skip3 = 0;
+    int runs = 3, skip2 = 0, skip3 = 0, k3 = 7;
     size_t huge = 0;
     const char *timeline = NULL;
     if (getenv("STREAM_BENCH_SIZE"))
@@ -504,6 +521,8 @@ int main(int argc, char **argv)
             timeline = v, i++;
         else if (!strcmp(a, "--huge") && v)
             huge = strcmp(v, "auto") == 0 ? (size_t)-1 : parse_bytes(v), i++;
+        else if (!strcmp(a, "--k3") && v)
+            k3 = atoi(v), i++;
         else if (!strcmp(a, "--skip-2d"))
             skip2 = 1;
         else if (!strcmp(a, "--skip-3d"))
@@ -511,11 +530,15 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr, "usage: stream_bench [--size N] [--size3 M] [--budget BYTES] "
                             "[--runs R] [--timeline FILE] [--bw-bytes BYTES] [--skip-2d] "
-                            "[--skip-3d] [--huge BYTES]\n");
+                            "[--skip-3d] [--k3 K] [--huge BYTES]\n");
             return 1;
         }
     }
     runs = runs < 1 ? 1 : runs;
+    if (k3 < 1 || k3 > 31 || k3 % 2 == 0) {
+        fprintf(stderr, "stream_bench: --k3 takes an odd size, 1 to 31\n");
+        return 1;
+    }
     if (convolve_context_create(&ctx) != CONVOLVE_OK)
         return 2;
     convolve_device_info info;
@@ -563,8 +586,8 @@ int main(int argc, char **argv)
         run_case(&c, budget, devices, &bw0, runs, timeline);
     }
     if (!skip3) {
-        bench_case c = {"3-D compute-heavy", 3, {M, M, M}, 7};
-        run_case(&c, budget, devices, &bw0, runs, NULL);
+        bench_case c = {"3-D compute-heavy", 3, {M, M, M}, (size_t)k3};
+        run_case(&c, budget, devices, &bw0, runs, timeline);
     }
     convolve_context_free(ctx);
     return 0;
