@@ -11,8 +11,9 @@
 #                bash scripts/gpu_ab.sh            (run with carry [".ab"])
 #
 # AB_CMDS holds one command a line, run from the tree's root with @BUILD@
-# replaced by that tree's build directory (a bare first word is taken as a
-# program of the build: bench/stream_bench means @BUILD@/bench/stream_bench).
+# replaced by that tree's build directory; a command that starts with bench/
+# or tests/ runs that program of the build (bench/stream_bench means
+# @BUILD@/bench/stream_bench).
 # Each command runs AB_ROUNDS times (default 2) for A, then B, then A, ...
 # Output: $OUT/ab.txt (every run's output, A and B labelled); the lines that
 # start with "|" of each run are printed last, A's above B's. AB_REF names
