@@ -117,10 +117,10 @@ static void detect_rank_one(convolve_filter *f)
     for (int a = 0; a < 3; a++)
         for (size_t i = 0; i < len[a]; i++)
             inexact[a] += fma(t[a][i] / wp, wp, -t[a][i]) != 0.0;
+    /* the carrier: the line with the most inexact quotients keeps them all */
     int first = f->ndim == 3 ? 0 : 1, carrier = first;
-    size_t total = inexact[0] + inexact[1] + inexact[2];
     for (int a = first + 1; a < 3; a++)
-        if (total - inexact[a] < total - inexact[carrier])
+        if (inexact[a] > inexact[carrier])
             carrier = a;
     for (int a = first; a < 3; a++)
         if (a != carrier)
