@@ -50,6 +50,7 @@ typedef struct {
     int device_count;
     int exact;                  /* 1: byte for byte; 0: within a tolerance (FFT) */
     int min_slabs;              /* the streamed run must report at least this many slabs */
+    int max_slabs;              /* and at most this many (0: any) */
     int pin;                    /* register the streamed run's arrays (convolve_host_register) */
 } s_case;
 
@@ -164,7 +165,8 @@ static int s_run_case(const s_case *c)
         }
         CHECK(log.monotonic && log.calls >= 2 && log.last.slabs_done == log.last.slabs_total &&
                   log.last.rows_done == log.last.rows_total &&
-                  log.last.slabs_total >= (size_t)c->min_slabs,
+                  log.last.slabs_total >= (size_t)c->min_slabs &&
+                  (c->max_slabs == 0 || log.last.slabs_total <= (size_t)c->max_slabs),
               "%s: progress: %d calls, %zu/%zu slabs, %zu/%zu rows", what, log.calls,
               log.last.slabs_done, log.last.slabs_total, log.last.rows_done,
               log.last.rows_total);

@@ -212,6 +212,36 @@ static void device_failure(void)
     free(in), free(out);
 }
 
+/* Several devices: slabs of a quarter of a device's share, but not thinner
+ * than 8 halos unless that leaves a device without a slab (src/stream.c). */
+static void slab_shares(void)
+{
+    if (g_devices < 2)
+        return;
+    static const struct {
+        size_t rows, k;
+        int slabs;
+    } t[] = {
+        {200, 9, 4}, /* 8 halos (64 rows), not 200 / 8 = 25 */
+        {40, 9, 2},  /* half the rows each: 8 halos would leave one device idle */
+        {200, 3, 8}, /* a short filter: 25 rows, 8 slabs */
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        s_case c;
+        memset(&c, 0, sizeof c);
+        c.backend = CONVOLVE_BACKEND_CUDA;
+        c.strategy = "direct";
+        c.in_type = c.out_type = CONVOLVE_FLOAT32;
+        c.ndim = 2, c.shape[0] = t[i].rows, c.shape[1] = 21;
+        c.channels = 1, c.ksize[0] = t[i].k, c.ksize[1] = 3;
+        c.mode = CONVOLVE_MODE_REFLECT;
+        c.devices = k_two, c.device_count = 2;
+        c.exact = 1;
+        c.min_slabs = c.max_slabs = t[i].slabs;
+        s_run_case(&c);
+    }
+}
+
 static void cancellation(void)
 {
     s_case c;
@@ -318,6 +348,7 @@ int main(int argc, char **argv)
     budgets();
     registration();
     device_failure();
+    slab_shares();
     cancellation();
     slow_callback();
     convolve_context_free(ctx);
