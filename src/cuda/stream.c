@@ -379,10 +379,14 @@ static void *run_worker(void *p)
         a->base_ms = (now_s() - a->t0) * 1e3;
     }
     size_t index, turn = 0;
-    while (st == CONVOLVE_OK && cvi_stream_next(job, &index)) {
-        slot *s = &r->slots[turn++ % CVI_STREAM_BUFFERS];
-        if ((st = finish(ctx, a, s, 1)) != CONVOLVE_OK)
+    while (st == CONVOLVE_OK) {
+        /* a free slot first, then a slab: a worker that took the next slab
+         * while its slots were busy held it back from an idle device (3-D
+         * 640^3 15^3 on two H100s: 4 of 6 slabs on one device) */
+        slot *s = &r->slots[turn % CVI_STREAM_BUFFERS];
+        if ((st = finish(ctx, a, s, 1)) != CONVOLVE_OK || !cvi_stream_next(job, &index))
             break;
+        turn++;
         cvi_stream_slab(job, index, &s->slab);
         cvcu_plan *plan = NULL;
         if ((st = sub_plan(ctx, job, w, r, s->slab.ext_rows, &plan)) != CONVOLVE_OK ||
