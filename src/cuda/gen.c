@@ -370,10 +370,25 @@ static void plan_launch(cvcu_gen_plan *g, const cvi_problem *p, size_t count, in
         q->tiles_y = (q->n[1] + s->ty * s->by - 1) / (s->ty * s->by);
         long long zc = q->n[0];
         if (p->ndim == 3) {
-            zc = 4 * (long long)(s->kz - 1) > 16 ? 4 * (long long)(s->kz - 1) : 16;
-            const long long per = q->tiles_x * q->tiles_y * q->nbatch;
-            while (zc > 1 && per * ((q->n[0] + zc - 1) / zc) < (long long)sms * 8)
-                zc /= 2;
+            /* the persistent blocks take tiles in turns of g->blocks; a
+             * chunk of zc planes costs zc stages, plus kz - 1 priming ones
+             * with rolling accumulators (else kz a plane, none priming):
+             * the chunk count whose turns times chunk cost is least (a
+             * 3-D 640^3 15^3 slab of 94 planes ran 28-plane chunks, 150
+             * stages for 94 planes, and a turn with 4 of 396 blocks busy) */
+            const long long per = q->tiles_x * q->tiles_y * q->nbatch, n0 = q->n[0];
+            const long long G = g->blocks > 0 ? (long long)g->blocks : 1;
+            const long long prime = CVK_GEN_ROLL(s->kz, s->by, s->bx) ? s->kz - 1 : 0;
+            long long best = -1;
+            for (long long c = 1; c <= n0 && c <= 4096; c++) {
+                const long long z = (n0 + c - 1) / c;
+                if (c > 1 && z == (n0 + c - 2) / (c - 1))
+                    continue; /* the same chunk as c - 1: more tiles, no gain */
+                const long long turns = (per * ((n0 + z - 1) / z) + G - 1) / G;
+                const long long cost = turns * (z + prime);
+                if (best < 0 || cost < best)
+                    best = cost, zc = z;
+            }
         }
         q->zchunk = zc;
         q->nz = (q->n[0] + zc - 1) / zc;

@@ -478,8 +478,7 @@ __device__ __forceinline__ void cvk_gen_zero(A (&v)[BYO][BX])
 
 /* ---- cvk_gen_tile ---------------------------------------------------------- */
 
-/* Rolling accumulators along z are used when KZ is known and they fit. */
-#define CVK_GEN_ROLL(KZ, BY, BX) ((KZ) > 0 && (KZ) * (BY) * (BX) <= 64)
+/* Rolling accumulators along z: CVK_GEN_ROLL (gen_params.h). */
 
 /* Where tile t of the flattened grid (x tiles, y tiles, z chunks, batches) lies. */
 struct cvk_gen_tpos {

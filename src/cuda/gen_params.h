@@ -34,6 +34,11 @@ typedef struct cvk_gen_params {
     int nw;                     /* weights (generic kernels copy them to shared memory) */
 } cvk_gen_params;
 
+/* 3-D tiles with KZ x BY x BX accumulators at most 64 roll them along z
+ * (each input plane staged once, KZ - 1 priming planes a chunk); others
+ * stage KZ input planes per output plane. Host code sizes chunks by it. */
+#define CVK_GEN_ROLL(KZ, BY, BX) ((KZ) > 0 && (KZ) * (BY) * (BX) <= 64)
+
 /* Host and device (nvcc, NVRTC; the CPU emulation compiles host code only). */
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define CVK_GEN_HD __host__ __device__ __forceinline__
