@@ -166,7 +166,8 @@ void cvi_stream_gather(const cvi_stream_job *job, const cvi_slab *slab, size_t r
                       threads);
     const long count = (long)(row_end - row_begin);
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(threads) schedule(static) if (!packed && count > 16)
+#pragma omp parallel for num_threads(threads) schedule(static) \
+    if (count > 1 && (packed ? rb >= ((size_t)1 << 20) : count > 16))
 #endif
     for (long i = 0; i < count; i++) {
         ptrdiff_t b = (ptrdiff_t)row_begin + i;

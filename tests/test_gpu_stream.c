@@ -7,7 +7,8 @@
  * slabs, run once in one shot and once streamed (device 0 listed with a
  * budget that leaves room for a few rows, or several devices); the outputs must be equal
  * byte for byte (FFT: within float rounding), the caller's arrays now and
- * then pinned (convolve_host_register). Also: CONVOLVE_DEVICE_BUDGET,
+ * then pinned (convolve_host_register; and pinned edge slabs in every mode,
+ * whose rows past the array are gathered). Also: CONVOLVE_DEVICE_BUDGET,
  * a budget too small for one slab, cancellation from the progress
  * callback, and every device of the host when it has several (skipped
  * with a message on a one-GPU machine). Exit 77 without a usable GPU.
@@ -242,6 +243,49 @@ static void slab_shares(void)
     }
 }
 
+/* Pinned packed arrays are copied straight from the caller's input, but an
+ * edge slab's rows past the array come from the mode: those are gathered
+ * and copied beside the direct rows. Every mode, 1-D to 3-D: a short
+ * filter, a filter longer than the slabs, and one longer than the array
+ * (slabs reaching past both ends). */
+static void pinned_edges(void)
+{
+    static const convolve_mode modes[] = {CONVOLVE_MODE_REFLECT, CONVOLVE_MODE_MIRROR,
+                                          CONVOLVE_MODE_NEAREST, CONVOLVE_MODE_WRAP,
+                                          CONVOLVE_MODE_CONSTANT};
+    const size_t n0[3] = {g_small ? 97 : 4099, g_small ? 23 : 301, g_small ? 13 : 61};
+    const size_t k_long[3] = {41, 41, 9};
+    for (int ndim = 1; ndim <= 3; ndim++)
+        for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
+            for (int v = 0; v < 3; v++) {
+                s_case c;
+                memset(&c, 0, sizeof c);
+                c.backend = CONVOLVE_BACKEND_CUDA;
+                /* the emulation compiles each generated kernel (direct's)
+                 * for seconds: there the chapter's basic kernel */
+                c.strategy = g_emulated ? "basic" : "direct";
+                c.in_type = c.out_type = CONVOLVE_FLOAT32;
+                c.ndim = ndim;
+                c.shape[0] = v == 2 ? k_long[ndim - 1] / 2 : n0[ndim - 1];
+                c.shape[1] = ndim > 1 ? (g_small ? 9 : 77) : 1;
+                c.shape[2] = ndim > 2 ? 7 : 1;
+                c.channels = 1;
+                c.ksize[0] = v == 0 ? 3 : k_long[ndim - 1];
+                c.ksize[1] = c.ksize[2] = 3;
+                c.origin[0] = v == 0 ? 0 : 1;
+                c.mode = modes[m];
+                c.cval = 0.5;
+                c.layout = H_PACKED;
+                c.pin = 1;
+                c.exact = 1;
+                size_t rows = v == 0 ? c.shape[0] / 5 : v == 1 ? c.ksize[0] / 6 : 2;
+                c.devices = k_two, c.device_count = 1;
+                c.budget = budget_for(&c, rows);
+                c.min_slabs = 2;
+                s_run_case(&c);
+            }
+}
+
 static void cancellation(void)
 {
     s_case c;
@@ -349,6 +393,7 @@ int main(int argc, char **argv)
     registration();
     device_failure();
     slab_shares();
+    pinned_edges();
     cancellation();
     slow_callback();
     convolve_context_free(ctx);
