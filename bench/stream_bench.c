@@ -10,10 +10,10 @@
  * each with GB/s (input plus output bytes per second) and the ratio of its
  * time to the time the same bytes take at the measured pinned bandwidth
  * with both directions at once (per device). The streamed outputs are
- * compared with the one-shot output (memcmp). With --timeline FILE, the
- * last run of each streamed configuration appends its per-slab timeline
- * to FILE (CONVOLVE_STREAM_TIMELINE; docs/scale.md), after a "# case,
- * configuration" line.
+ * compared with the one-shot output (memcmp). With --timeline FILE, one
+ * more run of each streamed configuration, after the timed ones, appends
+ * its per-slab timeline to FILE (CONVOLVE_STREAM_TIMELINE; docs/scale.md),
+ * after a "# case, configuration" line.
  *
  *   stream_bench [--size N] [--size3 M] [--budget BYTES] [--runs R]
  *                [--timeline FILE] [--bw-bytes BYTES] [--skip-3d] [--skip-2d]
@@ -254,8 +254,8 @@ static int count_slabs(void *user, const convolve_progress *p)
 
 /* Times convolve_execute (median of runs, after one warm-up run) of a plan
  * made with the given budget and devices; returns ms and the slab count.
- * With a timeline file, the last run appends its slabs there after a line
- * "# <case>, <label>". */
+ * With a timeline file, a run after the timed ones appends its slabs there
+ * after a line "# <case>, <label>". */
 static double time_plan(const bench_case *c, const convolve_layout *l, const float *in, float *out,
                         size_t budget, const int *devices, int device_count, int runs,
                         size_t *slabs, const char *timeline, const char *label)
@@ -284,8 +284,10 @@ static double time_plan(const bench_case *c, const convolve_layout *l, const flo
     runs = runs > 32 ? 32 : runs;
     if ((st = convolve_execute(p, in, out)) != CONVOLVE_OK) /* warm-up: buffers, sub-plans */
         fail("execute", st);
-    for (int r = 0; r < runs; r++) {
-        if (timeline && r == runs - 1) {
+    /* with a timeline, one more run after the timed ones records it (it
+     * makes its workers anew: not a run to time) */
+    for (int r = 0; r < runs + (timeline ? 1 : 0); r++) {
+        if (timeline && r == runs) {
             FILE *tf = fopen(timeline, "a");
             if (tf) {
                 fprintf(tf, "# %s, %s\n", c->name, label);
@@ -296,7 +298,8 @@ static double time_plan(const bench_case *c, const convolve_layout *l, const flo
         double t0 = now_s();
         if ((st = convolve_execute(p, in, out)) != CONVOLVE_OK)
             fail("execute", st);
-        t[r] = (now_s() - t0) * 1e3;
+        if (r < runs)
+            t[r] = (now_s() - t0) * 1e3;
         unsetenv("CONVOLVE_STREAM_TIMELINE");
     }
     *slabs = sc.slabs;

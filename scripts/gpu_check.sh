@@ -25,8 +25,8 @@
 # the photo by backend), mpi (bench/mpi/gpu_scaling.sh; mpi.txt), stream
 # (issue 12: test_gpu_stream, memcheck on its small cases, and
 # bench/stream_bench with the 2-D case at GPU_CHECK_STREAM_SIZE^2 float32,
-# default 32768 (8 GiB in and out; "small" = 8192) and the 3-D 7x7x7 case at
-# GPU_CHECK_STREAM_SIZE3^3, default 640; stream.txt and stream_timeline.csv
+# default 32768 (8 GiB in and out; "small" = 8192) and the 3-D 7x7x7 and
+# 15x15x15 cases at GPU_CHECK_STREAM_SIZE3^3, default 640; stream.txt and stream_timeline.csv
 # (every streamed configuration); GPU_CHECK_STREAM_HUGE=BYTES|auto adds an
 # array of BYTES (auto: 1.5x the device's memory) in and out, larger than
 # the device; GPU_CHECK_STREAM_TESTS=0 leaves out the test and memcheck),
@@ -324,7 +324,11 @@ if want stream; then
     fi
     rm -f "$OUT/stream_timeline.csv"
     step "stream bench ${SSIZE}^2, ${SSIZE3}^3" "$OUT/stream.txt" 150 \
-        "$BUILD/bench/stream_bench" --size "$SSIZE" --size3 "$SSIZE3" --runs 3 \
+        "$BUILD/bench/stream_bench" --size "$SSIZE" --size3 "$SSIZE3" --runs 5 \
+        --timeline "$OUT/stream_timeline.csv"
+    # the compute-bound 3-D case: 15x15x15
+    step "stream bench ${SSIZE3}^3 15^3" "$OUT/stream.txt" 120 \
+        "$BUILD/bench/stream_bench" --skip-2d --size3 "$SSIZE3" --k3 15 --runs 5 \
         --timeline "$OUT/stream_timeline.csv"
     # an array larger than the device (in and out of GPU_CHECK_STREAM_HUGE
     # bytes each, e.g. 220G on an H200 host with 512 GiB), when asked for
