@@ -54,6 +54,8 @@ struct convolve_plan {
                                    memory, move to the CPU (convolve_execute) */
     size_t budget;              /* options.device_memory_budget */
     int *devices, device_count; /* a CUDA plan's devices (0: the current one) */
+    cvi_device *device_probes;  /* what probing them found: made by the first
+                                   streamed execution, kept (stream.c) */
     convolve_progress_fn progress;  /* options.progress and its pointer */
     void *progress_user;
 };

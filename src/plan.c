@@ -387,6 +387,7 @@ void convolve_plan_free(convolve_plan *plan)
         free(plan->taps[a]);
     free(plan->weights);
     free(plan->devices);
+    free(plan->device_probes);
     free(plan);
 }
 

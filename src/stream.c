@@ -517,7 +517,6 @@ convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const 
 
     convolve_status st = CONVOLVE_OK;
     convolve_context **wctx = NULL;
-    cvi_device *wdev = NULL;
     if (state.progress) { /* the start */
         pthread_mutex_lock(&state.mutex);
         report_locked(&job, &state, 1);
@@ -529,9 +528,20 @@ convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const 
         st = run_in_turn(ctx, b, &ctx->cuda, &job);
         goto finish;
     }
+    /* the listed devices are probed once (cudaGetDeviceProperties), by the
+     * plan's first streamed execution */
+    if (job.devices && !plan->device_probes) {
+        cvi_device *probes = calloc((size_t)job.worker_count, sizeof *probes);
+        if (!probes) {
+            st = cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for the workers");
+            goto finish;
+        }
+        for (int w = 0; w < job.worker_count; w++)
+            b->probe_index(job.devices[w], &probes[w]);
+        plan->device_probes = probes;
+    }
     wctx = calloc((size_t)job.worker_count, sizeof *wctx);
-    wdev = calloc((size_t)job.worker_count, sizeof *wdev);
-    if (!wctx || !wdev) {
+    if (!wctx) {
         st = cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for the workers");
         goto finish;
     }
@@ -540,13 +550,9 @@ convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const 
             st = cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for the workers");
             goto finish;
         }
-        if (job.devices)
-            b->probe_index(job.devices[w], &wdev[w]);
-        else
-            wdev[w] = ctx->cuda;
     }
     job.worker_ctx = wctx;
-    job.worker_device = wdev;
+    job.worker_device = job.devices ? plan->device_probes : &ctx->cuda;
     state.monitored = 1;
     st = b->execute_host_streamed(ctx, &job);
     if (st == CONVOLVE_OK && state.failed != CONVOLVE_OK) {
@@ -561,7 +567,6 @@ finish:
         for (int w = 0; w < job.worker_count; w++)
             convolve_context_free(wctx[w]);
     free(wctx);
-    free(wdev);
     pthread_cond_destroy(&state.changed);
     pthread_mutex_destroy(&state.mutex);
     if (st == CONVOLVE_OK && state.cancelled)

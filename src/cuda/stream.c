@@ -15,8 +15,8 @@
  * in the plan for its next execution. Every CUDA call is checked.
  *
  * Arrays the caller pinned (convolve_host_register) with packed rows are
- * copied straight from and to (a slab whose extended rows reach past the
- * array's edges is still gathered).
+ * copied straight from and to (of a slab whose extended rows reach past the
+ * array's edges, those rows alone are gathered, while the others copy).
  *
  * CONVOLVE_STREAM_TIMELINE=FILE (a measuring aid for bench/stream_bench.c
  * and docs/scale.md) appends to FILE, after each streamed execution, one CSV
@@ -308,11 +308,12 @@ static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu
         t->gather0 = (now_s() - a->t0) * 1e3;
     }
     /* extended rows [lo, hi) lie in the array: from a pinned input they are
-     * copied straight from it, and only an edge slab's halo rows (mapped by
-     * the mode) are gathered into the staging buffer (gathering a whole
-     * edge slab held the first copy back 3.5-6 ms: 3-D 640^3 7^3); else
-     * every row is gathered */
-    const size_t ext = slab->ext_rows;
+     * copied straight from it, their copy queued first, and only an edge
+     * slab's halo rows (mapped by the mode) are gathered into the staging
+     * buffer meanwhile, then copied (gathering a whole edge slab held the
+     * first copy back 3.5-6 ms: 3-D 640^3 7^3); else every row is gathered,
+     * then copied */
+    const size_t ext = slab->ext_rows, rb = job->in_row_bytes;
     size_t lo = 0, hi = 0;
     if (a->in_direct) {
         const ptrdiff_t n = (ptrdiff_t)job->rows;
@@ -321,31 +322,27 @@ static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu
         if (lo >= hi)
             lo = hi = 0;
     }
-    if (lo < hi) {
-        if (lo > 0)
-            cvi_stream_gather(job, slab, 0, lo, s->h_in, job->host_threads);
-        if (hi < ext)
-            cvi_stream_gather(job, slab, hi, ext, s->h_in, job->host_threads);
-    } else {
+    if (lo == hi)
         cvi_stream_gather(job, slab, 0, ext, s->h_in, job->host_threads);
-    }
-    void *dst = a->out_direct ? (char *)job->out + slab->r0 * job->out_row_bytes : s->h_out;
     if (t) {
         t->gather1 = (now_s() - a->t0) * 1e3;
         t->in0 = a->base_ms; /* finish() adds the device times to it */
     }
-    const int one_d = job->axis == 2;
-    const size_t out_lines = one_d ? 1 : (slab->r1 - slab->r0) * a->lines_per_row;
-    const size_t out_width = one_d ? (slab->r1 - slab->r0) * a->out_line : a->out_line;
     cudaError_t e;
     if (t && (e = cudaEventRecord(s->t_in, r->in_stream)) != cudaSuccess)
         return cvcu_error(ctx, e, "timing a slab");
-    const size_t rb = job->in_row_bytes;
     const char *staged = s->h_in;
     if (lo < hi) {
         const char *direct = (const char *)job->in + (size_t)(slab->ext_lo + (ptrdiff_t)lo) * rb;
+        if ((e = copy_in(a, s, direct, lo, hi)) != cudaSuccess)
+            return cvcu_error(ctx, e, "copying a slab to the device");
+        if (lo > 0)
+            cvi_stream_gather(job, slab, 0, lo, s->h_in, job->host_threads);
+        if (hi < ext)
+            cvi_stream_gather(job, slab, hi, ext, s->h_in, job->host_threads);
+        if (t && (lo > 0 || hi < ext)) /* the halo rows' gather */
+            t->gather1 = (now_s() - a->t0) * 1e3;
         if ((e = copy_in(a, s, staged, 0, lo)) != cudaSuccess ||
-            (e = copy_in(a, s, direct, lo, hi)) != cudaSuccess ||
             (e = copy_in(a, s, staged + hi * rb, hi, ext)) != cudaSuccess)
             return cvcu_error(ctx, e, "copying a slab to the device");
     } else if ((e = copy_in(a, s, staged, 0, ext)) != cudaSuccess) {
@@ -354,6 +351,10 @@ static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu
     if ((e = cudaEventRecord(s->copied_in, r->in_stream)) != cudaSuccess ||
         (e = cudaStreamWaitEvent(r->compute, s->copied_in, 0)) != cudaSuccess)
         return cvcu_error(ctx, e, "copying a slab to the device");
+    void *dst = a->out_direct ? (char *)job->out + slab->r0 * job->out_row_bytes : s->h_out;
+    const int one_d = job->axis == 2;
+    const size_t out_lines = one_d ? 1 : (slab->r1 - slab->r0) * a->lines_per_row;
+    const size_t out_width = one_d ? (slab->r1 - slab->r0) * a->out_line : a->out_line;
     /* the device images as the one-shot path lays them: channels
      * interleaved, lines `pitch` apart */
     cvk_args k = plan->args;
