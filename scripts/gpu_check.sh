@@ -26,10 +26,10 @@
 # (issue 12: test_gpu_stream, memcheck on its small cases, and
 # bench/stream_bench with the 2-D case at GPU_CHECK_STREAM_SIZE^2 float32,
 # default 32768 (8 GiB in and out; "small" = 8192) and the 3-D 7x7x7 and
-# 15x15x15 cases at GPU_CHECK_STREAM_SIZE3^3, default 640; stream.txt and stream_timeline.csv
-# (every streamed configuration); GPU_CHECK_STREAM_HUGE=BYTES|auto adds an
-# array of BYTES (auto: 1.5x the device's memory) in and out, larger than
-# the device; GPU_CHECK_STREAM_TESTS=0 leaves out the test and memcheck),
+# 15x15x15 cases at GPU_CHECK_STREAM_SIZE3^3, default 640; stream.txt and
+# stream_timeline.csv (every streamed configuration);
+# GPU_CHECK_STREAM_HUGE=BYTES|auto adds an array of BYTES (auto: 1.5x the
+# device's memory) in and out, larger than the device; GPU_CHECK_STREAM_TESTS=0 leaves out the test and memcheck),
 # outofcore (bench/outofcore.sh: the CLI on a .npy of
 # GPU_CHECK_OUTOFCORE_GIB, default 8, with every device). Logs go to $OUT
 # (build.log, tests.log, sanitizer.log, bench.txt, peers.txt, peers.json,
