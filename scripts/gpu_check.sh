@@ -29,7 +29,8 @@
 # 15x15x15 cases at GPU_CHECK_STREAM_SIZE3^3, default 640; stream.txt and
 # stream_timeline.csv (every streamed configuration);
 # GPU_CHECK_STREAM_HUGE=BYTES|auto adds an array of BYTES (auto: 1.5x the
-# device's memory) in and out, larger than the device; GPU_CHECK_STREAM_TESTS=0 leaves out the test and memcheck),
+# device's memory) in and out, larger than the device;
+# GPU_CHECK_STREAM_TESTS=0 leaves out the test and memcheck),
 # outofcore (bench/outofcore.sh: the CLI on a .npy of
 # GPU_CHECK_OUTOFCORE_GIB, default 8, with every device). Logs go to $OUT
 # (build.log, tests.log, sanitizer.log, bench.txt, peers.txt, peers.json,
