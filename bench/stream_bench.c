@@ -18,10 +18,11 @@
  *   stream_bench [--size N] [--size3 M] [--budget BYTES] [--runs R]
  *                [--timeline FILE] [--bw-bytes BYTES] [--skip-3d] [--skip-2d]
  *                [--k3 K]
- *   stream_bench --huge BYTES|auto   only an array larger than the device:
- *                uint8, BYTES in and BYTES out (auto: 1.5x the device's
- *                memory; the host needs room for both), streamed with the
- *                automatic budget, sampled rows checked against the CPU
+ *   stream_bench --huge BYTES|auto [--in-place]   only an array larger
+ *                than the device: uint8, BYTES in and BYTES out (auto: 1.5x
+ *                the device's memory; the host needs room for both, or, in
+ *                place, for one), streamed with the automatic budget,
+ *                sampled rows checked against the CPU
  *   Defaults: N 32768 (8 GiB in and out), M 640, budget 4G, runs 3
  *   (the median is reported), bw-bytes 1G, K 7 (the 3-D case's box
  *   filter is K x K x K, K odd). STREAM_BENCH_SIZE and
@@ -405,36 +406,61 @@ static void run_case(const bench_case *c, size_t budget, int devices, const band
     free(in), free(one), free(two);
 }
 
+/* One sampled output row, computed on the CPU backend from the 3 input
+ * rows around it (exact for a 3x3 filter in reflect mode: the rows past the
+ * edges reflect to the edge rows in the sub-array as in the whole). */
+static void cpu_row(const unsigned char *in, size_t rows, size_t cols, size_t r,
+                    const convolve_filter *f, unsigned char *row_out, unsigned char *scratch)
+{
+    size_t lo = r == 0 ? 0 : r - 1, hi = r + 2 > rows ? rows : r + 2;
+    size_t sub_shape[2] = {hi - lo, cols};
+    convolve_layout sl;
+    convolve_layout_init(&sl, CONVOLVE_UINT8, 2, sub_shape, 1);
+    convolve_options o;
+    convolve_options_init(&o);
+    o.backend = CONVOLVE_BACKEND_CPU;
+    convolve_status st = convolve_run(ctx, &sl, in + lo * cols, &sl, scratch, f, &o);
+    if (st != CONVOLVE_OK)
+        fail("CPU sample", st);
+    memcpy(row_out, scratch + (r - lo) * cols, cols);
+}
+
 /* An array larger than the device: uint8 rows x cols of `bytes` bytes in and
- * out (2-D, 3x3 box, reflect), streamed on device 0 with the automatic
- * budget; then sampled rows (the first, the last and 62 random ones) are
- * checked against the CPU backend run on the 3 rows around each, which is
- * exact for a 3x3 filter in reflect mode (the rows past the edges reflect
- * to the edge rows in the sub-array as in the whole). */
-static int run_huge(size_t bytes, size_t device_memory)
+ * out (2-D, 3x3 box, reflect), or in place (one array), streamed on device 0
+ * with the automatic budget. Sampled rows are computed on the CPU before
+ * the run: the first and the last, 62 random ones, and 32 random pairs on
+ * either side of a multiple of 1024 rows (where slab edges fall when slabs
+ * are a multiple of 1024 rows, as they are here: 2048); compared after. */
+#define HUGE_SAMPLES 128
+static int run_huge(size_t bytes, size_t device_memory, int in_place)
 {
     size_t cols = 65536, rows = bytes / cols;
-    if (rows < 4) {
-        fprintf(stderr, "stream_bench: --huge needs at least 256 KiB\n");
+    if (rows < 2048) {
+        fprintf(stderr, "stream_bench: --huge needs at least 128 MiB\n");
         return 1;
     }
     bytes = rows * cols;
+    const int arrays = in_place ? 1 : 2;
     long pages = sysconf(_SC_AVPHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && psize > 0 && (double)bytes * 2 > (double)pages * (double)psize) {
-        fprintf(stderr, "stream_bench: 2 x %.1f GiB do not fit the host's %.1f GiB of free "
-                "memory\n", bytes / 1073741824.0, (double)pages * (double)psize / 1073741824.0);
+    if (pages > 0 && psize > 0 && (double)bytes * arrays > (double)pages * (double)psize) {
+        fprintf(stderr, "stream_bench: %d x %.1f GiB do not fit the host's %.1f GiB of free "
+                "memory\n", arrays, bytes / 1073741824.0,
+                (double)pages * (double)psize / 1073741824.0);
         return 2;
     }
-    unsigned char *in = malloc(bytes), *out = malloc(bytes);
-    if (!in || !out) {
-        fprintf(stderr, "stream_bench: out of host memory for 2 x %.1f GiB\n",
+    unsigned char *in = malloc(bytes), *out = in_place ? in : malloc(bytes);
+    unsigned char *want = malloc((size_t)HUGE_SAMPLES * cols), *scratch = malloc(3 * cols);
+    size_t sample[HUGE_SAMPLES];
+    if (!in || !out || !want || !scratch) {
+        fprintf(stderr, "stream_bench: out of host memory for %d x %.1f GiB\n", arrays,
                 bytes / 1073741824.0);
-        free(in), free(out);
+        free(in), free(in_place ? NULL : out), free(want), free(scratch);
         return 2;
     }
-    printf("\n## larger than the device: uint8 %zux%zu (%.1f GiB in, %.1f GiB out; the device "
-           "has %.1f GiB), 3x3 box, reflect\n", rows, cols, bytes / 1073741824.0,
-           bytes / 1073741824.0, device_memory / 1073741824.0);
+    printf("\n## larger than the device: uint8 %zux%zu (%.1f GiB in, %.1f GiB out%s; the "
+           "device has %.1f GiB), 3x3 box, reflect\n", rows, cols, bytes / 1073741824.0,
+           bytes / 1073741824.0, in_place ? ", in place: the same array" : "",
+           device_memory / 1073741824.0);
     /* random bytes, 1 MiB chunks each from its own seed (the same whatever
      * the threads), written by all threads (it is hundreds of GiB) */
     const size_t chunk = (size_t)1 << 20, nchunks = (bytes + chunk - 1) / chunk;
@@ -448,7 +474,8 @@ static int run_huge(size_t bytes, size_t device_memory)
             st32 ^= st32 << 13, st32 ^= st32 >> 17, st32 ^= st32 << 5;
             memcpy(in + i, &st32, hi - i < 4 ? hi - i : 4);
         }
-        memset(out + lo, 0xAB, hi - lo);
+        if (!in_place)
+            memset(out + lo, 0xAB, hi - lo);
     }
     printf("(filled in %.1f s)\n", now_s() - tf);
     size_t shape[2] = {rows, cols};
@@ -458,6 +485,19 @@ static int run_huge(size_t bytes, size_t device_memory)
     convolve_status st = convolve_filter_create_named(ctx, &f, "box:1", 2);
     if (st != CONVOLVE_OK)
         fail("filter", st);
+    uint32_t r32 = 777u;
+    for (int k = 0; k < HUGE_SAMPLES; k++) {
+        r32 ^= r32 << 13, r32 ^= r32 >> 17, r32 ^= r32 << 5;
+        if (k < 2)
+            sample[k] = k == 0 ? 0 : rows - 1;
+        else if (k < 64)
+            sample[k] = r32 % rows;
+        else if (k % 2 == 0) /* the row before a multiple of 1024, then that row */
+            sample[k] = (1 + r32 % (rows / 1024 - (rows % 1024 == 0))) * 1024 - 1;
+        else
+            sample[k] = sample[k - 1] + 1;
+        cpu_row(in, rows, cols, sample[k], f, want + (size_t)k * cols, scratch);
+    }
     convolve_options o;
     convolve_options_init(&o);
     o.backend = CONVOLVE_BACKEND_CUDA;
@@ -472,36 +512,23 @@ static int run_huge(size_t bytes, size_t device_memory)
         fail("execute", st);
     double ms = (now_s() - t0) * 1e3;
     convolve_plan_free(p);
-    /* the samples, on the CPU */
-    int bad = 0, samples = 64;
-    unsigned char sub_out[3 * 65536];
-    uint32_t r32 = 777u;
-    o.backend = CONVOLVE_BACKEND_CPU;
-    o.progress = NULL;
-    for (int k = 0; k < samples; k++) {
-        r32 ^= r32 << 13, r32 ^= r32 >> 17, r32 ^= r32 << 5;
-        size_t r = k == 0 ? 0 : k == 1 ? rows - 1 : r32 % rows;
-        size_t lo = r == 0 ? 0 : r - 1, hi = r + 2 > rows ? rows : r + 2;
-        size_t sub_shape[2] = {hi - lo, cols};
-        convolve_layout sl;
-        convolve_layout_init(&sl, CONVOLVE_UINT8, 2, sub_shape, 1);
-        if ((st = convolve_run(ctx, &sl, in + lo * cols, &sl, sub_out, f, &o)) != CONVOLVE_OK)
-            fail("CPU sample", st);
-        bad += memcmp(sub_out + (r - lo) * cols, out + r * cols, cols) != 0;
-    }
+    int bad = 0;
+    for (int k = 0; k < HUGE_SAMPLES; k++)
+        bad += memcmp(want + (size_t)k * cols, out + sample[k] * cols, cols) != 0;
     printf("| run | slabs | ms | GB/s (in+out) | sampled rows equal to the CPU's |\n");
     printf("|---|---|---|---|---|\n");
-    printf("| streamed, automatic budget | %zu | %.0f | %.2f | %d of %d |\n", sc.slabs, ms,
-           2.0 * (double)bytes / (ms * 1e6), samples - bad, samples);
+    printf("| streamed, automatic budget%s | %zu | %.0f | %.2f | %d of %d |\n",
+           in_place ? ", in place" : "", sc.slabs, ms, 2.0 * (double)bytes / (ms * 1e6),
+           HUGE_SAMPLES - bad, HUGE_SAMPLES);
     convolve_filter_free(f);
-    free(in), free(out);
+    free(in), free(in_place ? NULL : out), free(want), free(scratch);
     return bad ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
     size_t N = 32768, M = 640, budget = (size_t)4 << 30, bw_bytes = (size_t)1 << 30;
-    int runs = 3, skip2 = 0, skip3 = 0, k3 = 7;
+    int runs = 3, skip2 = 0, skip3 = 0, k3 = 7, in_place = 0;
     size_t huge = 0;
     const char *timeline = NULL;
     if (getenv("STREAM_BENCH_SIZE"))
@@ -524,6 +551,8 @@ int main(int argc, char **argv)
             timeline = v, i++;
         else if (!strcmp(a, "--huge") && v)
             huge = strcmp(v, "auto") == 0 ? (size_t)-1 : parse_bytes(v), i++;
+        else if (!strcmp(a, "--in-place"))
+            in_place = 1;
         else if (!strcmp(a, "--k3") && v)
             k3 = atoi(v), i++;
         else if (!strcmp(a, "--skip-2d"))
@@ -533,7 +562,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr, "usage: stream_bench [--size N] [--size3 M] [--budget BYTES] "
                             "[--runs R] [--timeline FILE] [--bw-bytes BYTES] [--skip-2d] "
-                            "[--skip-3d] [--k3 K] [--huge BYTES]\n");
+                            "[--skip-3d] [--k3 K] [--huge BYTES|auto [--in-place]]\n");
             return 1;
         }
     }
@@ -556,7 +585,7 @@ int main(int argc, char **argv)
            info.name, devices, convolve_version_string(), runs);
     if (huge) /* auto: 1.5 times the device's memory */
         return run_huge(huge == (size_t)-1 ? info.total_memory / 2 * 3 : huge,
-                        info.total_memory);
+                        info.total_memory, in_place);
     printf("\n## pinned host<->device bandwidth (%zu MiB copies), GB/s\n", bw_bytes >> 20);
     printf("| device | H2D alone | D2H alone | H2D, both at once | D2H, both at once |\n");
     printf("|---|---|---|---|---|\n");

@@ -420,16 +420,27 @@ CONVOLVE_API const char *convolve_plan_strategy(const convolve_plan *plan);
 /*
  * Runs the plan on host memory: `in` and `out` point at element 0 of arrays
  * laid out as planned. Returns when `out` is written. `out` must not overlap
- * `in`. A plan made with backend AUTO and no strategy named that runs out
+ * `in`, except that `out == in` with input and output layouts of the same
+ * element size and strides runs in place: always in slabs, each slab's
+ * halo (the filter's extent along the slowest axis less one, in rows)
+ * saved before any is written, so the result is that of the run into
+ * another array in the same slabs (byte for byte that of one shot, except
+ * the CPU's auto strategy, which picks its method by slab size: to
+ * rounding), and the memory beyond the array is the slab buffers and the
+ * saved halos; a run that fails or is cancelled midway leaves the array
+ * partly filtered.
+ * A plan made with backend AUTO and no strategy named that runs out
  * of device memory here moves to the CPU for good and still writes `out`
- * (convolve_plan_backend then reports CPU); any other plan returns the error.
+ * (convolve_plan_backend then reports CPU; in place, only if no slab had
+ * started); any other plan returns the error.
  * A CUDA plan streams in slabs when the one-shot run would not fit its
  * device memory budget or when it has several devices (see
  * convolve_options); the options' progress callback, if any, is called as
  * described at convolve_progress_fn.
- * Errors: INVALID_ARGUMENT (NULL, misaligned, overlapping), OUT_OF_MEMORY,
- * DEVICE, DEVICE_OUT_OF_MEMORY (also: the budget is too small for one slab),
- * CANCELLED (the progress callback asked to stop; `out` partly written).
+ * Errors: INVALID_ARGUMENT (NULL, misaligned, overlapping other than in
+ * place), OUT_OF_MEMORY, DEVICE, DEVICE_OUT_OF_MEMORY (also: the budget is
+ * too small for one slab), CANCELLED (the progress callback asked to stop;
+ * `out` partly written).
  */
 CONVOLVE_API convolve_status convolve_execute(convolve_plan *plan, const void *in, void *out);
 

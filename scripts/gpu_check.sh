@@ -29,7 +29,8 @@
 # 15x15x15 cases at GPU_CHECK_STREAM_SIZE3^3, default 640; stream.txt and
 # stream_timeline.csv (every streamed configuration);
 # GPU_CHECK_STREAM_HUGE=BYTES|auto adds an array of BYTES (auto: 1.5x the
-# device's memory) in and out, larger than the device;
+# device's memory) in and out, larger than the device (in place with
+# GPU_CHECK_STREAM_HUGE_IN_PLACE=1);
 # GPU_CHECK_STREAM_TESTS=0 leaves out the test and memcheck),
 # outofcore (bench/outofcore.sh: the CLI on a .npy of
 # GPU_CHECK_OUTOFCORE_GIB, default 8, with every device). Logs go to $OUT
@@ -333,8 +334,12 @@ if want stream; then
         --timeline "$OUT/stream_timeline.csv"
     # an array larger than the device (in and out of GPU_CHECK_STREAM_HUGE
     # bytes each, e.g. 220G on an H200 host with 512 GiB), when asked for
-    [ -n "${GPU_CHECK_STREAM_HUGE:-}" ] && step "stream bench --huge $GPU_CHECK_STREAM_HUGE" \
-        "$OUT/stream.txt" 400 "$BUILD/bench/stream_bench" --huge "$GPU_CHECK_STREAM_HUGE"
+    # (GPU_CHECK_STREAM_HUGE_IN_PLACE=1: one array, filtered in place, so
+    # that an H200's 1.5x, 210 GiB, fits a host of 251 GiB)
+    HUGE_ARGS=(--huge "${GPU_CHECK_STREAM_HUGE:-}")
+    [ "${GPU_CHECK_STREAM_HUGE_IN_PLACE:-0}" = 1 ] && HUGE_ARGS+=(--in-place)
+    [ -n "${GPU_CHECK_STREAM_HUGE:-}" ] && step "stream bench ${HUGE_ARGS[*]}" \
+        "$OUT/stream.txt" 400 "$BUILD/bench/stream_bench" "${HUGE_ARGS[@]}"
 fi
 if want outofcore; then
     # the CLI on a .npy file of GPU_CHECK_OUTOFCORE_GIB (default 8) with every

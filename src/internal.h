@@ -69,16 +69,19 @@ size_t cvi_stream_env_budget(void);
  * slab, or 0 for one shot. CPU plans stream only with a progress callback
  * and more than a slab of input (about 64 MiB; CONVOLVE_CPU_SLAB_BYTES
  * changes it); CUDA plans when the one-shot run would not fit plan->budget
- * or devices are listed. Errors: DEVICE_OUT_OF_MEMORY (the budget holds no
- * slab). */
-convolve_status cvi_stream_choose(convolve_plan *plan, size_t *slab_rows);
+ * or devices are listed; every plan run in place (in_place, out == in)
+ * streams, in one slab if need be. Errors: DEVICE_OUT_OF_MEMORY (the budget
+ * holds no slab). */
+convolve_status cvi_stream_choose(convolve_plan *plan, int in_place, size_t *slab_rows);
 
 /* Runs the plan in slabs of slab_rows rows: through the backend's
  * execute_host_streamed, or one slab after another through its prepare and
- * execute_host; the progress callback is called from here. Errors: the
- * backend's, OUT_OF_MEMORY, CANCELLED. */
+ * execute_host; the progress callback is called from here. in == out runs
+ * in place: every slab's halo rows are saved before any slab is written.
+ * *wrote = 1 once a slab may have written output rows. Errors: the
+ * backend's, OUT_OF_MEMORY, SIZE_OVERFLOW (the saved halo rows), CANCELLED. */
 convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const void *in,
-                                   void *out);
+                                   void *out, int *wrote);
 
 /* Sorts times[0..runs-1] and summarises them (min, median, max) in *t
  * (measure.c). */

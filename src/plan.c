@@ -401,11 +401,27 @@ const char *convolve_plan_strategy(const convolve_plan *plan)
     return plan && plan->strategy ? plan->strategy->name : NULL;
 }
 
-/* Checks data pointers: non-NULL, aligned to the element, and (host memory)
- * the output's bytes apart from the input's. */
-static convolve_status check_pointers(convolve_plan *plan, const void *in, void *out,
-                                      int check_overlap)
+/* 1 if out == in and every output element has the bytes of its input
+ * element (same element size, same strides): the plan may run in place. */
+static int same_bytes(const convolve_plan *plan, const void *in, const void *out)
 {
+    if (in != out || convolve_dtype_size(plan->in.dtype) != convolve_dtype_size(plan->out.dtype) ||
+        plan->in.channel_stride != plan->out.channel_stride)
+        return 0;
+    for (int a = 0; a < plan->in.ndim; a++)
+        if (plan->in.strides[a] != plan->out.strides[a])
+            return 0;
+    return 1;
+}
+
+/* Checks data pointers: non-NULL, aligned to the element, and (host memory)
+ * the output's bytes apart from the input's unless they are the same bytes
+ * (*in_place = 1; NULL: not allowed). */
+static convolve_status check_pointers(convolve_plan *plan, const void *in, void *out,
+                                      int check_overlap, int *in_place)
+{
+    if (in_place)
+        *in_place = 0;
     convolve_context *ctx = plan->ctx;
     if (!in || !out)
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "%s pointer is NULL",
@@ -415,7 +431,9 @@ static convolve_status check_pointers(convolve_plan *plan, const void *in, void 
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                          "%s pointer is not aligned to its element size",
                          (uintptr_t)in % convolve_dtype_size(plan->in.dtype) ? "input" : "output");
-    if (check_overlap) {
+    if (check_overlap && in_place && same_bytes(plan, in, out)) {
+        *in_place = 1;
+    } else if (check_overlap) {
         ptrdiff_t ilo, ihi, olo, ohi;
         cvi_layout_span(&plan->in, &ilo, &ihi);
         cvi_layout_span(&plan->out, &olo, &ohi);
@@ -423,7 +441,8 @@ static convolve_status check_pointers(convolve_plan *plan, const void *in, void 
         uintptr_t o0 = (uintptr_t)out + (uintptr_t)olo, o1 = (uintptr_t)out + (uintptr_t)ohi;
         if (o0 < i1 && i0 < o1)
             return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
-                             "the output overlaps the input; convolution cannot run in place");
+                             "the output overlaps the input; only an output that is the input "
+                             "itself (the same pointer, element size and strides) runs in place");
     }
     return CONVOLVE_OK;
 }
@@ -459,26 +478,35 @@ static convolve_status execute_one_shot(convolve_plan *plan, const void *in, voi
     return st;
 }
 
-/* Runs the plan on host memory: streamed in slabs or in one shot. */
-static convolve_status execute_host(convolve_plan *plan, const void *in, void *out)
+/* Runs the plan on host memory: streamed in slabs or in one shot (in
+ * place: always in slabs). *wrote: output rows may have been written. */
+static convolve_status execute_host(convolve_plan *plan, const void *in, void *out, int in_place,
+                                    int *wrote)
 {
     size_t slab_rows = 0;
-    convolve_status st = cvi_stream_choose(plan, &slab_rows);
+    *wrote = 0;
+    convolve_status st = cvi_stream_choose(plan, in_place, &slab_rows);
     if (st != CONVOLVE_OK)
         return st;
-    return slab_rows ? cvi_stream_execute(plan, slab_rows, in, out)
-                     : execute_one_shot(plan, in, out);
+    if (slab_rows)
+        return cvi_stream_execute(plan, slab_rows, in, out, wrote);
+    *wrote = 1;
+    return execute_one_shot(plan, in, out);
 }
 
 convolve_status convolve_execute(convolve_plan *plan, const void *in, void *out)
 {
     if (!plan)
         return CONVOLVE_ERROR_INVALID_ARGUMENT;
-    convolve_status st = check_pointers(plan, in, out, 1);
+    int in_place = 0, wrote = 0;
+    convolve_status st = check_pointers(plan, in, out, 1, &in_place);
     if (st != CONVOLVE_OK)
         return st;
-    st = execute_host(plan, in, out);
-    if (st == CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY && plan->cpu_fallback) {
+    st = execute_host(plan, in, out, in_place, &wrote);
+    if (st == CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY && plan->cpu_fallback && in_place && wrote) {
+        /* slabs already overwrote their input rows: nothing to start again from */
+        cvi_error_prefix(plan->ctx, st, "running in place, the array is partly filtered: ");
+    } else if (st == CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY && plan->cpu_fallback) {
         /* AUTO chose the GPU and its memory ran out: the plan moves to the
          * CPU for good (convolve_plan_backend then says so) */
         const cvi_backend *gpu = plan->backend;
@@ -487,7 +515,7 @@ convolve_status convolve_execute(convolve_plan *plan, const void *in, void *out)
         if (st == CONVOLVE_OK) {
             gpu->release(gpu_state);
             plan->cpu_fallback = 0;
-            st = execute_host(plan, in, out);
+            st = execute_host(plan, in, out, in_place, &wrote);
         }
     }
     return st == CONVOLVE_OK ? cvi_ok(plan->ctx) : st;
@@ -502,7 +530,7 @@ convolve_status convolve_execute_device(convolve_plan *plan, const void *in, voi
         return cvi_error(plan->ctx, CONVOLVE_ERROR_UNSUPPORTED,
                          "convolve_execute_device needs a CUDA plan; this one runs '%s' on the CPU",
                          plan->strategy->name);
-    convolve_status st = check_pointers(plan, in, out, 0);
+    convolve_status st = check_pointers(plan, in, out, 0, NULL);
     if (st != CONVOLVE_OK)
         return st;
     st = plan->backend->execute_device(plan->ctx, plan->state, in, out, stream);

@@ -148,20 +148,22 @@ static void parallel_copy(char *dst, const char *src, size_t bytes, int threads)
     }
 }
 
-void cvi_stream_gather(const cvi_stream_job *job, const cvi_slab *slab, size_t row_begin,
-                       size_t row_end, void *dst, int threads)
+/* Writes buffer rows [row_begin, row_end) of the slab's input from the
+ * caller's array (each mapped by the mode) to dst, where row row_begin goes
+ * (packed rows). */
+static void gather_span(const cvi_stream_job *job, const cvi_slab *slab, size_t row_begin,
+                        size_t row_end, char *dst, int threads)
 {
     const cvi_problem *p = job->problem;
     const size_t rb = job->in_row_bytes, es = convolve_dtype_size(p->in_type);
     const ptrdiff_t n = (ptrdiff_t)job->rows, sa = p->in_strides[job->axis];
     const int packed = packed_rows(job, p->in_strides, p->in_cstride, es);
-    char *out = dst;
     /* the rows inside the array: [lo, hi) of the buffer */
     ptrdiff_t lo = -slab->ext_lo, hi = n - slab->ext_lo;
     lo = lo < (ptrdiff_t)row_begin ? (ptrdiff_t)row_begin : lo;
     hi = hi > (ptrdiff_t)row_end ? (ptrdiff_t)row_end : hi;
     if (packed && lo < hi)
-        parallel_copy(out + (size_t)lo * rb,
+        parallel_copy(dst + (size_t)(lo - (ptrdiff_t)row_begin) * rb,
                       (const char *)job->in + (slab->ext_lo + lo) * sa, (size_t)(hi - lo) * rb,
                       threads);
     const long count = (long)(row_end - row_begin);
@@ -176,10 +178,71 @@ void cvi_stream_gather(const cvi_stream_job *job, const cvi_slab *slab, size_t r
         ptrdiff_t g = cvi_boundary_index(slab->ext_lo + b, n, p->mode);
         const char *src = (const char *)job->in + g * sa;
         if (packed)
-            memcpy(out + (size_t)b * rb, src, rb);
+            memcpy(dst + (size_t)i * rb, src, rb);
         else
-            copy_row(job, (char *)src, p->in_strides, p->in_cstride, es, out + (size_t)b * rb, 1);
+            copy_row(job, (char *)src, p->in_strides, p->in_cstride, es, dst + (size_t)i * rb, 1);
     }
+}
+
+void cvi_stream_gather(const cvi_stream_job *job, const cvi_slab *slab, size_t row_begin,
+                       size_t row_end, void *dst, int threads)
+{
+    const size_t rb = job->in_row_bytes;
+    char *buf = dst;
+    if (!job->in_place) {
+        if (row_begin < row_end)
+            gather_span(job, slab, row_begin, row_end, buf + row_begin * rb, threads);
+        return;
+    }
+    /* in place: the own rows [own0, own1) from the array (they lie in it and
+     * map to themselves), the halo rows before and after them from the store */
+    const size_t own0 = slab->out_first, own1 = own0 + (slab->r1 - slab->r0);
+    const size_t store_off = slab->index * job->halo_rows * rb; /* slab's first store row */
+    size_t b0 = row_begin, b1 = row_end < own0 ? row_end : own0;
+    if (b0 < b1)
+        parallel_copy(buf + b0 * rb, job->halo_store + store_off + b0 * rb, (b1 - b0) * rb,
+                      threads);
+    b0 = row_begin > own0 ? row_begin : own0, b1 = row_end < own1 ? row_end : own1;
+    if (b0 < b1)
+        gather_span(job, slab, b0, b1, buf + b0 * rb, threads);
+    b0 = row_begin > own1 ? row_begin : own1, b1 = row_end;
+    if (b0 < b1) /* store row own0 + (b - own1) */
+        parallel_copy(buf + b0 * rb, job->halo_store + store_off + (b0 - (own1 - own0)) * rb,
+                      (b1 - b0) * rb, threads);
+}
+
+/* In place: saves every slab's halo rows (buffer rows outside its own) from
+ * the caller's array to job->halo_store, before any slab is written. */
+static convolve_status save_halos(convolve_context *ctx, cvi_stream_job *job, char **store)
+{
+    *store = NULL;
+    const size_t rb = job->in_row_bytes, per_slab = job->halo_rows;
+    size_t bytes;
+    if (!per_slab)
+        return CONVOLVE_OK;
+    if (!cvi_mul_size(job->slab_count, per_slab, &bytes) || !cvi_mul_size(bytes, rb, &bytes))
+        return cvi_error(ctx, CONVOLVE_ERROR_SIZE_OVERFLOW,
+                         "running in place: the slabs' halo rows overflow a byte count");
+    if (!(*store = malloc(bytes)))
+        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY,
+                         "running in place: out of memory for the slabs' halo rows (%zu bytes)",
+                         bytes);
+    const long count = (long)job->slab_count;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(job->host_threads) schedule(dynamic, 16) if (count > 16)
+#endif
+    for (long i = 0; i < count; i++) {
+        cvi_slab slab;
+        cvi_stream_slab(job, (size_t)i, &slab);
+        char *mine = *store + (size_t)i * per_slab * rb;
+        const size_t own1 = slab.out_first + (slab.r1 - slab.r0);
+        if (slab.out_first)
+            gather_span(job, &slab, 0, slab.out_first, mine, 1);
+        if (own1 < slab.ext_rows)
+            gather_span(job, &slab, own1, slab.ext_rows, mine + slab.out_first * rb, 1);
+    }
+    job->halo_store = *store;
+    return CONVOLVE_OK;
 }
 
 void cvi_stream_scatter(const cvi_stream_job *job, const cvi_slab *slab, const void *src,
@@ -414,7 +477,7 @@ static void describe(const convolve_plan *plan, cvi_stream_job *job)
     job->out_row_bytes = job->row_elems * convolve_dtype_size(p->out_type);
 }
 
-convolve_status cvi_stream_choose(convolve_plan *plan, size_t *slab_rows)
+convolve_status cvi_stream_choose(convolve_plan *plan, int in_place, size_t *slab_rows)
 {
     cvi_stream_job job;
     describe(plan, &job);
@@ -423,7 +486,7 @@ convolve_status cvi_stream_choose(convolve_plan *plan, size_t *slab_rows)
     const size_t row_io = job.in_row_bytes + job.out_row_bytes; /* fits: the arrays do */
     *slab_rows = 0;
     if (plan->strategy->backend == CONVOLVE_BACKEND_CPU) {
-        if (!plan->progress)
+        if (!plan->progress && !in_place)
             return CONVOLVE_OK;
         const char *e = getenv("CONVOLVE_CPU_SLAB_BYTES");
         size_t rows, forced = e && *e ? parse_bytes(e) : 0;
@@ -434,16 +497,16 @@ convolve_status cvi_stream_choose(convolve_plan *plan, size_t *slab_rows)
             rows = rows < 4 * halo ? 4 * halo : rows; /* keep the halo's share small */
         }
         rows = rows < 1 ? 1 : rows;
-        if (rows < n)
-            *slab_rows = rows;
+        if (rows < n || in_place)
+            *slab_rows = rows < n ? rows : n;
         return CONVOLVE_OK;
     }
-    /* CUDA: stream when the one-shot run would not fit the budget, or when
-     * devices are listed */
+    /* CUDA: stream when the one-shot run would not fit the budget, when
+     * devices are listed, or in place */
     size_t budget = plan->budget;
     size_t total;
     int fits = cvi_mul_size(n, row_io, &total) && total <= budget;
-    if (fits && plan->device_count == 0)
+    if (fits && plan->device_count == 0 && !in_place)
         return CONVOLVE_OK;
     size_t per_row = row_io * CVI_STREAM_BUFFERS;
     size_t rows = budget / per_row;
@@ -475,7 +538,7 @@ convolve_status cvi_stream_choose(convolve_plan *plan, size_t *slab_rows)
 }
 
 convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const void *in,
-                                   void *out)
+                                   void *out, int *wrote)
 {
     convolve_context *ctx = plan->ctx;
     const cvi_backend *b = plan->backend;
@@ -491,6 +554,8 @@ convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const 
     job.slab_rows = slab_rows;
     job.slab_count = (job.rows + slab_rows - 1) / slab_rows;
     job.max_ext_rows = slab_rows + plan->problem.ksize[job.axis] - 1;
+    job.in_place = in == out;
+    job.halo_rows = plan->problem.ksize[job.axis] - 1;
     job.host_threads = plan->problem.threads;
 #ifdef _OPENMP
     if (job.host_threads <= 0)
@@ -517,6 +582,10 @@ convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const 
 
     convolve_status st = CONVOLVE_OK;
     convolve_context **wctx = NULL;
+    char *store = NULL;
+    *wrote = 0;
+    if (job.in_place && (st = save_halos(ctx, &job, &store)) != CONVOLVE_OK)
+        goto finish;
     if (state.progress) { /* the start */
         pthread_mutex_lock(&state.mutex);
         report_locked(&job, &state, 1);
@@ -563,6 +632,8 @@ convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const 
                              job.devices ? job.devices[state.failed_worker] : 0);
     }
 finish:
+    *wrote = state.next > 0; /* a slab handed out may have written its rows */
+    free(store);
     if (wctx)
         for (int w = 0; w < job.worker_count; w++)
             convolve_context_free(wctx[w]);

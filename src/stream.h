@@ -16,6 +16,11 @@
  * problem (same strategy, mode, filter, packed C order) of ext_rows rows;
  * its output rows [out_first, out_first + r1 - r0) are exact and the only
  * ones copied back.
+ *
+ * In place (in == out, the same bytes): a slab's buffer rows outside its
+ * own output rows (its halo: at most the filter's extent less one) may be
+ * rows another slab has already overwritten, so every slab's halo rows are
+ * copied to a store before any slab runs, and gathered from there.
  */
 #ifndef CONVOLVE_STREAM_H
 #define CONVOLVE_STREAM_H
@@ -62,6 +67,13 @@ struct cvi_stream_job {
     int host_threads;               /* CPU threads a worker may use to gather and scatter */
     void *backend_state;            /* the plan's state from the backend's prepare (the
                                        executor may keep resources there) */
+    int in_place;                   /* in == out: a slab reads only its own rows
+                                       [r0, r1) from the array, its other rows
+                                       from halo_store (cvi_stream_gather) */
+    const char *halo_store;         /* in place: slab i's halo_rows packed rows at
+                                       i * halo_rows * in_row_bytes, saved before
+                                       any slab ran (NULL when halo_rows is 0) */
+    size_t halo_rows;               /* the filter's extent along the axis less one */
     struct cvi_stream_state *state; /* the core's: counters, progress, errors */
 };
 
@@ -74,7 +86,8 @@ void cvi_stream_slab(const cvi_stream_job *job, size_t index, cvi_slab *slab);
 void cvi_stream_subproblem(const cvi_stream_job *job, size_t ext_rows, cvi_problem *sub);
 
 /* Writes buffer rows [row_begin, row_end) of the slab's input (packed, in
- * the input type) to dst (the buffer's start). Uses up to `threads` OpenMP
+ * the input type) to dst (the buffer's start); in place, rows outside the
+ * slab's own come from the job's halo store. Uses up to `threads` OpenMP
  * threads. */
 void cvi_stream_gather(const cvi_stream_job *job, const cvi_slab *slab, size_t row_begin,
                        size_t row_end, void *dst, int threads);

@@ -8,7 +8,8 @@
  * budget that leaves room for a few rows, or several devices); the outputs must be equal
  * byte for byte (FFT: within float rounding), the caller's arrays now and
  * then pinned (convolve_host_register; and pinned edge slabs in every mode,
- * whose rows past the array are gathered). Also: CONVOLVE_DEVICE_BUDGET,
+ * whose rows past the array are gathered), now and then in place (out ==
+ * in: halo rows saved first). Also: CONVOLVE_DEVICE_BUDGET,
  * a budget too small for one slab, cancellation from the progress
  * callback, and every device of the host when it has several (skipped
  * with a message on a one-GPU machine). Exit 77 without a usable GPU.
@@ -108,6 +109,8 @@ static void random_cases(int cases)
         c.pin = h_randint(0, 3) == 0;
         if (c.pin && h_randint(0, 1))
             c.layout = H_PACKED;
+        /* a quarter of the cases whose types have one size run in place */
+        c.in_place = t <= 2 && h_randint(0, 3) == 0;
         ran += s_run_case(&c);
     }
     CHECK(ran > cases / 2, "%d of %d cases ran", ran, cases);
@@ -247,7 +250,9 @@ static void slab_shares(void)
  * edge slab's rows past the array come from the mode: those are gathered
  * and copied beside the direct rows. Every mode, 1-D to 3-D: a short
  * filter, a filter longer than the slabs, and one longer than the array
- * (slabs reaching past both ends). */
+ * (slabs reaching past both ends); each also in place (own rows copied
+ * straight, halo rows from the saved store; on the emulation, half of
+ * them). */
 static void pinned_edges(void)
 {
     static const convolve_mode modes[] = {CONVOLVE_MODE_REFLECT, CONVOLVE_MODE_MIRROR,
@@ -257,7 +262,10 @@ static void pinned_edges(void)
     const size_t k_long[3] = {41, 41, 9};
     for (int ndim = 1; ndim <= 3; ndim++)
         for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
-            for (int v = 0; v < 3; v++) {
+            for (int v = 0; v < 6; v++) {
+                const int in_place = v >= 3;
+                if (in_place && g_emulated && (m + (size_t)v) % 2)
+                    continue;
                 s_case c;
                 memset(&c, 0, sizeof c);
                 c.backend = CONVOLVE_BACKEND_CUDA;
@@ -266,19 +274,21 @@ static void pinned_edges(void)
                 c.strategy = g_emulated ? "basic" : "direct";
                 c.in_type = c.out_type = CONVOLVE_FLOAT32;
                 c.ndim = ndim;
-                c.shape[0] = v == 2 ? k_long[ndim - 1] / 2 : n0[ndim - 1];
+                const int w = v % 3; /* the filter variant */
+                c.in_place = in_place;
+                c.shape[0] = w == 2 ? k_long[ndim - 1] / 2 : n0[ndim - 1];
                 c.shape[1] = ndim > 1 ? (g_small ? 9 : 77) : 1;
                 c.shape[2] = ndim > 2 ? 7 : 1;
                 c.channels = 1;
-                c.ksize[0] = v == 0 ? 3 : k_long[ndim - 1];
+                c.ksize[0] = w == 0 ? 3 : k_long[ndim - 1];
                 c.ksize[1] = c.ksize[2] = 3;
-                c.origin[0] = v == 0 ? 0 : 1;
+                c.origin[0] = w == 0 ? 0 : 1;
                 c.mode = modes[m];
                 c.cval = 0.5;
                 c.layout = H_PACKED;
                 c.pin = 1;
                 c.exact = 1;
-                size_t rows = v == 0 ? c.shape[0] / 5 : v == 1 ? c.ksize[0] / 6 : 2;
+                size_t rows = w == 0 ? c.shape[0] / 5 : w == 1 ? c.ksize[0] / 6 : 2;
                 c.devices = k_two, c.device_count = 1;
                 c.budget = budget_for(&c, rows);
                 c.min_slabs = 2;

@@ -483,10 +483,16 @@ static void errors(void)
     CHECK_STATUS(ctx, convolve_filter_create_named(ctx, &g, "sobel-x", 3),
                  CONVOLVE_ERROR_BAD_FILTER);
 
-    /* execution: in place and NULL pointers */
+    /* execution: in place (the same array: exact; overlapping otherwise:
+     * refused) and NULL pointers */
     CHECK_OK(ctx, convolve_plan_create(ctx, &p, &L, &L, f, &o));
-    CHECK_STATUS(ctx, convolve_execute(p, x, x), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    double y[8];
+    memcpy(y, x, sizeof y);
+    CHECK_OK(ctx, convolve_execute(p, x, out));
+    CHECK_OK(ctx, convolve_execute(p, y, y));
+    CHECK(memcmp(y, out, sizeof y) == 0, "in place equals the run into another array");
     CHECK_STATUS(ctx, convolve_execute(p, x + 4, x), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_execute(p, y, y + 1), CONVOLVE_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(ctx, convolve_execute(p, NULL, out), CONVOLVE_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(ctx, convolve_execute((convolve_plan *)NULL, x, out),
                  CONVOLVE_ERROR_INVALID_ARGUMENT);

@@ -6,7 +6,8 @@
  * CONVOLVE_CPU_SLAB_BYTES set small): results byte for byte those of the
  * one-shot run for every mode, 1-D to 3-D, channels, strided layouts,
  * filters longer than a slab and than the array, uneven last slabs;
- * cancellation between slabs.
+ * cancellation between slabs; in place (out == in), in slabs and in one,
+ * and the overlaps still refused.
  */
 #include "harness.h"
 
@@ -184,6 +185,8 @@ static void cpu_slabs(int cases)
         snprintf(bytes, sizeof bytes, "%zu", rows * row);
         setenv("CONVOLVE_CPU_SLAB_BYTES", bytes, 1);
         c.min_slabs = rows < c.shape[0] ? 2 : 1;
+        /* a third of the cases whose types have one size run in place */
+        c.in_place = t <= 2 && h_randint(0, 2) == 0;
         ran += s_run_case(&c);
     }
     CHECK(ran > cases / 2, "%d of %d cases ran", ran, cases);
@@ -203,6 +206,79 @@ static void cpu_slabs(int cases)
     unsetenv("CONVOLVE_CPU_SLAB_BYTES");
 }
 
+/* In place without a progress callback (the plan streams anyway): equal
+ * to the run into another array for every mode, on the CPU and, where
+ * there is one, the GPU; in one slab and in several. Outputs that overlap
+ * the input otherwise are refused. */
+static void in_place(void)
+{
+    static const convolve_mode modes[] = {CONVOLVE_MODE_REFLECT, CONVOLVE_MODE_MIRROR,
+                                          CONVOLVE_MODE_NEAREST, CONVOLVE_MODE_WRAP,
+                                          CONVOLVE_MODE_CONSTANT};
+    int gpus = 0;
+    if (convolve_device_count(ctx, &gpus) != CONVOLVE_OK)
+        gpus = 0;
+    size_t shape[2] = {37, 29}, n = 37 * 29;
+    convolve_layout l;
+    convolve_layout_init(&l, CONVOLVE_FLOAT64, 2, shape, 1);
+    convolve_filter *f;
+    size_t ks[2] = {13, 5}; /* 13 rows: longer than the 2-row slabs */
+    double w[13 * 5];
+    h_fill(w, 13 * 5);
+    CHECK_OK(ctx, convolve_filter_create(ctx, &f, 2, ks, w));
+    double *in = malloc(n * sizeof *in), *want = malloc(n * sizeof *want);
+    double *buf = malloc((n + 1) * sizeof *buf);
+    h_fill(in, n);
+    for (int b = 0; b < (gpus > 0 ? 2 : 1); b++)
+        for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
+            for (int slabs = 0; slabs < 2; slabs++) {
+                if (slabs)
+                    setenv("CONVOLVE_CPU_SLAB_BYTES", "464", 1); /* 2 rows */
+                convolve_options o;
+                convolve_options_init(&o);
+                o.backend = b ? CONVOLVE_BACKEND_CUDA : CONVOLVE_BACKEND_CPU;
+                /* the CPU's auto ("fast") picks its method by slab size:
+                 * equal to rounding only; a named strategy byte for byte */
+                o.strategy = b ? NULL : "direct";
+                o.mode = modes[m];
+                o.cval = 0.75;
+                if (b && slabs) /* 3 buffer sets of 2 rows and the halo */
+                    o.device_memory_budget = 3 * (2 + 12) * 2 * 29 * sizeof(double);
+                convolve_plan *p;
+                CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o));
+                h_poison(CONVOLVE_FLOAT64, want, n);
+                CHECK_OK(ctx, convolve_execute(p, in, want));
+                memcpy(buf, in, n * sizeof *buf);
+                CHECK_OK(ctx, convolve_execute(p, buf, buf));
+                CHECK(memcmp(buf, want, n * sizeof *buf) == 0,
+                      "%s %s, %s: in place differs from out of place",
+                      convolve_backend_name(o.backend), convolve_mode_name(o.mode),
+                      slabs ? "slabs of 2 rows" : "automatic slabs");
+                /* an output one element past the input overlaps it */
+                memcpy(buf, in, n * sizeof *buf);
+                CHECK_STATUS(ctx, convolve_execute(p, buf, buf + 1),
+                             CONVOLVE_ERROR_INVALID_ARGUMENT);
+                convolve_plan_free(p);
+                unsetenv("CONVOLVE_CPU_SLAB_BYTES");
+            }
+    /* the same pointer with other bytes per element, or other strides */
+    convolve_layout l32, pitched = l;
+    convolve_layout_init(&l32, CONVOLVE_FLOAT32, 2, shape, 1);
+    pitched.strides[0] = 30 * sizeof(double);
+    convolve_plan *p;
+    CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l32, f, NULL));
+    CHECK_STATUS(ctx, convolve_execute(p, buf, buf), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    convolve_plan_free(p);
+    double *wide = malloc(37 * 30 * sizeof *wide);
+    h_fill(wide, 37 * 30);
+    CHECK_OK(ctx, convolve_plan_create(ctx, &p, &pitched, &l, f, NULL));
+    CHECK_STATUS(ctx, convolve_execute(p, wide, wide), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    convolve_plan_free(p);
+    free(wide);
+    convolve_filter_free(f);
+    free(in), free(want), free(buf);
+}
+
 int main(void)
 {
     h_seed("test_stream");
@@ -210,6 +286,7 @@ int main(void)
     api();
     progress_one_slab();
     cpu_slabs(300);
+    in_place();
     convolve_context_free(ctx);
     return h_finish("test_stream");
 }

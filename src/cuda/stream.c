@@ -16,7 +16,9 @@
  *
  * Arrays the caller pinned (convolve_host_register) with packed rows are
  * copied straight from and to (of a slab whose extended rows reach past the
- * array's edges, those rows alone are gathered, while the others copy).
+ * array's edges, those rows alone are gathered, while the others copy; in
+ * place, a slab's own rows are copied straight and its halo rows gathered
+ * from the job's store).
  *
  * CONVOLVE_STREAM_TIMELINE=FILE (a measuring aid for bench/stream_bench.c
  * and docs/scale.md) appends to FILE, after each streamed execution, one CSV
@@ -315,7 +317,10 @@ static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu
      * then copied */
     const size_t ext = slab->ext_rows, rb = job->in_row_bytes;
     size_t lo = 0, hi = 0;
-    if (a->in_direct) {
+    if (a->in_direct && job->in_place) { /* the own rows; the halo from the store */
+        lo = slab->out_first;
+        hi = lo + (slab->r1 - slab->r0);
+    } else if (a->in_direct) {
         const ptrdiff_t n = (ptrdiff_t)job->rows;
         lo = slab->ext_lo < 0 ? (size_t)-slab->ext_lo : 0;
         hi = slab->ext_lo + (ptrdiff_t)ext > n ? (size_t)(n - slab->ext_lo) : ext;
