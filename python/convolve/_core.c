@@ -564,6 +564,18 @@ static convolve_status run_batches(PlanObject *self, const char *in, char *out, 
     }
 }
 
+/* 1 if two buffers are the same elements: one pointer, element size,
+ * shape and strides. */
+static int same_elements(const Py_buffer *a, const Py_buffer *b)
+{
+    if (a->buf != b->buf || a->itemsize != b->itemsize || a->ndim != b->ndim)
+        return 0;
+    for (int k = 0; k < a->ndim; k++)
+        if (a->shape[k] != b->shape[k] || a->strides[k] != b->strides[k])
+            return 0;
+    return 1;
+}
+
 static PyObject *Plan_execute(PlanObject *self, PyObject *args)
 {
     PyObject *ain, *aout;
@@ -586,7 +598,7 @@ static PyObject *Plan_execute(PlanObject *self, PyObject *args)
         bad = "the input does not match the plan (dtype, shape or strides)";
     else if (!buffer_matches(&bo, &self->out))
         bad = "the output does not match the plan (dtype, shape or strides)";
-    else {
+    else if (!same_elements(&bi, &bo)) { /* the same elements: libconvolve runs in place */
         uintptr_t i0 = (uintptr_t)bi.buf + (uintptr_t)self->in_lo;
         uintptr_t i1 = (uintptr_t)bi.buf + (uintptr_t)self->in_hi;
         uintptr_t o0 = (uintptr_t)bo.buf + (uintptr_t)self->out_lo;

@@ -232,9 +232,20 @@ def _make_plan(inp_shape, sin, sout, in_name, out_name, isz, osz, filt, origins,
                       (tuple(inp_shape), tuple(sout)), btup, device)
 
 
+def _same_host_view(ops, inp, out):
+    """True for host arrays that are the same elements (pointer, strides,
+    element size): libconvolve filters those in place (output=input, as
+    scipy allows) with no buffer; device execution cannot."""
+    if ops.device:
+        return False
+    return (inp.__array_interface__["data"][0] == out.__array_interface__["data"][0] and
+            inp.strides == out.strides and inp.dtype.itemsize == out.dtype.itemsize)
+
+
 def _run(ops, inp, out, filt, origins, mode, cval, cfg):
-    """Runs one plan: inp and out usable (native types, aligned), not
-    overlapping, same shape, at most 3 filter axes of extent > 1."""
+    """Runs one plan: inp and out usable (native types, aligned), same
+    shape, at most 3 filter axes of extent > 1; not overlapping, or (host
+    arrays) the same elements, filtered in place."""
     if ops.device and ops.dtype(out) == _F64 and ops.dtype(inp) != _F64:
         # the GPU accumulates in the input's precision (float for float32 and
         # integer inputs), the CPU in double whenever the output is double: a
@@ -418,7 +429,7 @@ def apply(ops, inp, out, filt, origins, mode, cval, cfg=DEFAULT, divide=None):
     if not ops.writeable(out):
         raise ValueError("output array is read-only")
     direct = divide is None and (odt in _DIRECT_FLOAT or (cfg.saturate and odt in _DIRECT_INT))
-    if direct and ops.usable(out) and not ops.may_share(inp, out):
+    if direct and ops.usable(out) and (not ops.may_share(inp, out) or _same_host_view(ops, inp, out)):
         _run(ops, inp, out, filt, origins, mode, cval, cfg)
         return
     if direct:

@@ -314,9 +314,11 @@ def test_layouts():
     check("4-D laplace", cv.laplace(x), ndi.laplace(x))
     check("4-D gaussian", cv.gaussian_filter(x, 1.0, mode="nearest"),
           ndi.gaussian_filter(x, 1.0, mode="nearest"))
-    # overlap: output is the input, or a view of it
+    # overlap: output is the input (filtered in place, no buffer), or a view
+    # of it that is not the same elements (computed into a buffer)
     x = data((16, 16))
     ref = ndi.gaussian_filter(x, 1.0)
+    buffers = _engine.stats["output_buffers"]
     y = x.copy()
     cv.gaussian_filter(y, 1.0, output=y)
     check("in place gaussian", y, ref)
@@ -326,6 +328,17 @@ def test_layouts():
     y = x.copy()
     cv.correlate1d(y[:, ::-1], [1, 2, 3], output=y[:, ::-1])
     check("in place reversed", y, ndi.correlate1d(x[:, ::-1], [1, 2, 3])[:, ::-1])
+    COUNT[0] += 1
+    if _engine.stats["output_buffers"] != buffers:
+        FAILS.append("in place: %d output buffers made for outputs that are their inputs" %
+                     (_engine.stats["output_buffers"] - buffers))
+    y = x.copy()
+    cv.correlate1d(y[:, 1:], [1, 2, 3], output=y[:, :-1])
+    check("overlapping, shifted", y[:, :-1], ndi.correlate1d(x[:, 1:], [1, 2, 3]))
+    COUNT[0] += 1
+    if _engine.stats["output_buffers"] != buffers + 1:
+        FAILS.append("overlapping output: %d output buffers, not 1" %
+                     (_engine.stats["output_buffers"] - buffers))
     # 0-d and empty
     check("0-d", cv.correlate(np.array(3.0), np.array(2.0)), ndi.correlate(np.array(3.0),
                                                                            np.array(2.0)))
