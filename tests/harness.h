@@ -224,13 +224,14 @@ typedef struct {
     size_t first_bad;
     double max_abs;     /* largest |out - ref| */
     double rel_l2;      /* ||out - ref|| / ||ref|| */
+    double l2_err, l2_ref; /* ||out - ref||, ||ref|| */
 } h_diff;
 
 /* Compares n elements of out (type to) with ref (type tr). */
 static inline h_diff h_compare(convolve_dtype to, const void *out, convolve_dtype tr, const void *ref,
                         size_t n, double tol, double eps)
 {
-    h_diff d = {0, 0, 0.0, 0.0};
+    h_diff d = {0, 0, 0.0, 0.0, 0.0, 0.0};
     double num = 0.0, den = 0.0;
     for (size_t i = 0; i < n; i++) {
         double o = h_get(to, out, i), r = h_get(tr, ref, i);
@@ -246,6 +247,8 @@ static inline h_diff h_compare(convolve_dtype to, const void *out, convolve_dtyp
         den += r * r;
     }
     d.rel_l2 = den > 0 ? sqrt(num / den) : sqrt(num);
+    d.l2_err = sqrt(num);
+    d.l2_ref = sqrt(den);
     return d;
 }
 
