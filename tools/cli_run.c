@@ -10,7 +10,9 @@
 #include "convolve_cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -113,6 +115,73 @@ int cli_check_output(convolve_context *ctx, const char *path, convolve_format f,
                    holds_float64 ? " (add --output-dtype float64)" : "");
 }
 
+int cli_read_all(const char *path, const char *what, size_t limit, unsigned char **data,
+                 size_t *size, char *msg)
+{
+    *data = NULL;
+    *size = 0;
+    int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
+    if (fd < 0)
+        return cli_msg(msg, CLI_BAD_INPUT, "cannot open %s '%s': %s", what, path,
+                       strerror(errno));
+    struct stat sb;
+    const char *refuse = NULL;
+    if (fstat(fd, &sb) != 0)
+        refuse = strerror(errno);
+    else if (S_ISDIR(sb.st_mode))
+        refuse = "it is a directory";
+    else if (S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode))
+        refuse = "it is a device, not a file"; /* a terminal or /dev/zero would never end */
+    else if (S_ISREG(sb.st_mode) && (uintmax_t)sb.st_size > limit)
+        refuse = "it is larger than the limit";
+    if (refuse) {
+        if (fd != STDIN_FILENO)
+            close(fd);
+        return cli_msg(msg, CLI_BAD_INPUT, "cannot read %s '%s': %s", what, path, refuse);
+    }
+    /* a regular file's size, or a pipe's first block; grown by doubling */
+    size_t cap = S_ISREG(sb.st_mode) ? (size_t)sb.st_size + 1 : 65536, n = 0;
+    unsigned char *buf = malloc(cap);
+    int rc = buf ? CLI_OK : cli_msg(msg, CLI_RESOURCE, "out of memory reading %s '%s'", what,
+                                    path);
+    while (rc == CLI_OK) {
+        if (n == cap) {
+            unsigned char *q = cap <= limit ? realloc(buf, cap * 2) : NULL;
+            if (!q) {
+                rc = cap > limit ? cli_msg(msg, CLI_BAD_INPUT, "cannot read %s '%s': it is "
+                                           "larger than the limit", what, path)
+                                 : cli_msg(msg, CLI_RESOURCE, "out of memory reading %s '%s'",
+                                           what, path);
+                break;
+            }
+            buf = q;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            rc = cli_msg(msg, CLI_BAD_INPUT, "error reading %s '%s': %s", what, path,
+                         strerror(errno));
+        else if (r == 0)
+            break;
+        else
+            n += (size_t)r;
+    }
+    if (fd != STDIN_FILENO)
+        close(fd);
+    if (rc == CLI_OK && n > limit)
+        rc = cli_msg(msg, CLI_BAD_INPUT, "cannot read %s '%s': it is larger than the limit", what,
+                     path);
+    if (rc != CLI_OK) {
+        free(buf);
+        return rc;
+    }
+    *data = buf;
+    *size = n;
+    return CLI_OK;
+}
+
 int cli_same_file(const char *p, const char *q)
 {
     if (!strcmp(p, q))
@@ -129,36 +198,46 @@ void cli_weights_free(cli_weights *w)
     }
 }
 
+/* Weights files hold at most this many bytes (2^26 doubles as .npy). */
+#define CLI_WEIGHTS_MAX_BYTES ((size_t)512 << 20)
+
 int cli_weights_read(convolve_context *ctx, const char *path, cli_weights *w, char *msg)
 {
     memset(w, 0, sizeof *w);
     w->path = path;
-    unsigned char head[CONVOLVE_FORMAT_DETECT_BYTES];
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return cli_msg(msg, CLI_BAD_INPUT, "cannot open weights '%s': %s", path,
-                       strerror(errno));
-    size_t got = fread(head, 1, sizeof head, fp);
-    fclose(fp);
+    /* read once: a pipe, FIFO or /dev/stdin cannot be opened a second time */
+    unsigned char *data;
+    size_t size;
+    int rc = cli_read_all(path, "weights", CLI_WEIGHTS_MAX_BYTES, &data, &size, msg);
+    if (rc != CLI_OK)
+        return rc;
+    if (size == 0) {
+        free(data);
+        return cli_msg(msg, CLI_BAD_INPUT, "weights: '%s' is empty", path);
+    }
     /* .npy by content or name (the reader says what is wrong); else text */
-    convolve_format by_content = convolve_format_detect(head, got);
+    convolve_format by_content = convolve_format_detect(data, size);
     convolve_format by_name = convolve_format_from_path(path);
     convolve_format fmt = CONVOLVE_FORMAT_TEXT;
     if (by_content == CONVOLVE_FORMAT_NPY || by_name == CONVOLVE_FORMAT_NPY)
         fmt = CONVOLVE_FORMAT_NPY;
     else if (by_content == CONVOLVE_FORMAT_TIFF || by_name == CONVOLVE_FORMAT_TIFF)
         fmt = CONVOLVE_FORMAT_TIFF; /* a float PSF; a stack for 3-D weights */
-    else if (convolve_format_is_image(by_name) || convolve_format_is_image(by_content))
+    else if (convolve_format_is_image(by_name) || convolve_format_is_image(by_content)) {
+        free(data);
         return cli_msg(msg, CLI_BAD_INPUT, "weights '%s' look like an image; give a .npy file "
                        "or a text file of numbers", path);
+    }
     convolve_array *raw = NULL, *w64 = NULL;
-    convolve_status st = convolve_array_load(ctx, &raw, path, fmt);
+    convolve_status st = convolve_array_load_memory(ctx, &raw, data, size, fmt);
+    free(data);
     if (st == CONVOLVE_OK) {
         st = convolve_array_convert(ctx, raw, CONVOLVE_FLOAT64, &w64);
         convolve_array_free(raw);
     }
     if (st != CONVOLVE_OK)
-        return cli_msg(msg, cli_exit_code(st), "weights: %s", convolve_last_error(ctx));
+        return cli_msg(msg, cli_exit_code(st), "weights: '%s': %s", path,
+                       convolve_last_error(ctx));
     const convolve_layout *L = convolve_array_layout(w64);
     if (L->channels != 1) {
         size_t channels = L->channels;

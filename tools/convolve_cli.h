@@ -116,6 +116,14 @@ int cli_check_output(convolve_context *ctx, const char *path, convolve_format f,
 /* 1 if the two paths name the same existing file (or are the same string). */
 int cli_same_file(const char *p, const char *q);
 
+/* Reads all of the file at path ("-": standard input) with one open and
+ * reads to its end, so that pipes, FIFOs and /dev/stdin work: *data
+ * (malloc'd, the caller frees it; a spare byte past *size) and *size.
+ * Directories, devices and more than limit bytes are refused. CLI_OK, or an
+ * exit code with msg saying "... <what> 'path' ...". */
+int cli_read_all(const char *path, const char *what, size_t limit, unsigned char **data,
+                 size_t *size, char *msg);
+
 /* Writes into msg (CLI_MSG_SIZE bytes); returns code. */
 int cli_msg(char *msg, int code, const char *fmt, ...) CLI_PRINTF(3, 4);
 

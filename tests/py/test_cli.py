@@ -15,7 +15,7 @@ import os
 import re
 import unittest
 
-from cli_support import CliCase, PHOTO, DATA_DIR, main, read_file, run, write_file
+from cli_support import CLI, CliCase, PHOTO, DATA_DIR, main, read_file, run, write_file
 
 import numpy as np
 import scipy.ndimage as ndi
@@ -255,6 +255,51 @@ class Weights(CliCase):
         k3 = np.array([[[1, 0], [0, 1]], [[2, 0], [0, -1]]], float)
         np.testing.assert_allclose(np.load(self.path("o.npy")), ndi.convolve(v, k3),
                                    rtol=0, atol=1e-12)
+
+    def test_weights_through_a_pipe_or_fifo(self):
+        """Weights read from /dev/stdin, a FIFO or a process substitution's
+        pipe are the file's weights: they are read once (a reader that
+        looked at the head, closed and opened again lost the first 4096
+        bytes, or hung on a FIFO)."""
+        import subprocess
+        import threading
+        rng = np.random.default_rng(SEED + 9)
+        x = rng.standard_normal((40, 30))
+        np.save(self.path("x.npy"), x)
+        w = rng.standard_normal((128, 3))   # 128 rows of text: past 4096 bytes
+        text = "".join("%.17g %.17g %.17g\n" % tuple(r) for r in w)
+        self.assertGreater(len(text), 4096)
+        ref = ndi.convolve(x, w, mode="reflect")
+        base = [self.path("x.npy"), self.path("o.npy"), "--weights"]
+        # standard input as /dev/stdin
+        r = subprocess.run([CLI] + base + ["/dev/stdin"], input=text, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        np.testing.assert_allclose(np.load(self.path("o.npy")), ref, rtol=1e-12, atol=1e-10)
+        # a FIFO, written by another thread (a second open would block for ever)
+        fifo = self.path("w.fifo")
+        os.mkfifo(fifo)
+
+        def feed():
+            with open(fifo, "w") as f:
+                f.write(text)
+        t = threading.Thread(target=feed, daemon=True)
+        t.start()
+        r = run(base + [fifo], timeout=60)
+        t.join(10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        np.testing.assert_allclose(np.load(self.path("o.npy")), ref, rtol=1e-12, atol=1e-10)
+        # a short pipe through /dev/fd (bash's <(...)): three taps, one line
+        rd, wr = os.pipe()
+        os.write(wr, b"1 2 1\n")
+        os.close(wr)
+        r = subprocess.run([CLI] + base + ["/dev/fd/%d" % rd], pass_fds=(rd,), text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        os.close(rd)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        np.testing.assert_allclose(np.load(self.path("o.npy")),
+                                   ndi.convolve(x, np.array([[1.0, 2, 1]])), rtol=1e-12,
+                                   atol=1e-12)
 
     def test_integer_npy_weights(self):
         x = np.arange(10.0)
