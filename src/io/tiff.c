@@ -50,6 +50,7 @@ typedef struct {
     cvi_buf *out;              /* write: where the bytes go */
     size_t base;               /* write: out->size when writing began */
     int multi;                 /* read: the file has more than one directory */
+    int decoding;              /* read: a strip or tile is being decoded */
     char msg[256];             /* libtiff's first error */
     char warning[256];         /* libtiff's first warning that pixels or pages are wrong */
 } tiff_io;
@@ -71,16 +72,27 @@ static int on_error(TIFF *tif, void *user, const char *module, const char *fmt, 
 
 /* Unknown tags and the like leave the pixels right; but libtiff only warns
  * when it replaces byte counts that cannot be right by its own guess (the
- * pixels may then come from bytes past the strip), and when a directory
- * points back at an earlier one: those are kept, and make the read fail. */
+ * pixels may then come from bytes past the strip), when a directory points
+ * back at an earlier one, and when a codec decodes fewer bytes than a strip
+ * needs (JBIG: "Only decoded 259 bytes, whereas 1961 requested"; the rest
+ * of the strip is then left as it was): those are kept, and make the read
+ * fail. So does every other warning raised while a strip or tile decodes,
+ * but LZW's "not terminated with EOI code", after which libtiff itself
+ * fails a strip that comes out short. */
 static int on_warning(TIFF *tif, void *user, const char *module, const char *fmt, va_list ap)
 {
-    (void)tif, (void)module;
+    (void)tif;
     tiff_io *s = user;
     char text[200];
     vsnprintf(text, sizeof text, fmt, ap);
-    if (!s->warning[0] && (strstr(text, "ByteCounts") || strstr(text, "looping")))
-        snprintf(s->warning, sizeof s->warning, "%s", text);
+    const int wrong = strstr(text, "ByteCounts") || strstr(text, "looping") ||
+                      (s->decoding && !strstr(text, "not terminated with EOI"));
+    if (!s->warning[0] && wrong) {
+        if (s->decoding && module && *module)
+            snprintf(s->warning, sizeof s->warning, "%s: %s", module, text);
+        else
+            snprintf(s->warning, sizeof s->warning, "%s", text);
+    }
     return 1;
 }
 
@@ -419,7 +431,10 @@ static convolve_status check_page_data(convolve_context *ctx, TIFF *tif, const t
 
 /* Decodes the current page (checked by check_page_data) into dst (height *
  * width * channels samples, chunky). scratch is a buffer of *scratch_size
- * bytes, grown as needed. */
+ * bytes, grown as needed. A strip or tile that decodes short, or with a
+ * warning, fails the page; dst and scratch are zeroed first, so that no
+ * byte of the result can come from uninitialised memory whatever a codec
+ * does. */
 static convolve_status decode_page(convolve_context *ctx, TIFF *tif, tiff_io *s, size_t page,
                                    const tiff_page *p, unsigned char *dst,
                                    unsigned char **scratch, size_t *scratch_size)
@@ -435,9 +450,11 @@ static convolve_status decode_page(convolve_context *ctx, TIFF *tif, tiff_io *s,
         unsigned char *q = realloc(*scratch, unit_bytes);
         if (!q)
             return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "TIFF: out of memory");
+        memset(q, 0, unit_bytes); /* a codec that falls short leaves zeros, never garbage */
         *scratch = q;
         *scratch_size = unit_bytes;
     }
+    memset(dst, 0, p->height * row);
 
     for (uint32_t i = 0; i < count; i++) {
         const size_t plane = i / (across * down), k = i % (across * down);
@@ -445,6 +462,7 @@ static convolve_status decode_page(convolve_context *ctx, TIFF *tif, tiff_io *s,
         const size_t rows = p->height - y0 < p->tile_h ? p->height - y0 : p->tile_h;
         const size_t cols = p->width - x0 < p->tile_w ? p->width - x0 : p->tile_w;
         tmsize_t expect, got;
+        s->decoding = 1;
         if (p->tiled) {
             expect = (tmsize_t)unit_bytes;
             got = TIFFReadEncodedTile(tif, i, *scratch, expect);
@@ -452,10 +470,12 @@ static convolve_status decode_page(convolve_context *ctx, TIFF *tif, tiff_io *s,
             expect = (tmsize_t)(rows * (size_t)p->width * unit_pixel);
             got = TIFFReadEncodedStrip(tif, i, direct ? dst + y0 * row : *scratch, expect);
         }
-        if (got != expect || s->msg[0])
+        s->decoding = 0;
+        if (got != expect || s->msg[0] || s->warning[0])
             return page_error(ctx, s, page, "%s %lu: %s", p->tiled ? "tile" : "strip",
                               (unsigned long)i,
-                              s->msg[0] ? s->msg : "decoded to fewer bytes than its size needs");
+                              s->msg[0] ? s->msg : s->warning[0] ? s->warning
+                                                 : "decoded to fewer bytes than its size needs");
         if (direct)
             continue;
         const size_t src_row = (size_t)p->tile_w * unit_pixel;
