@@ -523,6 +523,10 @@ class ErrorsTable(unittest.TestCase):
           tb.tiff([tb.page(g8)], next_ifd=0x0FFFFFF0), "FORMAT", "directory 2")
         R("directory loop", "next-IFD offset back at the first directory",
           tb.tiff([tb.page(g8)], next_ifd=8 + g8.size), "FORMAT", "looping")
+        jbig = read_file(os.path.join(HERE, "..", "fuzz", "corpus", "tiff",
+                                      "regress-jbig-short-strip"))
+        R("strip that decodes short", "53x37 uint8 JBIG-compressed (`tiffcp -c jbig`)", jbig,
+          "FORMAT", "Only decoded")
         a = rng.standard_normal((5, 7, 3)).astype(np.float32)
         got = R("big-endian planar tiles, predictor 3 (accepted)",
                 "float32 RGB, `MM`, planar, 16x16 tiles, Deflate",
