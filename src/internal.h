@@ -18,6 +18,8 @@ struct convolve_context {
     int cuda_probed;                    /* 1 once the device was looked at */
     cvi_device cuda;                    /* what the probe found */
     struct cvi_wisdom *wisdom;          /* autotune results (wisdom.c), or NULL */
+    size_t max_pixels;                  /* image readers' limit; 0: none (io/array.c) */
+    int png_compression;                /* zlib level of PNG writes (io/png.c) */
 };
 
 /* Probes the CUDA device once; returns ctx->cuda.info.available. */

@@ -51,6 +51,7 @@ static const status_text k_status[] = {
     {"CONVOLVE_ERROR_FORMAT", "malformed or unsupported file content"},
     {"CONVOLVE_ERROR_INTERNAL", "internal error in libconvolve"},
     {"CONVOLVE_ERROR_CANCELLED", "cancelled by the progress callback"},
+    {"CONVOLVE_ERROR_LIMIT", "an image declares more pixels than the context's limit"},
 };
 
 const char *convolve_status_name(convolve_status status)
@@ -90,7 +91,7 @@ static const char *const k_format[] = {"auto", "npy",  "png",  "jpeg",
 #define COUNT_NAMES(table) (sizeof table / sizeof table[0] - 1)
 
 /* Each table has a name for every value of its enum, in the enum's order. */
-_Static_assert(sizeof k_status / sizeof k_status[0] == CONVOLVE_ERROR_CANCELLED + 1,
+_Static_assert(sizeof k_status / sizeof k_status[0] == CONVOLVE_ERROR_LIMIT + 1,
                "a status without a name");
 _Static_assert(COUNT_NAMES(k_dtype) == CONVOLVE_UINT16 + 1, "a dtype without a name");
 _Static_assert(COUNT_NAMES(k_mode) == CONVOLVE_MODE_WRAP + 1, "a mode without a name");

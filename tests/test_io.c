@@ -1879,6 +1879,114 @@ static void save_errors(void)
     convolve_array_free(u8);
 }
 
+/* ---- the context's file settings ---------------------------------------------- */
+
+/* Saves a with format f to name and returns its bytes (malloc'd), or NULL. */
+static unsigned char *saved_bytes(const convolve_array *a, const char *name, convolve_format f,
+                                  size_t *n)
+{
+    CHECK_OK(ctx, convolve_array_save(ctx, a, tpath(name), f, 0));
+    return read_bytes(tpath(name), n);
+}
+
+/* The pixel limit (decompression bombs) and the PNG compression level. */
+static void file_settings(void)
+{
+    CHECK(convolve_context_max_pixels(ctx) == CONVOLVE_DEFAULT_MAX_PIXELS &&
+              CONVOLVE_DEFAULT_MAX_PIXELS == ((size_t)1 << 28), "default pixel limit");
+    CHECK(convolve_context_png_compression(ctx) == CONVOLVE_DEFAULT_PNG_COMPRESSION,
+          "default PNG level");
+    CHECK(convolve_context_max_pixels(NULL) == 0 && convolve_context_png_compression(NULL) == -1,
+          "getters take NULL");
+    CHECK(convolve_context_set_max_pixels(NULL, 5) == CONVOLVE_ERROR_INVALID_ARGUMENT &&
+              convolve_context_set_png_compression(NULL, 5) == CONVOLVE_ERROR_INVALID_ARGUMENT,
+          "setters refuse NULL");
+    CHECK_STATUS(ctx, convolve_context_set_png_compression(ctx, 10),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    EXPECT_MSG("0 (fastest) to 9");
+    CHECK_STATUS(ctx, convolve_context_set_png_compression(ctx, -1),
+                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK(strcmp(convolve_status_name(CONVOLVE_ERROR_LIMIT), "CONVOLVE_ERROR_LIMIT") == 0 &&
+              CONVOLVE_ERROR_LIMIT == 15, "LIMIT is status 15 and has a name");
+
+    /* each image format is refused from its header past the limit, accepted
+     * at it; .npy is not limited */
+    static const struct {
+        convolve_format f;
+        const char *name;
+        size_t channels;
+    } k[] = {{CONVOLVE_FORMAT_PNG, "lim.png", 3}, {CONVOLVE_FORMAT_JPEG, "lim.jpg", 3},
+             {CONVOLVE_FORMAT_PNM, "lim.ppm", 3}, {CONVOLVE_FORMAT_NPY, "lim.npy", 1}
+#ifdef CONVOLVE_HAVE_TIFF
+             , {CONVOLVE_FORMAT_TIFF, "lim.tif", 3}
+#endif
+    };
+    for (size_t i = 0; i < sizeof k / sizeof *k; i++) {
+        convolve_array *a = make_array(k[i].f == CONVOLVE_FORMAT_NPY ? CONVOLVE_FLOAT32
+                                                                      : CONVOLVE_UINT8,
+                                       2, (size_t[]){11, 13}, k[i].channels);
+        size_t n = 0;
+        unsigned char *d = a ? saved_bytes(a, k[i].name, k[i].f, &n) : NULL;
+        if (d) {
+            CHECK_OK(ctx, convolve_context_set_max_pixels(ctx, 11 * 13 - 1));
+            EXPECT_MEM(d, n, k[i].f,
+                       k[i].f == CONVOLVE_FORMAT_NPY ? CONVOLVE_OK : CONVOLVE_ERROR_LIMIT,
+                       k[i].name);
+            if (k[i].f != CONVOLVE_FORMAT_NPY) {
+                EXPECT_MSG("13x11 pixels are more than the limit of 142");
+                EXPECT_MSG("--max-pixels");
+            }
+            CHECK_OK(ctx, convolve_context_set_max_pixels(ctx, 11 * 13));
+            EXPECT_MEM(d, n, k[i].f, CONVOLVE_OK, k[i].name);
+            CHECK_OK(ctx, convolve_context_set_max_pixels(ctx, 0)); /* none */
+            EXPECT_MEM(d, n, k[i].f, CONVOLVE_OK, k[i].name);
+            free(d);
+        }
+        convolve_array_free(a);
+    }
+#ifdef CONVOLVE_HAVE_TIFF
+    /* a stack counts its pages together */
+    {
+        convolve_array *a = make_array(CONVOLVE_UINT16, 3, (size_t[]){3, 5, 6}, 1);
+        size_t n = 0;
+        unsigned char *d = a ? saved_bytes(a, "stack_lim.tif", CONVOLVE_FORMAT_TIFF, &n) : NULL;
+        if (d) {
+            CHECK_OK(ctx, convolve_context_set_max_pixels(ctx, 89));
+            EXPECT_MEM(d, n, CONVOLVE_FORMAT_TIFF, CONVOLVE_ERROR_LIMIT, "3-page stack");
+            EXPECT_MSG("3 pages of 6x5 pixels are more than the limit of 89");
+            CHECK_OK(ctx, convolve_context_set_max_pixels(ctx, 90));
+            EXPECT_MEM(d, n, CONVOLVE_FORMAT_TIFF, CONVOLVE_OK, "3-page stack");
+            free(d);
+        }
+        convolve_array_free(a);
+    }
+#endif
+    CHECK_OK(ctx, convolve_context_set_max_pixels(ctx, CONVOLVE_DEFAULT_MAX_PIXELS));
+
+    /* PNG levels: the same pixels back at every level; 0 stores, 9 packs */
+    {
+        convolve_array *a = make_array(CONVOLVE_UINT8, 2, (size_t[]){64, 80}, 3);
+        uint8_t *p = a ? convolve_array_data(a) : NULL;
+        for (size_t i = 0; p && i < 64 * 80 * 3; i++) /* smooth: compressible */
+            p[i] = (uint8_t)((i / 3) % 80 + (i / 240) / 2 + (h_rand_u64() & 3));
+        size_t bytes[10] = {0};
+        for (int level = 0; a && level <= 9; level += 3) {
+            CHECK_OK(ctx, convolve_context_set_png_compression(ctx, level));
+            CHECK(convolve_context_png_compression(ctx) == level, "level %d kept", level);
+            char name[32];
+            snprintf(name, sizeof name, "level%d.png", level);
+            convolve_array *b = round_trip(a, name, CONVOLVE_FORMAT_PNG, 0);
+            expect_identical(a, b, name);
+            convolve_array_free(b);
+            free(read_bytes(tpath(name), &bytes[level]));
+        }
+        CHECK(bytes[0] > 64 * 80 * 3 && bytes[9] < bytes[3] && bytes[3] < bytes[0],
+              "PNG sizes by level: 0 %zu, 3 %zu, 9 %zu", bytes[0], bytes[3], bytes[9]);
+        convolve_array_free(a);
+        CHECK_OK(ctx, convolve_context_set_png_compression(ctx, CONVOLVE_DEFAULT_PNG_COMPRESSION));
+    }
+}
+
 /* Random damage to valid files of every format: each load must succeed or
  * fail with a status and a message, never crash (run under ASan/UBSan). */
 static void mutations(int rounds)
@@ -1978,6 +2086,7 @@ int main(void)
     format_detection();
     format_capacity();
     save_errors();
+    file_settings();
     const char *rounds = getenv("CONVOLVE_TEST_MUTATIONS"); /* more for a longer soak */
     mutations(rounds ? atoi(rounds) : 400);
     cleanup();

@@ -509,7 +509,8 @@ static void errors(void)
     /* names are fixed */
     CHECK(strcmp(convolve_status_name(CONVOLVE_ERROR_BAD_ORIGIN), "CONVOLVE_ERROR_BAD_ORIGIN") == 0,
           "status name");
-    CHECK(CONVOLVE_ERROR_INTERNAL == 13 && CONVOLVE_ERROR_CANCELLED == 14, "status numbers are fixed");
+    CHECK(CONVOLVE_ERROR_INTERNAL == 13 && CONVOLVE_ERROR_CANCELLED == 14 &&
+              CONVOLVE_ERROR_LIMIT == 15, "status numbers are fixed");
     CHECK(strcmp(convolve_status_name((convolve_status)99), "CONVOLVE_STATUS_UNKNOWN") == 0,
           "unknown status");
     CHECK(convolve_version_number() == CONVOLVE_VERSION_NUMBER, "runtime version");

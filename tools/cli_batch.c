@@ -606,6 +606,7 @@ static int engine_init(engine *e, batch *b)
     e->b = b;
     if (convolve_context_create(&e->ctx) != CONVOLVE_OK)
         return cli_fail(CLI_RESOURCE, "out of memory");
+    cli_context_settings(e->ctx, b->a);
     convolve_status st;
     if (b->a->wisdom && access(b->a->wisdom, F_OK) == 0 &&
         (st = convolve_wisdom_load(e->ctx, b->a->wisdom)) != CONVOLVE_OK)
@@ -764,8 +765,10 @@ int cli_batch(cli_run_args *a)
         rc = check_replacements(a, b.m, b.n);
     if (rc == CLI_OK && convolve_context_create(&ctx) != CONVOLVE_OK)
         rc = cli_fail(CLI_RESOURCE, "out of memory");
-    if (rc == CLI_OK)
+    if (rc == CLI_OK) {
+        cli_context_settings(ctx, a);
         rc = check_setup(&b, ctx, &w);
+    }
     convolve_context_free(ctx);
 
     if (rc == CLI_OK && b.n) {

@@ -559,6 +559,7 @@ int cli_run(int argc, char **argv)
             if (convolve_context_create(&ctx) != CONVOLVE_OK)
                 rc = cli_fail(CLI_RESOURCE, "out of memory");
             else {
+                cli_context_settings(ctx, &a);
                 cli_signals_install();
                 rc = run(ctx, &a);
             }

@@ -34,6 +34,8 @@ typedef struct cli_run_args {
     int have_dtype;
     convolve_dtype out_dtype;
     int quality;
+    long max_pixels;             /* --max-pixels; -1: the library's default */
+    int png_compression;         /* --png-compression; -1: the library's default */
     int time;
     long repeat;
     int have_repeat;
@@ -58,6 +60,10 @@ typedef struct cli_run_args {
 
 /* The defaults: no files, library option defaults, --repeat 1. */
 void cli_run_args_init(cli_run_args *a);
+
+/* Applies the file settings of a (--max-pixels, --png-compression) to a new
+ * context. */
+void cli_context_settings(convolve_context *ctx, const cli_run_args *a);
 /* Frees what parsing allocated (the list of positional arguments). */
 void cli_run_args_free(cli_run_args *a);
 

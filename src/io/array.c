@@ -55,6 +55,27 @@ convolve_status cvio_array_new(convolve_context *ctx, convolve_array **array, co
     return CONVOLVE_OK;
 }
 
+convolve_status cvio_check_pixel_limit(convolve_context *ctx, const char *what, size_t width,
+                                       size_t height, size_t pages)
+{
+    size_t pixels;
+    const size_t limit = convolve_context_max_pixels(ctx);
+    if (limit && (!cvi_mul_size(width, height, &pixels) || !cvi_mul_size(pixels, pages, &pixels) ||
+                  pixels > limit)) {
+        if (pages > 1)
+            return cvi_error(ctx, CONVOLVE_ERROR_LIMIT,
+                             "%s: %zu pages of %zux%zu pixels are more than the limit of %zu "
+                             "pixels (raise it with --max-pixels, or "
+                             "convolve_context_set_max_pixels, if the file is trusted)",
+                             what, pages, width, height, limit);
+        return cvi_error(ctx, CONVOLVE_ERROR_LIMIT,
+                         "%s: %zux%zu pixels are more than the limit of %zu (raise it with "
+                         "--max-pixels, or convolve_context_set_max_pixels, if the file is "
+                         "trusted)", what, width, height, limit);
+    }
+    return CONVOLVE_OK;
+}
+
 convolve_status cvio_check_image_size(convolve_context *ctx, const char *what, size_t width,
                                       size_t height, size_t channels, size_t esize)
 {
@@ -66,6 +87,7 @@ convolve_status cvio_check_image_size(convolve_context *ctx, const char *what, s
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                          "%s: %zux%zu pixels is more than the limit of %zu", what, width, height,
                          CVIO_MAX_PIXELS);
+
     if (!cvi_mul_size(pixels, channels, &bytes) || !cvi_mul_size(bytes, esize, &bytes) ||
         bytes > (size_t)PTRDIFF_MAX)
         return cvi_error(ctx, CONVOLVE_ERROR_SIZE_OVERFLOW, "%s: byte count overflows", what);

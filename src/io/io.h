@@ -34,8 +34,16 @@ convolve_status cvio_layout_init(convolve_context *ctx, convolve_layout *layout,
 convolve_status cvio_array_new(convolve_context *ctx, convolve_array **array, convolve_dtype dtype,
                                int ndim, const size_t *shape, size_t channels, const char *what);
 
+/* Checks width * height * pages against the context's pixel limit
+ * (convolve_context_set_max_pixels); LIMIT naming `what`. */
+convolve_status cvio_check_pixel_limit(convolve_context *ctx, const char *what, size_t width,
+                                       size_t height, size_t pages);
+
 /* Checks width * height against CVIO_MAX_PIXELS and that the byte count
- * width * height * channels * esize fits; FORMAT/SIZE_OVERFLOW naming `what`. */
+ * width * height * channels * esize fits; FORMAT/SIZE_OVERFLOW naming
+ * `what`. Each reader checks the context's limit (cvio_check_pixel_limit)
+ * once it knows the file holds enough data for its pixels, so that a
+ * truncated file is called that. */
 convolve_status cvio_check_image_size(convolve_context *ctx, const char *what, size_t width,
                                       size_t height, size_t channels, size_t esize);
 

@@ -92,6 +92,8 @@ static int decode(convolve_context *ctx, jpeg_read_state *s, const unsigned char
     }
     convolve_status st = cvio_check_image_size(ctx, "JPEG image", ci->image_width,
                                                ci->image_height, channels, 1);
+    if (st == CONVOLVE_OK)
+        st = cvio_check_pixel_limit(ctx, "JPEG image", ci->image_width, ci->image_height, 1);
     if (st != CONVOLVE_OK)
         return (int)st;
     jpeg_start_decompress(ci);

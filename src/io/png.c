@@ -32,6 +32,7 @@ typedef struct {
     const unsigned char *data;  /* read: the file */
     size_t size, pos;
     cvi_buf *out;               /* write: where the bytes go */
+    int level;                  /* write: zlib level (convolve_context_set_png_compression) */
     unsigned char **rows;
     convolve_array *array;
     char msg[256];              /* libpng's error message */
@@ -133,6 +134,8 @@ static int decode(convolve_context *ctx, png_state *s)
     }
     size_t esize = out_depth == 16 ? 2 : 1;
     convolve_status st = cvio_check_image_size(ctx, "PNG image", w, h, channels, esize);
+    if (st == CONVOLVE_OK)
+        st = cvio_check_pixel_limit(ctx, "PNG image", w, h, 1);
     if (st != CONVOLVE_OK)
         return (int)st;
     size_t rowbytes = (size_t)w * channels * esize;
@@ -220,6 +223,13 @@ static int encode(png_state *s, const convolve_array *a)
                                    PNG_COLOR_TYPE_RGB, PNG_COLOR_TYPE_RGB_ALPHA};
     int depth = L->dtype == CONVOLVE_UINT16 ? 16 : 8;
     png_set_write_fn(s->png, s, write_fn, flush_fn);
+    /* fast levels with one filter (trying each per row costs more than it
+     * saves there), libpng's choice per row from level 4 on */
+    png_set_compression_level(s->png, s->level);
+    if (s->level == 0)
+        png_set_filter(s->png, PNG_FILTER_TYPE_BASE, PNG_FILTER_NONE);
+    else if (s->level <= 3)
+        png_set_filter(s->png, PNG_FILTER_TYPE_BASE, PNG_FILTER_AVG);
     png_set_IHDR(s->png, s->info, (png_uint_32)L->shape[1], (png_uint_32)L->shape[0], depth,
                  k_color[L->channels], PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
                  PNG_FILTER_TYPE_DEFAULT);
@@ -238,6 +248,8 @@ convolve_status cvio_write_png(convolve_context *ctx, const convolve_array *arra
     png_state s;
     memset(&s, 0, sizeof s);
     s.out = out;
+    s.level = convolve_context_png_compression(ctx);
+    s.level = s.level < 0 ? CONVOLVE_DEFAULT_PNG_COMPRESSION : s.level;
     s.png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &s, on_error, on_warning);
     if (s.png)
         s.info = png_create_info_struct(s.png);

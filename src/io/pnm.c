@@ -191,7 +191,8 @@ convolve_status cvio_read_pnm(convolve_context *ctx, const unsigned char *data, 
     if (st != CONVOLVE_OK)
         return st;
     size_t count = h.width * h.height * h.channels; /* checked above */
-    if ((st = check_raster(ctx, &p, &h, count, esize)) != CONVOLVE_OK)
+    if ((st = check_raster(ctx, &p, &h, count, esize)) != CONVOLVE_OK ||
+        (st = cvio_check_pixel_limit(ctx, "PNM image", h.width, h.height, 1)) != CONVOLVE_OK)
         return st;
     size_t shape[2] = {h.height, h.width};
     convolve_array *a;

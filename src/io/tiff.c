@@ -550,7 +550,9 @@ static convolve_status read_page(convolve_context *ctx, TIFF *tif, tiff_io *s, s
                           (unsigned long)k->first.width, (unsigned long)k->first.height,
                           channels_name(k->first.channels), convolve_dtype_name(k->first.dtype));
     }
-    if ((st = check_page_data(ctx, tif, s, k->pages, &p)) != CONVOLVE_OK)
+    if ((st = check_page_data(ctx, tif, s, k->pages, &p)) != CONVOLVE_OK ||
+        (st = cvio_check_pixel_limit(ctx, k->pages ? "TIFF stack" : "TIFF image", p.width,
+                                     p.height, k->pages + 1)) != CONVOLVE_OK)
         return st;
     k->backed += k->page_bytes / max_expansion(p.compression);
     if (k->backed > size) /* pages that share their image data */

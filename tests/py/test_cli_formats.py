@@ -211,6 +211,30 @@ class OutputTypeFollowsInput(CliCase):
                                                         mode="nearest"), np.uint16)
                     np.testing.assert_array_equal(got[:, :, c], ref, "%d ch %s" % (ch, out))
 
+    def test_png_compression_and_pixel_limit(self):
+        """--png-compression changes the size, never the pixels (OpenCV reads
+        them back); --max-pixels refuses larger images and 0 lifts it."""
+        y, x = np.mgrid[0:120, 0:160]
+        img = np.dstack([(x + y) % 256, (2 * x) % 256, (3 * y) % 256]).astype(np.uint8)
+        self.assertTrue(cv2.imwrite(self.path("in.png"), img))
+        sizes = {}
+        for level in ("0", "1", "9"):
+            out = self.path("out%s.png" % level)
+            self.run_ok([self.path("in.png"), out, "--filter", "identity",
+                         "--png-compression", level])
+            np.testing.assert_array_equal(cv2.imread(out, cv2.IMREAD_UNCHANGED), img)
+            sizes[level] = os.path.getsize(out)
+        self.assertGreater(sizes["0"], img.size)
+        self.assertLess(sizes["9"], sizes["1"])
+        self.assertLess(sizes["1"], sizes["0"])
+        r = run([self.path("in.png"), self.path("o.png"), "--filter", "identity",
+                 "--max-pixels", str(120 * 160 - 1)])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("160x120 pixels are more than the limit of 19199", r.stderr)
+        for limit in (str(120 * 160), "0"):
+            self.run_ok([self.path("in.png"), self.path("o.png"), "--filter", "identity",
+                         "--max-pixels", limit])
+
     def test_jpeg_stays_8_bit(self):
         for out in ("out.png", "out.tif") if HAVE_TIFF else ("out.png",):
             self.run_ok([PHOTO, self.path(out), "--filter", "box:1"])

@@ -65,6 +65,7 @@ def load_library():
                                             C.POINTER(SZ), SZ]),
         "convolve_array_convert": (C.c_int, [vp, vp, C.c_int, C.POINTER(vp)]),
         "convolve_array_free": (None, [vp]),
+        "convolve_context_set_png_compression": (C.c_int, [vp, C.c_int]),
         "convolve_array_data": (vp, [vp]),
         "convolve_array_bytes": (SZ, [vp]),
         "convolve_array_layout": (C.POINTER(cc.Layout), [vp]),
@@ -157,6 +158,15 @@ def png(w=4, h=4, idat=GOOD_IDAT, ihdr_crc=None):
     ihdr = struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)
     return (b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", ihdr, ihdr_crc) +
             png_chunk(b"IDAT", idat) + png_chunk(b"IEND", b""))
+
+
+def zero_png(w, h):
+    """A valid w x h 8-bit gray PNG of zeros, compressed row by row (a few
+    hundred KB may declare hundreds of megabytes)."""
+    z = zlib.compressobj(9)
+    row = bytes(w + 1)
+    idat = b"".join(z.compress(row) for _ in range(h)) + z.flush()
+    return png(w, h, idat=idat)
 
 
 def patched(data, at, new):
@@ -411,6 +421,9 @@ class ErrorsTable(unittest.TestCase):
           FMT_PNG, "FORMAT", "image data", ext=".png")
         R("PNG", "huge declared size", "IHDR 1000000 x 1000000", png(1000000, 1000000),
           FMT_PNG, "FORMAT", "1000000x1000000 pixels is more than the limit", ext=".png")
+        R("PNG", "decompression bomb", "17000 x 17000 zeros in 280 KB (289 million pixels)",
+          zero_png(17000, 17000), FMT_PNG, "LIMIT",
+          "17000x17000 pixels are more than the limit of 268435456", ext=".png")
         R("PNG", "width beyond libpng's limit", "IHDR width 2147483647",
           png(2147483647, 1), FMT_PNG, "FORMAT", "width exceeds", ext=".png")
         R("PNG", "zero width", "IHDR width 0", png(0, 4), FMT_PNG, "FORMAT", "width is zero",
@@ -605,6 +618,10 @@ class ErrorsTable(unittest.TestCase):
           "--repeat")
         c("CLI", "bad JPEG quality", "`--quality 101`", base + f + ["--quality", "101"], 1,
           "--quality")
+        c("CLI", "bad PNG compression", "`--png-compression 10`",
+          base + f + ["--png-compression", "10"], 1, "0 (fastest) to 9")
+        c("CLI", "bad pixel limit", "`--max-pixels -1`", base + f + ["--max-pixels", "-1"], 1,
+          "--max-pixels '-1'")
         c("CLI", "unknown output dtype", "`--output-dtype int32`",
           base + f + ["--output-dtype", "int32"], 1, "unknown output dtype 'int32'")
         c("CLI", "unknown strategy", "`--strategy warp-speed`",
@@ -1112,6 +1129,9 @@ class ErrorsTable(unittest.TestCase):
         A("API array", "bad JPEG quality", "quality 101", "INVALID_ARGUMENT", "JPEG quality 101",
           lambda ctx: with_array(ctx, U8, lambda a: LIB.convolve_array_save(
               ctx, a, self.p("out.jpg").encode(), FMT_AUTO, 101)))
+        A("API array", "bad PNG compression level", "`convolve_context_set_png_compression(ctx, 10)`",
+          "INVALID_ARGUMENT", "PNG compression level 10",
+          lambda ctx: LIB.convolve_context_set_png_compression(ctx, 10))
         A("API array", "save into a missing folder", "`no/such/out.npy`", "IO",
           "No such file or directory",
           lambda ctx: with_array(ctx, U8, lambda a: LIB.convolve_array_save(
