@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,8 @@ static convolve_status check_weights(convolve_context *ctx, const char *spec, si
     return CONVOLVE_OK;
 }
 
-/* Parses all of s as a finite double. */
+/* Parses all of s as a finite double; a number too small for a double
+ * gives the nearest one (a subnormal, or 0), as Python's float() does. */
 static int parse_double(const char *s, double *v)
 {
     if (!s || !*s)
@@ -44,7 +46,7 @@ static int parse_double(const char *s, double *v)
     char *end;
     errno = 0;
     double d = strtod(s, &end);
-    if (*end != '\0' || errno == ERANGE || !isfinite(d))
+    if (*end != '\0' || !isfinite(d) || (errno == ERANGE && fabs(d) > DBL_MIN))
         return 0;
     *v = d;
     return 1;

@@ -27,8 +27,11 @@ void cvi_summarise_times(double *times, int runs, convolve_timing *t)
 convolve_status convolve_plan_benchmark(convolve_plan *plan, int warmup, int runs,
                                         convolve_timing *timing)
 {
-    if (!plan || !timing)
+    if (!plan)
         return CONVOLVE_ERROR_INVALID_ARGUMENT;
+    if (!timing)
+        return cvi_error(plan->ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                         "convolve_plan_benchmark: timing is NULL");
     if (runs < 1 || warmup < 0)
         return cvi_error(plan->ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                          "benchmark needs runs >= 1 and warmup >= 0 (got %d and %d)", runs, warmup);

@@ -45,7 +45,8 @@ int cli_exit_code(convolve_status st);
 
 /* Parses all of s as a decimal long in [lo, hi]: 1 and *v set, or 0. */
 int cli_parse_long(const char *s, long lo, long hi, long *v);
-/* Parses all of s as a finite double: 1 and *v set, or 0. */
+/* Parses all of s as a finite double: 1 and *v set, or 0. A number too
+ * small for a double gives the nearest (subnormal or 0), as Python's float(). */
 int cli_parse_finite(const char *s, double *v);
 
 /* ---- option tables ---------------------------------------------------------- */
@@ -129,7 +130,8 @@ typedef struct cli_command {
 /* Parses argv[1..argc-1] (GNU style: --name VALUE, --name=VALUE, -x for a
  * short alias; options and positional arguments in any order; "--" ends the
  * options; "-" is positional; a value may start with '-'), applying each
- * option to target in order. Returns CLI_OK, CLI_DONE (answered: exit 0),
+ * option to target in order. An option with a value given twice is an
+ * error (a flag given twice is the flag). Returns CLI_OK, CLI_DONE (answered: exit 0),
  * or an exit code after printing one line. */
 int cli_parse(const cli_command *cmd, int argc, char **argv, void *target);
 

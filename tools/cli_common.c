@@ -7,6 +7,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -77,7 +78,8 @@ int cli_parse_finite(const char *s, double *v)
     char *end;
     errno = 0;
     double x = strtod(s, &end);
-    if (*end || errno == ERANGE || !isfinite(x))
+    /* overflow fails; underflow gives the nearest double (subnormal or 0) */
+    if (*end || !isfinite(x) || (errno == ERANGE && fabs(x) > DBL_MIN))
         return 0;
     *v = x;
     return 1;

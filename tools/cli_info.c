@@ -60,7 +60,8 @@ int cli_info(int argc, char **argv)
                dev.compute_major, dev.compute_minor, dev.multiprocessors, dev.device_count,
                dev.device_count == 1 ? "" : "s");
     else
-        printf("gpu: none (%s)\n", dev.reason[0] ? dev.reason : "no reason given");
+        printf("gpu: none (%s); --backend auto runs on the CPU\n",
+               dev.reason[0] ? dev.reason : "no reason given");
     printf("devices: %d\n", count);
     for (int i = 0; i < count; i++) {
         convolve_device_info d;

@@ -39,9 +39,16 @@ static int apply(const cli_command *cmd, const cli_option *o, const char *val, v
     return rc;
 }
 
+/* Options with a value that one command line gave (a value option given
+ * twice is refused: the second would silently replace the first). */
+#define CLI_MAX_SEEN 64
+
 int cli_parse(const cli_command *cmd, int argc, char **argv, void *target)
 {
     int only_positional = 0;
+    const cli_option *seen[CLI_MAX_SEEN];
+    const char *seen_value[CLI_MAX_SEEN];
+    size_t nseen = 0;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (only_positional || arg[0] != '-' || !strcmp(arg, "-")) {
@@ -82,6 +89,16 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, void *target)
         } else if (eq) {
             return cli_error(cmd->program, CLI_BAD_INPUT, "option '--%s' takes no value",
                              o->name);
+        }
+        if (o->value_name) {
+            for (size_t k = 0; k < nseen; k++)
+                if (seen[k] == o)
+                    return cli_error(cmd->program, CLI_BAD_INPUT, "--%s is given twice ('%s', "
+                                     "then '%s'); give it once", o->name, seen_value[k], val);
+            if (nseen < CLI_MAX_SEEN) {
+                seen[nseen] = o;
+                seen_value[nseen++] = val;
+            }
         }
         int rc = apply(cmd, o, val, target);
         if (rc != CLI_OK)

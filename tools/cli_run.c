@@ -76,6 +76,9 @@ static int check_args(cli_run_args *a)
                         : "no filter: give --weights FILE or --filter NAME (e.g. gaussian:2)");
     if (!*a->input || !*a->output)
         return cli_fail(CLI_BAD_INPUT, "empty file name");
+    if (a->have_repeat && !a->time)
+        return cli_fail(CLI_BAD_INPUT, "--repeat and --warmup run the convolution again for "
+                        "--time's median: give --time too");
     if (names_folder(a->output))
         return cli_fail(CLI_BAD_INPUT, "OUTPUT '%s' is a folder: name the output file, or write "
                         "the result into the folder with --output-dir %s (convolve INPUT... "

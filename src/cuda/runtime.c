@@ -69,17 +69,29 @@ static int count_devices(convolve_device_info *info)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess) {
+    int driver = 0, runtime = 0;
+    if (e == cudaErrorInsufficientDriver && cudaDriverGetVersion(&driver) == cudaSuccess &&
+        driver == 0) {
+        /* the runtime says "insufficient driver" when there is none at all */
+        snprintf(info->reason, sizeof info->reason,
+                 "no NVIDIA driver was found: no GPU here, or its driver is not installed");
+    } else if (e == cudaErrorInsufficientDriver) {
+        (void)cudaRuntimeGetVersion(&runtime);
+        snprintf(info->reason, sizeof info->reason,
+                 "the NVIDIA driver supports CUDA %d.%d, older than this build's runtime "
+                 "(%d.%d) needs: update the driver", driver / 1000, driver % 1000 / 10,
+                 runtime / 1000, runtime % 1000 / 10);
+    } else if (e == cudaErrorNoDevice || (e == cudaSuccess && count < 1)) {
+        snprintf(info->reason, sizeof info->reason,
+                 "no NVIDIA GPU was found (the driver reports none)");
+    } else if (e != cudaSuccess) {
         snprintf(info->reason, sizeof info->reason, "%s (%s)", cudaGetErrorString(e),
                  cudaGetErrorName(e));
-        (void)cudaGetLastError();
-        return -1;
     }
+    (void)cudaGetLastError();
+    if (e != cudaSuccess || count < 1)
+        return -1;
     info->device_count = count;
-    if (count < 1) {
-        snprintf(info->reason, sizeof info->reason, "no CUDA device found");
-        return -1;
-    }
     return count;
 }
 

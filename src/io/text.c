@@ -6,12 +6,14 @@
  * Read: float64, 3-D if there is more than one plane, else 2-D if more than
  * one row, else 1-D. Write: float arrays of 1 or 2 dimensions and 1 channel,
  * with enough digits to read back exactly.
- * Numbers are read and written in the "C" locale whatever the program's is.
+ * Numbers are read and written in the "C" locale whatever the program's is;
+ * a leading UTF-8 byte-order mark is skipped.
  */
 #include "io.h"
 
 #include <errno.h>
 #include <locale.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,6 +78,22 @@ static int dvec_push(dvec *d, double x)
     return 1;
 }
 
+/* s with bytes outside printable ASCII written as \xNN, so that a message
+ * shows what an invisible or non-ASCII character is. */
+static const char *escaped(const char *s, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (; *s && n + 5 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x20 && c < 0x7f)
+            out[n++] = (char)c;
+        else
+            n += (size_t)snprintf(out + n, cap - n, "\\x%02x", c);
+    }
+    out[n] = '\0';
+    return out;
+}
+
 static convolve_status parse_text(convolve_context *ctx, const char *s, size_t size, dvec *vals,
                                   size_t shape[3])
 {
@@ -113,10 +131,12 @@ static convolve_status parse_text(convolve_context *ctx, const char *s, size_t s
             char *e;
             errno = 0;
             double x = strtod(tok, &e);
-            if (e == tok || *e != '\0')
+            if (e == tok || *e != '\0') {
+                char shown[4 * sizeof tok];
                 return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                                  "text line %zu: '%s' is not a number (numbers are separated by "
-                                 "whitespace)", line, tok);
+                                 "whitespace)", line, escaped(tok, shown, sizeof shown));
+            }
             if (!dvec_push(vals, x))
                 return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "text: out of memory");
             k = t;
@@ -157,6 +177,10 @@ convolve_status cvio_read_text(convolve_context *ctx, const unsigned char *data,
         if (data[k] == '\0')
             return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                              "not a text file: it holds a NUL byte (offset %zu)", k);
+    if (size >= 3 && data[0] == 0xEF && data[1] == 0xBB && data[2] == 0xBF) {
+        data += 3; /* a UTF-8 byte-order mark, as some editors write: not data */
+        size -= 3;
+    }
     dvec vals = {NULL, 0, 0};
     size_t shape[3];
     locale_t c, old = c_locale_begin(&c);

@@ -613,9 +613,23 @@ convolve_status cvio_read_tiff(convolve_context *ctx, const unsigned char *data,
     s.size = size;
     tmsize_t max_alloc = size > (size_t)(INT64_MAX / 4) ? 0 : (tmsize_t)size + TIFF_MAX_EXTRA_ALLOC;
     TIFF *tif = open_tiff(&s, "r", max_alloc);
+    if (!tif && !s.msg[0]) {
+        /* libtiff fails silently on a first-directory offset of 0 (its
+         * allocations at open are small: out of memory is not the likely
+         * cause) */
+        const size_t at = data[2] == 43 || data[3] == 43 ? 8 : 4, len = at; /* BigTIFF: 8 */
+        int zero = size >= at + len;
+        for (size_t i = at; zero && i < at + len; i++)
+            zero = data[i] == 0;
+        if (zero)
+            return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                             "malformed TIFF: the header points at no image directory "
+                             "(offset 0)");
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                         "malformed TIFF: libtiff cannot open it (no reason given)");
+    }
     if (!tif)
-        return cvi_error(ctx, s.msg[0] ? CONVOLVE_ERROR_FORMAT : CONVOLVE_ERROR_OUT_OF_MEMORY,
-                         "malformed TIFF: %s", s.msg[0] ? s.msg : "out of memory");
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "malformed TIFF: %s", s.msg);
 
     convolve_status st = CONVOLVE_OK;
     tiff_stack k;

@@ -86,6 +86,8 @@ typedef struct cudaFuncAttributes {
 } cudaFuncAttributes;
 
 cudaError_t cudaGetDeviceCount(int *count);
+cudaError_t cudaDriverGetVersion(int *version);
+cudaError_t cudaRuntimeGetVersion(int *version);
 cudaError_t cudaGetDevice(int *device);
 cudaError_t cudaSetDevice(int device);
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device);

@@ -14,7 +14,8 @@
  * Timing is by the host clock. Not a model of the GPU's performance.
  *
  * CVK_EMU_NO_DEVICE=1 in the environment makes cudaGetDeviceCount fail, to
- * exercise the "no usable GPU" paths. CVK_EMU_DEVICES=N (1 to 16, default 1)
+ * exercise the "no usable GPU" paths (=2: fail as on a host without a
+ * driver, cudaErrorInsufficientDriver with driver version 0). CVK_EMU_DEVICES=N (1 to 16, default 1)
  * makes N devices; the current device is per host thread, as in CUDA, and
  * device memory is not tagged with its device (any device's pointer works).
  * Streams and events: every call is synchronous (a copy or launch has
@@ -230,11 +231,26 @@ extern "C" {
 cudaError_t cudaGetDeviceCount(int *count)
 {
     const char *e = getenv("CVK_EMU_NO_DEVICE");
-    if (e && *e == '1') {
+    if (e && (*e == '1' || *e == '2')) {
         *count = 0;
-        return cudaErrorNoDevice;
+        return *e == '1' ? cudaErrorNoDevice : cudaErrorInsufficientDriver;
     }
     *count = emu_device_count();
+    return cudaSuccess;
+}
+
+/* No driver (version 0) with CVK_EMU_NO_DEVICE=2, as the CUDA runtime says
+ * on a host without one; else 13.0. */
+cudaError_t cudaDriverGetVersion(int *version)
+{
+    const char *e = getenv("CVK_EMU_NO_DEVICE");
+    *version = e && *e == '2' ? 0 : 13000;
+    return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int *version)
+{
+    *version = 13000;
     return cudaSuccess;
 }
 

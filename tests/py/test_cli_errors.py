@@ -179,6 +179,15 @@ class BadInputs(CliCase):
             self.skipTest("a GPU is usable here")
         code = 1 if "cuda (not built)" in info else 2
         self.expect(self.base() + ["--filter", "box:1", "--backend", "cuda"], code, "CUDA")
+        if code == 2:
+            # a CUDA build on a host without a usable GPU says what is missing
+            # in plain words (the CUDA runtime calls a missing driver an
+            # "insufficient" one) and that auto runs on the CPU
+            self.assertIn("--backend auto runs on the CPU", info)
+            self.assertNotIn("driver version is insufficient", info)
+            r = run(self.base() + ["--filter", "box:1", "--backend", "cuda"])
+            self.assertNotIn("driver version is insufficient", r.stderr)
+            self.assertRegex(r.stderr, r"no NVIDIA (driver|GPU) was found|NVIDIA driver supports")
 
 
 if __name__ == "__main__":

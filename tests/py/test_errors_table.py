@@ -536,6 +536,8 @@ class ErrorsTable(unittest.TestCase):
           tb.tiff([tb.page(g8)], next_ifd=0x0FFFFFF0), "FORMAT", "directory 2")
         R("directory loop", "next-IFD offset back at the first directory",
           tb.tiff([tb.page(g8)], next_ifd=8 + g8.size), "FORMAT", "looping")
+        R("header without a directory", "`II*\\0` and first-directory offset 0 (8 bytes)",
+          b"II*\0\0\0\0\0", "FORMAT", "points at no image directory")
         jbig = read_file(os.path.join(HERE, "..", "fuzz", "corpus", "tiff",
                                       "regress-jbig-short-strip"))
         R("strip that decodes short", "53x37 uint8 JBIG-compressed (`tiffcp -c jbig`)", jbig,
@@ -618,6 +620,18 @@ class ErrorsTable(unittest.TestCase):
           "--repeat")
         c("CLI", "bad JPEG quality", "`--quality 101`", base + f + ["--quality", "101"], 1,
           "--quality")
+        c("CLI", "option given twice", "`--mode wrap --mode reflect`",
+          base + f + ["--mode", "wrap", "--mode", "reflect"], 1,
+          "--mode is given twice ('wrap', then 'reflect')")
+        c("CLI", "filter given twice", "`--filter box:1 --filter box:2`",
+          base + f + ["--filter", "box:2"], 1, "--filter is given twice")
+        c("CLI", "repeat without time", "`--repeat 3`", base + f + ["--repeat", "3"], 1,
+          "give --time too")
+        c("CLI", "cval too small for a double (accepted)", "`--cval 1e-400`",
+          base + f + ["--cval", "1e-400", "--mode", "constant"], 0, None,
+          note="the nearest double, 0, as Python's float()")
+        c("CLI", "subnormal sigma (accepted)", "`--filter gaussian:1e-320`",
+          base + ["--filter", "gaussian:1e-320"], 0, None, note="the identity filter")
         c("CLI", "bad PNG compression", "`--png-compression 10`",
           base + f + ["--png-compression", "10"], 1, "0 (fastest) to 9")
         c("CLI", "bad pixel limit", "`--max-pixels -1`", base + f + ["--max-pixels", "-1"], 1,
@@ -698,6 +712,13 @@ class ErrorsTable(unittest.TestCase):
             write_file(self.p("w%d.txt" % i), text)
             self.cli("weights", kind, shown, [x2, out, "--weights", self.p("w%d.txt" % i)], 1,
                      needle)
+        write_file(self.p("bom.txt"), b"\xef\xbb\xbf1 2 1\n")
+        self.cli("weights", "UTF-8 byte-order mark (accepted)", "`EF BB BF` then `1 2 1`",
+                 [x2, out, "--weights", self.p("bom.txt")], 0, None,
+                 note="the mark is skipped")
+        write_file(self.p("nbsp.txt"), b"1 2\xc2\xa01\n")
+        self.cli("weights", "no-break space between numbers", "`1 2` U+00A0 `1`",
+                 [x2, out, "--weights", self.p("nbsp.txt")], 1, "'2\\xc2\\xa01' is not a number")
         self.cli("weights", "image as weights", "`--weights grace_hopper.jpg`",
                  [x2, out, "--weights", PHOTO], 1, "look like an image")
         self.cli("weights", ".npy weights of other dimensions", "2-D w2.npy, 1-D input",
@@ -1086,6 +1107,13 @@ class ErrorsTable(unittest.TestCase):
         A("API execute", "benchmark with no runs", "`convolve_plan_benchmark(p, 0, 0, &t)`",
           "INVALID_ARGUMENT", "runs >= 1", lambda ctx: with_plan(
               ctx, lambda pl: LIB.convolve_plan_benchmark(pl, 0, 0, C.addressof(timing))))
+
+        def benchmark_no_timing(ctx, pl):
+            LIB.convolve_plan_benchmark(pl, 0, 0, C.addressof(timing))  # leaves a message
+            return LIB.convolve_plan_benchmark(pl, 1, 1, None)
+        A("API execute", "benchmark without a timing (after another error)",
+          "`convolve_plan_benchmark(p, 1, 1, NULL)`", "INVALID_ARGUMENT", "timing is NULL",
+          lambda ctx: with_plan(ctx, lambda pl: benchmark_no_timing(ctx, pl)))
         with self.subTest(kind="refused executions wrote nothing"):
             self.assertFalse(y.any())
             self.assertEqual(x.tolist(), np.arange(24, dtype=np.float64).reshape(4, 6).tolist())
