@@ -24,8 +24,10 @@ int cvi_buf_printf(cvi_buf *b, const char *fmt, ...)
     ;
 void cvi_buf_free(cvi_buf *b);
 
-/* Writes size bytes to path through a temporary file beside it, fsynced and
- * renamed over path: the old file stays whole on any failure (IO). */
+/* Writes size bytes to path through a temporary file in its folder (unnamed
+ * until complete where the file system allows), fsynced and renamed over
+ * path, with the owner (where permitted) and mode of the file it replaces:
+ * the old file stays whole on any failure (IO). */
 convolve_status cvi_write_file_atomic(convolve_context *ctx, const char *path,
                                       const unsigned char *data, size_t size);
 

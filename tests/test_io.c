@@ -1835,17 +1835,30 @@ static void save_errors(void)
     rmdir(tpath("ro"));
     CHECK(hidden_files() == 0, "a temporary file was left behind");
 
-    /* a successful save replaces the old file, with mode 0644 under umask 022 */
+    /* a new file gets mode 0644 less the umask */
     mode_t old_mask = umask(022);
-    CHECK_OK(ctx, convolve_array_save(ctx, u8, target, CONVOLVE_FORMAT_AUTO, 0));
     struct stat sb;
-    CHECK(stat(target, &sb) == 0 && (sb.st_mode & 0777) == 0644, "mode %o",
+    CHECK_OK(ctx, convolve_array_save(ctx, u8, tpath("new1.png"), CONVOLVE_FORMAT_AUTO, 0));
+    CHECK(stat(tpath("new1.png"), &sb) == 0 && (sb.st_mode & 0777) == 0644, "mode %o",
           (unsigned)(sb.st_mode & 0777));
     umask(077);
-    CHECK_OK(ctx, convolve_array_save(ctx, u8, target, CONVOLVE_FORMAT_AUTO, 0));
-    CHECK(stat(target, &sb) == 0 && (sb.st_mode & 0777) == 0600, "mode %o under umask 077",
-          (unsigned)(sb.st_mode & 0777));
+    CHECK_OK(ctx, convolve_array_save(ctx, u8, tpath("new2.png"), CONVOLVE_FORMAT_AUTO, 0));
+    CHECK(stat(tpath("new2.png"), &sb) == 0 && (sb.st_mode & 0777) == 0600,
+          "mode %o under umask 077", (unsigned)(sb.st_mode & 0777));
     umask(old_mask);
+    /* a replaced file keeps its mode (whatever the umask), and its owner and
+     * group where permitted (root: any) */
+    CHECK(chmod(target, 0640) == 0, "chmod: %s", strerror(errno));
+    const int root = geteuid() == 0;
+    if (root)
+        CHECK(chown(target, 12345, 23456) == 0, "chown: %s", strerror(errno));
+    CHECK_OK(ctx, convolve_array_save(ctx, u8, target, CONVOLVE_FORMAT_AUTO, 0));
+    CHECK(stat(target, &sb) == 0 && (sb.st_mode & 07777) == 0640, "replaced: mode %o, not 640",
+          (unsigned)(sb.st_mode & 07777));
+    if (root)
+        CHECK(sb.st_uid == 12345 && sb.st_gid == 23456, "replaced: owner %u:%u, not 12345:23456",
+              (unsigned)sb.st_uid, (unsigned)sb.st_gid);
+    CHECK(chmod(target, 0644) == 0, "chmod: %s", strerror(errno));
     convolve_array *back = NULL;
     CHECK_OK(ctx, convolve_array_load(ctx, &back, target, CONVOLVE_FORMAT_AUTO));
     expect_identical(u8, back, "replaced file");
@@ -1858,6 +1871,13 @@ static void save_errors(void)
     CHECK_OK(ctx, convolve_array_load(ctx, &back, tpath("real.png"), CONVOLVE_FORMAT_AUTO));
     expect_identical(u8, back, "saved through a link");
     convolve_array_free(back);
+    /* as cp, a dangling link is not written through: refused, left as it is */
+    CHECK(symlink("nothere.png", tpath("dangling.png")) == 0, "symlink: %s", strerror(errno));
+    CHECK_STATUS(ctx, convolve_array_save(ctx, u8, tpath("dangling.png"), CONVOLVE_FORMAT_AUTO, 0),
+                 CONVOLVE_ERROR_IO);
+    EXPECT_MSG("dangling link is not written through");
+    CHECK(lstat(tpath("dangling.png"), &sb) == 0 && S_ISLNK(sb.st_mode), "the link was replaced");
+    CHECK(access(tpath("nothere.png"), F_OK) != 0, "the dangling link's file was created");
     /* what is not a regular file is not replaced */
     CHECK_STATUS(ctx, convolve_array_save(ctx, u8, "/dev/null", CONVOLVE_FORMAT_PNG, 0),
                  CONVOLVE_ERROR_IO);

@@ -1,9 +1,10 @@
 /*
  * cli_batch.c - `convolve INPUT... --output-dir DIR`: many files with one
  * command. Names each output (DIR/ + the input's name, --suffix, --format),
- * refuses a command whose outputs collide or would replace an input, checks
- * the output folder, the filter and the wisdom file once, then lets a pool of
- * worker threads (--jobs) take the files in order. Each worker has its own
+ * refuses a command whose outputs collide (by name, or one file through a
+ * symbolic link) or would replace an input, checks the output folder, the
+ * filter and the wisdom file once, then lets a pool of worker threads
+ * (--jobs) take the files in order. Each worker has its own
  * library context (a context serves one thread at a time), its own filters
  * and one plan per distinct pair of layouts, reused for every file of that
  * layout. GPU work goes through one shared context under a lock (the GPU
@@ -208,38 +209,6 @@ static int name_output(const cli_run_args *a, member *m)
     return CLI_OK;
 }
 
-static int by_output(const void *x, const void *y)
-{
-    return strcmp((*(const member *const *)x)->output, (*(const member *const *)y)->output);
-}
-
-/* Refuses two inputs with one output. */
-static int check_collisions(member *m, size_t n)
-{
-    if (n < 2)
-        return CLI_OK;
-    member **s = malloc(n * sizeof *s);
-    if (!s)
-        return cli_fail(CLI_RESOURCE, "out of memory");
-    for (size_t i = 0; i < n; i++)
-        s[i] = &m[i];
-    qsort(s, n, sizeof *s, by_output);
-    int rc = CLI_OK;
-    for (size_t i = 1; i < n && rc == CLI_OK; i++) {
-        if (strcmp(s[i - 1]->output, s[i]->output))
-            continue;
-        if (!strcmp(s[i - 1]->input, s[i]->input))
-            rc = cli_fail(CLI_BAD_INPUT, "INPUT '%s' is given twice", s[i]->input);
-        else
-            rc = cli_fail(CLI_BAD_INPUT, "INPUTs '%s' and '%s' would both be written to '%s': "
-                          "rename one, or convolve them in separate runs",
-                          s[i - 1] < s[i] ? s[i - 1]->input : s[i]->input,
-                          s[i - 1] < s[i] ? s[i]->input : s[i - 1]->input, s[i]->output);
-    }
-    free(s);
-    return rc;
-}
-
 /* A file the outputs must not replace: an input, or the weights; by device
  * and inode when it exists, and by its folder's real path and its name (a
  * missing input must not read another file's result). */
@@ -286,6 +255,83 @@ static char *canonical_name(const char *path)
     free(real);
     free(dir);
     return name;
+}
+
+/* The file that writing path replaces: path with its symbolic links
+ * followed, a dangling one's too (as far as 40 links), then its folder
+ * resolved (canonical_name). malloc'd; NULL when out of memory. */
+static char *written_file(const char *path)
+{
+    char *cur = strdup(path);
+    for (int hops = 0; cur && hops < 40; hops++) {
+        struct stat st;
+        char to[4096];
+        ssize_t n;
+        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode) ||
+            (n = readlink(cur, to, sizeof to - 1)) <= 0)
+            break;
+        to[n] = '\0';
+        const char *slash = strrchr(cur, '/');
+        size_t dl = to[0] == '/' || !slash ? 0 : (size_t)(slash - cur) + 1;
+        char *next = malloc(dl + (size_t)n + 1);
+        if (next)
+            snprintf(next, dl + (size_t)n + 1, "%.*s%s", (int)dl, cur, to);
+        free(cur);
+        cur = next;
+    }
+    char *name = cur ? canonical_name(cur) : NULL;
+    free(cur);
+    return name;
+}
+
+/* A member and the file its output replaces. */
+typedef struct written {
+    const member *m;
+    char *file;
+} written;
+
+static int by_file(const void *x, const void *y)
+{
+    const written *a = x, *b = y;
+    int c = strcmp(a->file, b->file);
+    return c ? c : (a->m > b->m) - (a->m < b->m);
+}
+
+/* Refuses two inputs with one output: the same name, or names that are one
+ * file (a symbolic link among the outputs). */
+static int check_collisions(member *m, size_t n)
+{
+    if (n < 2)
+        return CLI_OK;
+    written *w = calloc(n, sizeof *w);
+    int rc = w ? CLI_OK : cli_fail(CLI_RESOURCE, "out of memory");
+    for (size_t i = 0; i < n && rc == CLI_OK; i++) {
+        w[i].m = &m[i];
+        if (!(w[i].file = written_file(m[i].output)))
+            rc = cli_fail(CLI_RESOURCE, "out of memory");
+    }
+    if (rc == CLI_OK)
+        qsort(w, n, sizeof *w, by_file);
+    for (size_t i = 1; i < n && rc == CLI_OK; i++) {
+        const member *x = w[i - 1].m, *y = w[i].m; /* x given first */
+        if (strcmp(w[i - 1].file, w[i].file))
+            continue;
+        if (!strcmp(x->output, y->output) && !strcmp(x->input, y->input))
+            rc = cli_fail(CLI_BAD_INPUT, "INPUT '%s' is given twice", y->input);
+        else if (!strcmp(x->output, y->output))
+            rc = cli_fail(CLI_BAD_INPUT, "INPUTs '%s' and '%s' would both be written to '%s': "
+                          "rename one, or convolve them in separate runs", x->input, y->input,
+                          y->output);
+        else
+            rc = cli_fail(CLI_BAD_INPUT, "INPUTs '%s' and '%s' would both be written to '%s' "
+                          "('%s' and '%s' are one file, through a symbolic link): rename one, "
+                          "or convolve them in separate runs", x->input, y->input, w[i].file,
+                          x->output, y->output);
+    }
+    for (size_t i = 0; w && i < n; i++)
+        free(w[i].file);
+    free(w);
+    return rc;
 }
 
 /* The first entry of list[0..k-1] equal to key under cmp that member

@@ -1,10 +1,14 @@
 /*
  * cli_mapped.c - .npy files larger than memory for `convolve INPUT OUTPUT`:
  * the input mapped read-only, the output written through a mapped temporary
- * file beside OUTPUT (sized and given its .npy header up front, renamed over
- * OUTPUT when complete, removed on failure), and the pages of both released
- * as the library reports rows done, so that resident memory stays bounded
- * whatever the file size (docs/cli.md, "Files larger than memory").
+ * file in OUTPUT's folder (unnamed until complete where the file system
+ * allows, sized and given its .npy header up front, then named and renamed
+ * over OUTPUT, removed on failure), and the pages of both released as the
+ * library reports rows done, so that resident memory stays bounded whatever
+ * the file size (docs/cli.md, "Files larger than memory"). A SIGBUS from a
+ * page of either file (the input truncated by another program, the output's
+ * blocks lost) is caught: zero pages replace the rest of that mapping, the
+ * run ends, and cli_mapped_check reports it; nothing is written.
  */
 #define _GNU_SOURCE /* sync_file_range, madvise */
 
@@ -14,6 +18,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +39,104 @@ static size_t page_size(void)
 {
     long p = sysconf(_SC_PAGESIZE);
     return p > 0 ? (size_t)p : 4096;
+}
+
+/* ---- SIGBUS from the mapped files ---------------------------------------------- */
+
+enum { MAP_IN, MAP_OUT };
+
+/* The mapped files' address ranges [lo, hi), whole pages (0, 0 when not
+ * mapped); whether a page of each failed; the handler replaced. */
+static atomic_uintptr_t g_lo[2], g_hi[2];
+static volatile sig_atomic_t g_failed[2];
+static uintptr_t g_page;
+static struct sigaction g_prev_bus;
+static int g_bus_installed;
+
+/* A SIGBUS on any thread. Inside a mapped file: zero pages replace the
+ * mapping from the failed page to its end (mmap is a plain system call,
+ * safe here), so that the run ends normally, and the failure is noted.
+ * Elsewhere: what the handler before this one would do; by default, the
+ * temporary file removed and the process ended by the signal. */
+static void on_sigbus(int sig, siginfo_t *si, void *context)
+{
+    const uintptr_t a = (uintptr_t)si->si_addr;
+    for (int k = 0; si->si_code > 0 && k < 2; k++) {
+        const uintptr_t lo = atomic_load(&g_lo[k]), hi = atomic_load(&g_hi[k]);
+        if (a < lo || a >= hi)
+            continue;
+        const uintptr_t page = a - a % g_page;
+        const int prot = k == MAP_OUT ? PROT_READ | PROT_WRITE : PROT_READ;
+        if (mmap((void *)page, hi - page, prot, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) !=
+            MAP_FAILED) {
+            g_failed[k] = 1;
+            return;
+        }
+    }
+    if (g_prev_bus.sa_flags & SA_SIGINFO) {
+        if (g_prev_bus.sa_sigaction) {
+            g_prev_bus.sa_sigaction(sig, si, context);
+            return;
+        }
+    } else if (g_prev_bus.sa_handler != SIG_DFL && g_prev_bus.sa_handler != SIG_IGN) {
+        g_prev_bus.sa_handler(sig);
+        return;
+    }
+    const char *tmp = g_temp_path;
+    if (tmp)
+        unlink(tmp);
+    signal(sig, SIG_DFL);
+    if (si->si_code <= 0) /* sent by a process: again, delivered on return */
+        raise(sig);
+    /* a fault: the instruction faults again on return, now fatal */
+}
+
+/* Notes [map, map + bytes) as a mapped file's range, catching SIGBUS. */
+static void watch_range(int k, void *map, size_t bytes)
+{
+    if (!g_bus_installed) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_sigbus;
+        sa.sa_flags = SA_SIGINFO;
+        sigemptyset(&sa.sa_mask);
+        g_page = page_size();
+        g_bus_installed = sigaction(SIGBUS, &sa, &g_prev_bus) == 0;
+    }
+    const size_t ps = page_size();
+    g_failed[k] = 0;
+    atomic_store(&g_lo[k], (uintptr_t)map);
+    atomic_store(&g_hi[k], (uintptr_t)map + (bytes + ps - 1) / ps * ps);
+}
+
+static void unwatch_range(int k)
+{
+    atomic_store(&g_hi[k], 0);
+    atomic_store(&g_lo[k], 0);
+}
+
+int cli_mapped_failed(void)
+{
+    return g_failed[MAP_IN] || g_failed[MAP_OUT];
+}
+
+int cli_mapped_check(const cli_mapped_in *in, const cli_mapped_out *out, char *msg)
+{
+    if (in && in->map && g_failed[MAP_IN]) {
+        struct stat sb;
+        const char *not_written = out && out->path ? out->path : "the output";
+        if (fstat(in->fd, &sb) == 0 && (uintmax_t)sb.st_size < in->map_bytes)
+            return cli_msg(msg, CLI_BAD_INPUT, "'%s' shrank while it was being read (%jd bytes "
+                           "now, %zu expected): '%s' not written", in->path,
+                           (intmax_t)sb.st_size, in->map_bytes, not_written);
+        return cli_msg(msg, CLI_BAD_INPUT, "'%s' could not be read through its mapping (an I/O "
+                       "error): '%s' not written", in->path, not_written);
+    }
+    if (out && out->map && g_failed[MAP_OUT])
+        return cli_msg(msg, CLI_RESOURCE, "cannot save '%s': a page of its temporary file could "
+                       "not be written through the mapping (a full disk, or the file was "
+                       "truncated); nothing written", out->path);
+    return CLI_OK;
 }
 
 void cli_mapped_in_init(cli_mapped_in *m)
@@ -84,47 +187,99 @@ int cli_map_input(convolve_context *ctx, const char *path, cli_mapped_in *m, cha
     }
     m->map = p;
     m->data = (const unsigned char *)p + m->data_offset;
+    m->path = path;
+    watch_range(MAP_IN, p, m->map_bytes);
     (void)madvise(p, m->map_bytes, MADV_SEQUENTIAL);
     return CLI_OK;
 }
 
 void cli_unmap_input(cli_mapped_in *m)
 {
-    if (m->map)
+    if (m->map) {
+        unwatch_range(MAP_IN);
         munmap(m->map, m->map_bytes);
+    }
     if (m->fd >= 0)
         close(m->fd);
     cli_mapped_in_init(m);
 }
 
-/* A name ".BASE.XXXXXX" beside target that no file has; opens it (0644 less
- * the umask). Returns the descriptor, or -1 with errno set. */
-static int create_temp(const char *target, char **tmp_out)
+/* Sets tmp (strlen(target) + 9 bytes) to a name ".BASE.XXXXXX" beside
+ * target, the attempt-th of a sequence that differs between processes. */
+static void temp_name(const char *target, uint64_t seed, int attempt, char *tmp)
 {
     static const char k_chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     const char *slash = strrchr(target, '/');
     size_t dirlen = slash ? (size_t)(slash - target) + 1 : 0;
-    size_t len = strlen(target) + 9;
-    char *tmp = malloc(len);
+    uint64_t r = seed + (uint64_t)attempt * 0xBF58476D1CE4E5B9ull;
+    r ^= r >> 31;
+    snprintf(tmp, strlen(target) + 9, "%.*s.%s.", (int)dirlen, target, target + dirlen);
+    char *p = tmp + strlen(tmp);
+    for (int i = 0; i < 6; i++, r /= 62)
+        *p++ = k_chars[r % 62];
+    *p = '\0';
+}
+
+static uint64_t temp_seed(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 32 ^
+           (uint64_t)ts.tv_sec;
+}
+
+/* A file without a name in target's folder (O_TMPFILE), which a process
+ * killed before it is named leaves nowhere; -1 where the file system or the
+ * kernel has none, or /proc/self/fd cannot name it later. */
+static int open_unnamed(const char *target)
+{
+#ifdef O_TMPFILE
+    const char *slash = strrchr(target, '/');
+    size_t dirlen = slash ? (size_t)(slash - target) + 1 : 0;
+    char *dir = malloc(dirlen + 2), proc[64];
+    if (!dir)
+        return -1;
+    snprintf(dir, dirlen + 2, "%.*s", (int)(dirlen ? dirlen : 1), dirlen ? target : ".");
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+    free(dir);
+    if (fd < 0)
+        return -1;
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    if (access(proc, F_OK) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+#else
+    (void)target;
+    return -1;
+#endif
+}
+
+/* The temporary file for target: unnamed where possible (*named 0), else a
+ * new file named into *tmp_out (*named 1); tmp_out is malloc'd either way,
+ * room for the name given at commit. Mode 0644 less the umask. Returns the
+ * descriptor, or -1 with errno set. */
+static int create_temp(const char *target, char **tmp_out, int *named)
+{
+    char *tmp = malloc(strlen(target) + 9);
     if (!tmp) {
         errno = ENOMEM;
         return -1;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t r0 = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 32 ^
-                  (uint64_t)ts.tv_sec;
+    int fd = open_unnamed(target);
+    if (fd >= 0) {
+        *tmp_out = tmp;
+        *named = 0;
+        return fd;
+    }
+    const uint64_t seed = temp_seed();
     for (int attempt = 0; attempt < 100; attempt++) {
-        uint64_t r = r0 + (uint64_t)attempt * 0xBF58476D1CE4E5B9ull;
-        r ^= r >> 31;
-        snprintf(tmp, len, "%.*s.%s.", (int)dirlen, target, target + dirlen);
-        char *p = tmp + strlen(tmp);
-        for (int i = 0; i < 6; i++, r /= 62)
-            *p++ = k_chars[r % 62];
-        *p = '\0';
-        int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        temp_name(target, seed, attempt, tmp);
+        fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd >= 0) {
             *tmp_out = tmp;
+            *named = 1;
             return fd;
         }
         if (errno != EEXIST)
@@ -134,6 +289,36 @@ static int create_temp(const char *target, char **tmp_out)
     free(tmp);
     errno = e;
     return -1;
+}
+
+/* Gives the unnamed temporary file of m a name ".BASE.XXXXXX" beside its
+ * target (linkat through /proc/self/fd). 0 and errno on failure. */
+static int name_temp(cli_mapped_out *m)
+{
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", m->fd);
+    const uint64_t seed = temp_seed();
+    for (int attempt = 0; attempt < 100; attempt++) {
+        temp_name(m->target, seed, attempt, m->tmp);
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, m->tmp, AT_SYMLINK_FOLLOW) == 0) {
+            m->named = 1;
+            g_temp_path = m->tmp;
+            return 1;
+        }
+        if (errno != EEXIST)
+            return 0;
+    }
+    return 0;
+}
+
+/* Gives fd the owner, group (where permitted) and mode of the file old, as
+ * the file that replaces it. 0 and errno on failure. */
+static int copy_owner_mode(int fd, const struct stat *old)
+{
+    if (fchown(fd, old->st_uid, old->st_gid) != 0 &&
+        (errno != EPERM || (fchown(fd, (uid_t)-1, old->st_gid) != 0 && errno != EPERM)))
+        return 0;
+    return fchmod(fd, old->st_mode & 07777) == 0;
 }
 
 int cli_map_output(convolve_context *ctx, const char *path, const convolve_layout *layout,
@@ -149,28 +334,40 @@ int cli_map_output(convolve_context *ctx, const char *path, const convolve_layou
     m->data_bytes = convolve_layout_count(layout) * convolve_dtype_size(layout->dtype);
     m->map_bytes = hlen + m->data_bytes;
     /* as convolve_array_save: a symbolic link's file is replaced, not the
-     * link; an existing target that is not a regular file is refused */
+     * link; a dangling link, and an existing target that is not a regular
+     * file, are refused */
     struct stat sb;
-    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode))
-        m->target = realpath(path, NULL);
+    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode) && !(m->target = realpath(path, NULL))) {
+        int e = errno;
+        if (e == ENOMEM)
+            return cli_msg(msg, CLI_RESOURCE, "out of memory");
+        return cli_msg(msg, CLI_RESOURCE, "cannot save '%s': it is a symbolic link %s", path,
+                       e == ENOENT ? "to a file that does not exist; a dangling link is not "
+                       "written through (create the file it names, or remove the link)"
+                       : "that cannot be followed");
+    }
     if (!m->target && !(m->target = strdup(path)))
         return cli_msg(msg, CLI_RESOURCE, "out of memory");
-    if (stat(m->target, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+    struct stat old;
+    const int replaces = stat(m->target, &old) == 0;
+    if (replaces && !S_ISREG(old.st_mode)) {
         cli_map_output_discard(m);
         return cli_msg(msg, CLI_RESOURCE, "cannot save '%s': it exists and is not a regular "
                        "file", path);
     }
-    if ((m->fd = create_temp(m->target, &m->tmp)) < 0) {
+    if ((m->fd = create_temp(m->target, &m->tmp, &m->named)) < 0) {
         int e = errno;
         cli_map_output_discard(m);
         return cli_msg(msg, CLI_RESOURCE, "cannot save '%s': cannot create a file in its "
                        "directory: %s", path, strerror(e));
     }
-    g_temp_path = m->tmp;
+    if (m->named)
+        g_temp_path = m->tmp;
+    int e = replaces && !copy_owner_mode(m->fd, &old) ? errno : 0;
     /* reserve the blocks now: a full disk is an error here, not a SIGBUS
      * while writing through the mapping */
-    int e = posix_fallocate(m->fd, 0, (off_t)m->map_bytes);
-    if (e == EOPNOTSUPP || e == EINVAL) /* a file system without it */
+    if (e == 0 && (e = posix_fallocate(m->fd, 0, (off_t)m->map_bytes)) != 0 &&
+        (e == EOPNOTSUPP || e == EINVAL)) /* a file system without it */
         e = ftruncate(m->fd, (off_t)m->map_bytes) == 0 ? 0 : errno;
     if (e == 0 && pwrite(m->fd, header, hlen, 0) != (ssize_t)hlen)
         e = errno ? errno : EIO;
@@ -188,6 +385,7 @@ int cli_map_output(convolve_context *ctx, const char *path, const convolve_layou
     m->map = p;
     m->data = (unsigned char *)p + hlen;
     m->path = path;
+    watch_range(MAP_OUT, p, m->map_bytes);
     return CLI_OK;
 }
 
@@ -232,16 +430,30 @@ void cli_mapped_release(cli_mapped_in *in, cli_mapped_out *out, size_t rows_done
     }
 }
 
+/* Unmaps m's output, no longer watched. */
+static void unmap_output(cli_mapped_out *m)
+{
+    if (m->map) {
+        unwatch_range(MAP_OUT);
+        munmap(m->map, m->map_bytes);
+        m->map = NULL;
+    }
+}
+
 int cli_map_output_commit(cli_mapped_out *m, char *msg)
 {
     const char *step = "writing";
     int ok = msync(m->map, m->map_bytes, MS_SYNC) == 0;
     int e = errno;
-    munmap(m->map, m->map_bytes);
-    m->map = NULL;
+    unmap_output(m);
     if (ok) {
         step = "syncing";
         ok = fsync(m->fd) == 0;
+        e = errno;
+    }
+    if (ok && !m->named) {
+        step = "naming the temporary file for";
+        ok = name_temp(m);
         e = errno;
     }
     if (close(m->fd) != 0 && ok) {
@@ -283,11 +495,10 @@ int cli_map_output_commit(cli_mapped_out *m, char *msg)
 
 void cli_map_output_discard(cli_mapped_out *m)
 {
-    if (m->map)
-        munmap(m->map, m->map_bytes);
+    unmap_output(m);
     if (m->fd >= 0)
         close(m->fd);
-    if (m->tmp) {
+    if (m->named) {
         g_temp_path = NULL;
         unlink(m->tmp);
     }

@@ -4,8 +4,8 @@
  * progress on standard error (on a terminal, after about a second; every
  * update with --progress; never with --quiet), gives back the pages of the
  * mapped files that are done (cli_mapped.c), and cancels the run after
- * Ctrl-C; and the SIGINT/SIGTERM handling that makes Ctrl-C leave no
- * partial output file.
+ * Ctrl-C; and the SIGINT/SIGTERM/SIGHUP/SIGPIPE handling that makes Ctrl-C,
+ * a closed terminal or a closed pipe leave no partial output file.
  */
 #include "convolve_cli.h"
 
@@ -17,7 +17,7 @@
 #define SHOW_AFTER_S 1.0
 #define REDRAW_EVERY_S 0.2
 
-static volatile sig_atomic_t g_signal;    /* the first SIGINT/SIGTERM caught */
+static volatile sig_atomic_t g_signal;    /* the first SIGINT/SIGTERM/SIGHUP/SIGPIPE caught */
 static volatile sig_atomic_t g_deferring; /* 1: a signal cancels cleanly (see cli_defer) */
 
 static void on_signal(int sig)
@@ -26,6 +26,9 @@ static void on_signal(int sig)
         g_signal = sig;
         return;
     }
+    /* a pipe closed once is closed for every later write: not a second signal */
+    if (sig == SIGPIPE && g_signal)
+        return;
     /* not cancellable now, or a second signal: remove the temporary output
      * file, then end as the signal would have */
     const char *tmp = cli_mapped_temp_path();
@@ -43,6 +46,13 @@ void cli_signals_install(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    /* SIGHUP and SIGPIPE stay ignored when they were at the start (nohup) */
+    static const int k_unless_ignored[] = {SIGHUP, SIGPIPE};
+    for (size_t i = 0; i < sizeof k_unless_ignored / sizeof k_unless_ignored[0]; i++) {
+        struct sigaction old;
+        if (sigaction(k_unless_ignored[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(k_unless_ignored[i], &sa, NULL);
+    }
 }
 
 void cli_defer_signals(int defer)
@@ -128,7 +138,7 @@ int cli_progress_callback(void *user, const convolve_progress *pr)
     else if (p->show == 1 && pr->elapsed_s >= SHOW_AFTER_S &&
              (last || !p->drawn || pr->elapsed_s - p->last_draw_s >= REDRAW_EVERY_S))
         draw(p, pr);
-    return g_signal != 0;
+    return g_signal != 0 || cli_mapped_failed();
 }
 
 void cli_progress_finish(cli_progress *p)

@@ -406,6 +406,26 @@ static int open_input(convolve_context *ctx, const cli_run_args *a, int map, run
     return CLI_OK;
 }
 
+/* As cp, a symbolic link OUTPUT to nothing (or a loop) is not written
+ * through: refused before any work. */
+static int check_link(const char *output)
+{
+    struct stat sb;
+    if (lstat(output, &sb) != 0 || !S_ISLNK(sb.st_mode) || stat(output, &sb) == 0 ||
+        (errno != ENOENT && errno != ELOOP))
+        return CLI_OK;
+    int e = errno;
+    char to[1024];
+    ssize_t n = readlink(output, to, sizeof to - 1);
+    to[n > 0 ? n : 0] = '\0';
+    if (e == ENOENT)
+        return cli_fail(CLI_BAD_INPUT, "OUTPUT '%s' is a symbolic link to '%s', which does not "
+                        "exist; as cp, convolve does not write through a dangling link: create "
+                        "the file it names, or remove the link", output, to);
+    return cli_fail(CLI_BAD_INPUT, "OUTPUT '%s' is a symbolic link to '%s', which cannot be "
+                    "followed: %s", output, to, strerror(e));
+}
+
 static int run(convolve_context *ctx, cli_run_args *a)
 {
     convolve_format ofmt = convolve_format_from_path(a->output);
@@ -419,6 +439,9 @@ static int run(convolve_context *ctx, cli_run_args *a)
     if (!a->force && a->weights && cli_same_file(a->weights, a->output))
         return cli_fail(CLI_BAD_INPUT, "OUTPUT '%s' is the weights file; choose another name, "
                         "or pass --force to replace it", a->output);
+    int rc = check_link(a->output);
+    if (rc != CLI_OK)
+        return rc;
     /* --mmap: the output is mapped when it is .npy, the input when it is a
      * .npy file too (and stored as it is used) */
     const int input_npy = is_npy_file(a->input);
@@ -439,7 +462,7 @@ static int run(convolve_context *ctx, cli_run_args *a)
     const convolve_layout *L = NULL;
     const void *in_data = NULL;
     convolve_layout Lout;
-    int rc = open_input(ctx, a, map && input_npy, &rf, &L, &in_data);
+    rc = open_input(ctx, a, map && input_npy, &rf, &L, &in_data);
     if (rc != CLI_OK)
         goto done;
     rc = a->weights ? cli_weights_read(ctx, a->weights, &w, msg) : CLI_OK;
@@ -476,6 +499,10 @@ static int run(convolve_context *ctx, cli_run_args *a)
     o.progress_user = &prog;
     cli_defer_signals(1);
     rc = compute(ctx, a, &o, f, L, in_data, &Lout, map ? rf.mout.data : convolve_array_data(rf.out));
+    int frc; /* a page of a mapped file failed (the run was cancelled then) */
+    if ((rc == CLI_OK || rc == CLI_INTERRUPTED) &&
+        (frc = cli_mapped_check(&rf.min, &rf.mout, msg)) != CLI_OK)
+        rc = cli_fail(frc, "%s", msg);
     if (rc == CLI_OK && cli_interrupted())
         rc = CLI_INTERRUPTED;
     if (rc == CLI_OK && map) {

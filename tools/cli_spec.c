@@ -557,15 +557,18 @@ static const cli_text k_before[] = {
 
 static const cli_text k_after[] = {
     {"Output", NULL,
-     "written to a temporary file renamed over OUTPUT when complete: a failed run leaves any "
-     "old OUTPUT untouched. An OUTPUT that is a folder is refused: name a file, or use "
-     "--output-dir.",
+     "written to a temporary file in OUTPUT's folder (without a name until complete, where the "
+     "file system allows) renamed over OUTPUT when complete: a failed or killed run leaves any "
+     "old OUTPUT untouched. A replaced OUTPUT keeps its mode (and owner and group, where "
+     "permitted). An OUTPUT that is a folder is refused: name a file, or use --output-dir; "
+     "so is, as cp does, a symbolic link to a file that does not exist.",
      0},
     {"Files larger than memory", NULL,
      "With a .npy INPUT and a .npy OUTPUT (--mmap auto, the default; not with --time), the "
      "input is memory-mapped instead of read, and the output is written through a "
      "memory-mapped temporary file beside OUTPUT, sized up front and renamed over OUTPUT when "
-     "complete. The library works in slabs along the slowest axis and, after each, the pages "
+     "complete. An INPUT that another program truncates meanwhile ends the run with exit 1, "
+     "nothing written. The library works in slabs along the slowest axis and, after each, the pages "
      "of both files that are done are given back (madvise MADV_DONTNEED; the output's are "
      "handed to writeback first), so resident memory stays bounded whatever the file size "
      "(see docs/cli.md for the bound). An input in the other byte order or in Fortran order "
@@ -574,15 +577,17 @@ static const cli_text k_after[] = {
     {"Progress and Ctrl-C", NULL,
      "On a terminal, runs longer than about a second show progress on standard error (slabs "
      "done, throughput, time left); --quiet hides it, --progress shows it anywhere. Ctrl-C "
-     "(SIGINT, or SIGTERM) stops the run cleanly: no slab starts after it, nothing is written "
-     "(an old OUTPUT stays as it was, no temporary file is left), and convolve ends of the "
-     "signal (exit status 130 in a shell; 143 for SIGTERM).",
+     "(SIGINT; also SIGTERM, SIGHUP, SIGPIPE) stops the run cleanly: no slab starts after it, "
+     "nothing is written (an old OUTPUT stays as it was, no temporary file is left), and "
+     "convolve ends of the signal (exit status 130 in a shell; 143 for SIGTERM, 129 for "
+     "SIGHUP, 141 for SIGPIPE).",
      0},
     {"Many files at once", NULL,
      "Every INPUT's result goes to DIR/NAME, NAME being the input's file name with --suffix "
      "before its extension and that extension replaced by --format's (an input without a known "
      "extension needs --format). Before any work the command is refused (exit 1) when two "
-     "inputs would give the same output, when an output would replace an input (with --force: "
+     "inputs would give the same output (the same name, or one file through a symbolic link), "
+     "when an output would replace an input (with --force: "
      "only its own), or for - as an INPUT (list names on standard input with --inputs-from -). "
      "--jobs workers convolve the files, each with its own library context, filters, and one "
      "plan per distinct layout (shape, element type, channels) reused for every file of that "

@@ -149,9 +149,11 @@ typedef struct cli_mapped_in {
     const void *data;            /* the array: map + data_offset */
     size_t data_offset, data_bytes;
     size_t released;             /* file bytes [0, released) given back */
+    const char *path;            /* INPUT as given (messages) */
 } cli_mapped_in;
 
-/* A .npy output written through a mapped temporary file beside it. */
+/* A .npy output written through a mapped temporary file in its folder,
+ * unnamed until complete where the file system allows. */
 typedef struct cli_mapped_out {
     int fd;
     void *map;                   /* NULL when not mapped */
@@ -160,7 +162,8 @@ typedef struct cli_mapped_out {
     size_t data_offset, data_bytes;
     size_t released;
     const char *path;            /* OUTPUT as given (messages) */
-    char *target, *tmp;          /* the file replaced (a link's target), the temporary */
+    char *target, *tmp;          /* the file replaced (a link's target), the temporary's name */
+    int named;                   /* the temporary file has the name tmp (else none yet) */
 } cli_mapped_out;
 
 void cli_mapped_in_init(cli_mapped_in *m);
@@ -174,12 +177,14 @@ int cli_map_input(convolve_context *ctx, const char *path, cli_mapped_in *m, cha
                   char *msg);
 void cli_unmap_input(cli_mapped_in *m);
 
-/* Creates a temporary file beside path (a symbolic link's target) of the
- * size of a .npy file of the layout, writes its header and maps it. */
+/* Creates a temporary file beside path (a symbolic link's target; a
+ * dangling link is refused) of the size of a .npy file of the layout, with
+ * the owner (where permitted) and mode of the file it will replace, writes
+ * its header and maps it. */
 int cli_map_output(convolve_context *ctx, const char *path, const convolve_layout *layout,
                    cli_mapped_out *m, char *msg);
-/* Syncs, unmaps and renames the temporary file over the output. On failure
- * it is removed (exit code and msg). */
+/* Syncs, unmaps, names (when unnamed) and renames the temporary file over
+ * the output. On failure it is removed (exit code and msg). */
 int cli_map_output_commit(cli_mapped_out *m, char *msg);
 /* Unmaps and removes the temporary file (nothing is written). */
 void cli_map_output_discard(cli_mapped_out *m);
@@ -190,9 +195,19 @@ void cli_map_output_discard(cli_mapped_out *m);
 void cli_mapped_release(cli_mapped_in *in, cli_mapped_out *out, size_t rows_done,
                         size_t rows_total);
 
-/* The temporary output file now existing (for a signal handler to remove),
- * or NULL. */
+/* The temporary output file now existing under a name (for a signal
+ * handler to remove), or NULL. */
 const char *cli_mapped_temp_path(void);
+
+/* A SIGBUS from a page of a mapped file (the input truncated by another
+ * program, the output's blocks lost) does not end the process: zero pages
+ * replace the rest of that mapping and the failure is noted. 1 once one was
+ * (the progress callback then cancels the run). */
+int cli_mapped_failed(void);
+/* After the run, before unmapping: CLI_OK when no page failed; else the
+ * exit code and msg: the input shrank or could not be read (1), the
+ * output's pages could not be written (2). The output must be discarded. */
+int cli_mapped_check(const cli_mapped_in *in, const cli_mapped_out *out, char *msg);
 
 /* ---- progress, cancellation (tools/cli_progress.c) ------------------------------- */
 
@@ -211,16 +226,19 @@ typedef struct cli_progress {
 void cli_progress_init(cli_progress *p, int quiet, int forced, cli_mapped_in *in,
                        cli_mapped_out *out);
 /* A convolve_progress_fn: user is a cli_progress. Returns non-zero (cancel)
- * once SIGINT or SIGTERM was caught. */
+ * once a signal was caught (cli_signals_install) or a page of a mapped
+ * file failed (cli_mapped_failed). */
 int cli_progress_callback(void *user, const convolve_progress *progress);
 /* Ends the terminal line, if one was drawn. */
 void cli_progress_finish(cli_progress *p);
 
-/* Catches SIGINT and SIGTERM. While signals are deferred (cli_defer_signals(1):
- * the convolution and saving), the first one is remembered (the callback
+/* Catches SIGINT and SIGTERM, and SIGHUP and SIGPIPE unless ignored when
+ * the process started (nohup). While signals are deferred (cli_defer_signals(1): the
+ * convolution and saving), the first one is remembered (the callback
  * cancels; the caller checks cli_interrupted and writes nothing); otherwise,
- * or on a second one, the temporary output file (cli_mapped_temp_path) is
- * removed and the process ends of the signal. */
+ * or on a second one (a SIGPIPE after the first signal is not counted), the
+ * temporary output file (cli_mapped_temp_path) is removed and the process
+ * ends of the signal. */
 void cli_signals_install(void);
 void cli_defer_signals(int defer);
 /* The signal caught while deferred, or 0. */

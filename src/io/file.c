@@ -3,7 +3,8 @@
  * size limit, then parse it in memory; directories and devices are refused)
  * and convolve_array_save (encode into memory, then write it with
  * cvi_write_file_atomic, so that a failure leaves any old file untouched;
- * symbolic links are followed, targets that are not regular files refused).
+ * symbolic links are followed, dangling ones and targets that are not
+ * regular files refused).
  */
 #define _XOPEN_SOURCE 700 /* realpath */
 
@@ -235,15 +236,28 @@ convolve_status convolve_npy_inspect(convolve_context *ctx, const char *path,
 }
 
 /* Writes the bytes to path atomically. A symbolic link is followed, so the
- * file it names is replaced, not the link; an existing target that is not a
- * regular file (a directory, device, FIFO) is refused. */
+ * file it names is replaced, not the link; as cp, a link to nothing (or a
+ * loop) is not written through but refused, and so is an existing target
+ * that is not a regular file (a directory, device, FIFO). */
 static convolve_status save_bytes(convolve_context *ctx, const char *path,
                                   const unsigned char *data, size_t size)
 {
     struct stat sb;
     char *real = NULL;
-    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode))
-        real = realpath(path, NULL); /* NULL when dangling: the link itself is replaced */
+    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode) && !(real = realpath(path, NULL))) {
+        int e = errno;
+        char to[1024];
+        ssize_t n = readlink(path, to, sizeof to - 1);
+        to[n > 0 ? n : 0] = '\0';
+        if (e == ENOMEM)
+            return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory saving '%s'", path);
+        if (e == ENOENT)
+            return cvi_error(ctx, CONVOLVE_ERROR_IO, "cannot save '%s': it is a symbolic link to "
+                             "'%s', which does not exist; a dangling link is not written "
+                             "through (create the file it names, or remove the link)", path, to);
+        return cvi_error(ctx, CONVOLVE_ERROR_IO, "cannot save '%s': it is a symbolic link to "
+                         "'%s', which cannot be followed: %s", path, to, strerror(e));
+    }
     const char *target = real ? real : path;
     convolve_status st;
     if (stat(target, &sb) == 0 && !S_ISREG(sb.st_mode))

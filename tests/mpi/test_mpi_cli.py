@@ -9,7 +9,8 @@ slabs and --grid; 1 to 4 ranks. Dense weights of 64 taps or more name
 there, which convolve-mpi never does (docs/scale.md). Failures: bad options, a missing input, an
 unwritable output place, a write failing on one rank (injected with
 CONVOLVE_MPI_CLI_FAIL_WRITE): the exit code is convolve's, an existing
-OUTPUT is left as it was, and no temporary file stays behind.
+OUTPUT is left as it was, and no temporary file stays behind; a replaced
+OUTPUT keeps its mode (and owner, as root).
 Run by CTest (label mpi) with CONVOLVE_CLI, CONVOLVE_MPI_CLI, MPIEXEC and
 MPIEXEC_FLAGS set; skipped (77) without numpy unless CONVOLVE_REQUIRE_PYTHON=1.
 """
@@ -148,6 +149,16 @@ def main():
               "write failing on rank 2: %d %s" % (r.returncode, r.stderr))
         check(open(out, "rb").read() == b"old output", "OUTPUT changed by a failed run")
         check(not leftovers(d), "temporary files left after failures: %s" % leftovers(d))
+        # a replaced OUTPUT keeps its mode (and owner, where permitted: as root)
+        os.chmod(out, 0o600)
+        if os.geteuid() == 0:
+            os.chown(out, 12345, 23456)
+        r = mpi_run(2, [inp, out, "--filter", "box:1"])
+        st = os.stat(out)
+        check(r.returncode == 0 and st.st_mode & 0o7777 == 0o600,
+              "replaced OUTPUT: exit %d, mode %o, not 600" % (r.returncode, st.st_mode & 0o7777))
+        check(os.geteuid() != 0 or (st.st_uid, st.st_gid) == (12345, 23456),
+              "replaced OUTPUT: owner %d:%d, not 12345:23456" % (st.st_uid, st.st_gid))
         r = mpi_run(2, [inp, inp, "--filter", "box:1"])
         check(r.returncode == 1 and "input file" in r.stderr, "OUTPUT = INPUT: %d %s" % (r.returncode, r.stderr))
         r = mpi_run(1, ["--help"])

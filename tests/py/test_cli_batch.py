@@ -334,6 +334,27 @@ class Unreadable(BatchCase):
         self.assertEqual(os.listdir(self.path("out")), ["ok.npy"])
 
 
+class Replacing(BatchCase):
+    """What replacing an output keeps, and the links it does not follow."""
+
+    def test_mode_kept_and_dangling_link_refused(self):
+        x = self.rng.standard_normal((6, 7))
+        np.save(self.inp("a.npy"), x)
+        np.save(self.inp("b.npy"), x)
+        write_file(self.path("out/a.npy"), b"old")
+        os.chmod(self.path("out/a.npy"), 0o600)
+        os.symlink("nothere.npy", self.path("out/b.npy"))
+        r = self.batch([self.inp("a.npy"), self.inp("b.npy")], ["--filter", "box:1"], code=2)
+        self.assertEqual(summary(r.stderr)[:3], (2, 1, 1))
+        self.assertIn("convolve: %s: cannot save '%s': it is a symbolic link to 'nothere.npy', "
+                      "which does not exist" % (self.inp("b.npy"), self.path("out/b.npy")),
+                      r.stderr)
+        self.assertEqual(os.stat(self.path("out/a.npy")).st_mode & 0o7777, 0o600)
+        self.assertNotEqual(read_file(self.path("out/a.npy")), b"old")
+        self.assertTrue(os.path.islink(self.path("out/b.npy")))
+        self.assertEqual(sorted(os.listdir(self.path("out"))), ["a.npy", "b.npy"])
+
+
 class CommandRefused(BatchCase):
     """Mistakes of the command itself: one line, nothing written, no summary."""
 
@@ -395,6 +416,34 @@ class CommandRefused(BatchCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(read_file(a), read_file(single))
         self.assertEqual(read_file(b), read_file(single))  # b held the same data
+
+    def test_outputs_one_file_through_a_link(self):
+        """Two outputs of other names that are one file (a symbolic link in
+        the output folder, a dangling one too) are refused before any work,
+        naming both inputs; so are one name from two folders and two
+        extensions made one by --format."""
+        x = self.rng.standard_normal((6, 7))
+        np.save(self.inp("a.npy"), x)
+        np.save(self.inp("b.npy"), x)
+        os.mkdir(self.path("in/sub"))
+        np.save(self.inp("sub/a.npy"), x)
+        a, b, out, f = self.inp("a.npy"), self.inp("b.npy"), self.path("out"), ["--filter",
+                                                                              "box:1"]
+        self.run_ok([a, self.inp("a.png"), "--filter", "identity", "--output-dtype", "uint8"])
+        os.symlink("a.npy", self.path("out/b.npy"))  # dangling until a.npy is written
+        want = ("INPUTs '%s' and '%s' would both be written to '%s' ('%s' and '%s' are one "
+                "file, through a symbolic link)" % (a, b, os.path.realpath(out) + "/a.npy",
+                                                    out + "/a.npy", out + "/b.npy"))
+        self.refused([a, b, "--output-dir", out] + f, 1, want)
+        self.refused([b, a, "--output-dir", out] + f, 1, "INPUTs '%s' and '%s'" % (b, a))
+        write_file(self.path("out/a.npy"), b"old")
+        self.refused([a, b, "--output-dir", out] + f, 1, want)
+        self.assertEqual(read_file(self.path("out/a.npy")), b"old")
+        self.refused([a, self.inp("sub/a.npy"), "--output-dir", out, "--suffix", ""] + f, 1,
+                     "INPUTs '%s' and '%s' would both be written to '%s/a.npy'"
+                     % (a, self.inp("sub/a.npy"), out))
+        self.refused([a, self.inp("a.png"), "--output-dir", out, "--format", "npy"] + f, 1,
+                     "INPUTs '%s' and '%s' would both be written" % (a, self.inp("a.png")))
 
     def test_cuda_backend(self):
         x = self.rng.standard_normal((40, 50)).astype(np.float32)

@@ -3,9 +3,11 @@
 GPUs"): the mapped path gives the same bytes as loading (--mmap off) in every
 mode, for every element type, 1-D to 3-D, cut into slabs shorter than the
 filter (CONVOLVE_CPU_SLAB_BYTES forces the CPU's slabs small); inputs that
-need converting fall back to loading; failures and Ctrl-C (SIGINT, SIGTERM)
-leave no file and an old OUTPUT intact; progress appears only when asked
-for or on a terminal; --devices is accepted where it applies; and the peak
+need converting fall back to loading; failures, Ctrl-C (SIGINT, SIGTERM,
+SIGHUP, SIGPIPE), SIGKILL (where O_TMPFILE works) and a truncated INPUT or
+temporary file (SIGBUS) leave no file and an old OUTPUT intact; a replaced
+OUTPUT keeps its mode and owner, a dangling link is refused; progress
+appears only when asked for or on a terminal; --devices is accepted where it applies; and the peak
 resident memory (ru_maxrss) of a run on a file 4x the bound stays under it.
 Run by CTest; skipped (77) without numpy/scipy unless CONVOLVE_REQUIRE_PYTHON=1.
 """
@@ -147,11 +149,13 @@ class Mapped(CliCase):
         self.assertIn("not a regular file", r.stderr)
         self.no_temporaries()
 
-    def interrupted(self, sig):
-        """Starts a run of many slabs whose progress lines go into a pipe of
-        one page, so that it blocks writing them until read; signals it then:
-        it must cancel, write nothing and end of the signal."""
-        np.save(self.p("x.npy"), random_array(self.rng, (3000, 16), np.float32))
+    def start_blocked(self, rows=3000):
+        """Starts a mapped run of one row a slab (rows x 16 float32) whose
+        progress lines go into a pipe of one page, so that it blocks writing
+        them until they are read: it cannot end before the pipe is read.
+        Returns the process and the pipe's reading end (a text file), once
+        the first line was read and the pipe had time to fill again."""
+        np.save(self.p("x.npy"), random_array(self.rng, (rows, 16), np.float32))
         write_file(self.p("out.npy"), OLD)
         rfd, wfd = os.pipe()
         fcntl.fcntl(wfd, 1031, 4096)  # F_SETPIPE_SZ: one page
@@ -159,13 +163,49 @@ class Mapped(CliCase):
         proc = subprocess.Popen([CLI, self.p("x.npy"), self.p("out.npy"), "--filter", "box:2",
                                  "--progress"], stdout=subprocess.DEVNULL, stderr=wfd, env=env)
         os.close(wfd)
-        with os.fdopen(rfd, "r") as err:
-            first = err.readline()
-            self.assertRegex(first, PROGRESS)
-            # the pipe is full again soon: the run is blocked in a progress line
-            time.sleep(0.3)
-            proc.send_signal(sig)
-            rest = err.read()
+        err = os.fdopen(rfd, "r")
+        self.addCleanup(err.close)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        first = err.readline()
+        self.assertRegex(first, PROGRESS)
+        # the pipe is full again soon: the run is blocked in a progress line
+        time.sleep(0.3)
+        return proc, err
+
+    def temp_fd(self, proc, missing_ok=False):
+        """The descriptor of proc (pid) open on its temporary output file:
+        a file of the scratch folder that is neither x.npy nor out.npy."""
+        fds = "/proc/%d/fd" % proc.pid
+        try:
+            names = os.listdir(fds)
+        except OSError:
+            names = []
+        for fd in names:
+            try:
+                target = os.readlink(os.path.join(fds, fd))
+            except OSError:
+                continue
+            if (target.startswith(self.tmp + "/") and
+                    os.path.basename(target) not in ("x.npy", "out.npy")):
+                return os.path.join(fds, fd)
+        if not missing_ok:
+            self.fail("no temporary output file open in %s" % fds)
+        return None
+
+    def require_o_tmpfile(self):
+        try:
+            fd = os.open(self.tmp, os.O_TMPFILE | os.O_RDWR, 0o600)
+            os.close(fd)
+        except (AttributeError, OSError) as e:
+            self.skipTest("the scratch folder's file system has no O_TMPFILE (%s): the "
+                          "temporary file has a name there" % e)
+
+    def interrupted(self, sig):
+        """A blocked run, signalled: it must cancel, write nothing and end of
+        the signal."""
+        proc, err = self.start_blocked()
+        proc.send_signal(sig)
+        rest = err.read()
         code = proc.wait(timeout=60)
         self.assertEqual(code, -sig, rest[-500:])
         self.assertIn("convolve: interrupted: '%s' not written" % self.p("out.npy"), rest)
@@ -179,6 +219,145 @@ class Mapped(CliCase):
 
     def test_sigterm(self):
         self.interrupted(signal.SIGTERM)
+
+    def sighup_as(self, disposition):
+        """SIGHUP's disposition in the runs this test starts (they inherit it)."""
+        old = signal.signal(signal.SIGHUP, disposition)
+        self.addCleanup(signal.signal, signal.SIGHUP, old)
+
+    def test_sighup(self):
+        """A closed terminal (SIGHUP) cancels as Ctrl-C does."""
+        self.sighup_as(signal.SIG_DFL)
+        self.interrupted(signal.SIGHUP)
+
+    def test_sighup_ignored_under_nohup(self):
+        """Started with SIGHUP ignored (nohup), the run goes on to the end."""
+        self.sighup_as(signal.SIG_IGN)
+        proc, err = self.start_blocked()
+        proc.send_signal(signal.SIGHUP)
+        rest = err.read()
+        self.assertEqual(proc.wait(timeout=60), 0, rest[-500:])
+        self.assertNotEqual(read_file(self.p("out.npy")), OLD)
+        self.no_temporaries()
+
+    def test_sigpipe(self):
+        """Standard error a pipe closed by its reader (SIGPIPE when the next
+        progress line is written): the run is cancelled, nothing written,
+        and the process ends of SIGPIPE."""
+        proc, err = self.start_blocked()
+        err.close()
+        code = proc.wait(timeout=60)
+        self.assertEqual(code, -signal.SIGPIPE)
+        self.assertEqual(read_file(self.p("out.npy")), OLD)
+        self.no_temporaries()
+
+    def test_sigkill_leaves_no_file(self):
+        """SIGKILL cannot be caught: the output is written to a file without
+        a name (O_TMPFILE) until it is complete, so that a killed run leaves
+        nothing in OUTPUT's folder."""
+        self.require_o_tmpfile()
+        proc, err = self.start_blocked()
+        self.temp_fd(proc)  # the run has its temporary file open
+        proc.kill()
+        self.assertEqual(proc.wait(timeout=60), -signal.SIGKILL)
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["out.npy", "x.npy"])
+        self.assertEqual(read_file(self.p("out.npy")), OLD)
+
+    def test_sigkill_while_saving_loaded(self):
+        """--mmap off: convolve_array_save writes a file without a name until
+        it is complete too; a run killed while its temporary file is open
+        (watched in /proc/PID/fd) leaves nothing."""
+        self.require_o_tmpfile()
+        np.save(self.p("x.npy"), np.ones((4096, 4096), np.float32))  # 64 MiB
+        write_file(self.p("out.npy"), OLD)
+        for _ in range(20):
+            proc = subprocess.Popen([CLI, self.p("x.npy"), self.p("out.npy"), "--filter",
+                                     "identity", "--mmap", "off"], stderr=subprocess.DEVNULL)
+            caught = False
+            while not caught and proc.poll() is None:
+                caught = self.temp_fd(proc, missing_ok=True) is not None
+            if caught:
+                proc.kill()
+            code = proc.wait(timeout=120)
+            if caught and code == -signal.SIGKILL:
+                self.assertEqual(sorted(os.listdir(self.tmp)), ["out.npy", "x.npy"])
+                self.assertEqual(read_file(self.p("out.npy")), OLD)
+                return
+            write_file(self.p("out.npy"), OLD)
+            self.no_temporaries()
+        self.skipTest("no run was caught while saving (20 tries)")
+
+    def test_input_truncated(self):
+        """Another program truncates INPUT while it is mapped and read: the
+        pages past the new end fail (SIGBUS), which ends the run with a
+        message and exit 1; nothing written, no temporary file."""
+        proc, err = self.start_blocked()
+        size = os.path.getsize(self.p("x.npy"))
+        os.truncate(self.p("x.npy"), 128)  # the header alone
+        rest = err.read()
+        code = proc.wait(timeout=60)
+        self.assertEqual(code, 1, rest[-500:])
+        self.assertIn("convolve: '%s' shrank while it was being read (128 bytes now, %d "
+                      "expected): '%s' not written" % (self.p("x.npy"), size, self.p("out.npy")),
+                      rest)
+        self.assertEqual(rest.count("convolve: '"), 1, rest[-500:])
+        self.assertEqual(read_file(self.p("out.npy")), OLD)
+        self.no_temporaries()
+
+    def test_output_pages_lost(self):
+        """The temporary output file truncated while the result is written
+        through its mapping (as a full disk would fail its pages): SIGBUS is
+        caught, the run ends with exit 2, nothing written."""
+        proc, err = self.start_blocked()
+        fd = os.open(self.temp_fd(proc), os.O_WRONLY)
+        os.ftruncate(fd, 0)
+        os.close(fd)
+        rest = err.read()
+        code = proc.wait(timeout=60)
+        self.assertEqual(code, 2, rest[-500:])
+        self.assertIn("convolve: cannot save '%s': a page of its temporary file could not be "
+                      "written through the mapping" % self.p("out.npy"), rest)
+        self.assertEqual(read_file(self.p("out.npy")), OLD)
+        self.no_temporaries()
+
+    def test_replacing_keeps_mode_and_owner(self):
+        """A replaced OUTPUT keeps its mode, and its owner and group where
+        permitted (as root: any)."""
+        np.save(self.p("x.npy"), random_array(self.rng, (30, 20), np.float32))
+        write_file(self.p("out.npy"), OLD)
+        os.chmod(self.p("out.npy"), 0o600)
+        root = os.geteuid() == 0
+        if root:
+            os.chown(self.p("out.npy"), 12345, 23456)
+        for mmap in ("on", "off"):
+            with self.subTest(mmap=mmap):
+                self.ok([self.p("x.npy"), self.p("out.npy"), "--filter", "box:1", "--mmap", mmap])
+                st = os.stat(self.p("out.npy"))
+                self.assertNotEqual(read_file(self.p("out.npy")), OLD)
+                self.assertEqual(st.st_mode & 0o7777, 0o600)
+                if root:
+                    self.assertEqual((st.st_uid, st.st_gid), (12345, 23456))
+        self.ok([self.p("x.npy"), self.p("new.npy"), "--filter", "box:1"])
+        mask = os.umask(0)
+        os.umask(mask)
+        self.assertEqual(os.stat(self.p("new.npy")).st_mode & 0o777, 0o644 & ~mask)
+        self.no_temporaries()
+
+    def test_dangling_link_refused(self):
+        """As cp, a symbolic link OUTPUT to nothing is not written through:
+        refused before any work (exit 1), the link left as it is."""
+        np.save(self.p("x.npy"), random_array(self.rng, (30, 20), np.float32))
+        os.symlink("nothere.npy", self.p("link.npy"))
+        for mmap in ("on", "off"):
+            with self.subTest(mmap=mmap):
+                r = run([self.p("x.npy"), self.p("link.npy"), "--filter", "box:1", "--mmap",
+                         mmap])
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertIn("is a symbolic link to 'nothere.npy', which does not exist",
+                              r.stderr)
+                self.assertTrue(os.path.islink(self.p("link.npy")))
+                self.assertFalse(os.path.exists(self.p("nothere.npy")))
+        self.no_temporaries()
 
     def test_progress_only_when_asked(self):
         np.save(self.p("x.npy"), random_array(self.rng, (200, 10), np.float32))

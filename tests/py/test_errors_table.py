@@ -776,6 +776,12 @@ class ErrorsTable(unittest.TestCase):
         os.mkdir(self.p("adir.npy"))
         c("output", "OUTPUT is an existing folder", "`adir.npy` (a folder)",
           [x2, self.p("adir.npy")] + f, 1, "is a folder", out="adir.npy")
+        os.symlink("nothere.npy", self.p("dangle.npy"))
+        c("output", "OUTPUT a dangling symbolic link", "`dangle.npy -> nothere.npy`",
+          [x2, self.p("dangle.npy")] + f, 1, "which does not exist; as cp", out=None)
+        with self.subTest(kind="dangling link kept"):
+            self.assertTrue(os.path.islink(self.p("dangle.npy")))
+            self.assertFalse(os.path.lexists(self.p("nothere.npy")))
         # accepted: values beyond the output type saturate; --force replaces the input
         np.save(self.p("big.npy"), np.array([[-5.0, 300.0, 7.4, 7.5]]))
         c("output", "values outside uint8 (accepted)", "[-5, 300, 7.4, 7.5] "
@@ -832,6 +838,11 @@ class ErrorsTable(unittest.TestCase):
           out=o)
         c("batch", "two INPUTs, one output name", "`x2.npy sub/x2.npy`",
           [x2, self.p("sub/x2.npy")] + d + f, 1, "would both be written", out=o)
+        os.symlink("x2.npy", self.p("bout/x2_b.npy"))
+        c("batch", "two outputs, one file through a link", "`x2.npy x2_b.npy --output-dir "
+          "bout`, `bout/x2_b.npy -> x2.npy`", [x2, self.p("x2_b.npy")] + d + f, 1,
+          "are one file, through a symbolic link", out=o)
+        os.remove(self.p("bout/x2_b.npy"))
         c("batch", "result replacing its INPUT", "`x2.npy --output-dir <tmp>`",
           [x2, "--output-dir", self.tmp] + f, 1, "would replace it", out=None)
         c("batch", "result replacing another INPUT", "`x2.npy x2_b.npy --suffix _b` into <tmp>",
@@ -1164,6 +1175,12 @@ class ErrorsTable(unittest.TestCase):
           "No such file or directory",
           lambda ctx: with_array(ctx, U8, lambda a: LIB.convolve_array_save(
               ctx, a, self.p("no/such/out.npy").encode(), FMT_AUTO, 0)))
+        if not os.path.lexists(self.p("dangling.npy")):
+            os.symlink("nothere.npy", self.p("dangling.npy"))
+        A("API array", "save through a dangling link", "`dangling.npy -> nothere.npy`", "IO",
+          "a dangling link is not written through",
+          lambda ctx: with_array(ctx, U8, lambda a: LIB.convolve_array_save(
+              ctx, a, self.p("dangling.npy").encode(), FMT_AUTO, 0)))
         A("API array", "load a directory", "`convolve_array_load` of a folder", "IO",
           "is a directory",
           lambda ctx: LIB.convolve_array_load(ctx, C.byref(ap), self.tmp.encode(), FMT_AUTO))

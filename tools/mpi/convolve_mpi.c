@@ -353,7 +353,22 @@ static int mpi_msg(int err, const char *what, char *msg, size_t cap)
     return CLI_RESOURCE;
 }
 
-/* Rank 0: a new temporary file beside path, named into tmp; writes header. */
+/* Gives fd the owner, group (where permitted) and mode of the file path
+ * replaces, if it exists. 0 and errno on failure. */
+static int copy_owner_mode(int fd, const char *path)
+{
+    struct stat old;
+    if (stat(path, &old) != 0 || !S_ISREG(old.st_mode))
+        return 1;
+    if (fchown(fd, old.st_uid, old.st_gid) != 0 &&
+        (errno != EPERM || (fchown(fd, (uid_t)-1, old.st_gid) != 0 && errno != EPERM)))
+        return 0;
+    return fchmod(fd, old.st_mode & 07777) == 0;
+}
+
+/* Rank 0: a new temporary file beside path, named into tmp (MPI-IO opens it
+ * by name on every rank, so it cannot be an unnamed O_TMPFILE one), with the
+ * owner and mode of the file it replaces; writes header. */
 static int make_temp(const char *path, const char *header, size_t hlen, char *tmp, size_t cap,
                      char *msg, size_t mcap)
 {
@@ -367,7 +382,7 @@ static int make_temp(const char *path, const char *header, size_t hlen, char *tm
             continue;
         if (fd < 0)
             break;
-        ssize_t put = write(fd, header, hlen);
+        ssize_t put = copy_owner_mode(fd, path) ? write(fd, header, hlen) : -1;
         if (close(fd) != 0 || put != (ssize_t)hlen) {
             unlink(tmp);
             break;
