@@ -11,15 +11,18 @@
 # Variables: BUILD (the build folder), JOBS, CMAKE_FLAGS (more -D options),
 #   PYTHON (above), CUDA=OFF (leave the CUDA backend out: a CPU-only build,
 #   much faster to build where nvcc is installed; CUDA=ON puts it back; the
-#   choice stays in $(BUILD)'s CMake cache).
+#   choice stays in $(BUILD)'s CMake cache; an environment variable CUDA of
+#   another value is not taken for it).
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 ifdef PYTHON
 override CMAKE_FLAGS += -DCONVOLVE_PYTHON=$(PYTHON)
 endif
-ifdef CUDA
+ifneq ($(filter ON OFF,$(CUDA)),)
 override CMAKE_FLAGS += -DCONVOLVE_WITH_CUDA=$(CUDA)
+else ifeq ($(origin CUDA),command line)
+$(error CUDA=$(CUDA): give ON or OFF)
 endif
 
 .PHONY: all build demo test test-sanitize test-emu clean python install-python

@@ -2,8 +2,9 @@
 # check_cuda_switch.sh CLI LIBRARY CUDA_BUILT - the switch that leaves the
 # CUDA backend out (CTest check_cuda_switch):
 # 1. `make CUDA=OFF` and `make CUDA=ON` hand -DCONVOLVE_WITH_CUDA to CMake,
-#    also beside CMAKE_FLAGS, and plain `make` hands none (make -n: nothing
-#    is built);
+#    also beside CMAKE_FLAGS; plain `make` hands none, nor does an
+#    environment variable CUDA of another value; `make CUDA=yes` is refused
+#    (make -n: nothing is built);
 # 2. this build's library holds CUDA exactly when CMake built the backend
 #    (CUDA_BUILT: ON or OFF): without it (make test-sanitize's build, made
 #    with CONVOLVE_WITH_CUDA=OFF where nvcc is installed), the CLI says
@@ -20,7 +21,9 @@ if ! command -v make >/dev/null; then
     echo "skipped: no make"
     exit 77
 fi
-configure_line() { make -n --no-print-directory build BUILD=build-check "$@" | grep -m1 '^cmake -S'; }
+# as a user types it: not inside another make's variables (make test CUDA=OFF)
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES CUDA CMAKE_FLAGS PYTHON
+configure_line() { make -n --no-print-directory build BUILD=build-check "$@" 2>&1 | grep -m1 -E '^cmake -S|\*\*\*'; }
 for v in OFF ON; do
     line=$(configure_line CUDA=$v)
     echo "make CUDA=$v: $line"
@@ -33,6 +36,13 @@ echo "make CUDA=OFF CMAKE_FLAGS=...: $line"
 line=$(configure_line)
 echo "make: $line"
 [[ $line != *CONVOLVE_WITH_CUDA* ]] || bad "plain make passes CONVOLVE_WITH_CUDA"
+line=$(CUDA=/usr/local/cuda configure_line)
+echo "CUDA=/usr/local/cuda in the environment, make: $line"
+[[ $line == "cmake -S"* && $line != *CONVOLVE_WITH_CUDA* ]] ||
+    bad "an environment variable CUDA of another value reaches CMake"
+line=$(configure_line CUDA=yes)
+echo "make CUDA=yes: $line"
+[[ $line == *"give ON or OFF"* ]] || bad "make CUDA=yes is not refused"
 
 backends=$("$cli" info | grep -m1 '^backends:')
 fatbin=$(readelf -S -W "$lib" | grep -c '\.nv_fatbin')
