@@ -8,11 +8,21 @@
 #   make python          build the Python package into build/python (part of build)
 #   make install-python  copy it into the interpreter's site directory
 #               (docs/python.md; PYTHON=/path/to/python3 picks the interpreter)
+# Variables: BUILD (the build folder), JOBS, CMAKE_FLAGS (more -D options),
+#   PYTHON (above), CUDA=OFF (leave the CUDA backend out: a CPU-only build,
+#   much faster to build where nvcc is installed; CUDA=ON puts it back; the
+#   choice stays in $(BUILD)'s CMake cache; an environment variable CUDA of
+#   another value is not taken for it).
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 ifdef PYTHON
-CMAKE_FLAGS += -DCONVOLVE_PYTHON=$(PYTHON)
+override CMAKE_FLAGS += -DCONVOLVE_PYTHON=$(PYTHON)
+endif
+ifneq ($(filter ON OFF,$(CUDA)),)
+override CMAKE_FLAGS += -DCONVOLVE_WITH_CUDA=$(CUDA)
+else ifeq ($(origin CUDA),command line)
+$(error CUDA=$(CUDA): give ON or OFF)
 endif
 
 .PHONY: all build demo test test-sanitize test-emu clean python install-python

@@ -5,6 +5,11 @@ directory per test case.
 
 Environment: CONVOLVE_CLI (path to the convolve binary; else
 CONVOLVE_BUILD_DIR/convolve), CONVOLVE_DATA_DIR (folder of grace_hopper.jpg).
+
+Root reads any file, so the cases about unreadable files run the CLI as user
+nobody (NOBODY) when the tests run as root; nobody_cannot_run() says whether
+that user can run it here (not when a folder above the binary is closed to
+other users, as a home directory or `mktemp -d` is), and why not.
 """
 import os
 import shutil
@@ -45,6 +50,26 @@ CLI = cli_path()
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA_DIR = os.environ.get("CONVOLVE_DATA_DIR") or os.path.join(HERE, "..", "..", "data")
 PHOTO = os.path.join(DATA_DIR, "grace_hopper.jpg")
+
+
+NOBODY = 65534  # uid and gid of user nobody
+
+
+def nobody_cannot_run(cli=None):
+    """None when user nobody can run the CLI (cli, else CLI); otherwise why
+    not, for a skipTest or a kept row. The exec fails (PermissionError) when
+    a folder above the binary is closed to other users (mode 0700)."""
+    cli = cli or CLI
+    try:
+        r = subprocess.run([cli, "--version"], user=NOBODY, group=NOBODY, extra_groups=[],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    except OSError as e:
+        return ("user nobody (uid %d) cannot run %s: %s (a folder above it is closed to "
+                "other users, e.g. mode 0700)" % (NOBODY, cli, e.strerror or e))
+    if r.returncode != 0:
+        return ("user nobody (uid %d) cannot run %s: exit %d: %s"
+                % (NOBODY, cli, r.returncode, r.stderr.strip()[-300:]))
+    return None
 
 
 def read_file(path):
@@ -89,4 +114,8 @@ class CliCase(unittest.TestCase):
 
 
 def main():
-    unittest.main(verbosity=1)
+    """unittest.main, then a line per skipped case saying why (on stderr)."""
+    prog = unittest.main(verbosity=1, exit=False)
+    for case, why in prog.result.skipped:
+        print("skipped %s: %s" % (case.id(), why), file=sys.stderr)
+    sys.exit(0 if prog.result.wasSuccessful() else 1)

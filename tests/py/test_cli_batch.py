@@ -315,12 +315,11 @@ class Unreadable(BatchCase):
                 os.chmod(d, 0o777)
             os.chmod(self.inp("ok.npy"), 0o644)
             import subprocess
-            from cli_support import CLI
-            probe = subprocess.run([CLI, "--version"], user=65534, group=65534, extra_groups=[],
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            if probe.returncode != 0:
-                self.skipTest("running as root and user nobody cannot run the CLI")
-            kw = dict(user=65534, group=65534, extra_groups=[])
+            from cli_support import CLI, NOBODY, nobody_cannot_run
+            why = nobody_cannot_run()
+            if why:
+                self.skipTest("running as root, and " + why)
+            kw = dict(user=NOBODY, group=NOBODY, extra_groups=[])
             r = subprocess.run([CLI, self.inp("secret.npy"), self.inp("ok.npy"), "--output-dir",
                                 self.path("out"), "--filter", "box:1"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, **kw)

@@ -3,9 +3,14 @@
 
 1. The C program in README.md compiles against include/ and the built shared
    library, and runs.
-2. `cmake --install` into a temporary prefix, then examples/ builds with
-   find_package(convolve) (shared and static) and with pkg-config, and the
-   example blurs the bundled photo.
+2. `cmake --install` into a temporary prefix, then, with no LD_LIBRARY_PATH
+   (the environment of a user who just installed it): the installed
+   `convolve` (and `convolve-mpi` where built) run; examples/ builds with
+   find_package(convolve) (shared and static) and with the README's
+   `cc app.c $(pkg-config --cflags --libs convolve) -o app`, and the example
+   blurs the bundled photo.
+3. The Python package (where built), installed by `cmake --install
+   --component python` into a staging folder (DESTDIR), imports and filters.
 Environment: CONVOLVE_BUILD_DIR (the build tree), CONVOLVE_DATA_DIR.
 """
 import os
@@ -26,6 +31,28 @@ def sh(cmd, **kw):
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} -> {r.returncode}\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
     return r.stdout
+
+
+def user_env(**extra):
+    """A user's environment: PATH and HOME, no LD_LIBRARY_PATH, no PYTHONPATH;
+    a sanitised build's runtime settings (LD_PRELOAD, ASAN_OPTIONS) kept."""
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/"),
+           "LC_ALL": "C"}
+    for k in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+        if k in os.environ:
+            env[k] = os.environ[k]
+    env.update(extra)
+    return env
+
+
+def cache_value(name):
+    """A variable of the build tree's CMakeCache.txt, or None."""
+    try:
+        text = open(os.path.join(BUILD, "CMakeCache.txt")).read()
+    except OSError:
+        return None
+    m = re.search(r"^%s:[A-Z]+=(.*)$" % re.escape(name), text, re.M)
+    return m.group(1) if m else None
 
 
 def step(name, fn):
@@ -61,6 +88,15 @@ def main():
             sh(["cmake", "--install", BUILD, "--prefix", prefix])
             assert os.path.exists(os.path.join(prefix, "include", "convolve.h"))
 
+        def installed_program(name, args, needle):
+            def run():
+                exe = os.path.join(prefix, "bin", name)
+                if not os.path.exists(exe):
+                    raise RuntimeError(f"{exe} was not installed")
+                out = sh([exe, *args], env=user_env())
+                assert needle in out, out
+            return run
+
         def find_package(static):
             def run():
                 b = os.path.join(tmp, "ex-static" if static else "ex-shared")
@@ -73,7 +109,8 @@ def main():
                     *extra])
                 sh(["cmake", "--build", b])
                 out_png = os.path.join(tmp, f"blur-{static}.png")
-                sh([os.path.join(b, "blur"), os.path.join(DATA, "grace_hopper.jpg"), out_png, "1.5"])
+                sh([os.path.join(b, "blur"), os.path.join(DATA, "grace_hopper.jpg"), out_png, "1.5"],
+                   env=user_env())
                 assert os.path.getsize(out_png) > 1000
             return run
 
@@ -85,19 +122,43 @@ def main():
             libdir = [d for d in ("lib", "lib64", "lib/x86_64-linux-gnu")
                       if os.path.exists(os.path.join(prefix, d, "pkgconfig", "convolve.pc"))][0]
             env["PKG_CONFIG_PATH"] = os.path.join(prefix, libdir, "pkgconfig")
+            # as the README has it: cc app.c $(pkg-config --cflags --libs convolve) -o app
             flags = sh([pc, "--cflags", "--libs", "convolve"], env=env).split()
             exe = os.path.join(tmp, "blur-pc")
-            sh([cc, os.path.join(SRC, "examples", "blur.c"), *flags,
-                f"-Wl,-rpath,{os.path.join(prefix, libdir)}", "-o", exe])
+            sh([cc, os.path.join(SRC, "examples", "blur.c"), *flags, "-o", exe])
             out_png = os.path.join(tmp, "blur-pc.png")
-            sh([exe, os.path.join(DATA, "grace_hopper.jpg"), out_png])
+            sh([exe, os.path.join(DATA, "grace_hopper.jpg"), out_png], env=user_env())
             assert os.path.getsize(out_png) > 1000
+
+        def python_package():
+            site = cache_value("CONVOLVE_PYTHON_SITE")
+            py = cache_value("Python3_EXECUTABLE") or cache_value("CONVOLVE_PYTHON")
+            if not site or not py or not os.path.isdir(os.path.join(BUILD, "python", "convolve")):
+                print("  (the Python package is not built: not checked)")
+                return
+            stage = os.path.join(tmp, "stage")
+            sh(["cmake", "--install", BUILD, "--component", "python"],
+               env=dict(os.environ, DESTDIR=stage))
+            staged = stage + site
+            code = ("import numpy as np, convolve, scipy.ndimage as ndi\n"
+                    "x = np.arange(48.0).reshape(6, 8)\n"
+                    "assert np.allclose(convolve.gaussian_filter(x, 1.0), ndi.gaussian_filter(x, 1.0))\n"
+                    "print(convolve.__file__)\n")
+            out = sh([py, "-c", code], env=user_env(PYTHONPATH=staged), cwd=tmp)
+            assert out.startswith(staged), out
 
         step("README's C program compiles and runs", readme_program)
         step("cmake --install", install)
+        step("installed convolve runs (no LD_LIBRARY_PATH)",
+             installed_program("convolve", ["--version"], "convolve"))
+        if os.path.exists(os.path.join(BUILD, "convolve-mpi")):
+            step("installed convolve-mpi runs (no LD_LIBRARY_PATH)",
+                 installed_program("convolve-mpi", ["--version"], "convolve-mpi"))
         step("find_package(convolve), shared library", find_package(False))
         step("find_package(convolve), static library", find_package(True))
-        step("pkg-config --cflags --libs convolve", pkg_config)
+        step("pkg-config --cflags --libs convolve, the program runs (no LD_LIBRARY_PATH)",
+             pkg_config)
+        step("the Python package installed by cmake --install --component python", python_package)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"test_packaging: {'FAILED: ' + ', '.join(failures) if failures else 'passed'}")
