@@ -32,7 +32,9 @@
 # device's memory) in and out, larger than the device (in place with
 # GPU_CHECK_STREAM_HUGE_IN_PLACE=1);
 # GPU_CHECK_STREAM_TESTS=0 leaves out the test and memcheck),
-# outofcore (bench/outofcore.sh: the CLI on a .npy of
+# link (bench/link_bench: pinned, pageable and staged copies, cudaHostRegister
+# by size; bench/host_paths.py: Python on numpy and the CLI on a 1 GiB .npy
+# by backend; link.txt), outofcore (bench/outofcore.sh: the CLI on a .npy of
 # GPU_CHECK_OUTOFCORE_GIB, default 8, with every device). Logs go to $OUT
 # (build.log, tests.log, sanitizer.log, bench.txt, peers.txt, peers.json,
 # sass.txt, summary.txt); the summary and the 2-D bench table are printed
@@ -341,6 +343,15 @@ if want stream; then
     [ -n "${GPU_CHECK_STREAM_HUGE:-}" ] && step "stream bench ${HUGE_ARGS[*]}" \
         "$OUT/stream.txt" 400 "$BUILD/bench/stream_bench" "${HUGE_ARGS[@]}"
 fi
+if want link; then
+    # host arrays on the GPU (issue 23): what each way of moving them costs
+    # (bench/link_bench), then the users' paths by backend (bench/host_paths.py:
+    # Python on numpy, the CLI on a 1 GiB .npy); link.txt
+    : >"$OUT/link.txt"
+    step "link bench" "$OUT/link.txt" 120 "$BUILD/bench/link_bench" --mib 256 --runs 5
+    step "host paths" "$OUT/link.txt" 200 env PYTHONUNBUFFERED=1 \
+        PYTHONPATH="$BUILD/python" "$PY" "$ROOT/bench/host_paths.py" --build "$BUILD"
+fi
 if want outofcore; then
     # the CLI on a .npy file of GPU_CHECK_OUTOFCORE_GIB (default 8) with every
     # device: wall time, peak resident memory by kind, rows checked
@@ -440,6 +451,11 @@ want sass && step "sass scan" "$OUT/sass.txt" 60 bash -c sass_scan
     echo
     echo "tuning variants (tune.txt):"
     grep -E "^=== tune|^\| [a-z0-9]" "$OUT/tune.txt" | grep -v "^| case"
+    if [ -s "$OUT/link.txt" ]; then
+        echo
+        echo "host arrays on the GPU (link.txt):"
+        grep -vE "^=== " "$OUT/link.txt"
+    fi
     if [ -s "$OUT/stream.txt" ]; then
         echo
         echo "streamed host-memory plans (stream.txt; per-slab timeline: stream_timeline.csv):"

@@ -1,0 +1,231 @@
+/*
+ * link_bench.c - what moving host arrays to a GPU and back costs, by way:
+ * pinned copies (one way, both ways at once), pageable cudaMemcpy, host
+ * threads copying pageable memory into pinned buffers (the staging a
+ * streamed plan does), and pinning the caller's range in place
+ * (cudaHostRegister and cudaHostUnregister) by size. The numbers choose how
+ * convolve_execute moves pageable host arrays (docs/scale.md).
+ *
+ *   bench/link_bench [--mib N] [--runs R] [--device D]
+ *
+ * Prints one line per measurement: what, MiB, median ms, GB/s (bytes moved
+ * one way, 1e9). Without CUDA in the build it says so and exits 0.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef CONVOLVE_WITH_CUDA
+#include <cuda_runtime_api.h>
+
+#define CK(x)                                                                           \
+    do {                                                                                \
+        cudaError_t e_ = (x);                                                           \
+        if (e_ != cudaSuccess) {                                                        \
+            fprintf(stderr, "link_bench: %s: %s\n", #x, cudaGetErrorString(e_));        \
+            exit(1);                                                                    \
+        }                                                                               \
+    } while (0)
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void report(const char *what, size_t bytes, double ms)
+{
+    printf("%-44s %8.0f MiB %9.3f ms %7.1f GB/s\n", what, (double)bytes / 1048576.0, ms,
+           (double)bytes / (ms * 1e6));
+    fflush(stdout);
+}
+
+typedef struct {
+    char *dst;
+    const char *src;
+    size_t bytes;
+} copy_part;
+
+static void *copy_thread(void *p)
+{
+    copy_part *c = p;
+    memcpy(c->dst, c->src, c->bytes);
+    return NULL;
+}
+
+/* memcpy of bytes split over t threads (page-aligned parts). */
+static void threaded_copy(char *dst, const char *src, size_t bytes, int t)
+{
+    pthread_t th[64];
+    copy_part part[64];
+    size_t per = (bytes / (size_t)t + 4095) / 4096 * 4096;
+    int n = 0;
+    for (size_t off = 0; off < bytes && n < t; off += per, n++) {
+        part[n].dst = dst + off;
+        part[n].src = src + off;
+        part[n].bytes = bytes - off < per ? bytes - off : per;
+        pthread_create(&th[n], NULL, copy_thread, &part[n]);
+    }
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+}
+
+int main(int argc, char **argv)
+{
+    size_t mib = 256;
+    int runs = 7, dev = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--mib") && i + 1 < argc)
+            mib = (size_t)atol(argv[++i]);
+        else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
+            runs = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc)
+            dev = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: link_bench [--mib N] [--runs R] [--device D]\n");
+            return 2;
+        }
+    }
+    runs = runs < 1 ? 1 : runs > 64 ? 64 : runs;
+    const size_t bytes = mib << 20;
+    CK(cudaSetDevice(dev));
+    struct cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, dev));
+    printf("link_bench: device %d %s, %zu MiB, median of %d\n", dev, prop.name, mib, runs);
+    char *pin_a, *pin_b, *d_a, *d_b;
+    CK(cudaMallocHost((void **)&pin_a, bytes));
+    CK(cudaMallocHost((void **)&pin_b, bytes));
+    CK(cudaMalloc((void **)&d_a, bytes));
+    CK(cudaMalloc((void **)&d_b, bytes));
+    char *page_a = malloc(bytes), *page_b = malloc(bytes);
+    if (!page_a || !page_b)
+        return 1;
+    memset(page_a, 1, bytes);
+    memset(page_b, 2, bytes);
+    memset(pin_a, 3, bytes);
+    memset(pin_b, 4, bytes);
+    cudaStream_t s1, s2;
+    CK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+    CK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    double t[64];
+
+    /* pinned: one way, then both ways at once */
+    for (int r = 0; r < runs; r++) {
+        double t0 = now_ms();
+        CK(cudaMemcpyAsync(d_a, pin_a, bytes, cudaMemcpyHostToDevice, s1));
+        CK(cudaStreamSynchronize(s1));
+        t[r] = now_ms() - t0;
+    }
+    report("pinned host->device", bytes, median(t, runs));
+    for (int r = 0; r < runs; r++) {
+        double t0 = now_ms();
+        CK(cudaMemcpyAsync(pin_b, d_b, bytes, cudaMemcpyDeviceToHost, s2));
+        CK(cudaStreamSynchronize(s2));
+        t[r] = now_ms() - t0;
+    }
+    report("pinned device->host", bytes, median(t, runs));
+    for (int r = 0; r < runs; r++) {
+        double t0 = now_ms();
+        CK(cudaMemcpyAsync(d_a, pin_a, bytes, cudaMemcpyHostToDevice, s1));
+        CK(cudaMemcpyAsync(pin_b, d_b, bytes, cudaMemcpyDeviceToHost, s2));
+        CK(cudaStreamSynchronize(s1));
+        CK(cudaStreamSynchronize(s2));
+        t[r] = now_ms() - t0;
+    }
+    report("pinned both ways at once (bytes each way)", bytes, median(t, runs));
+
+    /* pageable cudaMemcpy */
+    for (int r = 0; r < runs; r++) {
+        double t0 = now_ms();
+        CK(cudaMemcpy(d_a, page_a, bytes, cudaMemcpyHostToDevice));
+        t[r] = now_ms() - t0;
+    }
+    report("pageable cudaMemcpy host->device", bytes, median(t, runs));
+    for (int r = 0; r < runs; r++) {
+        double t0 = now_ms();
+        CK(cudaMemcpy(page_b, d_b, bytes, cudaMemcpyDeviceToHost));
+        t[r] = now_ms() - t0;
+    }
+    report("pageable cudaMemcpy device->host", bytes, median(t, runs));
+
+    /* host threads: pageable -> pinned (staging in), pinned -> pageable (out) */
+    static const int threads[] = {1, 2, 4, 8, 16, 32};
+    for (size_t k = 0; k < sizeof threads / sizeof *threads; k++) {
+        char what[64];
+        for (int r = 0; r < runs; r++) {
+            double t0 = now_ms();
+            threaded_copy(pin_a, page_a, bytes, threads[k]);
+            t[r] = now_ms() - t0;
+        }
+        snprintf(what, sizeof what, "memcpy pageable->pinned, %d threads", threads[k]);
+        report(what, bytes, median(t, runs));
+        for (int r = 0; r < runs; r++) {
+            double t0 = now_ms();
+            threaded_copy(page_b, pin_b, bytes, threads[k]);
+            t[r] = now_ms() - t0;
+        }
+        snprintf(what, sizeof what, "memcpy pinned->pageable, %d threads", threads[k]);
+        report(what, bytes, median(t, runs));
+    }
+
+    /* pinning the caller's range: register, copy, unregister, by size */
+    for (size_t part = bytes >> 6; part <= bytes; part <<= 2) {
+        double reg[64], unreg[64], cp[64];
+        for (int r = 0; r < runs; r++) {
+            double t0 = now_ms();
+            CK(cudaHostRegister(page_a, part, cudaHostRegisterDefault));
+            double t1 = now_ms();
+            CK(cudaMemcpyAsync(d_a, page_a, part, cudaMemcpyHostToDevice, s1));
+            CK(cudaStreamSynchronize(s1));
+            double t2 = now_ms();
+            CK(cudaHostUnregister(page_a));
+            double t3 = now_ms();
+            reg[r] = t1 - t0, cp[r] = t2 - t1, unreg[r] = t3 - t2;
+        }
+        char what[64];
+        snprintf(what, sizeof what, "cudaHostRegister");
+        report(what, part, median(reg, runs));
+        snprintf(what, sizeof what, "  copy of the registered range host->device");
+        report(what, part, median(cp, runs));
+        snprintf(what, sizeof what, "  cudaHostUnregister");
+        report(what, part, median(unreg, runs));
+    }
+    /* registering fresh (untouched) memory: a numpy result before it is written */
+    {
+        char *fresh = malloc(bytes);
+        double t0 = now_ms();
+        CK(cudaHostRegister(fresh, bytes, cudaHostRegisterDefault));
+        double t1 = now_ms();
+        CK(cudaHostUnregister(fresh));
+        report("cudaHostRegister of untouched memory", bytes, t1 - t0);
+        free(fresh);
+    }
+    free(page_a);
+    free(page_b);
+    return 0;
+}
+
+#else
+
+int main(void)
+{
+    printf("link_bench: built without CUDA\n");
+    return 0;
+}
+
+#endif
