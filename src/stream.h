@@ -97,6 +97,15 @@ void cvi_stream_gather(const cvi_stream_job *job, const cvi_slab *slab, size_t r
 void cvi_stream_scatter(const cvi_stream_job *job, const cvi_slab *slab, const void *src,
                         int threads);
 
+/* Scatters slab `done`'s output rows from src (as cvi_stream_scatter) and
+ * gathers slab `next`'s whole buffer into dst (as cvi_stream_gather) at
+ * once, the threads shared between the two in proportion to their bytes,
+ * so that host copies out and in overlap each other (and the device's
+ * copies of other slabs). Either slab may be NULL; in place, one after the
+ * other. */
+void cvi_stream_exchange(const cvi_stream_job *job, const cvi_slab *done, const void *src,
+                         const cvi_slab *next, void *dst, int threads);
+
 /* The next slab a worker should take (thread-safe), or 0 when none is left
  * or the job stops (cancelled or failed); *index receives it. With a
  * progress callback and workers on their own threads, it waits while the

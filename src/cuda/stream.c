@@ -244,17 +244,9 @@ static convolve_status sub_plan(convolve_context *ctx, cvi_stream_job *job, int 
     return CONVOLVE_OK;
 }
 
-/* Waits for slot s's copy out, scatters its rows and reports them. */
-static convolve_status finish(convolve_context *ctx, worker_arg *a, slot *s, int deliver)
+/* Waits for slot s's copy out (and reads its timeline's device times). */
+static convolve_status landed(convolve_context *ctx, worker_arg *a, slot *s)
 {
-    if (!s->busy)
-        return CONVOLVE_OK;
-    s->busy = 0;
-    if (!deliver) { /* after a failure: waited for, its error (if any) not the one reported */
-        (void)cudaEventSynchronize(s->copied_out);
-        (void)cudaGetLastError();
-        return CONVOLVE_OK;
-    }
     cudaError_t e = cudaEventSynchronize(s->copied_out);
     if (e != cudaSuccess)
         return cvcu_error(ctx, e, "running a slab");
@@ -270,16 +262,60 @@ static convolve_status finish(convolve_context *ctx, worker_arg *a, slot *s, int
         double base = t->in0; /* the host time of t_base, stored at the start */
         t->in0 = base + ms[0], t->in1 = base + ms[1], t->k0 = base + ms[2];
         t->k1 = base + ms[3], t->out0 = base + ms[4], t->out1 = base + ms[5];
+    }
+    return CONVOLVE_OK;
+}
+
+/* Waits for slot s's copy out, scatters its rows and reports them. */
+static convolve_status finish(convolve_context *ctx, worker_arg *a, slot *s, int deliver)
+{
+    if (!s->busy)
+        return CONVOLVE_OK;
+    s->busy = 0;
+    if (!deliver) { /* after a failure: waited for, its error (if any) not the one reported */
+        (void)cudaEventSynchronize(s->copied_out);
+        (void)cudaGetLastError();
+        return CONVOLVE_OK;
+    }
+    convolve_status st = landed(ctx, a, s);
+    if (st != CONVOLVE_OK)
+        return st;
+    timeline_rec *t = a->recs ? &a->recs[s->rec] : NULL;
+    if (t)
         t->scatter0 = (now_s() - a->t0) * 1e3;
-    }
-    if (deliver) {
-        if (!a->out_direct) /* else the copy wrote the caller's rows */
-            cvi_stream_scatter(a->job, &s->slab, s->h_out, a->job->host_threads);
-        cvi_stream_done(a->job, &s->slab);
-    }
+    if (!a->out_direct) /* else the copy wrote the caller's rows */
+        cvi_stream_scatter(a->job, &s->slab, s->h_out, a->job->host_threads);
+    cvi_stream_done(a->job, &s->slab);
     if (t)
         t->scatter1 = (now_s() - a->t0) * 1e3;
     return CONVOLVE_OK;
+}
+
+/* Slot s, whose copy out has landed (landed()), is free: its last slab's
+ * rows are scattered while the next slab (geometry in *next) is gathered
+ * into it, both at once (cvi_stream_exchange), then reported; s->slab
+ * becomes next. For the pinned paths (rows copied straight) and in place,
+ * finish() and start() do it one after the other instead: this is only
+ * called when the whole buffer is gathered and the output scattered. */
+static void exchange(worker_arg *a, slot *s, const cvi_slab *next)
+{
+    const int had = s->busy;
+    timeline_rec *told = had && a->recs ? &a->recs[s->rec] : NULL;
+    timeline_rec *tnew = a->recs ? &a->recs[next->index] : NULL;
+    s->busy = 0;
+    const double t0 = (now_s() - a->t0) * 1e3;
+    cvi_stream_exchange(a->job, had ? &s->slab : NULL, s->h_out, next, s->h_in,
+                        a->job->host_threads);
+    const double t1 = (now_s() - a->t0) * 1e3;
+    if (had)
+        cvi_stream_done(a->job, &s->slab);
+    if (told)
+        told->scatter0 = t0, told->scatter1 = t1;
+    if (tnew) {
+        tnew->device = a->res->device, tnew->slab = next->index, tnew->rows = next->r1 - next->r0;
+        tnew->gather0 = t0, tnew->gather1 = t1;
+    }
+    s->slab = *next;
 }
 
 /* Queues the copy of extended rows [b0, b1) of slot s's slab to its device
@@ -297,15 +333,17 @@ static cudaError_t copy_in(const worker_arg *a, slot *s, const void *src, size_t
                              cudaMemcpyHostToDevice, a->res->in_stream);
 }
 
-/* Gathers slab into slot s and queues its copy in, kernel and copy out. */
-static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu_plan *plan)
+/* Gathers slab into slot s (unless `gathered`: exchange() did) and queues
+ * its copy in, kernel and copy out. */
+static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu_plan *plan,
+                             int gathered)
 {
     cvi_stream_job *job = a->job;
     worker_res *r = a->res;
     const cvi_slab *slab = &s->slab;
     timeline_rec *t = a->recs ? &a->recs[slab->index] : NULL;
     s->rec = slab->index;
-    if (t) {
+    if (t && !gathered) {
         t->device = r->device, t->slab = slab->index, t->rows = slab->r1 - slab->r0;
         t->gather0 = (now_s() - a->t0) * 1e3;
     }
@@ -327,10 +365,11 @@ static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu
         if (lo >= hi)
             lo = hi = 0;
     }
-    if (lo == hi)
+    if (lo == hi && !gathered)
         cvi_stream_gather(job, slab, 0, ext, s->h_in, job->host_threads);
     if (t) {
-        t->gather1 = (now_s() - a->t0) * 1e3;
+        if (!gathered)
+            t->gather1 = (now_s() - a->t0) * 1e3;
         t->in0 = a->base_ms; /* finish() adds the device times to it */
     }
     cudaError_t e;
@@ -419,18 +458,35 @@ static void *run_worker(void *p)
         a->base_ms = (now_s() - a->t0) * 1e3;
     }
     size_t index, turn = 0;
+    /* every row through the staging buffers: the scatter of a slot's last
+     * slab and the gather of its next one run at once */
+    const int staged = !a->in_direct && !a->out_direct && !job->in_place;
     while (st == CONVOLVE_OK) {
         /* a free slot first, then a slab: a worker that took the next slab
          * while its slots were busy held it back from an idle device (3-D
          * 640^3 15^3 on two H100s: 4 of 6 slabs on one device) */
         slot *s = &r->slots[turn % CVI_STREAM_BUFFERS];
-        if ((st = finish(ctx, a, s, 1)) != CONVOLVE_OK || !cvi_stream_next(job, &index))
-            break;
+        if (!staged) {
+            if ((st = finish(ctx, a, s, 1)) != CONVOLVE_OK || !cvi_stream_next(job, &index))
+                break;
+            cvi_stream_slab(job, index, &s->slab);
+        } else {
+            /* the slot's copy out first (a slab is taken only once a slot
+             * is free), then its scatter and the next slab's gather at once */
+            if (s->busy && (st = landed(ctx, a, s)) != CONVOLVE_OK)
+                break;
+            cvi_slab next;
+            if (!cvi_stream_next(job, &index)) {
+                st = finish(ctx, a, s, 1);
+                break;
+            }
+            cvi_stream_slab(job, index, &next);
+            exchange(a, s, &next);
+        }
         turn++;
-        cvi_stream_slab(job, index, &s->slab);
         cvcu_plan *plan = NULL;
         if ((st = sub_plan(ctx, job, w, r, s->slab.ext_rows, &plan)) != CONVOLVE_OK ||
-            (st = start(ctx, a, s, plan)) != CONVOLVE_OK)
+            (st = start(ctx, a, s, plan, staged)) != CONVOLVE_OK)
             break;
     }
     /* the slabs in flight finish (in the order they started), even when
