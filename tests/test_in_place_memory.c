@@ -6,11 +6,15 @@
  * 401-tap filter (the filter 130 times longer than the axis) and a
  * 1001-tap one, on the CPU, each after the same run into another array.
  * The in-place run may take the array's bytes again (a copy of it) and a
- * little; its result is byte for byte that of the run into another array.
+ * little beyond what one more run into another array takes; its result is
+ * byte for byte that of the run into another array.
  */
 #include "harness.h"
 
 #include <sys/resource.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 static convolve_context *ctx;
 
@@ -42,22 +46,29 @@ static void case_rows(size_t rows, size_t cols, size_t k, convolve_mode mode)
     double *a = malloc(bytes), *want = malloc(bytes);
     h_fill(a, n);
     memset(want, 0, bytes);
-    /* the run into another array first: its own buffers set the peak */
+    /* the run into another array first: its own buffers set the peak; then
+     * what one more such run adds (0 where the allocator reuses them, their
+     * size under AddressSanitizer, which holds freed memory back) */
     CHECK_OK(ctx, convolve_execute(p, a, want));
-    const size_t before = peak_bytes();
+    size_t before = peak_bytes();
+    CHECK_OK(ctx, convolve_execute(p, a, want));
+    const size_t again = peak_bytes() - before;
+    before = peak_bytes();
     CHECK_OK(ctx, convolve_execute(p, a, a));
     const size_t grew = peak_bytes() - before;
-    /* the array again, and 2 MiB for allocator and page rounding */
-    const size_t most = bytes + ((size_t)2 << 20);
+    /* that, the array again, and 2 MiB for allocator and page rounding */
+    const size_t most = again + bytes + ((size_t)2 << 20);
     CHECK(grew <= most,
           "%zu x %zu float64 (%zu bytes), %zu taps along the %zu rows, %s, in place: the peak "
-          "resident set grew by %zu bytes, more than the array and 2 MiB (%zu)",
-          rows, cols, bytes, k, rows, convolve_mode_name(mode), grew, most);
+          "resident set grew by %zu bytes, more than the array, 2 MiB and the %zu bytes a run "
+          "into another array added (%zu)",
+          rows, cols, bytes, k, rows, convolve_mode_name(mode), grew, again, most);
     CHECK(memcmp(a, want, bytes) == 0, "%zu taps, %s: in place differs from out of place", k,
           convolve_mode_name(mode));
-    printf("%zu x %zu float64 (%.2f MiB), %zu taps, %s: in place, the peak grew by %.2f MiB\n",
+    printf("%zu x %zu float64 (%.2f MiB), %zu taps, %s: in place, the peak grew by %.2f MiB "
+           "(out of place: %.2f MiB)\n",
            rows, cols, (double)bytes / 1048576.0, k, convolve_mode_name(mode),
-           (double)grew / 1048576.0);
+           (double)grew / 1048576.0, (double)again / 1048576.0);
     convolve_plan_free(p);
     convolve_filter_free(f);
     free(w), free(a), free(want);
@@ -66,6 +77,11 @@ static void case_rows(size_t rows, size_t cols, size_t k, convolve_mode mode)
 int main(void)
 {
     h_seed("test_in_place_memory");
+#ifdef __GLIBC__
+    /* blocks of 64 KiB and more mapped, and unmapped when freed: the peak
+     * follows what is allocated, not where the heap placed it */
+    mallopt(M_MMAP_THRESHOLD, 64 << 10);
+#endif
     CHECK_OK(NULL, convolve_context_create(&ctx));
     case_rows(3, 16384, 401, CONVOLVE_MODE_REFLECT);
     case_rows(2, 8192, 1001, CONVOLVE_MODE_WRAP);
