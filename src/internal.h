@@ -60,6 +60,10 @@ struct convolve_plan {
                                    streamed execution, kept (stream.c) */
     convolve_progress_fn progress;  /* options.progress and its pointer */
     void *progress_user;
+    size_t in_place_extra;      /* the last in-place execution: host bytes it took
+                                   beyond the array (the store and slab buffers, or
+                                   the temporary copy) */
+    size_t in_place_store;      /* ... of which the store of rows other slabs read */
 };
 
 /* ---- streamed execution (stream.c) ----------------------------------------- */
@@ -71,17 +75,23 @@ size_t cvi_stream_env_budget(void);
  * slab, or 0 for one shot. CPU plans stream only with a progress callback
  * and more than a slab of input (about 64 MiB; CONVOLVE_CPU_SLAB_BYTES
  * changes it); CUDA plans when the one-shot run would not fit plan->budget
- * or devices are listed; every plan run in place (in_place, out == in)
- * streams, in one slab if need be. Errors: DEVICE_OUT_OF_MEMORY (the budget
- * holds no slab). */
+ * or devices are listed; in place (in_place, out == in), the slabs it
+ * would run in (one, if need be), which convolve_execute weighs against a
+ * temporary copy. Errors: DEVICE_OUT_OF_MEMORY (the budget holds no slab). */
 convolve_status cvi_stream_choose(convolve_plan *plan, int in_place, size_t *slab_rows);
+
+/* In place, in slabs of slab_rows rows: *bytes = the host memory the run
+ * takes beyond the array, the store of the rows other slabs read and the
+ * slab buffers (SIZE_MAX past size_t). Errors: OUT_OF_MEMORY. */
+convolve_status cvi_stream_in_place_bytes(convolve_plan *plan, size_t slab_rows, size_t *bytes);
 
 /* Runs the plan in slabs of slab_rows rows: through the backend's
  * execute_host_streamed, or one slab after another through its prepare and
  * execute_host; the progress callback is called from here. in == out runs
- * in place: every slab's halo rows are saved before any slab is written.
- * *wrote = 1 once a slab may have written output rows. Errors: the
- * backend's, OUT_OF_MEMORY, SIZE_OVERFLOW (the saved halo rows), CANCELLED. */
+ * in place: the array rows a slab reads that belong to other slabs are
+ * saved, once each, before any slab is written. *wrote = 1 once a slab may
+ * have written output rows. Errors: the backend's, OUT_OF_MEMORY,
+ * CANCELLED. */
 convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const void *in,
                                    void *out, int *wrote);
 

@@ -478,14 +478,107 @@ static convolve_status execute_one_shot(convolve_plan *plan, const void *in, voi
     return st;
 }
 
-/* Runs the plan on host memory: streamed in slabs or in one shot (in
- * place: always in slabs). *wrote: output rows may have been written. */
+/* Copies the output's elements from src to dst, two arrays of the plan's
+ * output layout (the bytes between elements are left alone). */
+static void copy_elements(const convolve_plan *plan, char *dst, const char *src)
+{
+    const cvi_problem *p = &plan->problem;
+    const size_t es = convolve_dtype_size(p->out_type);
+    ptrdiff_t lo, hi;
+    cvi_problem_span(p, 1, &lo, &hi);
+    if ((size_t)(hi - lo) == convolve_layout_count(&plan->out) * es) { /* no gaps */
+        memcpy(dst + lo, src + lo, (size_t)(hi - lo));
+        return;
+    }
+    const int run = p->channels == 1 || p->out_cstride == (ptrdiff_t)es; /* channels adjacent */
+    for (size_t i0 = 0; i0 < p->shape[0]; i0++)
+        for (size_t i1 = 0; i1 < p->shape[1]; i1++)
+            for (size_t i2 = 0; i2 < p->shape[2]; i2++) {
+                const ptrdiff_t e = (ptrdiff_t)i0 * p->out_strides[0] +
+                                    (ptrdiff_t)i1 * p->out_strides[1] +
+                                    (ptrdiff_t)i2 * p->out_strides[2];
+                if (run)
+                    memcpy(dst + e, src + e, p->channels * es);
+                else
+                    for (size_t c = 0; c < p->channels; c++)
+                        memcpy(dst + e + (ptrdiff_t)c * p->out_cstride,
+                               src + e + (ptrdiff_t)c * p->out_cstride, es);
+            }
+}
+
+static convolve_status execute_host(convolve_plan *plan, const void *in, void *out, int in_place,
+                                    int *wrote);
+
+/* In place through a temporary array of the output's layout: the plan runs
+ * out of place into it, then its elements are copied over the array. Takes
+ * the bytes the layout spans (the array's, for a packed one); the array is
+ * written only once the run succeeded. */
+static convolve_status execute_copied(convolve_plan *plan, void *array, int *wrote)
+{
+    enum { ALIGN = 64 };
+    ptrdiff_t lo, hi;
+    cvi_problem_span(&plan->problem, 1, &lo, &hi);
+    const size_t bytes = (size_t)(hi - lo);
+    char *mem = malloc(bytes + ALIGN);
+    if (!mem)
+        return cvi_error(plan->ctx, CONVOLVE_ERROR_OUT_OF_MEMORY,
+                         "running in place: out of memory for a copy of the output (%zu bytes)",
+                         bytes);
+    /* the copy's first byte sits where the array's does modulo ALIGN, so
+     * that every element has the alignment it has in the array */
+    const size_t shift = ((uintptr_t)array + (uintptr_t)lo - (uintptr_t)mem) % ALIGN;
+    char *copy = mem + shift - lo; /* element 0 */
+    plan->in_place_extra = bytes + ALIGN;
+    plan->in_place_store = 0;
+    int wrote_copy = 0;
+    convolve_status st = execute_host(plan, array, copy, 0, &wrote_copy);
+    if (st == CONVOLVE_OK) {
+        *wrote = 1;
+        copy_elements(plan, array, copy);
+    }
+    free(mem);
+    return st;
+}
+
+/* How an in-place run goes: CONVOLVE_IN_PLACE=slabs or =copy forces one
+ * way (tests); otherwise the one that takes less memory. */
+enum { IN_PLACE_AUTO, IN_PLACE_SLABS, IN_PLACE_COPY };
+static int in_place_forced(void)
+{
+    const char *e = getenv("CONVOLVE_IN_PLACE");
+    if (e && strcmp(e, "slabs") == 0)
+        return IN_PLACE_SLABS;
+    if (e && strcmp(e, "copy") == 0)
+        return IN_PLACE_COPY;
+    return IN_PLACE_AUTO;
+}
+
+/* Runs the plan on host memory: streamed in slabs or in one shot. In
+ * place, in slabs (each reading the rows other slabs own from a store
+ * saved first) or through a temporary copy, whichever takes less memory
+ * beyond the array: never more than the array's layout spans. *wrote:
+ * output rows may have been written. */
 static convolve_status execute_host(convolve_plan *plan, const void *in, void *out, int in_place,
                                     int *wrote)
 {
     size_t slab_rows = 0;
     *wrote = 0;
     convolve_status st = cvi_stream_choose(plan, in_place, &slab_rows);
+    if (in_place) {
+        int route = in_place_forced();
+        if (route == IN_PLACE_AUTO) {
+            size_t slabs = SIZE_MAX;
+            ptrdiff_t lo, hi;
+            cvi_problem_span(&plan->problem, 1, &lo, &hi);
+            if (st == CONVOLVE_OK &&
+                (st = cvi_stream_in_place_bytes(plan, slab_rows, &slabs)) != CONVOLVE_OK)
+                return st;
+            /* no slab fits the device budget: the copy may run in one shot */
+            route = slabs <= (size_t)(hi - lo) ? IN_PLACE_SLABS : IN_PLACE_COPY;
+        }
+        if (route == IN_PLACE_COPY)
+            return execute_copied(plan, out, wrote);
+    }
     if (st != CONVOLVE_OK)
         return st;
     if (slab_rows)

@@ -131,6 +131,19 @@ static inline int cvi_strategy_serves_ndim(const cvi_strategy *s, int ndim)
     return ndim >= 1 && ndim <= 3 && (s->dims >> (ndim - 1) & 1u);
 }
 
+/* Whether an FFT of p, computing in double (dbl) or float with transforms
+ * of at most `points` points, stays within its type's range for inputs up
+ * to magnitude xmax (and a finite cval where CONSTANT mode reads it). Its
+ * values reach up to points x sum|w| x |input| (the forward transform grows
+ * a tile by up to `points`, the product with the filter's spectrum, scaled
+ * by 1 / points, brings it to sum|w| x |input|, the inverse grows it
+ * again); twice that must fit. xmax < 0: the input type's largest value,
+ * at most the square root of the FFT type's (half its exponent range for
+ * the input, half for the filter: float inputs are not bounded otherwise).
+ * CONVOLVE_OK, or UNSUPPORTED with why (strategy.c). */
+convolve_status cvi_fft_range(const cvi_problem *p, int dbl, double points, double xmax,
+                              char *why, size_t why_size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,10 +2,11 @@
  * stream.c - streamed execution on host memory (issue 12; src/stream.h):
  * the choice of slab size, the slab geometry and sub-problems, gathering
  * extended input rows into packed buffers and scattering exact output rows
- * back, the shared slab counter, progress and cancellation, worker errors,
- * and the core's own slab driver (one slab after another through a
- * backend's prepare and execute_host) for backends without a pipelined
- * executor (the CPU's).
+ * back, in place the store of the rows other slabs read (and what a run in
+ * slabs takes beyond the array), the shared slab counter, progress and
+ * cancellation, worker errors, and the core's own slab driver (one slab
+ * after another through a backend's prepare and execute_host) for backends
+ * without a pipelined executor (the CPU's).
  */
 #include "backend.h"
 #include "internal.h"
@@ -193,6 +194,172 @@ static void gather_span(const cvi_stream_job *job, const cvi_slab *slab, size_t 
     }
 }
 
+/* ---- in place: the store of rows other slabs read ------------------------ */
+
+/* The array row that buffer row b of the slab holds (in CONSTANT mode a
+ * buffer lies inside the array). */
+static size_t array_row(const cvi_stream_job *job, const cvi_slab *slab, size_t b)
+{
+    return (size_t)cvi_boundary_index(slab->ext_lo + (ptrdiff_t)b, (ptrdiff_t)job->rows,
+                                      job->problem->mode);
+}
+
+static int own_row(const cvi_slab *slab, size_t g)
+{
+    return g >= slab->r0 && g < slab->r1;
+}
+
+/* A growing list of runs (`at` unset until merged). */
+typedef struct {
+    cvi_store_run *v;
+    size_t n, cap;
+    int failed;
+} run_list;
+
+static int run_order(const void *a, const void *b)
+{
+    const cvi_store_run *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Sorts the runs, merges those that overlap or touch, numbers their store
+ * rows; returns the rows they hold. */
+static size_t runs_merge(run_list *l)
+{
+    if (!l->n)
+        return 0;
+    qsort(l->v, l->n, sizeof *l->v, run_order);
+    size_t m = 0;
+    for (size_t i = 1; i < l->n; i++) {
+        if (l->v[i].lo <= l->v[m].hi) {
+            if (l->v[i].hi > l->v[m].hi)
+                l->v[m].hi = l->v[i].hi;
+        } else {
+            l->v[++m] = l->v[i];
+        }
+    }
+    l->n = m + 1;
+    size_t at = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        l->v[i].at = at;
+        at += l->v[i].hi - l->v[i].lo;
+    }
+    return at;
+}
+
+static void runs_add(run_list *l, size_t lo, size_t hi)
+{
+    int grow = l->n == l->cap;
+    if (grow && l->n > 0) { /* merged first: the list stays near its distinct runs */
+        runs_merge(l);
+        grow = l->n > l->cap / 2;
+    }
+    if (grow) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        cvi_store_run *v = cap <= SIZE_MAX / sizeof *v ? realloc(l->v, cap * sizeof *v) : NULL;
+        if (!v) {
+            l->failed = 1;
+            return;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n].lo = lo;
+    l->v[l->n].hi = hi;
+    l->v[l->n].at = 0;
+    l->n++;
+}
+
+/* Adds to l the array rows the slab's halo (its buffer rows outside its
+ * own) maps to that are not its own rows. */
+static void foreign_rows(const cvi_stream_job *job, const cvi_slab *slab, run_list *l)
+{
+    const size_t own0 = slab->out_first, own1 = own0 + (slab->r1 - slab->r0);
+    size_t lo = 0, hi = 0; /* the run being extended (none: lo == hi) */
+    for (int part = 0; part < 2; part++)
+        for (size_t b = part ? own1 : 0; b < (part ? slab->ext_rows : own0); b++) {
+            const size_t g = array_row(job, slab, b);
+            if (own_row(slab, g) || (g >= lo && g < hi))
+                continue;
+            if (lo < hi && g == hi) {
+                hi++;
+            } else if (lo < hi && g + 1 == lo) {
+                lo--;
+            } else {
+                if (lo < hi)
+                    runs_add(l, lo, hi);
+                lo = g, hi = g + 1;
+            }
+        }
+    if (lo < hi)
+        runs_add(l, lo, hi);
+}
+
+/* In place: the store's runs (every array row some slab reads that is not
+ * its own, once), sorted, in *runs (NULL: none) and *count; *rows: the
+ * rows they hold (at most the array's). Errors: OUT_OF_MEMORY. */
+static convolve_status plan_store(convolve_context *ctx, const cvi_stream_job *job,
+                                  cvi_store_run **runs, size_t *count, size_t *rows)
+{
+    run_list l = {NULL, 0, 0, 0};
+    for (size_t i = 0; i < job->slab_count && !l.failed; i++) {
+        cvi_slab slab;
+        cvi_stream_slab(job, i, &slab);
+        foreign_rows(job, &slab, &l);
+    }
+    *rows = runs_merge(&l);
+    if (l.failed) {
+        free(l.v);
+        *runs = NULL, *count = *rows = 0;
+        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY,
+                         "running in place: out of memory listing the slabs' halo rows");
+    }
+    *runs = l.v;
+    *count = l.n;
+    return CONVOLVE_OK;
+}
+
+/* The store run that holds array row g. */
+static const cvi_store_run *find_run(const cvi_stream_job *job, size_t g)
+{
+    const cvi_store_run *r = job->store_runs;
+    size_t lo = 0, hi = job->store_run_count; /* the last run with r.lo <= g */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r[mid].lo <= g)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return &r[lo];
+}
+
+/* In place: buffer rows [b0, b1), outside the slab's own, to buf (the
+ * buffer's start): rows that map into its own rows from the array (no other
+ * slab writes them), the others from the store. */
+static void gather_halo(const cvi_stream_job *job, const cvi_slab *slab, size_t b0, size_t b1,
+                        char *buf, int threads)
+{
+    const size_t rb = job->in_row_bytes;
+    size_t b = b0;
+    while (b < b1) {
+        const size_t g = array_row(job, slab, b);
+        size_t e = b + 1;
+        if (own_row(slab, g)) {
+            while (e < b1 && own_row(slab, array_row(job, slab, e)))
+                e++;
+            gather_span(job, slab, b, e, buf + b * rb, threads);
+        } else { /* consecutive rows of one run in one copy */
+            const cvi_store_run *r = find_run(job, g);
+            while (e < b1 && g + (e - b) < r->hi && array_row(job, slab, e) == g + (e - b))
+                e++;
+            parallel_copy(buf + b * rb, job->halo_store + (r->at + (g - r->lo)) * rb,
+                          (e - b) * rb, threads);
+        }
+        b = e;
+    }
+}
+
 void cvi_stream_gather(const cvi_stream_job *job, const cvi_slab *slab, size_t row_begin,
                        size_t row_end, void *dst, int threads)
 {
@@ -204,53 +371,50 @@ void cvi_stream_gather(const cvi_stream_job *job, const cvi_slab *slab, size_t r
         return;
     }
     /* in place: the own rows [own0, own1) from the array (they lie in it and
-     * map to themselves), the halo rows before and after them from the store */
+     * map to themselves), the halo rows before and after them */
     const size_t own0 = slab->out_first, own1 = own0 + (slab->r1 - slab->r0);
-    const size_t store_off = slab->index * job->halo_rows * rb; /* slab's first store row */
     size_t b0 = row_begin, b1 = row_end < own0 ? row_end : own0;
     if (b0 < b1)
-        parallel_copy(buf + b0 * rb, job->halo_store + store_off + b0 * rb, (b1 - b0) * rb,
-                      threads);
+        gather_halo(job, slab, b0, b1, buf, threads);
     b0 = row_begin > own0 ? row_begin : own0, b1 = row_end < own1 ? row_end : own1;
     if (b0 < b1)
         gather_span(job, slab, b0, b1, buf + b0 * rb, threads);
     b0 = row_begin > own1 ? row_begin : own1, b1 = row_end;
-    if (b0 < b1) /* store row own0 + (b - own1) */
-        parallel_copy(buf + b0 * rb, job->halo_store + store_off + (b0 - (own1 - own0)) * rb,
-                      (b1 - b0) * rb, threads);
+    if (b0 < b1)
+        gather_halo(job, slab, b0, b1, buf, threads);
 }
 
-/* In place: saves every slab's halo rows (buffer rows outside its own) from
- * the caller's array to job->halo_store, before any slab is written. */
-static convolve_status save_halos(convolve_context *ctx, cvi_stream_job *job, char **store)
+/* In place: copies the store's rows from the caller's array before any slab
+ * is written; *store and *runs are the caller's to free. */
+static convolve_status save_store(convolve_context *ctx, cvi_stream_job *job, char **store,
+                                  cvi_store_run **runs, size_t *bytes)
 {
     *store = NULL;
-    const size_t rb = job->in_row_bytes, per_slab = job->halo_rows;
-    size_t bytes;
-    if (!per_slab)
-        return CONVOLVE_OK;
-    if (!cvi_mul_size(job->slab_count, per_slab, &bytes) || !cvi_mul_size(bytes, rb, &bytes))
-        return cvi_error(ctx, CONVOLVE_ERROR_SIZE_OVERFLOW,
-                         "running in place: the slabs' halo rows overflow a byte count");
-    if (!(*store = malloc(bytes)))
+    *bytes = 0;
+    size_t count, rows;
+    convolve_status st = plan_store(ctx, job, runs, &count, &rows);
+    if (st != CONVOLVE_OK || !rows)
+        return st;
+    const size_t rb = job->in_row_bytes;
+    *bytes = rows * rb; /* rows <= the array's: fits */
+    if (!(*store = malloc(*bytes)))
         return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY,
                          "running in place: out of memory for the slabs' halo rows (%zu bytes)",
-                         bytes);
-    const long count = (long)job->slab_count;
+                         *bytes);
+    cvi_slab whole; /* buffer row b = array row b */
+    memset(&whole, 0, sizeof whole);
+    const long n = (long)count;
+    const int each = n > 16 ? 1 : job->host_threads;
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(job->host_threads) schedule(dynamic, 16) if (count > 16)
+#pragma omp parallel for num_threads(job->host_threads) schedule(dynamic, 4) if (n > 16)
 #endif
-    for (long i = 0; i < count; i++) {
-        cvi_slab slab;
-        cvi_stream_slab(job, (size_t)i, &slab);
-        char *mine = *store + (size_t)i * per_slab * rb;
-        const size_t own1 = slab.out_first + (slab.r1 - slab.r0);
-        if (slab.out_first)
-            gather_span(job, &slab, 0, slab.out_first, mine, 1);
-        if (own1 < slab.ext_rows)
-            gather_span(job, &slab, own1, slab.ext_rows, mine + slab.out_first * rb, 1);
+    for (long i = 0; i < n; i++) {
+        const cvi_store_run *r = &(*runs)[i];
+        gather_span(job, &whole, r->lo, r->hi, *store + r->at * rb, each);
     }
     job->halo_store = *store;
+    job->store_runs = *runs;
+    job->store_run_count = count;
     return CONVOLVE_OK;
 }
 
@@ -655,13 +819,70 @@ convolve_status cvi_stream_choose(convolve_plan *plan, int in_place, size_t *sla
     return CONVOLVE_OK;
 }
 
+/* The job's slabs and workers for slabs of slab_rows rows. */
+static void set_slabs(const convolve_plan *plan, size_t slab_rows, cvi_stream_job *job)
+{
+    describe(plan, job);
+    job->slab_rows = slab_rows;
+    job->slab_count = (job->rows + slab_rows - 1) / slab_rows;
+    job->max_ext_rows = slab_rows + plan->problem.ksize[job->axis] - 1;
+    job->host_threads = plan->problem.threads;
+#ifdef _OPENMP
+    if (job->host_threads <= 0)
+        job->host_threads = omp_get_max_threads();
+#endif
+    if (job->host_threads <= 0)
+        job->host_threads = 1;
+    const int streamed = plan->backend->execute_host_streamed != NULL;
+    job->worker_count = streamed && plan->device_count > 0 ? plan->device_count : 1;
+    job->devices = streamed && plan->device_count > 0 ? plan->devices : NULL;
+    if (job->worker_count > 1) {
+        job->host_threads /= job->worker_count;
+        job->host_threads = job->host_threads < 1 ? 1 : job->host_threads;
+    }
+}
+
+/* Host bytes of the slab buffers: the core's input and output buffer, or
+ * a pipelined executor's pinned staging (CVI_STREAM_BUFFERS sets a worker:
+ * extended input rows, exact output rows); SIZE_MAX if that overflows. */
+static size_t buffer_bytes(const convolve_plan *plan, const cvi_stream_job *job)
+{
+    size_t in, out, sum;
+    if (!cvi_mul_size(job->max_ext_rows, job->in_row_bytes, &in))
+        return SIZE_MAX;
+    if (!plan->backend->execute_host_streamed)
+        return cvi_mul_size(job->max_ext_rows, job->out_row_bytes, &out) &&
+                       cvi_add_size(in, out, &sum)
+                   ? sum
+                   : SIZE_MAX;
+    if (!cvi_mul_size(job->slab_rows, job->out_row_bytes, &out) || !cvi_add_size(in, out, &sum) ||
+        !cvi_mul_size(sum, (size_t)job->worker_count * CVI_STREAM_BUFFERS, &sum))
+        return SIZE_MAX;
+    return sum;
+}
+
+convolve_status cvi_stream_in_place_bytes(convolve_plan *plan, size_t slab_rows, size_t *bytes)
+{
+    cvi_stream_job job;
+    set_slabs(plan, slab_rows, &job);
+    cvi_store_run *runs;
+    size_t count, rows, store, total;
+    convolve_status st = plan_store(plan->ctx, &job, &runs, &count, &rows);
+    free(runs);
+    if (st != CONVOLVE_OK)
+        return st;
+    store = rows * job.in_row_bytes; /* rows <= the array's: fits */
+    *bytes = cvi_add_size(store, buffer_bytes(plan, &job), &total) ? total : SIZE_MAX;
+    return CONVOLVE_OK;
+}
+
 convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const void *in,
                                    void *out, int *wrote)
 {
     convolve_context *ctx = plan->ctx;
     const cvi_backend *b = plan->backend;
     cvi_stream_job job;
-    describe(plan, &job);
+    set_slabs(plan, slab_rows, &job);
     job.in = in;
     job.out = out;
     job.backend_state = plan->state;
@@ -669,25 +890,8 @@ convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const 
                                 convolve_dtype_size(plan->problem.in_type));
     job.out_packed = packed_rows(&job, plan->problem.out_strides, plan->problem.out_cstride,
                                  convolve_dtype_size(plan->problem.out_type));
-    job.slab_rows = slab_rows;
-    job.slab_count = (job.rows + slab_rows - 1) / slab_rows;
-    job.max_ext_rows = slab_rows + plan->problem.ksize[job.axis] - 1;
     job.in_place = in == out;
-    job.halo_rows = plan->problem.ksize[job.axis] - 1;
-    job.host_threads = plan->problem.threads;
-#ifdef _OPENMP
-    if (job.host_threads <= 0)
-        job.host_threads = omp_get_max_threads();
-#endif
-    if (job.host_threads <= 0)
-        job.host_threads = 1;
     const int streamed = b->execute_host_streamed != NULL;
-    job.worker_count = streamed && plan->device_count > 0 ? plan->device_count : 1;
-    job.devices = streamed && plan->device_count > 0 ? plan->devices : NULL;
-    if (job.worker_count > 1) {
-        job.host_threads /= job.worker_count;
-        job.host_threads = job.host_threads < 1 ? 1 : job.host_threads;
-    }
 
     struct cvi_stream_state state;
     memset(&state, 0, sizeof state);
@@ -701,9 +905,17 @@ convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const 
     convolve_status st = CONVOLVE_OK;
     convolve_context **wctx = NULL;
     char *store = NULL;
+    cvi_store_run *runs = NULL;
     *wrote = 0;
-    if (job.in_place && (st = save_halos(ctx, &job, &store)) != CONVOLVE_OK)
-        goto finish;
+    if (job.in_place) {
+        size_t store_bytes = 0, total;
+        if ((st = save_store(ctx, &job, &store, &runs, &store_bytes)) != CONVOLVE_OK)
+            goto finish;
+        plan->in_place_store = store_bytes;
+        plan->in_place_extra = cvi_add_size(store_bytes, buffer_bytes(plan, &job), &total)
+                                   ? total
+                                   : SIZE_MAX;
+    }
     if (state.progress) { /* the start */
         pthread_mutex_lock(&state.mutex);
         report_locked(&job, &state, 1);
@@ -752,6 +964,7 @@ convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const 
 finish:
     *wrote = state.next > 0; /* a slab handed out may have written its rows */
     free(store);
+    free(runs);
     if (wctx)
         for (int w = 0; w < job.worker_count; w++)
             convolve_context_free(wctx[w]);

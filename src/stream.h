@@ -18,9 +18,11 @@
  * ones copied back.
  *
  * In place (in == out, the same bytes): a slab's buffer rows outside its
- * own output rows (its halo: at most the filter's extent less one) may be
- * rows another slab has already overwritten, so every slab's halo rows are
- * copied to a store before any slab runs, and gathered from there.
+ * own output rows (its halo) map, through the mode, to array rows that
+ * another slab may already have overwritten. Before any slab runs, each
+ * such array row (read by a slab it does not belong to) is copied once to
+ * a store, and gathered from there; rows that map into the reading slab's
+ * own rows come from the array. The store holds at most the array's rows.
  */
 #ifndef CONVOLVE_STREAM_H
 #define CONVOLVE_STREAM_H
@@ -42,6 +44,12 @@ typedef struct cvi_slab {
     size_t ext_rows;        /* rows in the buffer */
     size_t out_first;       /* the buffer's first exact output row (r0 - ext_lo) */
 } cvi_slab;
+
+/* In place: array rows [lo, hi) along the slab axis, saved at store rows
+ * [at, at + hi - lo). A job's runs are sorted and disjoint. */
+typedef struct cvi_store_run {
+    size_t lo, hi, at;
+} cvi_store_run;
 
 typedef struct cvi_stream_job cvi_stream_job;
 
@@ -70,10 +78,10 @@ struct cvi_stream_job {
     int in_place;                   /* in == out: a slab reads only its own rows
                                        [r0, r1) from the array, its other rows
                                        from halo_store (cvi_stream_gather) */
-    const char *halo_store;         /* in place: slab i's halo_rows packed rows at
-                                       i * halo_rows * in_row_bytes, saved before
-                                       any slab ran (NULL when halo_rows is 0) */
-    size_t halo_rows;               /* the filter's extent along the axis less one */
+    const char *halo_store;         /* in place: the rows of store_runs, packed,
+                                       saved before any slab ran (NULL: none) */
+    const cvi_store_run *store_runs;    /* in place: which array rows the store holds */
+    size_t store_run_count;
     struct cvi_stream_state *state; /* the core's: counters, progress, errors */
 };
 
@@ -86,9 +94,9 @@ void cvi_stream_slab(const cvi_stream_job *job, size_t index, cvi_slab *slab);
 void cvi_stream_subproblem(const cvi_stream_job *job, size_t ext_rows, cvi_problem *sub);
 
 /* Writes buffer rows [row_begin, row_end) of the slab's input (packed, in
- * the input type) to dst (the buffer's start); in place, rows outside the
- * slab's own come from the job's halo store. Uses up to `threads` OpenMP
- * threads. */
+ * the input type) to dst (the buffer's start); in place, rows that map to
+ * another slab's rows come from the job's store. Uses up to `threads`
+ * OpenMP threads. */
 void cvi_stream_gather(const cvi_stream_job *job, const cvi_slab *slab, size_t row_begin,
                        size_t row_end, void *dst, int threads);
 

@@ -54,12 +54,14 @@ typedef struct {
     int pin;                    /* register the streamed run's arrays (convolve_host_register) */
     int in_place;               /* the streamed run writes over its input (out == in; the
                                    types' sizes must match) */
+    const char *route;          /* in place: CONVOLVE_IN_PLACE ("slabs", "copy"; NULL:
+                                   the library's choice) */
 } s_case;
 
 static const char *s_describe(const s_case *c, char *buf, size_t size)
 {
     snprintf(buf, size, "%s/%s %s->%s %dD %zux%zux%zu C%zu k%zux%zux%zu%s %s cval %g origin "
-             "%td,%td,%td layout %d budget %zu devices %d%s%s",
+             "%td,%td,%td layout %d budget %zu devices %d%s%s%s",
              convolve_backend_name(c->backend), c->strategy ? c->strategy : "auto",
              convolve_dtype_name(c->in_type), convolve_dtype_name(c->out_type), c->ndim,
              c->shape[0], c->ndim > 1 ? c->shape[1] : 1, c->ndim > 2 ? c->shape[2] : 1,
@@ -67,7 +69,8 @@ static const char *s_describe(const s_case *c, char *buf, size_t size)
              c->ndim > 2 ? c->ksize[2] : 1, c->separable ? " sep" : "",
              convolve_mode_name(c->mode), c->cval, c->origin[0], c->origin[1], c->origin[2],
              c->layout, c->budget, c->device_count, c->pin ? " pinned" : "",
-             c->in_place ? " in place" : "");
+             c->in_place ? " in place" : "",
+             c->in_place && c->route ? (strcmp(c->route, "copy") ? " (slabs)" : " (copy)") : "");
     return buf;
 }
 
@@ -167,7 +170,10 @@ static int s_run_case(const s_case *c)
                 CHECK_OK(ctx, convolve_host_register(ctx, in, ibytes));
             CHECK_OK(ctx, convolve_host_register(ctx, two, obytes));
         }
+        if (c->in_place && c->route)
+            setenv("CONVOLVE_IN_PLACE", c->route, 1);
         st = convolve_execute(p2, src, two + oorigin);
+        unsetenv("CONVOLVE_IN_PLACE");
         CHECK(st == CONVOLVE_OK, "%s: streamed: %s", what, convolve_last_error(ctx));
         if (c->pin) {
             if (!c->in_place)

@@ -610,6 +610,87 @@ static void nan_input(void)
     free(x), free(got), free(ref), free(w);
 }
 
+/* Counts the NaN, infinite and finite values of n doubles. */
+static void count_values(const double *v, size_t n, size_t counts[3])
+{
+    counts[0] = counts[1] = counts[2] = 0;
+    for (size_t i = 0; i < n; i++)
+        counts[isnan(v[i]) ? 0 : isinf(v[i]) ? 1 : 2]++;
+}
+
+/* Weights near the largest double: the FFT's transforms overflow (every
+ * output NaN). The fft strategy refuses them, saying why and what to use;
+ * `fast` (auto) computes what direct does (inf where the sums overflow,
+ * finite values elsewhere), also where it would take the FFT for ordinary
+ * weights (31 x 31). float32 inputs are refused far sooner (float
+ * transforms); ordinary weights keep the FFT. */
+static void huge_weights(void)
+{
+    static const size_t ks[2] = {9, 31};
+    for (int v = 0; v < 2; v++) {
+        size_t shape[2] = {150, 260}, k[2] = {ks[v], ks[v]}, n = 150 * 260, kc = k[0] * k[1];
+        double *x = malloc(n * sizeof *x), *want = malloc(n * sizeof *want);
+        double *got = malloc(n * sizeof *got), *w = malloc(kc * sizeof *w);
+        h_fill(x, n);
+        for (size_t i = 0; i < kc; i++)
+            w[i] = h_uniform(-1.0, 1.0) * (v ? 1e307 : 1e308);
+        convolve_layout L;
+        convolve_layout_init(&L, CONVOLVE_FLOAT64, 2, shape, 1);
+        convolve_filter *f;
+        CHECK_OK(ctx, convolve_filter_create(ctx, &f, 2, k, w));
+        convolve_options o;
+        convolve_options_init(&o);
+        o.backend = CONVOLVE_BACKEND_CPU;
+        o.strategy = "fft";
+        convolve_plan *p = NULL;
+        CHECK_STATUS(ctx, convolve_plan_create(ctx, &p, &L, &L, f, &o),
+                     CONVOLVE_ERROR_UNSUPPORTED);
+        CHECK(strstr(convolve_last_error(ctx), "overflow") &&
+                  strstr(convolve_last_error(ctx), "'direct'"),
+              "%zu x %zu weights of 1e%d: the message says why and what to use: %s", k[0], k[1],
+              v ? 307 : 308, convolve_last_error(ctx));
+        if (p) { /* the old behaviour: how the FFT's output looks */
+            size_t c[3];
+            CHECK_OK(ctx, convolve_execute(p, x, got));
+            count_values(got, n, c);
+            printf("fft with %zu x %zu weights of 1e%d: %zu NaN, %zu inf, %zu finite\n", k[0],
+                   k[1], v ? 307 : 308, c[0], c[1], c[2]);
+            convolve_plan_free(p);
+        }
+        o.strategy = "direct";
+        CHECK_OK(ctx, convolve_run(ctx, &L, x, &L, want, f, &o));
+        o.strategy = NULL;
+        CHECK_OK(ctx, convolve_run(ctx, &L, x, &L, got, f, &o));
+        size_t cw[3], cg[3];
+        count_values(want, n, cw);
+        count_values(got, n, cg);
+        CHECK(cw[0] == 0 && cw[2] > 0 && memcmp(got, want, n * sizeof *got) == 0,
+              "%zu x %zu weights of 1e%d: auto (%zu NaN, %zu inf, %zu finite) differs from "
+              "direct (%zu NaN, %zu inf, %zu finite)", k[0], k[1], v ? 307 : 308, cg[0], cg[1],
+              cg[2], cw[0], cw[1], cw[2]);
+        /* float32: float transforms; ordinary weights: the FFT serves */
+        convolve_layout L32;
+        convolve_layout_init(&L32, CONVOLVE_FLOAT32, 2, shape, 1);
+        convolve_filter_free(f);
+        for (size_t i = 0; i < kc; i++)
+            w[i] *= 1e-278;
+        CHECK_OK(ctx, convolve_filter_create(ctx, &f, 2, k, w));
+        o.strategy = "fft";
+        CHECK_STATUS(ctx, convolve_plan_create(ctx, &p, &L32, &L32, f, &o),
+                     CONVOLVE_ERROR_UNSUPPORTED);
+        CHECK_OK(ctx, convolve_plan_create(ctx, &p, &L, &L, f, &o));
+        convolve_plan_free(p);
+        convolve_filter_free(f);
+        for (size_t i = 0; i < kc; i++)
+            w[i] *= 1e-29;
+        CHECK_OK(ctx, convolve_filter_create(ctx, &f, 2, k, w));
+        CHECK_OK(ctx, convolve_plan_create(ctx, &p, &L32, &L32, f, &o));
+        convolve_plan_free(p);
+        convolve_filter_free(f);
+        free(x), free(want), free(got), free(w);
+    }
+}
+
 /* The strategy `auto` takes on the CPU is `fast`; named strategies refuse
  * what they cannot serve. */
 static void choices(void)
@@ -653,6 +734,7 @@ int main(int argc, char **argv)
     integer_edges();
     exact_rows();
     nan_input();
+    huge_weights();
     /* every instruction set this CPU has, the portable C path first */
     for (int isa = 0; isa <= 2; isa++) {
         cvcpu_fast_limit_isa(isa);

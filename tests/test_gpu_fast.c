@@ -218,6 +218,49 @@ static void out_type_variant(fcase *c)
         c->tout = outs[h_randint(0, 3)];
 }
 
+/* Weights near the largest double: cuFFT's transforms would overflow
+ * (every output NaN). The fft strategy refuses them, saying why, and auto,
+ * which takes the FFT for dense filters of more than 400 taps, takes
+ * another strategy: no NaN (inf where the sums overflow). */
+static void huge_weights(void)
+{
+    size_t shape[2] = {20, 30}, k[2] = {21, 21}, n = 20 * 30, kc = 21 * 21;
+    double *x = malloc(n * sizeof *x), *got = malloc(n * sizeof *got), *w = malloc(kc * sizeof *w);
+    h_fill(x, n);
+    for (size_t i = 0; i < kc; i++)
+        w[i] = h_uniform(-1.0, 1.0) * 1e307;
+    convolve_layout L;
+    convolve_layout_init(&L, CONVOLVE_FLOAT64, 2, shape, 1);
+    convolve_filter *f;
+    CHECK_OK(ctx, convolve_filter_create(ctx, &f, 2, k, w));
+    convolve_options o;
+    convolve_options_init(&o);
+    o.backend = CONVOLVE_BACKEND_CUDA;
+    o.strategy = "fft";
+    convolve_plan *p = NULL;
+    CHECK_STATUS(ctx, convolve_plan_create(ctx, &p, &L, &L, f, &o), CONVOLVE_ERROR_UNSUPPORTED);
+    CHECK(strstr(convolve_last_error(ctx), "overflow") != NULL, "the message says why: %s",
+          convolve_last_error(ctx));
+    convolve_plan_free(p);
+    o.strategy = NULL;
+    CHECK_OK(ctx, convolve_plan_create(ctx, &p, &L, &L, f, &o));
+    if (p) {
+        CHECK(strcmp(convolve_plan_strategy(p), "fft") != 0, "auto took %s",
+              convolve_plan_strategy(p));
+        h_poison(CONVOLVE_FLOAT64, got, n);
+        CHECK_OK(ctx, convolve_execute(p, x, got));
+        size_t nans = 0;
+        for (size_t i = 0; i < n; i++)
+            nans += isnan(got[i]) != 0;
+        CHECK(nans == 0, "auto (%s) with weights of 1e307: %zu of %zu outputs NaN",
+              convolve_plan_strategy(p), nans, n);
+        convolve_plan_free(p);
+    }
+    g_cases++;
+    convolve_filter_free(f);
+    free(x), free(got), free(w);
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -343,6 +386,7 @@ int main(int argc, char **argv)
     run_case(&c);
     base_case(&c, "fft", 2, 1, 1100, 1000, 1, 11, CONVOLVE_FLOAT64);
     run_case(&c);
+    huge_weights();
 
     printf("test_gpu_fast: %d cases\n", g_cases);
     convolve_context_free(ctx);

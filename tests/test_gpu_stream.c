@@ -9,7 +9,8 @@
  * byte for byte (FFT: within float rounding), the caller's arrays now and
  * then pinned (convolve_host_register; and pinned edge slabs in every mode,
  * whose rows past the array are gathered), now and then in place (out ==
- * in: halo rows saved first). Also: CONVOLVE_DEVICE_BUDGET,
+ * in: in slabs, the rows other slabs read saved first, or through a copy).
+ * Also: CONVOLVE_DEVICE_BUDGET,
  * a budget too small for one slab, cancellation from the progress
  * callback, and every device of the host when it has several (skipped
  * with a message on a one-GPU machine). Exit 77 without a usable GPU.
@@ -111,6 +112,7 @@ static void random_cases(int cases)
             c.layout = H_PACKED;
         /* a quarter of the cases whose types have one size run in place */
         c.in_place = t <= 2 && h_randint(0, 3) == 0;
+        c.route = (const char *[]){NULL, "slabs", "copy"}[h_randint(0, 2)];
         ran += s_run_case(&c);
     }
     CHECK(ran > cases / 2, "%d of %d cases ran", ran, cases);
@@ -250,9 +252,9 @@ static void slab_shares(void)
  * edge slab's rows past the array come from the mode: those are gathered
  * and copied beside the direct rows. Every mode, 1-D to 3-D: a short
  * filter, a filter longer than the slabs, and one longer than the array
- * (slabs reaching past both ends); each also in place (own rows copied
- * straight, halo rows from the saved store; on the emulation, half of
- * them). */
+ * (slabs reaching past both ends); each also in place, in slabs (own rows
+ * copied straight, halo rows from the saved store; on the emulation, half
+ * of them). */
 static void pinned_edges(void)
 {
     static const convolve_mode modes[] = {CONVOLVE_MODE_REFLECT, CONVOLVE_MODE_MIRROR,
@@ -276,6 +278,7 @@ static void pinned_edges(void)
                 c.ndim = ndim;
                 const int w = v % 3; /* the filter variant */
                 c.in_place = in_place;
+                c.route = "slabs"; /* the store, through the pipeline */
                 c.shape[0] = w == 2 ? k_long[ndim - 1] / 2 : n0[ndim - 1];
                 c.shape[1] = ndim > 1 ? (g_small ? 9 : 77) : 1;
                 c.shape[2] = ndim > 2 ? 7 : 1;

@@ -10,6 +10,7 @@
  * and the overlaps still refused.
  */
 #include "harness.h"
+#include "internal.h" /* the plan's in-place byte counts */
 
 static convolve_context *ctx;
 
@@ -185,8 +186,10 @@ static void cpu_slabs(int cases)
         snprintf(bytes, sizeof bytes, "%zu", rows * row);
         setenv("CONVOLVE_CPU_SLAB_BYTES", bytes, 1);
         c.min_slabs = rows < c.shape[0] ? 2 : 1;
-        /* a third of the cases whose types have one size run in place */
+        /* a third of the cases whose types have one size run in place: in
+         * slabs, through a copy, or as the library chooses */
         c.in_place = t <= 2 && h_randint(0, 2) == 0;
+        c.route = (const char *[]){NULL, "slabs", "copy"}[h_randint(0, 2)];
         ran += s_run_case(&c);
     }
     CHECK(ran > cases / 2, "%d of %d cases ran", ran, cases);
@@ -206,10 +209,10 @@ static void cpu_slabs(int cases)
     unsetenv("CONVOLVE_CPU_SLAB_BYTES");
 }
 
-/* In place without a progress callback (the plan streams anyway): equal
- * to the run into another array for every mode, on the CPU and, where
- * there is one, the GPU; in one slab and in several. Outputs that overlap
- * the input otherwise are refused. */
+/* In place without a progress callback: equal to the run into another
+ * array for every mode, on the CPU and, where there is one, the GPU; in one
+ * slab and in several, through a copy, and as the library chooses. Outputs
+ * that overlap the input otherwise are refused. */
 static void in_place(void)
 {
     static const convolve_mode modes[] = {CONVOLVE_MODE_REFLECT, CONVOLVE_MODE_MIRROR,
@@ -229,9 +232,14 @@ static void in_place(void)
     double *in = malloc(n * sizeof *in), *want = malloc(n * sizeof *want);
     double *buf = malloc((n + 1) * sizeof *buf);
     h_fill(in, n);
+    static const char *routes[] = {NULL, "slabs", "copy"};
     for (int b = 0; b < (gpus > 0 ? 2 : 1); b++)
         for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
-            for (int slabs = 0; slabs < 2; slabs++) {
+            for (int v = 0; v < 6; v++) {
+                const int slabs = v / 3;
+                const char *route = routes[v % 3];
+                if (route)
+                    setenv("CONVOLVE_IN_PLACE", route, 1);
                 if (slabs)
                     setenv("CONVOLVE_CPU_SLAB_BYTES", "464", 1); /* 2 rows */
                 convolve_options o;
@@ -251,15 +259,17 @@ static void in_place(void)
                 memcpy(buf, in, n * sizeof *buf);
                 CHECK_OK(ctx, convolve_execute(p, buf, buf));
                 CHECK(memcmp(buf, want, n * sizeof *buf) == 0,
-                      "%s %s, %s: in place differs from out of place",
+                      "%s %s, %s, %s: in place differs from out of place",
                       convolve_backend_name(o.backend), convolve_mode_name(o.mode),
-                      slabs ? "slabs of 2 rows" : "automatic slabs");
+                      slabs ? "slabs of 2 rows" : "automatic slabs",
+                      route ? route : "automatic route");
                 /* an output one element past the input overlaps it */
                 memcpy(buf, in, n * sizeof *buf);
                 CHECK_STATUS(ctx, convolve_execute(p, buf, buf + 1),
                              CONVOLVE_ERROR_INVALID_ARGUMENT);
                 convolve_plan_free(p);
                 unsetenv("CONVOLVE_CPU_SLAB_BYTES");
+                unsetenv("CONVOLVE_IN_PLACE");
             }
     /* the same pointer with other bytes per element, or other strides */
     convolve_layout l32, pitched = l;
@@ -279,6 +289,111 @@ static void in_place(void)
     free(in), free(want), free(buf);
 }
 
+/* scipy's boundary rule for index j of an axis of n (the test's own). */
+static ptrdiff_t t_boundary(ptrdiff_t j, ptrdiff_t n, convolve_mode mode)
+{
+    while (j < 0 || j >= n) {
+        switch (mode) {
+        case CONVOLVE_MODE_NEAREST: j = j < 0 ? 0 : n - 1; break;
+        case CONVOLVE_MODE_WRAP: j = j < 0 ? j + n : j - n; break;
+        case CONVOLVE_MODE_MIRROR:
+            if (n == 1)
+                return 0;
+            j = j < 0 ? -j : 2 * (n - 1) - j;
+            break;
+        default: j = j < 0 ? -j - 1 : 2 * n - 1 - j; break; /* reflect */
+        }
+    }
+    return j;
+}
+
+/* In place in slabs, the store holds each array row that some slab reads
+ * and does not own once (counted here by brute force), never more than
+ * the array; a long filter and slabs thinner than it, and a short one. The
+ * automatic choice takes at most the array's bytes beyond it. */
+static void in_place_store(void)
+{
+    static const convolve_mode modes[] = {CONVOLVE_MODE_REFLECT, CONVOLVE_MODE_MIRROR,
+                                          CONVOLVE_MODE_NEAREST, CONVOLVE_MODE_WRAP,
+                                          CONVOLVE_MODE_CONSTANT};
+    static const struct { size_t n, k, slab; } cases[] = {
+        {10, 13, 3}, {40, 5, 8}, {23, 47, 2}, {9, 3, 9}};
+    const size_t cols = 7, rb = cols * sizeof(double);
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+            const size_t n = cases[ci].n, K = cases[ci].k, S = cases[ci].slab;
+            const ptrdiff_t koff = (ptrdiff_t)(K / 2);
+            /* the rows each slab reads outside its own, by the mode */
+            char *stored = calloc(n, 1);
+            size_t rows = 0, halo_sum = 0;
+            for (size_t r0 = 0; r0 < n; r0 += S) {
+                const size_t r1 = r0 + S < n ? r0 + S : n;
+                ptrdiff_t lo = (ptrdiff_t)r0 - koff, hi = (ptrdiff_t)r1 + (ptrdiff_t)K - 1 - koff;
+                if (modes[m] == CONVOLVE_MODE_CONSTANT) {
+                    lo = lo < 0 ? 0 : lo;
+                    hi = hi > (ptrdiff_t)n ? (ptrdiff_t)n : hi;
+                }
+                halo_sum += (size_t)(hi - lo) - (r1 - r0);
+                for (ptrdiff_t e = lo; e < hi; e++) {
+                    size_t g = (size_t)t_boundary(e, (ptrdiff_t)n, modes[m]);
+                    if ((g < r0 || g >= r1) && !stored[g]) {
+                        stored[g] = 1;
+                        rows++;
+                    }
+                }
+            }
+            free(stored);
+            size_t shape[2] = {n, cols}, ks[2] = {K, 3};
+            convolve_layout l;
+            convolve_layout_init(&l, CONVOLVE_FLOAT64, 2, shape, 1);
+            double *w = malloc(K * 3 * sizeof *w), *in = malloc(n * rb), *want = malloc(n * rb);
+            double *buf = malloc(n * rb);
+            h_fill(w, K * 3);
+            h_fill(in, n * cols);
+            convolve_filter *f;
+            CHECK_OK(ctx, convolve_filter_create(ctx, &f, 2, ks, w));
+            convolve_options o;
+            convolve_options_init(&o);
+            o.backend = CONVOLVE_BACKEND_CPU;
+            o.strategy = "direct";
+            o.mode = modes[m];
+            o.cval = -0.5;
+            convolve_plan *p;
+            CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o));
+            CHECK_OK(ctx, convolve_execute(p, in, want));
+            char bytes[32];
+            snprintf(bytes, sizeof bytes, "%zu", S * rb);
+            setenv("CONVOLVE_CPU_SLAB_BYTES", bytes, 1);
+            setenv("CONVOLVE_IN_PLACE", "slabs", 1);
+            memcpy(buf, in, n * rb);
+            CHECK_OK(ctx, convolve_execute(p, buf, buf));
+            CHECK(memcmp(buf, want, n * rb) == 0, "%zu rows, %zu taps, slabs of %zu, %s: in "
+                  "place in slabs differs from out of place", n, K, S, convolve_mode_name(o.mode));
+            const size_t buffers = 2 * (S + K - 1) * rb;
+            CHECK(p->in_place_store == rows * rb && p->in_place_store <= n * rb &&
+                      p->in_place_extra == p->in_place_store + buffers,
+                  "%zu rows, %zu taps, slabs of %zu, %s: a store of %zu bytes (want %zu rows: "
+                  "%zu bytes; every slab's halo: %zu rows), %zu bytes in all (want %zu)", n, K,
+                  S, convolve_mode_name(o.mode), p->in_place_store, rows, rows * rb, halo_sum,
+                  p->in_place_extra, rows * rb + buffers);
+            /* the automatic choice: in slabs only when they take less than
+             * a copy of the array */
+            unsetenv("CONVOLVE_IN_PLACE");
+            memcpy(buf, in, n * rb);
+            CHECK_OK(ctx, convolve_execute(p, buf, buf));
+            CHECK(memcmp(buf, want, n * rb) == 0, "%zu rows, %zu taps, %s: in place differs",
+                  n, K, convolve_mode_name(o.mode));
+            CHECK(p->in_place_extra <= n * rb + 64 &&
+                      (p->in_place_store == 0 || rows * rb + buffers <= n * rb),
+                  "%zu rows, %zu taps, slabs of %zu, %s: %zu bytes beyond the array's %zu", n,
+                  K, S, convolve_mode_name(o.mode), p->in_place_extra, n * rb);
+            unsetenv("CONVOLVE_CPU_SLAB_BYTES");
+            convolve_plan_free(p);
+            convolve_filter_free(f);
+            free(w), free(in), free(want), free(buf);
+        }
+}
+
 int main(void)
 {
     h_seed("test_stream");
@@ -287,6 +402,7 @@ int main(void)
     progress_one_slab();
     cpu_slabs(300);
     in_place();
+    in_place_store();
     convolve_context_free(ctx);
     return h_finish("test_stream");
 }

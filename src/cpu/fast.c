@@ -20,18 +20,23 @@
 #include <omp.h>
 #endif
 
-/* 1 if every input element (and cval, where it is read) is finite. */
-static int input_finite(const cvi_problem *p, int threads, const void *in)
+/* The largest magnitude of the input's elements (and of cval, where it is
+ * read): infinity when one is NaN or infinite; for integer inputs, the
+ * type's largest value. */
+static double input_magnitude(const cvi_problem *p, int threads, const void *in)
 {
     if (p->mode == CVI_MODE_CONSTANT && !isfinite(p->cval))
-        return 0;
-    if (p->in_type != CONVOLVE_FLOAT32 && p->in_type != CONVOLVE_FLOAT64)
-        return 1;
+        return INFINITY;
+    if (p->in_type == CONVOLVE_UINT8)
+        return 255.0;
+    if (p->in_type == CONVOLVE_UINT16)
+        return 65535.0;
     const ptrdiff_t rows = (ptrdiff_t)(p->shape[0] * p->shape[1] * p->channels);
     unsigned bad = 0;
+    double big = 0.0;
     if ((double)rows * (double)p->shape[2] < 4e6)
         threads = 1;
-CVCPU_OMP(omp parallel for schedule(static) num_threads(threads) reduction(| : bad))
+CVCPU_OMP(omp parallel for schedule(static) num_threads(threads) reduction(| : bad) reduction(max : big))
     for (ptrdiff_t r = 0; r < rows; r++) {
         size_t c = (size_t)r % p->channels, i = (size_t)r / p->channels;
         const char *row = (const char *)in + (ptrdiff_t)(i / p->shape[1]) * p->in_strides[0] +
@@ -40,25 +45,42 @@ CVCPU_OMP(omp parallel for schedule(static) num_threads(threads) reduction(| : b
         const ptrdiff_t st = p->in_strides[2];
         unsigned b = 0; /* an exponent of all ones: infinity or NaN */
         if (p->in_type == CONVOLVE_FLOAT32) {
+            float m = 0.0f;
             for (size_t k = 0; k < p->shape[2]; k++) {
                 uint32_t u;
+                float v;
                 memcpy(&u, row + (ptrdiff_t)k * st, sizeof u);
                 b |= (u & 0x7f800000u) == 0x7f800000u;
+                u &= 0x7fffffffu;
+                memcpy(&v, &u, sizeof v);
+                m = v > m ? v : m;
             }
+            big = (double)m > big ? (double)m : big;
         } else {
+            double m = 0.0;
             for (size_t k = 0; k < p->shape[2]; k++) {
                 uint64_t u;
+                double v;
                 memcpy(&u, row + (ptrdiff_t)k * st, sizeof u);
                 b |= (u & 0x7ff0000000000000u) == 0x7ff0000000000000u;
+                u &= 0x7fffffffffffffffu;
+                memcpy(&v, &u, sizeof v);
+                m = v > m ? v : m;
             }
+            big = m > big ? m : big;
         }
         bad |= b;
     }
-    return !bad;
+    if (bad)
+        return INFINITY;
+    if (p->mode == CVI_MODE_CONSTANT && fabs(p->cval) > big)
+        big = fabs(p->cval);
+    return big;
 }
 
 /* The cheapest of the three by the cost model: *ns receives its cost per
- * output element (2 threads); with `in` given, the FFT only for finite data. */
+ * output element (2 threads); the FFT only where its sums stay in range,
+ * for the data at `in` (finite) when given, else for any input. */
 static int cheapest(const cvi_problem *p, int threads, const void *in, double *ns)
 {
     const double taps = (double)p->kcount;
@@ -75,7 +97,9 @@ static int cheapest(const cvi_problem *p, int threads, const void *in, double *n
     }
     if (taps >= 64) {
         double work = cvcpu_fft_cost(p);
-        if (work > 0 && 1.0 + 0.27 * work < best && (!in || input_finite(p, threads, in))) {
+        if (work > 0 && 1.0 + 0.27 * work < best &&
+            cvcpu_fft_range(p, in ? input_magnitude(p, threads, in) : -1.0, NULL, 0) ==
+                CONVOLVE_OK) {
             best = 1.0 + 0.27 * work;
             pick = CVCPU_FFT;
         }

@@ -202,7 +202,8 @@ convolve_status cvcpu_fft(const cvi_problem *p, int threads, const void *in, voi
 
 /* Which driver `fast` runs for p on the input at `in` (NULL: not known;
  * the FFT is only chosen for inputs without NaN or infinity, which an FFT
- * would spread over a whole tile). */
+ * would spread over a whole tile, and whose largest magnitude keeps its
+ * sums within range: cvcpu_fft_range). */
 enum { CVCPU_DIRECT = 0, CVCPU_SEPARABLE = 1, CVCPU_FFT = 2 };
 int cvcpu_choose(const cvi_problem *p, int threads, const void *in);
 
@@ -211,8 +212,15 @@ int cvcpu_choose(const cvi_problem *p, int threads, const void *in);
  * fitted with 2 threads, and is scaled to `threads` as if they all paid). */
 double cvcpu_estimate_ms(const cvi_problem *p, int threads);
 
-/* Why the FFT strategy cannot serve p ("" and CONVOLVE_OK when it can). */
+/* Why the FFT strategy cannot serve p ("" and CONVOLVE_OK when it can):
+ * its tiles, and its range for any input (cvcpu_fft_range). */
 convolve_status cvcpu_fft_check(const cvi_problem *p, char *why, size_t why_size);
+
+/* Whether the FFT's sums stay within its type's range for inputs up to
+ * magnitude xmax (< 0: any input, as cvi_fft_range takes it), its
+ * transforms counted at their largest (CVCPU_FFT_MAX_BLOCK points, so that
+ * a slab's sub-problem gets the plan's answer). */
+convolve_status cvcpu_fft_range(const cvi_problem *p, double xmax, char *why, size_t why_size);
 
 /* The FFT's modelled work per output (butterfly passes and the like over
  * tile elements per output); negative when it cannot serve p. */

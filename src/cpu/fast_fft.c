@@ -143,17 +143,25 @@ static int choose_tiles(const cvi_problem *p, size_t es, ftiles *best)
     return found;
 }
 
+convolve_status cvcpu_fft_range(const cvi_problem *p, double xmax, char *why, size_t why_size)
+{
+    const int dbl = p->in_type == CONVOLVE_FLOAT64 || p->out_type == CONVOLVE_FLOAT64;
+    return cvi_fft_range(p, dbl, (double)CVCPU_FFT_MAX_BLOCK, xmax, why, why_size);
+}
+
 convolve_status cvcpu_fft_check(const cvi_problem *p, char *why, size_t why_size)
 {
     ftiles t;
     if (why && why_size)
         why[0] = '\0';
-    if (choose_tiles(p, sizeof(double), &t))
-        return CONVOLVE_OK;
-    if (why && why_size)
-        snprintf(why, why_size, "the filter (%zu x %zu x %zu) needs FFT tiles of more than %zu "
-                 "elements", p->ksize[0], p->ksize[1], p->ksize[2], (size_t)CVCPU_FFT_MAX_BLOCK);
-    return CONVOLVE_ERROR_UNSUPPORTED;
+    if (!choose_tiles(p, sizeof(double), &t)) {
+        if (why && why_size)
+            snprintf(why, why_size, "the filter (%zu x %zu x %zu) needs FFT tiles of more "
+                     "than %zu elements", p->ksize[0], p->ksize[1], p->ksize[2],
+                     (size_t)CVCPU_FFT_MAX_BLOCK);
+        return CONVOLVE_ERROR_UNSUPPORTED;
+    }
+    return cvcpu_fft_range(p, -1.0, why, why ? why_size : 0);
 }
 
 double cvcpu_fft_cost(const cvi_problem *p)

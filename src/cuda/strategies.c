@@ -176,6 +176,11 @@ static convolve_status check_separable(const cvi_strategy *s, const cvi_problem 
     return cvcu_gen_serves(p, 1, why, n) ? CONVOLVE_OK : CONVOLVE_ERROR_UNSUPPORTED;
 }
 
+/* The range check counts the FFT's transforms at this many points, more
+ * than a device holds, whatever the shape: a slab's sub-problem gets the
+ * plan's answer. */
+#define CVCU_FFT_MAX_POINTS 68719476736.0 /* 2^36 */
+
 static convolve_status check_fft(const cvi_strategy *s, const cvi_problem *p,
                                  const cvi_device *dev, char *why, size_t n)
 {
@@ -191,7 +196,8 @@ static convolve_status check_fft(const cvi_strategy *s, const cvi_problem *p,
                  bytes >> 20, total >> 20);
         return CONVOLVE_ERROR_UNSUPPORTED;
     }
-    return CONVOLVE_OK;
+    /* float64 inputs transform in double, the others in float (fast_fft.cu) */
+    return cvi_fft_range(p, p->in_type == CONVOLVE_FLOAT64, CVCU_FFT_MAX_POINTS, -1.0, why, n);
 }
 
 /* ---- the table ---------------------------------------------------------- */

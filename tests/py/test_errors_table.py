@@ -729,6 +729,10 @@ class ErrorsTable(unittest.TestCase):
         self.cli("weights", ".npy weights of other dimensions", "2-D w2.npy, 1-D input",
                  [self.p("x1.npy"), out, "--weights", self.p("w2.npy")], 1,
                  "2 dimensions and the input 1")
+        np.save(self.p("wbig.npy"), np.full((3, 3), 1e308))
+        self.cli("weights", "weights too large for the FFT", "3x3 weights of 1e308, "
+                 "`--strategy fft`", [x2, out, "--weights", self.p("wbig.npy"), "--strategy",
+                                      "fft"], 1, "could overflow")
 
     def outputs(self):
         x2 = self.p("x2.npy")
@@ -1081,6 +1085,10 @@ class ErrorsTable(unittest.TestCase):
           "non-separable filter", "UNSUPPORTED", "not separable",
           lambda ctx: plan(ctx, f=filt(ctx, 2, (3, 3), doubles(0, 1, 0, 1, -4, 1, 0, 1, 0)),
                            o=options(strategy=b"separable")))
+        A("API plan", "FFT with weights near the largest double", "strategy \"fft\", 3x3 "
+          "weights of 1e308", "UNSUPPORTED", "could overflow",
+          lambda ctx: plan(ctx, f=filt(ctx, 2, (3, 3), doubles(*[1e308] * 9)),
+                           o=options(backend=CPU, strategy=b"fft")))
         A("API plan", "CUDA backend without a GPU", "backend CUDA", "BACKEND_UNAVAILABLE",
           "no GPU can be used", lambda ctx: plan(ctx, o=options(backend=CUDA)),
           no_cuda=("BACKEND_UNAVAILABLE", "built without CUDA"))

@@ -5,8 +5,9 @@ Random data (never zeros), poisoned outputs, every boundary mode, odd and
 even filters, origins, 1-D to 5-D arrays (filters of extent 1 on the extra
 axes), element types native and converted, output arrays and dtypes,
 views (strided, negatively strided, transposed, broadcast) without copies,
-overlapping input and output, 0-d and empty arrays, saturate=True, the
-plan cache, threads, and errors (each must raise, never crash). Each
+overlapping input and output, the memory of a run in place, 0-d and empty
+arrays, saturate=True, the plan cache, threads, and errors (each must
+raise, never crash). Each
 comparison: |got - ref| <= tol + |ref| * eps per element (relative L2
 reported on failure). Environment: CONVOLVE_BUILD_DIR (the package is in
 its python/ folder), CONVOLVE_TEST_SEED.
@@ -461,6 +462,39 @@ def test_docstrings_and_axes():
           ndi.uniform_filter(x, [1, 1, 4], mode="wrap"))
 
 
+def test_in_place_memory():
+    """output=input with a filter 130 times longer than the axis, in a
+    process of its own: the peak resident set grows by about one copy of
+    the array (at most it and 2 MiB), not by the filter's extent in rows
+    ((3, 1e6) float64, 401 taps: 23.9 GB before)."""
+    import subprocess
+    pkg = os.path.join(os.environ.get("CONVOLVE_BUILD_DIR", "build"), "python")
+    code = """
+import resource, sys
+import numpy as np
+sys.path.insert(0, %r)
+import convolve as cv
+x = np.arange(3 * 16384, dtype=np.float64).reshape(3, 16384) %% 97
+w = np.linspace(-1.0, 1.0, 401)
+ref = cv.correlate1d(x, w, axis=0)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+cv.correlate1d(x, w, axis=0, output=x)
+grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024
+print(grew, x.nbytes, int(np.array_equal(x, ref)))
+""" % os.path.abspath(pkg)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    COUNT[0] += 1
+    try:
+        grew, nbytes, same = (int(v) for v in r.stdout.split())
+    except ValueError:
+        FAILS.append("in place memory: %s%s" % (r.stdout[-1000:], r.stderr[-1000:]))
+        return
+    if grew > nbytes + (2 << 20) or not same:
+        FAILS.append("in place memory: (3, 16384) float64, 401 taps along axis 0: the peak "
+                     "resident set grew by %d bytes for an array of %d; equal to out of "
+                     "place: %d" % (grew, nbytes, same))
+
+
 def test_install():
     """make install-python's step, into a staging directory (DESTDIR): the
     installed package imports from there, alone, and computes."""
@@ -499,7 +533,8 @@ def test_install():
 def main():
     print("test_python_package: seed %d (CONVOLVE_TEST_SEED replays it)" % SEED)
     tests = [test_functions_modes, test_mode_per_axis, test_dtypes, test_saturate,
-             test_layouts, test_cache_and_threads, test_errors, test_docstrings_and_axes, test_install]
+             test_layouts, test_cache_and_threads, test_errors, test_docstrings_and_axes,
+             test_in_place_memory, test_install]
     for t in tests:
         n0, f0 = COUNT[0], len(FAILS)
         try:
