@@ -37,6 +37,11 @@ extern "C" {
  * device budget). */
 #define CVI_STREAM_BUFFERS 3
 
+/* Host arrays of at least this many bytes in and out stream through a
+ * device even when they fit it at once (cvi_stream_choose): faster from a
+ * few MiB on (docs/scale.md). */
+#define CVI_STREAM_MIN_BYTES ((size_t)8 << 20)
+
 typedef struct cvi_slab {
     size_t index;
     size_t r0, r1;          /* output rows [r0, r1) along the slab axis */

@@ -315,9 +315,13 @@ void cvcu_device_key(const cvi_device *dev, const cvi_problem *p, char *key, siz
  * about 0.3 s measured on the H100 machine (the CLI on the bundled photo,
  * 0.44 s with a GPU started against 0.13 s without). */
 #define CVCU_START_MS 300.0
-/* Host <-> device copies of pageable host arrays, bytes per millisecond
- * (about 10 GB/s, well under the 55 GB/s of pinned memory). */
+/* Host <-> device copies of pageable host arrays, bytes (in plus out) per
+ * millisecond: in one shot, cudaMemcpy (about 10 GB/s); streamed (from
+ * CVI_STREAM_MIN_BYTES on), staged by host threads while the device copies
+ * (H100 host, 16 cores: 256 MiB in and out in 14.7 ms, 36 GB/s; 30 allows
+ * for writing an output's pages the first time). */
 #define CVCU_HOST_BYTES_PER_MS 10e6
+#define CVCU_STREAMED_BYTES_PER_MS 30e6
 /* Filter taps per millisecond a GPU sustains (about 2e12 multiply-adds
  * a second), and the cost of a launch and its synchronisation. */
 #define CVCU_TAPS_PER_MS 2e9
@@ -333,6 +337,8 @@ double cvcu_estimate_ms(const cvi_problem *p, int started)
                                : (double)p->kcount;
     if (taps > CVCU_DIRECT_OVER_FFT) /* the FFT takes over */
         taps = CVCU_DIRECT_OVER_FFT;
-    return (started ? 0.0 : CVCU_START_MS) + bytes / CVCU_HOST_BYTES_PER_MS +
+    const double rate =
+        bytes >= (double)CVI_STREAM_MIN_BYTES ? CVCU_STREAMED_BYTES_PER_MS : CVCU_HOST_BYTES_PER_MS;
+    return (started ? 0.0 : CVCU_START_MS) + bytes / rate +
            outputs * taps / CVCU_TAPS_PER_MS + CVCU_LAUNCH_MS;
 }
