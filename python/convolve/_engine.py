@@ -293,9 +293,25 @@ def _work_input_dtype(dt):
 _SNAP = 1e-11   # relative distance to an integer taken as rounding noise
 
 
+def _bytes_of_bool(ops, a):
+    """A bool array's bytes as uint8 (numpy and CuPy; others: a itself).
+    scipy reads and writes bool data as the C type npy_bool, an unsigned
+    char: a byte of 9 (a 3x3 sum of ones stored in a bool output) reads back
+    as 9, where numpy's bool casts give 1."""
+    if ops.kind in ("numpy", "cupy") and ops.dtype(a).kind == "b":
+        return a.view(np.uint8)
+    return a
+
+
 def _store(ops, out, tmp, cfg):
     """out[...] = tmp with scipy's cast (truncation), or rounded and clamped."""
     odt = ops.dtype(out)
+    if odt.kind == "b" and ops.kind in ("numpy", "cupy"):
+        # scipy's C cast to npy_bool: truncation to a machine integer, then
+        # its low byte (0.7 -> 0 (False), 9.0 -> a byte of 9, read as True)
+        ops.snap_integers(tmp, _SNAP)
+        ops.copy_into(out.view(np.uint8), ops.astype(tmp, np.int64))
+        return
     if cfg.saturate and odt.kind in "iu":
         info = np.iinfo(odt)
         ops.round_clip(tmp, float(info.min), float(info.max))
@@ -424,7 +440,7 @@ def apply(ops, inp, out, filt, origins, mode, cval, cfg=DEFAULT, divide=None):
         return
     if not ops.usable(inp):
         stats["input_copies"] += 1
-        inp = ops.astype(inp, _work_input_dtype(ops.dtype(inp)))
+        inp = ops.astype(_bytes_of_bool(ops, inp), _work_input_dtype(ops.dtype(inp)))
     odt = ops.dtype(out)
     if not ops.writeable(out):
         raise ValueError("output array is read-only")

@@ -239,6 +239,32 @@ def test_dtypes():
     check("big-endian", cv.correlate(x, w), ndi.correlate(x, w))
 
 
+def test_bool():
+    """bool in and out as scipy: its C cast to npy_bool (an unsigned char)
+    truncates and keeps the low byte (a Gaussian of a mask is 0 below 1; a
+    3x3 sum of ones stores a byte of 9), and a later pass reads those bytes."""
+    modes = ["reflect", "constant", "nearest", "mirror", "wrap"]
+    for shape in [(23, 31), (9, 8, 7)]:
+        m = data(shape, bool)
+        mode = modes[int(RNG.integers(0, len(modes)))]
+        w = RNG.random((3,) * len(shape)) * 3 - 1
+        calls = [("gaussian_filter", (1.5,)), ("uniform_filter", (3,)), ("sobel", (0,)),
+                 ("prewitt", (-1,)), ("laplace", ()), ("gaussian_laplace", (1.0,)),
+                 ("gaussian_gradient_magnitude", (1.0,)), ("correlate", (w,)),
+                 ("convolve", (np.ones((3,) * len(shape)),)),
+                 ("correlate1d", (np.array([1.0, -2.0, 3.5]),))]
+        for name, args in calls:
+            ref = getattr(ndi, name)(m, *args, mode=mode)
+            got = getattr(cv, name)(m, *args, mode=mode)
+            COUNT[0] += 1
+            if got.dtype != ref.dtype or not np.array_equal(got.view(np.uint8),
+                                                            ref.view(np.uint8)):
+                FAILS.append("bool %s %s %s: %d of %d bytes differ (sums %d, scipy %d)"
+                             % (name, shape, mode,
+                                int((got.view(np.uint8) != ref.view(np.uint8)).sum()), m.size,
+                                int(got.sum()), int(ref.sum())))
+
+
 def test_saturate():
     x = data((12, 13), np.uint8)
     w = np.full((3, 3), 1.0 / 7.0)
@@ -532,7 +558,7 @@ def test_install():
 
 def main():
     print("test_python_package: seed %d (CONVOLVE_TEST_SEED replays it)" % SEED)
-    tests = [test_functions_modes, test_mode_per_axis, test_dtypes, test_saturate,
+    tests = [test_functions_modes, test_mode_per_axis, test_dtypes, test_bool, test_saturate,
              test_layouts, test_cache_and_threads, test_errors, test_docstrings_and_axes,
              test_in_place_memory, test_install]
     for t in tests:
