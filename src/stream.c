@@ -188,6 +188,20 @@ static void parallel_copy(char *dst, const char *src, size_t bytes, int threads)
     }
 }
 
+/* Writes the slab's extended row b (mapped by the mode) to dst, packed. */
+static void gather_row(const cvi_stream_job *job, const cvi_slab *slab, ptrdiff_t b, int packed,
+                       char *dst)
+{
+    const cvi_problem *p = job->problem;
+    const ptrdiff_t g = cvi_boundary_index(slab->ext_lo + b, (ptrdiff_t)job->rows, p->mode);
+    const char *src = (const char *)job->in + g * p->in_strides[job->axis];
+    if (packed)
+        memcpy(dst, src, job->in_row_bytes);
+    else
+        copy_row(job, (char *)src, p->in_strides, p->in_cstride, convolve_dtype_size(p->in_type),
+                 dst, 1);
+}
+
 /* Writes buffer rows [row_begin, row_end) of the slab's input from the
  * caller's array (each mapped by the mode) to dst, where row row_begin goes
  * (packed rows). */
@@ -213,14 +227,8 @@ static void gather_span(const cvi_stream_job *job, const cvi_slab *slab, size_t 
 #endif
     for (long i = 0; i < count; i++) {
         ptrdiff_t b = (ptrdiff_t)row_begin + i;
-        if (packed && b >= lo && b < hi)
-            continue;
-        ptrdiff_t g = cvi_boundary_index(slab->ext_lo + b, n, p->mode);
-        const char *src = (const char *)job->in + g * sa;
-        if (packed)
-            memcpy(dst + (size_t)i * rb, src, rb);
-        else
-            copy_row(job, (char *)src, p->in_strides, p->in_cstride, es, dst + (size_t)i * rb, 1);
+        if (!packed || b < lo || b >= hi)
+            gather_row(job, slab, b, packed, dst + (size_t)i * rb);
     }
 }
 
@@ -495,16 +503,9 @@ static void gather_part(const cvi_stream_job *job, const cvi_slab *slab, char *d
         copy_stream(dst + (size_t)lo * rb + off,
                     (const char *)job->in + (slab->ext_lo + lo) * sa + off, len);
     }
-    for (ptrdiff_t b = k; b < (ptrdiff_t)slab->ext_rows; b += m) {
-        if (packed && b >= lo && b < hi)
-            continue;
-        ptrdiff_t g = cvi_boundary_index(slab->ext_lo + b, n, p->mode);
-        const char *src = (const char *)job->in + g * sa;
-        if (packed)
-            memcpy(dst + (size_t)b * rb, src, rb);
-        else
-            copy_row(job, (char *)src, p->in_strides, p->in_cstride, es, dst + (size_t)b * rb, 1);
-    }
+    for (ptrdiff_t b = k; b < (ptrdiff_t)slab->ext_rows; b += m)
+        if (!packed || b < lo || b >= hi)
+            gather_row(job, slab, b, packed, dst + (size_t)b * rb);
 }
 
 /* Part k of m of cvi_stream_scatter. */
