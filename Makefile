@@ -71,4 +71,4 @@ install-python: python
 	cmake --install $(BUILD) --component python
 
 clean:
-	rm -rf $(BUILD) build-sanitize build-emu
+	rm -rf $(BUILD) build-sanitize build-emu build-pip
