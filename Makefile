@@ -5,19 +5,33 @@
 #               and UndefinedBehaviorSanitizer, without CUDA (in build-sanitize)
 #   make test-emu   the CUDA kernels' tests (small cases) on the CPU emulation of
 #               tests/emu, no GPU needed (in build-emu)
-#   make python          build the Python package into build/python (part of build)
-#   make install-python  copy it into the interpreter's site directory
+#   make python          build the Python package into build/python (part of
+#               build; this builds the package and the static library only)
+#   make install-python  that, then copy it into the interpreter's site directory
 #               (docs/python.md; PYTHON=/path/to/python3 picks the interpreter)
 # Variables: BUILD (the build folder), JOBS, CMAKE_FLAGS (more -D options),
-#   PYTHON (above), CUDA=OFF (leave the CUDA backend out: a CPU-only build,
-#   much faster to build where nvcc is installed; CUDA=ON puts it back; the
-#   choice stays in $(BUILD)'s CMake cache; an environment variable CUDA of
-#   another value is not taken for it).
+#   PYTHON (above: a path, or a name looked up on PATH, that must exist; the
+#   choice stays in $(BUILD)'s CMake cache, and a later PYTHON replaces it,
+#   the site directory install-python uses included; CMAKE_FLAGS naming the
+#   interpreter too, -DCONVOLVE_PYTHON=..., is refused beside PYTHON),
+#   CUDA=OFF (leave the CUDA backend out: a CPU-only build, much faster to
+#   build where nvcc is installed; CUDA=ON puts it back; the choice stays in
+#   $(BUILD)'s CMake cache; an environment variable CUDA of another value is
+#   not taken for it).
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 ifdef PYTHON
-override CMAKE_FLAGS += -DCONVOLVE_PYTHON=$(PYTHON)
+PYTHON_IN_FLAGS := $(filter -DCONVOLVE_PYTHON=% -DCONVOLVE_PYTHON:% CONVOLVE_PYTHON=% CONVOLVE_PYTHON:%,$(CMAKE_FLAGS))
+ifneq ($(PYTHON_IN_FLAGS),)
+$(error PYTHON=$(PYTHON) and CMAKE_FLAGS' $(PYTHON_IN_FLAGS) both name the interpreter: give one of them)
+endif
+# a path (made absolute: CMake runs in another folder), or a name on PATH
+PYTHON_EXE := $(if $(findstring /,$(PYTHON)),$(abspath $(PYTHON)),$(shell command -v '$(PYTHON)' 2>/dev/null))
+ifeq ($(shell test -x '$(PYTHON_EXE)' && test -f '$(PYTHON_EXE)' && echo yes),)
+$(error PYTHON=$(PYTHON): not found (an interpreter's path, or a name on PATH))
+endif
+override CMAKE_FLAGS += -DCONVOLVE_PYTHON=$(PYTHON_EXE)
 endif
 ifneq ($(filter ON OFF,$(CUDA)),)
 override CMAKE_FLAGS += -DCONVOLVE_WITH_CUDA=$(CUDA)
@@ -49,10 +63,12 @@ test-emu:
 	cmake --build build-emu -j $(JOBS) --target test_gpu_strategies test_gpu_fast test_gpu_direct test_gpu_stream
 	cd build-emu && ctest -L emu --output-on-failure
 
-python: build
+python:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS) --target convolve_python
 
-install-python: build
+install-python: python
 	cmake --install $(BUILD) --component python
 
 clean:
-	rm -rf $(BUILD) build-sanitize build-emu
+	rm -rf $(BUILD) build-sanitize build-emu build-pip
