@@ -61,9 +61,11 @@ int cvcpu_image_box_float(const cvi_problem *p)
     return (double)p->ksize[1] * (double)p->ksize[2] * box_x_max(p) <= 2097152.0;
 }
 
-static int row_contiguous(ptrdiff_t px_stride, ptrdiff_t cstride, size_t C, size_t es)
+/* 1 if a row's W pixels of C channels are contiguous (the pixel stride of a
+ * row of one pixel does not matter: a streamed slab's may be 0). */
+static int row_contiguous(ptrdiff_t px_stride, ptrdiff_t cstride, size_t W, size_t C, size_t es)
 {
-    return px_stride == (ptrdiff_t)(C * es) && (C == 1 || cstride == (ptrdiff_t)es);
+    return (W == 1 || px_stride == (ptrdiff_t)(C * es)) && (C == 1 || cstride == (ptrdiff_t)es);
 }
 
 convolve_status cvcpu_image_check(const cvi_problem *p, char *why, size_t why_size)
@@ -81,11 +83,11 @@ convolve_status cvcpu_image_check(const cvi_problem *p, char *why, size_t why_si
         no = "the image strategy takes uint8 or uint16 input";
     else if (!no && p->out_type == CONVOLVE_FLOAT64)
         no = "the image strategy computes in float: it does not write float64";
-    else if (!no && !row_contiguous(p->in_strides[2], p->in_cstride, p->channels,
+    else if (!no && !row_contiguous(p->in_strides[2], p->in_cstride, p->shape[2], p->channels,
                                     convolve_dtype_size(p->in_type)))
         no = "the image strategy needs the input's pixels contiguous within a row, channels "
              "interleaved";
-    else if (!no && !row_contiguous(p->out_strides[2], p->out_cstride, p->channels,
+    else if (!no && !row_contiguous(p->out_strides[2], p->out_cstride, p->shape[2], p->channels,
                                     convolve_dtype_size(p->out_type)))
         no = "the image strategy needs the output's pixels contiguous within a row, channels "
              "interleaved";
