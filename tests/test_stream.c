@@ -7,9 +7,11 @@
  * one-shot run for every mode, 1-D to 3-D, channels, strided layouts,
  * filters longer than a slab and than the array, uneven last slabs;
  * cancellation between slabs; in place (out == in), in slabs and in one,
- * and the overlaps still refused.
+ * and the overlaps still refused; the CPU backend's windows of output rows.
  */
 #include "harness.h"
+#include "backend.h"
+#include "internal.h"
 
 static convolve_context *ctx;
 
@@ -143,6 +145,115 @@ static void progress_one_slab(void)
     convolve_filter_free(f);
     free(in);
     free(out);
+}
+
+/* The CPU's strategies (NULL: auto). */
+static const char *const k_cpu_strategies[] = {"reference", "fast", "direct", "separable",
+                                               "fft", "image", NULL};
+#define CPU_STRATEGY_CHOICES 7
+
+/* The CPU backend's windows on their own (execute_host_rows): a window
+ * writes its rows with the bytes of the one-shot run and leaves every other
+ * row untouched, for every strategy, 1-D to 3-D; windows one after another
+ * with one memo make the whole output. */
+static void cpu_window_rows(void)
+{
+    static const struct {
+        int ndim;
+        size_t shape[3], ksize[3], channels;
+        convolve_dtype type;
+    } k_shapes[] = {
+        {1, {3000}, {33}, 1, CONVOLVE_FLOAT64},
+        {1, {700}, {5}, 3, CONVOLVE_UINT8},
+        {2, {90, 70}, {17, 9}, 1, CONVOLVE_FLOAT32},
+        {2, {64, 40}, {5, 5}, 3, CONVOLVE_UINT8},
+        {2, {50, 33}, {1, 7}, 1, CONVOLVE_FLOAT64},
+        {3, {30, 12, 10}, {7, 3, 5}, 1, CONVOLVE_FLOAT64},
+        {3, {25, 9, 8}, {3, 3, 3}, 2, CONVOLVE_FLOAT32},
+    };
+    int ran = 0;
+    for (size_t i = 0; i < sizeof k_shapes / sizeof k_shapes[0]; i++)
+        for (int st = 0; st < CPU_STRATEGY_CHOICES; st++) {
+            const int nd = k_shapes[i].ndim;
+            const convolve_dtype t = k_shapes[i].type;
+            convolve_layout l;
+            convolve_layout_init(&l, t, nd, k_shapes[i].shape, k_shapes[i].channels);
+            const size_t n = convolve_layout_count(&l), es = convolve_dtype_size(t);
+            const size_t rows = k_shapes[i].shape[0], rb = n / rows * es;
+            size_t kc = 1;
+            for (int a = 0; a < nd; a++)
+                kc *= k_shapes[i].ksize[a];
+            const char *strategy = k_cpu_strategies[st];
+            convolve_filter *f;
+            if (i % 2 || (strategy && strcmp(strategy, "separable") == 0)) {
+                double *taps[3];
+                for (int a = 0; a < nd; a++) {
+                    taps[a] = malloc(k_shapes[i].ksize[a] * sizeof(double));
+                    h_fill(taps[a], k_shapes[i].ksize[a]);
+                    for (size_t k = 0; k < k_shapes[i].ksize[a]; k++)
+                        taps[a][k] = 0.5 * taps[a][k] + 0.6; /* integer outputs in range */
+                }
+                CHECK_OK(ctx, convolve_filter_create_separable(
+                                  ctx, &f, nd, k_shapes[i].ksize, (const double *const *)taps));
+                for (int a = 0; a < nd; a++)
+                    free(taps[a]);
+            } else {
+                double *w = malloc(kc * sizeof *w);
+                h_fill(w, kc);
+                for (size_t k = 0; k < kc; k++)
+                    w[k] = (w[k] + 1.1) / (double)kc;
+                CHECK_OK(ctx, convolve_filter_create(ctx, &f, nd, k_shapes[i].ksize, w));
+                free(w);
+            }
+            convolve_options o;
+            convolve_options_init(&o);
+            o.backend = CONVOLVE_BACKEND_CPU;
+            o.strategy = strategy;
+            o.mode = (convolve_mode)((i + (size_t)st) % 5);
+            o.cval = 2.0;
+            convolve_plan *p = NULL;
+            convolve_status s0 = convolve_plan_create(ctx, &p, &l, &l, f, &o);
+            if (s0 == CONVOLVE_ERROR_UNSUPPORTED) {
+                convolve_filter_free(f);
+                continue;
+            }
+            CHECK_OK(ctx, s0);
+            ran++;
+            char *in = malloc(n * es), *want = malloc(n * es), *got = malloc(n * es);
+            char *poison = malloc(n * es);
+            h_fill_typed(t, in, n, 3.0);
+            h_poison(t, poison, n);
+            CHECK_OK(ctx, convolve_execute(p, in, want));
+            const cvi_backend *b = p->backend;
+            CHECK(b->execute_host_rows != NULL, "the CPU backend runs windows");
+            for (int trial = 0; trial < 6; trial++) {
+                size_t r0 = (size_t)h_randint(0, (long)rows - 1);
+                size_t r1 = (size_t)h_randint((long)r0 + 1, (long)rows);
+                memcpy(got, poison, n * es);
+                int memo = 0;
+                CHECK_OK(ctx, b->execute_host_rows(ctx, p->state, in, got, r0, r1, &memo));
+                CHECK(memcmp(got, poison, r0 * rb) == 0 &&
+                          memcmp(got + r1 * rb, poison + r1 * rb, (rows - r1) * rb) == 0,
+                      "%s, shape %zu: window [%zu, %zu) of %zu wrote outside it",
+                      convolve_plan_strategy(p), i, r0, r1, rows);
+                CHECK(memcmp(got + r0 * rb, want + r0 * rb, (r1 - r0) * rb) == 0,
+                      "%s, shape %zu: window [%zu, %zu) of %zu differs from the one-shot run",
+                      convolve_plan_strategy(p), i, r0, r1, rows);
+            }
+            /* uneven windows one after another, one memo */
+            memcpy(got, poison, n * es);
+            int memo = 0;
+            for (size_t r0 = 0, step = 1; r0 < rows; r0 += step, step = step % 7 + 2) {
+                size_t r1 = r0 + step < rows ? r0 + step : rows;
+                CHECK_OK(ctx, b->execute_host_rows(ctx, p->state, in, got, r0, r1, &memo));
+            }
+            CHECK(memcmp(got, want, n * es) == 0, "%s, shape %zu: windows in turn differ",
+                  convolve_plan_strategy(p), i);
+            free(in), free(want), free(got), free(poison);
+            convolve_plan_free(p);
+            convolve_filter_free(f);
+        }
+    CHECK(ran >= 35, "%d window plans ran", ran);
 }
 
 /* Random small cases on the CPU, with slabs of a random few rows. */
@@ -286,6 +397,7 @@ int main(void)
     api();
     progress_one_slab();
     cpu_slabs(300);
+    cpu_window_rows();
     in_place();
     convolve_context_free(ctx);
     return h_finish("test_stream");

@@ -18,6 +18,10 @@
  * the spectrum stays in bit-reversed order, multiplied by the filter's
  * spectrum (conjugated, for correlation, and scaled by 1/N) in the same
  * layout, and the inverse transform undoes the steps in reverse.
+ *
+ * With a window (cvi_problem.win_lo/win_hi) the tiles stay those of the
+ * whole array, and only the pairs that write in the window run, storing
+ * only the window's outputs: each has the bytes of the whole run.
  */
 #include "fast.h"
 #include "fft.h"
@@ -163,6 +167,18 @@ double cvcpu_fft_cost(const cvi_problem *p)
     return choose_tiles(p, dbl ? sizeof(double) : sizeof(float), &t) ? t.cost : -1.0;
 }
 
+size_t cvcpu_fft_window_align(const cvi_problem *p)
+{
+    ftiles t;
+    int dbl = p->in_type == CONVOLVE_FLOAT64 || p->out_type == CONVOLVE_FLOAT64;
+    if (!choose_tiles(p, dbl ? sizeof(double) : sizeof(float), &t))
+        return 1;
+    const int ax = cvi_slow_axis(p);
+    if (ax == 0 || (ax == 1 && t.f[1]))
+        return t.V[ax];
+    return ax == 2 ? t.T[1] * t.V[2] : 1; /* 1-D: a job's slots; 2-D: slots are rows */
+}
+
 typedef struct {
     cvcpu_exec e;
     ftiles t;
@@ -231,19 +247,25 @@ static void job_gather(const fplan *d, size_t job, char *dst)
     }
 }
 
-/* Stores the valid outputs of job from src (a T0 x T1 x T2 array). */
+/* Stores the valid outputs of job from src (a T0 x T1 x T2 array): those
+ * the problem computes (its window's, if any). */
 static void job_store(const fplan *d, size_t job, const char *src)
 {
     const cvcpu_exec *e = &d->e;
     const cvi_problem *p = e->p;
     const ftiles *t = &d->t;
     size_t c, t0, t12, es = e->es, rowbytes = t->T[2] * es;
+    size_t lo[3], hi[3];
+    for (int a = 0; a < 3; a++)
+        cvi_window_range(p, a, &lo[a], &hi[a]);
     job_decode(d, job, &c, &t0, &t12);
     size_t planes = t->f[0] ? p->shape[0] - t0 * t->V[0] : 1;
     if (planes > t->V[0])
         planes = t->V[0];
     for (size_t p0 = 0; p0 < planes; p0++) {
         size_t i0 = t->f[0] ? t0 * t->V[0] + p0 : t0;
+        if (i0 < lo[0] || i0 >= hi[0])
+            continue;
         for (size_t s = 0; s < t->T[1]; s++) {
             ptrdiff_t y;
             size_t o2;
@@ -251,11 +273,46 @@ static void job_store(const fplan *d, size_t job, const char *src)
                 break;
             if (t->f[1] && (s >= t->V[1] || (size_t)y >= p->shape[1]))
                 break;
-            size_t cnt = p->shape[2] - o2 < t->V[2] ? p->shape[2] - o2 : t->V[2];
-            cvcpu_store(e, cvcpu_out_row(e, c, i0, (size_t)y, o2), cnt,
-                        src + (p0 * t->T[1] + s) * rowbytes);
+            if ((size_t)y < lo[1] || (size_t)y >= hi[1])
+                continue;
+            size_t x0 = o2 > lo[2] ? o2 : lo[2], x1 = o2 + t->V[2];
+            x1 = x1 < hi[2] ? x1 : hi[2];
+            if (x0 < x1)
+                cvcpu_store(e, cvcpu_out_row(e, c, i0, (size_t)y, x0), x1 - x0,
+                            src + (p0 * t->T[1] + s) * rowbytes + (x0 - o2) * es);
         }
     }
+}
+
+/* 1 if job writes outputs along the slowest axis in the problem's window
+ * (always without one). */
+static int job_in_window(const fplan *d, size_t job)
+{
+    const cvi_problem *p = d->e.p;
+    const ftiles *t = &d->t;
+    const int ax = cvi_slow_axis(p);
+    if (!p->win_hi)
+        return 1;
+    size_t c, t0, t12, a, b; /* the job's outputs [a, b) along the axis */
+    job_decode(d, job, &c, &t0, &t12);
+    if (ax == 0) {
+        a = t0 * t->V[0];
+        b = a + t->V[0];
+    } else if (ax == 1 && t->f[1]) {
+        a = t12 / t->nt2 * t->V[1];
+        b = a + t->V[1];
+    } else { /* slots: rows (2-D), or column tiles of the one row (1-D) */
+        size_t s0 = t12 * t->T[1], s1 = s0 + t->T[1];
+        s1 = s1 < t->nslots ? s1 : t->nslots;
+        if (ax == 1) {
+            a = s0 / t->nt2;
+            b = (s1 - 1) / t->nt2 + 1;
+        } else {
+            a = s0 * t->V[2];
+            b = s1 * t->V[2];
+        }
+    }
+    return a < p->win_hi && p->win_lo < b;
 }
 
 /* Forward transform of the block in s; returns where the spectrum lies. */
@@ -393,6 +450,10 @@ CVCPU_OMP(omp parallel num_threads(nt))
 CVCPU_OMP(omp for schedule(dynamic, 1))
         for (ptrdiff_t it = 0; it < (ptrdiff_t)pairs; it++) {
             size_t a = 2 * (size_t)it, b = a + 1;
+            /* a window: the pairs that write in it, each paired as in the
+             * whole run (a pair's two tiles share rounding) */
+            if (!job_in_window(&d, a) && !(b < d.t.jobs && job_in_window(&d, b)))
+                continue;
             job_gather(&d, a, s->re);
             if (b < d.t.jobs)
                 job_gather(&d, b, s->im);

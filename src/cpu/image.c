@@ -139,31 +139,32 @@ static size_t div_up(size_t a, size_t b)
 
 size_t cvcpu_img_items(const cvcpu_img *g, size_t cols, cvcpu_item **items)
 {
+    const size_t W = g->x1 - g->x0, H = g->y1 - g->y0;
     size_t T = cols / g->C;
     if (T < 8)
         T = 8;
-    size_t nt = div_up(g->W, T);
-    T = div_up(g->W, nt);
-    nt = div_up(g->W, T);
+    size_t nt = div_up(W, T);
+    T = div_up(W, nt);
+    nt = div_up(W, T);
     /* enough items for dynamic scheduling to even out, in bands tall enough
      * that the K1 - 1 rows each band reads again cost little */
     size_t nb = 1;
     if (g->threads > 1 && nt < 4 * (size_t)g->threads)
         nb = div_up(4 * (size_t)g->threads, nt);
     size_t hmin = 8 * (g->K1 - 1) > 32 ? 8 * (g->K1 - 1) : 32;
-    if (nb > 1 && div_up(g->H, nb) < hmin)
-        nb = g->H > hmin ? g->H / hmin : 1;
-    size_t h = div_up(g->H, nb);
-    nb = div_up(g->H, h);
+    if (nb > 1 && div_up(H, nb) < hmin)
+        nb = H > hmin ? H / hmin : 1;
+    size_t h = div_up(H, nb);
+    nb = div_up(H, h);
     cvcpu_item *it = malloc(nt * nb * sizeof *it);
     if (!it)
         return 0;
     for (size_t b = 0, k = 0; b < nb; b++)
         for (size_t t = 0; t < nt; t++, k++) {
-            it[k].x0 = t * T;
-            it[k].x1 = (t + 1) * T < g->W ? (t + 1) * T : g->W;
-            it[k].y0 = b * h;
-            it[k].y1 = (b + 1) * h < g->H ? (b + 1) * h : g->H;
+            it[k].x0 = g->x0 + t * T;
+            it[k].x1 = g->x0 + ((t + 1) * T < W ? (t + 1) * T : W);
+            it[k].y0 = g->y0 + b * h;
+            it[k].y1 = g->y0 + ((b + 1) * h < H ? (b + 1) * h : H);
         }
     *items = it;
     return nt * nb;
@@ -373,6 +374,8 @@ convolve_status cvcpu_image(const cvi_problem *p, int threads, const void *in, v
     g.W = p->shape[2];
     g.C = p->channels;
     g.n = g.W * g.C;
+    cvi_window_range(p, 1, &g.y0, &g.y1);
+    cvi_window_range(p, 2, &g.x0, &g.x1);
     g.in16 = p->in_type == CONVOLVE_UINT16;
     g.out_type = p->out_type;
     g.irs = p->in_strides[1];

@@ -1,8 +1,9 @@
 /*
  * reference.c - the exact CPU reference: for every output element, a plain
  * loop over the filter box accumulating in double, with the boundary mode
- * applied per axis through cvi_boundary_index. It is the oracle every other
- * backend and strategy is tested against; clarity comes before speed.
+ * applied per axis through cvi_boundary_index (only the outputs of the
+ * problem's window, if it has one). It is the oracle every other backend
+ * and strategy is tested against; clarity comes before speed.
  */
 #include "cpu_backend.h"
 
@@ -32,15 +33,18 @@ convolve_status cvcpu_reference(const cvi_problem *p, int threads, const void *i
     }
     const char *src = in;
     char *dst = out;
-    const size_t n0 = p->shape[0], n1 = p->shape[1], n2 = p->shape[2];
+    size_t lo[3], hi[3]; /* the outputs computed: the window's */
+    for (int a = 0; a < 3; a++)
+        cvi_window_range(p, a, &lo[a], &hi[a]);
+    const size_t m1 = hi[1] - lo[1];
     const size_t K0 = p->ksize[0], K1 = p->ksize[1], K2 = p->ksize[2];
-    const ptrdiff_t rows = (ptrdiff_t)(n0 * n1);
+    const ptrdiff_t rows = (ptrdiff_t)((hi[0] - lo[0]) * m1);
     (void)threads;
 
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (ptrdiff_t r = 0; r < rows; r++) {
-        size_t i0 = (size_t)r / n1, i1 = (size_t)r % n1;
-        for (size_t i2 = 0; i2 < n2; i2++) {
+        size_t i0 = lo[0] + (size_t)r / m1, i1 = lo[1] + (size_t)r % m1;
+        for (size_t i2 = lo[2]; i2 < hi[2]; i2++) {
             for (size_t c = 0; c < p->channels; c++) {
                 double acc = 0.0;
                 const double *w = p->weights;
