@@ -7,11 +7,14 @@
  * one-shot run for every mode, 1-D to 3-D, channels, strided layouts,
  * filters longer than a slab and than the array, uneven last slabs;
  * cancellation between slabs; in place (out == in), in slabs and in one,
- * and the overlaps still refused; the CPU backend's windows of output rows.
+ * and the overlaps still refused; the CPU backend's windows of output rows,
+ * which its slabs are out of place: every strategy byte for byte, windows
+ * that cut FFT tiles and bands, and the slab size the CPU chooses.
  */
 #include "harness.h"
 #include "backend.h"
 #include "internal.h"
+#include "cpu/fast.h"
 
 static convolve_context *ctx;
 
@@ -147,10 +150,136 @@ static void progress_one_slab(void)
     free(out);
 }
 
-/* The CPU's strategies (NULL: auto). */
+/* The CPU's strategies (NULL: auto), and which of them give, run in place
+ * (sub-problems of other sizes), results equal to the one-shot run's to
+ * rounding only: those that pick their method or their FFT tiles by size. */
 static const char *const k_cpu_strategies[] = {"reference", "fast", "direct", "separable",
                                                "fft", "image", NULL};
 #define CPU_STRATEGY_CHOICES 7
+
+static int sized_by_slab(const char *strategy)
+{
+    return !strategy || strcmp(strategy, "fast") == 0 || strcmp(strategy, "fft") == 0;
+}
+
+/* Slabs of `rows` rows of c's input (CONVOLVE_CPU_SLAB_BYTES). */
+static void set_slab_rows(const s_case *c, size_t rows)
+{
+    size_t row = c->channels * convolve_dtype_size(c->in_type);
+    for (int a = 1; a < c->ndim; a++)
+        row *= c->shape[a];
+    char bytes[32];
+    snprintf(bytes, sizeof bytes, "%zu", rows * row);
+    setenv("CONVOLVE_CPU_SLAB_BYTES", bytes, 1);
+}
+
+/* Random small cases on the CPU, every strategy, with slabs of a random few
+ * rows: windows of the whole problem (not in place), byte for byte the
+ * one-shot run; sub-problems (in place). */
+static void cpu_slabs(int cases)
+{
+    static const convolve_dtype types[][2] = {{CONVOLVE_FLOAT32, CONVOLVE_FLOAT32},
+                                              {CONVOLVE_FLOAT64, CONVOLVE_FLOAT64},
+                                              {CONVOLVE_UINT8, CONVOLVE_UINT8},
+                                              {CONVOLVE_UINT16, CONVOLVE_FLOAT32}};
+    int ran = 0;
+    for (int i = 0; i < cases; i++) {
+        s_case c;
+        memset(&c, 0, sizeof c);
+        c.backend = CONVOLVE_BACKEND_CPU;
+        c.strategy = k_cpu_strategies[h_randint(0, CPU_STRATEGY_CHOICES - 1)];
+        /* image: 1-D or 2-D uint8/uint16 with pixels contiguous in a row */
+        const int image = c.strategy && strcmp(c.strategy, "image") == 0;
+        int t = image ? (int)h_randint(2, 3) : (int)h_randint(0, 3);
+        c.in_type = types[t][0], c.out_type = types[t][1];
+        c.ndim = (int)h_randint(1, image ? 2 : 3);
+        c.channels = h_randint(0, 3) ? 1 : (size_t)h_randint(2, 3);
+        for (int a = 0; a < c.ndim; a++) {
+            c.shape[a] = (size_t)h_randint(1, c.ndim == 1 ? 90 : c.ndim == 2 ? 30 : 12);
+            /* now and then a filter longer than the array */
+            c.ksize[a] = (size_t)h_randint(1, h_randint(0, 4) ? 7 : (long)(2 * c.shape[a] + 3));
+            c.origin[a] = h_randint(-(long)(c.ksize[a] / 2), (long)((c.ksize[a] - 1) / 2));
+        }
+        c.separable = c.strategy && strcmp(c.strategy, "separable") == 0 ? 1 : (int)h_randint(0, 1);
+        c.mode = (convolve_mode)h_randint(0, 4);
+        c.cval = h_randint(0, 1) ? h_uniform(-2, 2) : 0;
+        if (image && c.mode == CONVOLVE_MODE_CONSTANT && h_randint(0, 1))
+            c.cval = (double)h_randint(0, 300); /* the box path's integer cval */
+        c.layout = (int)h_randint(0, image ? H_REVERSED : H_LAYOUT_KINDS - 1);
+        /* slabs of 1 to 5 rows: often shorter than the filter */
+        size_t rows = (size_t)h_randint(1, 5);
+        set_slab_rows(&c, rows);
+        c.min_slabs = rows < c.shape[0] ? 2 : 1;
+        /* a third of the cases whose types have one size run in place */
+        c.in_place = t <= 2 && h_randint(0, 2) == 0;
+        c.exact = !(c.in_place && sized_by_slab(c.strategy));
+        ran += s_run_case(&c);
+    }
+    CHECK(ran > cases / 2, "%d of %d cases ran", ran, cases);
+
+    /* cancellation after the first slab, then after the third */
+    s_case c;
+    memset(&c, 0, sizeof c);
+    c.backend = CONVOLVE_BACKEND_CPU;
+    c.in_type = c.out_type = CONVOLVE_FLOAT32;
+    c.ndim = 2, c.shape[0] = 40, c.shape[1] = 33, c.channels = 1;
+    setenv("CONVOLVE_CPU_SLAB_BYTES", "528", 1); /* 4 rows */
+    s_cancel_case(&c, 1);
+    s_cancel_case(&c, 3);
+    c.ndim = 3, c.shape[0] = 9, c.shape[1] = 5, c.shape[2] = 4;
+    setenv("CONVOLVE_CPU_SLAB_BYTES", "80", 1); /* 1 plane */
+    s_cancel_case(&c, 2);
+    unsetenv("CONVOLVE_CPU_SLAB_BYTES");
+}
+
+/* Larger cases whose slabs cut every strategy's tiles and bands (FFT tiles
+ * along the slab axis, bands of rows, column tiles of a 1-D signal): byte
+ * for byte the one-shot run, slabs of uneven sizes. */
+static void cpu_windows(void)
+{
+    static const struct {
+        int ndim;
+        size_t shape[3], ksize[3], channels;
+        convolve_dtype type;
+    } k_shapes[] = {
+        {1, {20000}, {65}, 1, CONVOLVE_FLOAT64},
+        {1, {9000}, {17}, 3, CONVOLVE_UINT8},
+        {2, {300, 170}, {17, 15}, 1, CONVOLVE_FLOAT32},
+        {2, {260, 90}, {9, 5}, 3, CONVOLVE_UINT8},
+        {2, {200, 64}, {1, 21}, 1, CONVOLVE_FLOAT64},
+        {3, {70, 24, 20}, {9, 7, 5}, 1, CONVOLVE_FLOAT32},
+        {3, {60, 16, 12}, {5, 1, 3}, 2, CONVOLVE_FLOAT64},
+    };
+    static const size_t k_rows[] = {1, 7, 13, 61};
+    for (size_t i = 0; i < sizeof k_shapes / sizeof k_shapes[0]; i++)
+        for (int st = 0; st < CPU_STRATEGY_CHOICES; st++) {
+            s_case c;
+            memset(&c, 0, sizeof c);
+            c.backend = CONVOLVE_BACKEND_CPU;
+            c.strategy = k_cpu_strategies[st];
+            c.ndim = k_shapes[i].ndim;
+            c.channels = k_shapes[i].channels;
+            c.in_type = c.out_type = k_shapes[i].type;
+            for (int a = 0; a < c.ndim; a++) {
+                c.shape[a] = k_shapes[i].shape[a];
+                c.ksize[a] = k_shapes[i].ksize[a];
+            }
+            c.separable = (int)(i % 2);
+            if (c.strategy && strcmp(c.strategy, "separable") == 0)
+                c.separable = 1;
+            if (c.strategy && strcmp(c.strategy, "reference") == 0 && c.ndim == 3)
+                continue; /* slow, and the small cases cover it */
+            c.mode = (convolve_mode)((i + (size_t)st) % 5);
+            c.cval = 0.5;
+            c.layout = (int)((i + (size_t)st) % 3); /* packed, pitched, reversed */
+            c.exact = 1;
+            size_t rows = k_rows[(i + (size_t)st) % 4];
+            set_slab_rows(&c, rows);
+            c.min_slabs = rows < c.shape[0] ? 2 : 1;
+            s_run_case(&c);
+        }
+    unsetenv("CONVOLVE_CPU_SLAB_BYTES");
+}
 
 /* The CPU backend's windows on their own (execute_host_rows): a window
  * writes its rows with the bytes of the one-shot run and leaves every other
@@ -256,65 +385,83 @@ static void cpu_window_rows(void)
     CHECK(ran >= 35, "%d window plans ran", ran);
 }
 
-/* Random small cases on the CPU, with slabs of a random few rows. */
-static void cpu_slabs(int cases)
+/* The CPU's slab size with a progress callback (no data needed): about
+ * 64 MiB of input, a whole number of FFT tiles along the slab axis, at
+ * least 16 times the planes the separable passes filter again; in one slab
+ * when smaller; none without a callback. */
+static void cpu_slab_choice(void)
 {
-    static const char *strategies[] = {"reference", "direct", "separable", NULL};
-    static const convolve_dtype types[][2] = {{CONVOLVE_FLOAT32, CONVOLVE_FLOAT32},
-                                              {CONVOLVE_FLOAT64, CONVOLVE_FLOAT64},
-                                              {CONVOLVE_UINT8, CONVOLVE_UINT8},
-                                              {CONVOLVE_UINT16, CONVOLVE_FLOAT32}};
-    int ran = 0;
-    for (int i = 0; i < cases; i++) {
-        s_case c;
-        memset(&c, 0, sizeof c);
-        c.backend = CONVOLVE_BACKEND_CPU;
-        c.strategy = strategies[h_randint(0, 3)];
-        int t = (int)h_randint(0, 3);
-        c.in_type = types[t][0], c.out_type = types[t][1];
-        c.ndim = (int)h_randint(1, 3);
-        c.channels = h_randint(0, 3) ? 1 : (size_t)h_randint(2, 3);
-        for (int a = 0; a < c.ndim; a++) {
-            c.shape[a] = (size_t)h_randint(1, c.ndim == 1 ? 90 : c.ndim == 2 ? 30 : 12);
-            /* now and then a filter longer than the array */
-            c.ksize[a] = (size_t)h_randint(1, h_randint(0, 4) ? 7 : (long)(2 * c.shape[a] + 3));
-            c.origin[a] = h_randint(-(long)(c.ksize[a] / 2), (long)((c.ksize[a] - 1) / 2));
+    static const struct {
+        int ndim;
+        size_t shape[3], ksize[3];
+        const char *strategy;
+        size_t want;            /* rows per slab; 0: one shot */
+    } k_cases[] = {
+        /* 4096 doubles a row: 2048 rows of 64 MiB */
+        {2, {4096, 4096}, {5, 5}, "direct", 2048},
+        {2, {4096, 4096}, {5, 5}, "reference", 2048},
+        {2, {1000, 4096}, {5, 5}, "direct", 0},
+        /* 512 x 512 doubles a plane: 32 planes, or 16 x 32 planes again */
+        {3, {600, 512, 512}, {3, 3, 3}, "separable", 32},
+        {3, {600, 512, 512}, {33, 3, 3}, "separable", 512},
+        {3, {600, 512, 512}, {33, 3, 3}, "direct", 32},
+    };
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
+        for (int progress = 0; progress < 2; progress++) {
+            convolve_layout l;
+            convolve_layout_init(&l, CONVOLVE_FLOAT64, k_cases[i].ndim, k_cases[i].shape, 1);
+            convolve_filter *f;
+            size_t kc = 1;
+            for (int a = 0; a < k_cases[i].ndim; a++)
+                kc *= k_cases[i].ksize[a];
+            double *w = malloc(kc * sizeof *w);
+            for (size_t k = 0; k < kc; k++)
+                w[k] = 1.0; /* rank one: separable */
+            CHECK_OK(ctx, convolve_filter_create(ctx, &f, k_cases[i].ndim, k_cases[i].ksize, w));
+            free(w);
+            s_progress_log log = {0, -1, {0}, 1};
+            convolve_options o;
+            convolve_options_init(&o);
+            o.backend = CONVOLVE_BACKEND_CPU;
+            o.strategy = k_cases[i].strategy;
+            if (progress) {
+                o.progress = s_on_progress;
+                o.progress_user = &log;
+            }
+            convolve_plan *p;
+            CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o));
+            size_t rows = 99;
+            CHECK_OK(ctx, cvi_stream_choose(p, 0, &rows));
+            size_t want = progress ? k_cases[i].want : 0;
+            CHECK(rows == want, "case %zu, %s callback: %zu rows a slab, want %zu", i,
+                  progress ? "a" : "no", rows, want);
+            convolve_plan_free(p);
+            convolve_filter_free(f);
         }
-        c.separable = c.strategy && strcmp(c.strategy, "separable") == 0 ? 1 : (int)h_randint(0, 1);
-        c.mode = (convolve_mode)h_randint(0, 4);
-        c.cval = h_randint(0, 1) ? h_uniform(-2, 2) : 0;
-        c.layout = (int)h_randint(0, H_LAYOUT_KINDS - 1);
-        /* auto (the CPU's "fast") picks its method per slab size (FFT, separable
-         * passes or direct): then to rounding; a named strategy byte for byte */
-        c.exact = c.strategy != NULL;
-        /* slabs of 1 to 5 rows: often shorter than the filter */
-        size_t row = c.channels * convolve_dtype_size(c.in_type);
-        for (int a = 1; a < c.ndim; a++)
-            row *= c.shape[a];
-        size_t rows = (size_t)h_randint(1, 5);
-        char bytes[32];
-        snprintf(bytes, sizeof bytes, "%zu", rows * row);
-        setenv("CONVOLVE_CPU_SLAB_BYTES", bytes, 1);
-        c.min_slabs = rows < c.shape[0] ? 2 : 1;
-        /* a third of the cases whose types have one size run in place */
-        c.in_place = t <= 2 && h_randint(0, 2) == 0;
-        ran += s_run_case(&c);
-    }
-    CHECK(ran > cases / 2, "%d of %d cases ran", ran, cases);
-
-    /* cancellation after the first slab, then after the third */
-    s_case c;
-    memset(&c, 0, sizeof c);
-    c.backend = CONVOLVE_BACKEND_CPU;
-    c.in_type = c.out_type = CONVOLVE_FLOAT32;
-    c.ndim = 2, c.shape[0] = 40, c.shape[1] = 33, c.channels = 1;
-    setenv("CONVOLVE_CPU_SLAB_BYTES", "528", 1); /* 4 rows */
-    s_cancel_case(&c, 1);
-    s_cancel_case(&c, 3);
-    c.ndim = 3, c.shape[0] = 9, c.shape[1] = 5, c.shape[2] = 4;
-    setenv("CONVOLVE_CPU_SLAB_BYTES", "80", 1); /* 1 plane */
-    s_cancel_case(&c, 2);
-    unsetenv("CONVOLVE_CPU_SLAB_BYTES");
+    /* FFT: slabs start on its tiles along the slab axis (V = T - K + 1) */
+    size_t shape[2] = {8192, 4096}, ks[2] = {31, 31};
+    convolve_layout l;
+    convolve_layout_init(&l, CONVOLVE_FLOAT64, 2, shape, 1);
+    double *w = malloc(31 * 31 * sizeof *w);
+    h_fill(w, 31 * 31);
+    convolve_filter *f;
+    CHECK_OK(ctx, convolve_filter_create(ctx, &f, 2, ks, w));
+    free(w);
+    s_progress_log log = {0, -1, {0}, 1};
+    convolve_options o;
+    convolve_options_init(&o);
+    o.backend = CONVOLVE_BACKEND_CPU;
+    o.strategy = "fft";
+    o.progress = s_on_progress;
+    o.progress_user = &log;
+    convolve_plan *p;
+    CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o));
+    size_t rows = 0, align = cvcpu_fft_window_align(&p->problem);
+    CHECK_OK(ctx, cvi_stream_choose(p, 0, &rows));
+    CHECK(align > 1 && rows % align == 0 && rows <= 2048 && rows > 2048 - align,
+          "FFT slabs of %zu rows, tiles of %zu", rows, align);
+    convolve_plan_free(p);
+    convolve_filter_free(f);
 }
 
 /* In place without a progress callback (the plan streams anyway): equal
@@ -397,7 +544,9 @@ int main(void)
     api();
     progress_one_slab();
     cpu_slabs(300);
+    cpu_windows();
     cpu_window_rows();
+    cpu_slab_choice();
     in_place();
     convolve_context_free(ctx);
     return h_finish("test_stream");
