@@ -445,21 +445,22 @@ static convolve_status run_windows(convolve_context *ctx, const cvi_backend *b, 
                                    cvi_stream_job *job)
 {
     struct cvi_stream_state *s = job->state;
-    int memo = 0;
+    void *memo = NULL;
+    convolve_status st = CONVOLVE_OK;
     size_t index;
-    while (cvi_stream_next(job, &index)) {
+    while (st == CONVOLVE_OK && cvi_stream_next(job, &index)) {
         cvi_slab slab;
         cvi_stream_slab(job, index, &slab);
-        convolve_status st =
-            b->execute_host_rows(ctx, state, job->in, job->out, slab.r0, slab.r1, &memo);
+        st = b->execute_host_rows(ctx, state, job->in, job->out, slab.r0, slab.r1, &memo);
         if (st != CONVOLVE_OK)
-            return st;
+            break;
         cvi_stream_done(job, &slab);
         pthread_mutex_lock(&s->mutex);
         report_locked(job, s, 0);
         pthread_mutex_unlock(&s->mutex);
     }
-    return CONVOLVE_OK;
+    b->rows_end(state, memo);
+    return st;
 }
 
 /* ---- choosing slabs and running ---------------------------------------------- */

@@ -359,8 +359,9 @@ static void cpu_window_rows(void)
                 size_t r0 = (size_t)h_randint(0, (long)rows - 1);
                 size_t r1 = (size_t)h_randint((long)r0 + 1, (long)rows);
                 memcpy(got, poison, n * es);
-                int memo = 0;
+                void *memo = NULL;
                 CHECK_OK(ctx, b->execute_host_rows(ctx, p->state, in, got, r0, r1, &memo));
+                b->rows_end(p->state, memo);
                 CHECK(memcmp(got, poison, r0 * rb) == 0 &&
                           memcmp(got + r1 * rb, poison + r1 * rb, (rows - r1) * rb) == 0,
                       "%s, shape %zu: window [%zu, %zu) of %zu wrote outside it",
@@ -371,11 +372,12 @@ static void cpu_window_rows(void)
             }
             /* uneven windows one after another, one memo */
             memcpy(got, poison, n * es);
-            int memo = 0;
+            void *memo = NULL;
             for (size_t r0 = 0, step = 1; r0 < rows; r0 += step, step = step % 7 + 2) {
                 size_t r1 = r0 + step < rows ? r0 + step : rows;
                 CHECK_OK(ctx, b->execute_host_rows(ctx, p->state, in, got, r0, r1, &memo));
             }
+            b->rows_end(p->state, memo);
             CHECK(memcmp(got, want, n * es) == 0, "%s, shape %zu: windows in turn differ",
                   convolve_plan_strategy(p), i);
             free(in), free(want), free(got), free(poison);

@@ -141,14 +141,21 @@ static void release(void *state)
     free(state);
 }
 
+/* What the windows of one execution share (execute_host_rows' memo). */
+typedef struct cpu_memo {
+    int pick;                   /* 1 + what `fast` chose (its choice reads the
+                                   whole input: once an execution); 0: not yet */
+    cvcpu_fft_keep fft;         /* the FFT's spectrum and blocks */
+} cpu_memo;
+
 /* Runs the plan's strategy on p (the plan's problem, or it with a window);
- * *memo: 0, or what `fast` chose earlier in this execution (its choice
- * reads the whole input: once an execution). */
+ * m: what earlier windows of the execution left, or NULL (one shot). */
 static convolve_status run(convolve_context *ctx, cpu_plan *plan, const cvi_problem *p,
-                           const void *in, void *out, int *memo)
+                           const void *in, void *out, cpu_memo *m)
 {
     const int threads = plan->threads;
     convolve_status st;
+    int pick;
     switch (plan->strategy->id) {
     case CPU_REFERENCE:
         st = cvcpu_reference(p, threads, in, out);
@@ -158,11 +165,15 @@ static convolve_status run(convolve_context *ctx, cpu_plan *plan, const cvi_prob
             st = cvcpu_image(p, threads, in, out, &plan->scratch);
             break;
         }
-        if (!*memo)
-            *memo = 1 + cvcpu_choose(p, threads, in);
-        switch (*memo - 1) {
+        if (!m)
+            pick = cvcpu_choose(p, threads, in);
+        else if (!m->pick)
+            m->pick = 1 + (pick = cvcpu_choose(p, threads, in));
+        else
+            pick = m->pick - 1;
+        switch (pick) {
         case CVCPU_SEPARABLE: st = cvcpu_separable(p, threads, in, out); break;
-        case CVCPU_FFT: st = cvcpu_fft(p, threads, in, out); break;
+        case CVCPU_FFT: st = cvcpu_fft(p, threads, in, out, m ? &m->fft : NULL); break;
         default: st = cvcpu_direct(p, threads, in, out); break;
         }
         break;
@@ -173,7 +184,7 @@ static convolve_status run(convolve_context *ctx, cpu_plan *plan, const cvi_prob
         st = cvcpu_separable(p, threads, in, out);
         break;
     case CPU_FFT:
-        st = cvcpu_fft(p, threads, in, out);
+        st = cvcpu_fft(p, threads, in, out, m ? &m->fft : NULL);
         break;
     case CPU_IMAGE:
         st = cvcpu_image(p, threads, in, out, &plan->scratch);
@@ -190,18 +201,28 @@ static convolve_status run(convolve_context *ctx, cpu_plan *plan, const cvi_prob
 static convolve_status execute(convolve_context *ctx, void *state, const void *in, void *out)
 {
     cpu_plan *plan = state;
-    int memo = 0;
-    return run(ctx, plan, plan->p, in, out, &memo);
+    return run(ctx, plan, plan->p, in, out, NULL);
 }
 
 static convolve_status execute_rows(convolve_context *ctx, void *state, const void *in,
-                                    void *out, size_t r0, size_t r1, int *memo)
+                                    void *out, size_t r0, size_t r1, void **memo)
 {
     cpu_plan *plan = state;
+    if (!*memo && !(*memo = calloc(1, sizeof(cpu_memo))))
+        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for a window");
     cvi_problem w = *plan->p;
     w.win_lo = r0;
     w.win_hi = r1;
-    return run(ctx, plan, &w, in, out, memo);
+    return run(ctx, plan, &w, in, out, *memo);
+}
+
+static void rows_end(void *state, void *memo)
+{
+    (void)state;
+    cpu_memo *m = memo;
+    if (m)
+        cvcpu_fft_keep_free(&m->fft);
+    free(m);
 }
 
 /* What a window costs beyond its own rows: the FFT's tiles along the
@@ -302,5 +323,6 @@ const cvi_backend cvcpu_backend = {
     .copy_bandwidth = NULL,
     .estimate_ms = estimate_ms,
     .execute_host_rows = execute_rows,
+    .rows_end = rows_end,
     .window_cost = window_cost,
 };

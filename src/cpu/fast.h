@@ -209,12 +209,24 @@ static inline void cvcpu_outputs(const cvi_problem *p, size_t lo[3], size_t m[3]
     }
 }
 
+/* What the FFT strategy makes before its tiles (the twiddles, the filter's
+ * spectrum, each thread's block), kept from one window of an execution to
+ * the next (made again if the tiles, types or instruction set differ).
+ * cvcpu_fft with no keep makes and frees them itself. */
+typedef struct cvcpu_fft_keep {
+    void *held;
+} cvcpu_fft_keep;
+
+/* Frees what k holds (k may be NULL). */
+void cvcpu_fft_keep_free(cvcpu_fft_keep *k);
+
 /* ---- drivers (each serves every problem; OUT_OF_MEMORY is their only error) -- *
  * `threads`: how many threads to use (at least 1).                            */
 
 convolve_status cvcpu_direct(const cvi_problem *p, int threads, const void *in, void *out);
 convolve_status cvcpu_separable(const cvi_problem *p, int threads, const void *in, void *out);
-convolve_status cvcpu_fft(const cvi_problem *p, int threads, const void *in, void *out);
+convolve_status cvcpu_fft(const cvi_problem *p, int threads, const void *in, void *out,
+                          cvcpu_fft_keep *keep);
 
 /* Which driver `fast` runs for p on the input at `in` (NULL: not known;
  * the FFT is only chosen for inputs without NaN or infinity, which an FFT

@@ -22,6 +22,8 @@
  * With a window (cvi_problem.win_lo/win_hi) the tiles stay those of the
  * whole array, and only the pairs that write in the window run, storing
  * only the window's outputs: each has the bytes of the whole run.
+ * The windows of one execution share the twiddles, the filter's spectrum
+ * and the threads' blocks (cvcpu_fft_keep).
  */
 #include "fast.h"
 #include "fft.h"
@@ -395,7 +397,88 @@ static void make_spectrum(fplan *d, fthread *s)
     }
 }
 
-convolve_status cvcpu_fft(const cvi_problem *p, int threads, const void *in, void *out)
+/* What a run makes before its tiles, kept from one window to the next
+ * (cvcpu_fft_keep): the twiddles, the filter's spectrum and the threads'
+ * blocks, and what they were made for. */
+typedef struct fkept {
+    size_t T[3], block;
+    int dbl, isa, nt;
+    void *twmem, *gmem;
+    cvcpu_twiddles tw[3];
+    fthread *th;
+} fkept;
+
+static void kept_free(fkept *k)
+{
+    if (!k)
+        return;
+    if (k->th)
+        for (int t = 0; t < k->nt; t++)
+            cvcpu_free(k->th[t].re);
+    free(k->th);
+    cvcpu_free(k->twmem);
+    cvcpu_free(k->gmem);
+    free(k);
+}
+
+void cvcpu_fft_keep_free(cvcpu_fft_keep *k)
+{
+    if (k) {
+        kept_free(k->held);
+        k->held = NULL;
+    }
+}
+
+/* The twiddles, spectrum and nt blocks for d's tiles; NULL when out of
+ * memory. */
+static fkept *kept_make(fplan *d, int nt)
+{
+    const cvcpu_exec *e = &d->e;
+    const size_t n = d->t.block;
+    fkept *k = calloc(1, sizeof *k);
+    if (!k)
+        return NULL;
+    memcpy(k->T, d->t.T, sizeof k->T);
+    k->block = n;
+    k->dbl = e->dbl;
+    k->isa = e->isa;
+    k->nt = nt;
+    k->twmem = cvcpu_alloc(2 * (d->t.T[0] + d->t.T[1] + d->t.T[2]), e->es);
+    k->gmem = cvcpu_alloc(2 * n, e->es);
+    k->th = calloc((size_t)nt, sizeof *k->th);
+    if (!k->twmem || !k->gmem || !k->th) {
+        kept_free(k);
+        return NULL;
+    }
+    for (int t = 0; t < nt; t++) {
+        char *b = cvcpu_alloc(4 * n, e->es);
+        if (!b) {
+            kept_free(k);
+            return NULL;
+        }
+        k->th[t].re = b;
+        k->th[t].im = b + n * e->es;
+        k->th[t].re2 = b + 2 * n * e->es;
+        k->th[t].im2 = b + 3 * n * e->es;
+    }
+    char *twp = k->twmem;
+    for (int a = 0; a < 3; a++) {
+        k->tw[a].T = d->t.T[a];
+        k->tw[a].re = twp;
+        k->tw[a].im = twp + d->t.T[a] * e->es;
+        twp += 2 * d->t.T[a] * e->es;
+        if (d->t.f[a])
+            cvcpu_twiddles_fill(&k->tw[a], e->es);
+    }
+    memcpy(d->tw, k->tw, sizeof d->tw);
+    d->gre = k->gmem;
+    d->gim = (char *)k->gmem + n * e->es;
+    make_spectrum(d, &k->th[0]);
+    return k;
+}
+
+convolve_status cvcpu_fft(const cvi_problem *p, int threads, const void *in, void *out,
+                          cvcpu_fft_keep *keep)
 {
     fplan d;
     memset(&d, 0, sizeof d);
@@ -412,33 +495,24 @@ convolve_status cvcpu_fft(const cvi_problem *p, int threads, const void *in, voi
     if ((size_t)nt > pairs)
         nt = (int)pairs;
 
-    convolve_status st = CONVOLVE_OK;
-    void *twmem = cvcpu_alloc(2 * (d.t.T[0] + d.t.T[1] + d.t.T[2]), e->es);
-    void *gmem = cvcpu_alloc(2 * n, e->es);
-    fthread *th = calloc((size_t)nt, sizeof *th);
-    if (!twmem || !gmem || !th)
-        goto oom;
-    char *twp = twmem;
-    for (int a = 0; a < 3; a++) {
-        d.tw[a].T = d.t.T[a];
-        d.tw[a].re = twp;
-        d.tw[a].im = twp + d.t.T[a] * e->es;
-        twp += 2 * d.t.T[a] * e->es;
-        if (d.t.f[a])
-            cvcpu_twiddles_fill(&d.tw[a], e->es);
+    /* the kept twiddles, spectrum and blocks if they were made for these
+     * tiles (an earlier window of the execution), else new ones */
+    fkept *k = keep ? keep->held : NULL;
+    if (keep)
+        keep->held = NULL;
+    if (k && (memcmp(k->T, d.t.T, sizeof k->T) || k->block != n || k->dbl != e->dbl ||
+              k->isa != e->isa || k->nt < nt)) {
+        kept_free(k);
+        k = NULL;
     }
-    d.gre = gmem;
-    d.gim = (char *)gmem + n * e->es;
-    for (int t = 0; t < nt; t++) {
-        char *b = cvcpu_alloc(4 * n, e->es);
-        if (!b)
-            goto oom;
-        th[t].re = b;
-        th[t].im = b + n * e->es;
-        th[t].re2 = b + 2 * n * e->es;
-        th[t].im2 = b + 3 * n * e->es;
+    if (k) {
+        memcpy(d.tw, k->tw, sizeof d.tw);
+        d.gre = k->gmem;
+        d.gim = (char *)k->gmem + n * e->es;
+    } else if (!(k = kept_make(&d, nt))) {
+        return CONVOLVE_ERROR_OUT_OF_MEMORY;
     }
-    make_spectrum(&d, &th[0]);
+    fthread *th = k->th;
 
 CVCPU_OMP(omp parallel num_threads(nt))
     {
@@ -469,15 +543,9 @@ CVCPU_OMP(omp for schedule(dynamic, 1))
         }
         cvcpu_store_done(e);
     }
-    goto done;
-oom:
-    st = CONVOLVE_ERROR_OUT_OF_MEMORY;
-done:
-    if (th)
-        for (int t = 0; t < nt; t++)
-            cvcpu_free(th[t].re);
-    free(th);
-    cvcpu_free(twmem);
-    cvcpu_free(gmem);
-    return st;
+    if (keep)
+        keep->held = k;
+    else
+        kept_free(k);
+    return CONVOLVE_OK;
 }
