@@ -23,7 +23,7 @@
 /* The CPU slab when a progress callback is set: about this much input. */
 #define CVI_CPU_SLAB_BYTES ((size_t)64 << 20)
 /* A CPU window has at least this many times the rows of work it repeats
- * (window_cost's extra: the separable passes' planes before it). */
+ * (window_cost's extra: the separable passes' rows before it). */
 #define CVI_WINDOW_EXTRA_SHARE 16
 /* The pipelined executor's slab: about this much input plus output, unless
  * the budget holds less (many slabs keep the pipeline's fill and drain short). */

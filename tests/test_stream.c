@@ -389,8 +389,8 @@ static void cpu_window_rows(void)
 
 /* The CPU's slab size with a progress callback (no data needed): about
  * 64 MiB of input, a whole number of FFT tiles along the slab axis, at
- * least 16 times the planes the separable passes filter again; in one slab
- * when smaller; none without a callback. */
+ * least 16 times the rows or planes the separable passes filter again; in
+ * one slab when smaller; none without a callback. */
 static void cpu_slab_choice(void)
 {
     static const struct {
@@ -403,6 +403,9 @@ static void cpu_slab_choice(void)
         {2, {4096, 4096}, {5, 5}, "direct", 2048},
         {2, {4096, 4096}, {5, 5}, "reference", 2048},
         {2, {1000, 4096}, {5, 5}, "direct", 0},
+        /* rows of 8 MiB: 8 rows, or 16 x 16 rows the V pass filters again */
+        {2, {1000, 1 << 20}, {17, 17}, "direct", 8},
+        {2, {1000, 1 << 20}, {17, 17}, "separable", 256},
         /* 512 x 512 doubles a plane: 32 planes, or 16 x 32 planes again */
         {3, {600, 512, 512}, {3, 3, 3}, "separable", 32},
         {3, {600, 512, 512}, {33, 3, 3}, "separable", 512},

@@ -227,8 +227,8 @@ static void rows_end(void *state, void *memo)
 
 /* What a window costs beyond its own rows: the FFT's tiles along the
  * slowest axis (a window that cuts one computes it twice), the separable
- * passes' K0 - 1 planes filtered again before a window of planes, the
- * image bands' K1 - 1 rows read again. */
+ * passes' K - 1 rows (2-D) or planes (3-D) filtered again before each
+ * window (each band of it), the image bands' K1 - 1 rows read again. */
 static void window_cost(void *state, size_t *align, size_t *extra)
 {
     const cpu_plan *plan = state;
@@ -245,8 +245,8 @@ static void window_cost(void *state, size_t *align, size_t *extra)
         int pick = cvcpu_choose(p, plan->threads, NULL);
         id = pick == CVCPU_SEPARABLE ? CPU_SEPARABLE : pick == CVCPU_FFT ? CPU_FFT : CPU_DIRECT;
     }
-    if (id == CPU_SEPARABLE && ax == 0)
-        *extra = p->ksize[0] - 1;
+    if (id == CPU_SEPARABLE && ax < 2)
+        *extra = p->ksize[ax] - 1;
     else if (id == CPU_FFT)
         *align = cvcpu_fft_window_align(p);
 }
