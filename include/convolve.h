@@ -418,7 +418,10 @@ typedef struct convolve_options {
      * convolve_progress_fn) and the pointer it is given; NULL (default) = none.
      * CPU plans with a callback run in slabs (of about 64 MiB of input) when
      * the array is larger than that, so that the callback is called as the
-     * work advances. */
+     * work advances; out of place each slab computes its output rows of the
+     * whole array where they lie (no copies), so the result is byte for
+     * byte that of a run without a callback, at a cost of a few percent
+     * (docs/cli.md, "What the progress callback costs"). */
     convolve_progress_fn progress;
     void *progress_user;
 } convolve_options;
@@ -463,10 +466,10 @@ CONVOLVE_API const char *convolve_plan_strategy(const convolve_plan *plan);
  * halo (the filter's extent along the slowest axis less one, in rows)
  * saved before any is written, so the result is that of the run into
  * another array in the same slabs (byte for byte that of one shot, except
- * the CPU's auto strategy, which picks its method by slab size: to
- * rounding), and the memory beyond the array is the slab buffers and the
- * saved halos; a run that fails or is cancelled midway leaves the array
- * partly filtered.
+ * the FFT strategies and the CPU's auto strategy, which pick their tiles or
+ * method by slab size: to rounding), and the memory beyond the array is the
+ * slab buffers and the saved halos; a run that fails or is cancelled
+ * midway leaves the array partly filtered.
  * A plan made with backend AUTO and no strategy named that runs out
  * of device memory here moves to the CPU for good and still writes `out`
  * (convolve_plan_backend then reports CPU; in place, only if no slab had

@@ -92,6 +92,24 @@ typedef struct cvi_backend {
      * cvi_stream_report. NULL: the core runs the slabs one after another
      * through prepare and execute_host (the CPU backend). */
     convolve_status (*execute_host_streamed)(convolve_context *ctx, cvi_stream_job *job);
+
+    /* Runs the outputs of rows [r0, r1) along the slowest axis of the plan's
+     * whole problem (its window, cvi_problem.win_lo/win_hi) on host memory
+     * laid out as the problem says: the bytes execute_host writes there, and
+     * nothing elsewhere; the input is read wherever the filter reaches.
+     * *memo is NULL before an execution's first window; the backend may
+     * leave there what its later windows share (choices that read the whole
+     * input, made once; buffers), which rows_end frees after the last (or
+     * a failure). NULL: no windows (the core streams sub-problems instead). */
+    convolve_status (*execute_host_rows)(convolve_context *ctx, void *state, const void *in,
+                                         void *out, size_t r0, size_t r1, void **memo);
+    void (*rows_end)(void *state, void *memo);
+
+    /* What a window costs beyond its rows, for the choice of slab size:
+     * windows should start at multiples of *align rows (a window that cuts
+     * the backend's tiles computes them twice), and each repeats about
+     * *extra rows of work. NULL where execute_host_rows is. */
+    void (*window_cost)(void *state, size_t *align, size_t *extra);
 } cvi_backend;
 
 /* The two backends' tables (src/cpu/dispatch.c, src/cuda/backend.c or

@@ -92,7 +92,32 @@ typedef struct cvi_problem {
     int mode;                       /* CVI_MODE_* */
     double cval;
     int threads;                    /* CPU threads, 0 = all */
+    /* The CPU backend's output-row window: only the outputs whose index
+     * along the slowest axis (3 - ndim) lies in [win_lo, win_hi) are
+     * computed and written; the input, its edges and every choice the
+     * strategy makes are still the whole array's, so each written output
+     * has the bytes of the whole run's. win_hi = 0: every output. */
+    size_t win_lo, win_hi;
 } cvi_problem;
+
+/* The slowest axis of p (the window's and the slabs'). */
+static inline int cvi_slow_axis(const cvi_problem *p)
+{
+    return 3 - p->ndim;
+}
+
+/* The outputs p computes along axis a: [*lo, *hi) (the window on the
+ * slowest axis, else the whole extent). */
+static inline void cvi_window_range(const cvi_problem *p, int a, size_t *lo, size_t *hi)
+{
+    if (a == cvi_slow_axis(p) && p->win_hi) {
+        *lo = p->win_lo;
+        *hi = p->win_hi;
+    } else {
+        *lo = 0;
+        *hi = p->shape[a];
+    }
+}
 
 /* Byte offsets, relative to element 0, of the lowest byte (lo <= 0) and one
  * past the highest byte the input (output = 0) or output (1) of p touches

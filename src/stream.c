@@ -2,11 +2,13 @@
  * stream.c - streamed execution on host memory (issue 12; src/stream.h):
  * the choice of slab size, the slab geometry and sub-problems, gathering
  * extended input rows into packed buffers and scattering exact output rows
- * back, in place the store of the rows other slabs read (and what a run in
- * slabs takes beyond the array), the shared slab counter, progress and
- * cancellation, worker errors, and the core's own slab driver (one slab
- * after another through a backend's prepare and execute_host) for backends
- * without a pipelined executor (the CPU's).
+ * back, the shared slab counter, progress and cancellation, worker errors,
+ * in place the store of the rows other slabs read (and what a run in slabs
+ * takes beyond the array), and the core's own slab drivers for backends
+ * without a pipelined executor (the CPU's): windows of the plan's own
+ * problem (execute_host_rows: no buffers, no copies) when not in place,
+ * else one sub-problem after another through the backend's prepare and
+ * execute_host.
  */
 #include "backend.h"
 #include "internal.h"
@@ -26,6 +28,9 @@
 
 /* The CPU slab when a progress callback is set: about this much input. */
 #define CVI_CPU_SLAB_BYTES ((size_t)64 << 20)
+/* A CPU window has at least this many times the rows of work it repeats
+ * (window_cost's extra: the separable passes' rows before it). */
+#define CVI_WINDOW_EXTRA_SHARE 16
 /* The pipelined executor's slab: about this much input plus output, unless
  * the budget holds less (many slabs keep the pipeline's fill and drain short). */
 #define CVI_DEVICE_SLAB_BYTES ((size_t)256 << 20)
@@ -732,6 +737,33 @@ done:
     return st;
 }
 
+/* ---- the core's window driver: the CPU, not in place ------------------------- */
+
+/* Runs the job on the calling thread as windows of the plan's own problem
+ * (b's execute_host_rows): each slab's output rows computed where they lie,
+ * from the caller's input, with no buffer, gather or scatter. */
+static convolve_status run_windows(convolve_context *ctx, const cvi_backend *b, void *state,
+                                   cvi_stream_job *job)
+{
+    struct cvi_stream_state *s = job->state;
+    void *memo = NULL;
+    convolve_status st = CONVOLVE_OK;
+    size_t index;
+    while (st == CONVOLVE_OK && cvi_stream_next(job, &index)) {
+        cvi_slab slab;
+        cvi_stream_slab(job, index, &slab);
+        st = b->execute_host_rows(ctx, state, job->in, job->out, slab.r0, slab.r1, &memo);
+        if (st != CONVOLVE_OK)
+            break;
+        cvi_stream_done(job, &slab);
+        pthread_mutex_lock(&s->mutex);
+        report_locked(job, s, 0);
+        pthread_mutex_unlock(&s->mutex);
+    }
+    b->rows_end(state, memo);
+    return st;
+}
+
 /* ---- choosing slabs and running ---------------------------------------------- */
 
 /* Bytes from a text such as "512M" (K, M, G: powers of 1024); 0 if malformed. */
@@ -790,9 +822,18 @@ convolve_status cvi_stream_choose(convolve_plan *plan, int in_place, size_t *sla
             return CONVOLVE_OK;
         const char *e = getenv("CONVOLVE_CPU_SLAB_BYTES");
         size_t rows, forced = e && *e ? parse_bytes(e) : 0;
-        if (forced) /* exactly that (tests: slabs shorter than the filter) */
+        if (forced) { /* exactly that (tests: slabs shorter than the filter) */
             rows = forced / job.in_row_bytes;
-        else {
+        } else if (!in_place && plan->backend->execute_host_rows) {
+            /* windows: what each repeats at most 1/CVI_WINDOW_EXTRA_SHARE
+             * of its rows, and starts on the backend's tiles */
+            size_t align = 1, extra = 0;
+            plan->backend->window_cost(plan->state, &align, &extra);
+            rows = CVI_CPU_SLAB_BYTES / job.in_row_bytes;
+            rows = rows < CVI_WINDOW_EXTRA_SHARE * extra ? CVI_WINDOW_EXTRA_SHARE * extra : rows;
+            align = align < 1 ? 1 : align;
+            rows = rows > align ? rows / align * align : align;
+        } else {
             rows = CVI_CPU_SLAB_BYTES / job.in_row_bytes;
             rows = rows < 4 * halo ? 4 * halo : rows; /* keep the halo's share small */
         }
@@ -954,6 +995,10 @@ convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const 
     }
     if (state.cancelled)
         goto finish;
+    if (!streamed && !job.in_place && b->execute_host_rows) {
+        st = run_windows(ctx, b, plan->state, &job);
+        goto finish;
+    }
     if (!streamed) {
         st = run_in_turn(ctx, b, &ctx->cuda, &job);
         goto finish;

@@ -17,6 +17,10 @@
  * its output rows [out_first, out_first + r1 - r0) are exact and the only
  * ones copied back.
  *
+ * The CPU backend's slabs, not in place, need none of this: each is a
+ * window of the job's own problem (execute_host_rows, src/backend.h), its
+ * output rows computed where they lie from the caller's input.
+ *
  * In place (in == out, the same bytes): a slab's buffer rows outside its
  * own output rows (its halo) map, through the mode, to array rows that
  * another slab may already have overwritten. Before any slab runs, each

@@ -7,10 +7,14 @@
  * one-shot run for every mode, 1-D to 3-D, channels, strided layouts,
  * filters longer than a slab and than the array, uneven last slabs;
  * cancellation between slabs; in place (out == in), in slabs and in one,
- * and the overlaps still refused.
+ * and the overlaps still refused; the CPU backend's windows of output rows,
+ * which its slabs are out of place: every strategy byte for byte, windows
+ * that cut FFT tiles and bands, and the slab size the CPU chooses.
  */
 #include "harness.h"
+#include "backend.h"
 #include "internal.h" /* the plan's in-place byte counts */
+#include "cpu/fast.h"
 
 static convolve_context *ctx;
 
@@ -146,10 +150,34 @@ static void progress_one_slab(void)
     free(out);
 }
 
-/* Random small cases on the CPU, with slabs of a random few rows. */
+/* The CPU's strategies (NULL: auto), and which of them give, run in place
+ * (sub-problems of other sizes), results equal to the one-shot run's to
+ * rounding only: those that pick their method or their FFT tiles by size. */
+static const char *const k_cpu_strategies[] = {"reference", "fast", "direct", "separable",
+                                               "fft", "image", NULL};
+#define CPU_STRATEGY_CHOICES 7
+
+static int sized_by_slab(const char *strategy)
+{
+    return !strategy || strcmp(strategy, "fast") == 0 || strcmp(strategy, "fft") == 0;
+}
+
+/* Slabs of `rows` rows of c's input (CONVOLVE_CPU_SLAB_BYTES). */
+static void set_slab_rows(const s_case *c, size_t rows)
+{
+    size_t row = c->channels * convolve_dtype_size(c->in_type);
+    for (int a = 1; a < c->ndim; a++)
+        row *= c->shape[a];
+    char bytes[32];
+    snprintf(bytes, sizeof bytes, "%zu", rows * row);
+    setenv("CONVOLVE_CPU_SLAB_BYTES", bytes, 1);
+}
+
+/* Random small cases on the CPU, every strategy, with slabs of a random few
+ * rows: windows of the whole problem (not in place), byte for byte the
+ * one-shot run; sub-problems (in place). */
 static void cpu_slabs(int cases)
 {
-    static const char *strategies[] = {"reference", "direct", "separable", NULL};
     static const convolve_dtype types[][2] = {{CONVOLVE_FLOAT32, CONVOLVE_FLOAT32},
                                               {CONVOLVE_FLOAT64, CONVOLVE_FLOAT64},
                                               {CONVOLVE_UINT8, CONVOLVE_UINT8},
@@ -159,10 +187,12 @@ static void cpu_slabs(int cases)
         s_case c;
         memset(&c, 0, sizeof c);
         c.backend = CONVOLVE_BACKEND_CPU;
-        c.strategy = strategies[h_randint(0, 3)];
-        int t = (int)h_randint(0, 3);
+        c.strategy = k_cpu_strategies[h_randint(0, CPU_STRATEGY_CHOICES - 1)];
+        /* image: 1-D or 2-D uint8/uint16 with pixels contiguous in a row */
+        const int image = c.strategy && strcmp(c.strategy, "image") == 0;
+        int t = image ? (int)h_randint(2, 3) : (int)h_randint(0, 3);
         c.in_type = types[t][0], c.out_type = types[t][1];
-        c.ndim = (int)h_randint(1, 3);
+        c.ndim = (int)h_randint(1, image ? 2 : 3);
         c.channels = h_randint(0, 3) ? 1 : (size_t)h_randint(2, 3);
         for (int a = 0; a < c.ndim; a++) {
             c.shape[a] = (size_t)h_randint(1, c.ndim == 1 ? 90 : c.ndim == 2 ? 30 : 12);
@@ -173,23 +203,18 @@ static void cpu_slabs(int cases)
         c.separable = c.strategy && strcmp(c.strategy, "separable") == 0 ? 1 : (int)h_randint(0, 1);
         c.mode = (convolve_mode)h_randint(0, 4);
         c.cval = h_randint(0, 1) ? h_uniform(-2, 2) : 0;
-        c.layout = (int)h_randint(0, H_LAYOUT_KINDS - 1);
-        /* auto (the CPU's "fast") picks its method per slab size (FFT, separable
-         * passes or direct): then to rounding; a named strategy byte for byte */
-        c.exact = c.strategy != NULL;
+        if (image && c.mode == CONVOLVE_MODE_CONSTANT && h_randint(0, 1))
+            c.cval = (double)h_randint(0, 300); /* the box path's integer cval */
+        c.layout = (int)h_randint(0, image ? H_REVERSED : H_LAYOUT_KINDS - 1);
         /* slabs of 1 to 5 rows: often shorter than the filter */
-        size_t row = c.channels * convolve_dtype_size(c.in_type);
-        for (int a = 1; a < c.ndim; a++)
-            row *= c.shape[a];
         size_t rows = (size_t)h_randint(1, 5);
-        char bytes[32];
-        snprintf(bytes, sizeof bytes, "%zu", rows * row);
-        setenv("CONVOLVE_CPU_SLAB_BYTES", bytes, 1);
+        set_slab_rows(&c, rows);
         c.min_slabs = rows < c.shape[0] ? 2 : 1;
         /* a third of the cases whose types have one size run in place: in
          * slabs, through a copy, or as the library chooses */
         c.in_place = t <= 2 && h_randint(0, 2) == 0;
         c.route = (const char *[]){NULL, "slabs", "copy"}[h_randint(0, 2)];
+        c.exact = !(c.in_place && sized_by_slab(c.strategy));
         ran += s_run_case(&c);
     }
     CHECK(ran > cases / 2, "%d of %d cases ran", ran, cases);
@@ -207,6 +232,243 @@ static void cpu_slabs(int cases)
     setenv("CONVOLVE_CPU_SLAB_BYTES", "80", 1); /* 1 plane */
     s_cancel_case(&c, 2);
     unsetenv("CONVOLVE_CPU_SLAB_BYTES");
+}
+
+/* Larger cases whose slabs cut every strategy's tiles and bands (FFT tiles
+ * along the slab axis, bands of rows, column tiles of a 1-D signal): byte
+ * for byte the one-shot run, slabs of uneven sizes. */
+static void cpu_windows(void)
+{
+    static const struct {
+        int ndim;
+        size_t shape[3], ksize[3], channels;
+        convolve_dtype type;
+    } k_shapes[] = {
+        {1, {20000}, {65}, 1, CONVOLVE_FLOAT64},
+        {1, {9000}, {17}, 3, CONVOLVE_UINT8},
+        {2, {300, 170}, {17, 15}, 1, CONVOLVE_FLOAT32},
+        {2, {260, 90}, {9, 5}, 3, CONVOLVE_UINT8},
+        {2, {200, 64}, {1, 21}, 1, CONVOLVE_FLOAT64},
+        {3, {70, 24, 20}, {9, 7, 5}, 1, CONVOLVE_FLOAT32},
+        {3, {60, 16, 12}, {5, 1, 3}, 2, CONVOLVE_FLOAT64},
+    };
+    static const size_t k_rows[] = {1, 7, 13, 61};
+    for (size_t i = 0; i < sizeof k_shapes / sizeof k_shapes[0]; i++)
+        for (int st = 0; st < CPU_STRATEGY_CHOICES; st++) {
+            s_case c;
+            memset(&c, 0, sizeof c);
+            c.backend = CONVOLVE_BACKEND_CPU;
+            c.strategy = k_cpu_strategies[st];
+            c.ndim = k_shapes[i].ndim;
+            c.channels = k_shapes[i].channels;
+            c.in_type = c.out_type = k_shapes[i].type;
+            for (int a = 0; a < c.ndim; a++) {
+                c.shape[a] = k_shapes[i].shape[a];
+                c.ksize[a] = k_shapes[i].ksize[a];
+            }
+            c.separable = (int)(i % 2);
+            if (c.strategy && strcmp(c.strategy, "separable") == 0)
+                c.separable = 1;
+            if (c.strategy && strcmp(c.strategy, "reference") == 0 && c.ndim == 3)
+                continue; /* slow, and the small cases cover it */
+            c.mode = (convolve_mode)((i + (size_t)st) % 5);
+            c.cval = 0.5;
+            c.layout = (int)((i + (size_t)st) % 3); /* packed, pitched, reversed */
+            c.exact = 1;
+            size_t rows = k_rows[(i + (size_t)st) % 4];
+            set_slab_rows(&c, rows);
+            c.min_slabs = rows < c.shape[0] ? 2 : 1;
+            s_run_case(&c);
+        }
+    unsetenv("CONVOLVE_CPU_SLAB_BYTES");
+}
+
+/* The CPU backend's windows on their own (execute_host_rows): a window
+ * writes its rows with the bytes of the one-shot run and leaves every other
+ * row untouched, for every strategy, 1-D to 3-D; windows one after another
+ * with one memo make the whole output. */
+static void cpu_window_rows(void)
+{
+    static const struct {
+        int ndim;
+        size_t shape[3], ksize[3], channels;
+        convolve_dtype type;
+    } k_shapes[] = {
+        {1, {3000}, {33}, 1, CONVOLVE_FLOAT64},
+        {1, {700}, {5}, 3, CONVOLVE_UINT8},
+        {2, {90, 70}, {17, 9}, 1, CONVOLVE_FLOAT32},
+        {2, {64, 40}, {5, 5}, 3, CONVOLVE_UINT8},
+        {2, {50, 33}, {1, 7}, 1, CONVOLVE_FLOAT64},
+        {3, {30, 12, 10}, {7, 3, 5}, 1, CONVOLVE_FLOAT64},
+        {3, {25, 9, 8}, {3, 3, 3}, 2, CONVOLVE_FLOAT32},
+    };
+    int ran = 0;
+    for (size_t i = 0; i < sizeof k_shapes / sizeof k_shapes[0]; i++)
+        for (int st = 0; st < CPU_STRATEGY_CHOICES; st++) {
+            const int nd = k_shapes[i].ndim;
+            const convolve_dtype t = k_shapes[i].type;
+            convolve_layout l;
+            convolve_layout_init(&l, t, nd, k_shapes[i].shape, k_shapes[i].channels);
+            const size_t n = convolve_layout_count(&l), es = convolve_dtype_size(t);
+            const size_t rows = k_shapes[i].shape[0], rb = n / rows * es;
+            size_t kc = 1;
+            for (int a = 0; a < nd; a++)
+                kc *= k_shapes[i].ksize[a];
+            const char *strategy = k_cpu_strategies[st];
+            convolve_filter *f;
+            if (i % 2 || (strategy && strcmp(strategy, "separable") == 0)) {
+                double *taps[3];
+                for (int a = 0; a < nd; a++) {
+                    taps[a] = malloc(k_shapes[i].ksize[a] * sizeof(double));
+                    h_fill(taps[a], k_shapes[i].ksize[a]);
+                    for (size_t k = 0; k < k_shapes[i].ksize[a]; k++)
+                        taps[a][k] = 0.5 * taps[a][k] + 0.6; /* integer outputs in range */
+                }
+                CHECK_OK(ctx, convolve_filter_create_separable(
+                                  ctx, &f, nd, k_shapes[i].ksize, (const double *const *)taps));
+                for (int a = 0; a < nd; a++)
+                    free(taps[a]);
+            } else {
+                double *w = malloc(kc * sizeof *w);
+                h_fill(w, kc);
+                for (size_t k = 0; k < kc; k++)
+                    w[k] = (w[k] + 1.1) / (double)kc;
+                CHECK_OK(ctx, convolve_filter_create(ctx, &f, nd, k_shapes[i].ksize, w));
+                free(w);
+            }
+            convolve_options o;
+            convolve_options_init(&o);
+            o.backend = CONVOLVE_BACKEND_CPU;
+            o.strategy = strategy;
+            o.mode = (convolve_mode)((i + (size_t)st) % 5);
+            o.cval = 2.0;
+            convolve_plan *p = NULL;
+            convolve_status s0 = convolve_plan_create(ctx, &p, &l, &l, f, &o);
+            if (s0 == CONVOLVE_ERROR_UNSUPPORTED) {
+                convolve_filter_free(f);
+                continue;
+            }
+            CHECK_OK(ctx, s0);
+            ran++;
+            char *in = malloc(n * es), *want = malloc(n * es), *got = malloc(n * es);
+            char *poison = malloc(n * es);
+            h_fill_typed(t, in, n, 3.0);
+            h_poison(t, poison, n);
+            CHECK_OK(ctx, convolve_execute(p, in, want));
+            const cvi_backend *b = p->backend;
+            CHECK(b->execute_host_rows != NULL, "the CPU backend runs windows");
+            for (int trial = 0; trial < 6; trial++) {
+                size_t r0 = (size_t)h_randint(0, (long)rows - 1);
+                size_t r1 = (size_t)h_randint((long)r0 + 1, (long)rows);
+                memcpy(got, poison, n * es);
+                void *memo = NULL;
+                CHECK_OK(ctx, b->execute_host_rows(ctx, p->state, in, got, r0, r1, &memo));
+                b->rows_end(p->state, memo);
+                CHECK(memcmp(got, poison, r0 * rb) == 0 &&
+                          memcmp(got + r1 * rb, poison + r1 * rb, (rows - r1) * rb) == 0,
+                      "%s, shape %zu: window [%zu, %zu) of %zu wrote outside it",
+                      convolve_plan_strategy(p), i, r0, r1, rows);
+                CHECK(memcmp(got + r0 * rb, want + r0 * rb, (r1 - r0) * rb) == 0,
+                      "%s, shape %zu: window [%zu, %zu) of %zu differs from the one-shot run",
+                      convolve_plan_strategy(p), i, r0, r1, rows);
+            }
+            /* uneven windows one after another, one memo */
+            memcpy(got, poison, n * es);
+            void *memo = NULL;
+            for (size_t r0 = 0, step = 1; r0 < rows; r0 += step, step = step % 7 + 2) {
+                size_t r1 = r0 + step < rows ? r0 + step : rows;
+                CHECK_OK(ctx, b->execute_host_rows(ctx, p->state, in, got, r0, r1, &memo));
+            }
+            b->rows_end(p->state, memo);
+            CHECK(memcmp(got, want, n * es) == 0, "%s, shape %zu: windows in turn differ",
+                  convolve_plan_strategy(p), i);
+            free(in), free(want), free(got), free(poison);
+            convolve_plan_free(p);
+            convolve_filter_free(f);
+        }
+    CHECK(ran >= 35, "%d window plans ran", ran);
+}
+
+/* The CPU's slab size with a progress callback (no data needed): about
+ * 64 MiB of input, a whole number of FFT tiles along the slab axis, at
+ * least 16 times the rows or planes the separable passes filter again; in
+ * one slab when smaller; none without a callback. */
+static void cpu_slab_choice(void)
+{
+    static const struct {
+        int ndim;
+        size_t shape[3], ksize[3];
+        const char *strategy;
+        size_t want;            /* rows per slab; 0: one shot */
+    } k_cases[] = {
+        /* 4096 doubles a row: 2048 rows of 64 MiB */
+        {2, {4096, 4096}, {5, 5}, "direct", 2048},
+        {2, {4096, 4096}, {5, 5}, "reference", 2048},
+        {2, {1000, 4096}, {5, 5}, "direct", 0},
+        /* rows of 8 MiB: 8 rows, or 16 x 16 rows the V pass filters again */
+        {2, {1000, 1 << 20}, {17, 17}, "direct", 8},
+        {2, {1000, 1 << 20}, {17, 17}, "separable", 256},
+        /* 512 x 512 doubles a plane: 32 planes, or 16 x 32 planes again */
+        {3, {600, 512, 512}, {3, 3, 3}, "separable", 32},
+        {3, {600, 512, 512}, {33, 3, 3}, "separable", 512},
+        {3, {600, 512, 512}, {33, 3, 3}, "direct", 32},
+    };
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
+        for (int progress = 0; progress < 2; progress++) {
+            convolve_layout l;
+            convolve_layout_init(&l, CONVOLVE_FLOAT64, k_cases[i].ndim, k_cases[i].shape, 1);
+            convolve_filter *f;
+            size_t kc = 1;
+            for (int a = 0; a < k_cases[i].ndim; a++)
+                kc *= k_cases[i].ksize[a];
+            double *w = malloc(kc * sizeof *w);
+            for (size_t k = 0; k < kc; k++)
+                w[k] = 1.0; /* rank one: separable */
+            CHECK_OK(ctx, convolve_filter_create(ctx, &f, k_cases[i].ndim, k_cases[i].ksize, w));
+            free(w);
+            s_progress_log log = {0, -1, {0}, 1};
+            convolve_options o;
+            convolve_options_init(&o);
+            o.backend = CONVOLVE_BACKEND_CPU;
+            o.strategy = k_cases[i].strategy;
+            if (progress) {
+                o.progress = s_on_progress;
+                o.progress_user = &log;
+            }
+            convolve_plan *p;
+            CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o));
+            size_t rows = 99;
+            CHECK_OK(ctx, cvi_stream_choose(p, 0, &rows));
+            size_t want = progress ? k_cases[i].want : 0;
+            CHECK(rows == want, "case %zu, %s callback: %zu rows a slab, want %zu", i,
+                  progress ? "a" : "no", rows, want);
+            convolve_plan_free(p);
+            convolve_filter_free(f);
+        }
+    /* FFT: slabs start on its tiles along the slab axis (V = T - K + 1) */
+    size_t shape[2] = {8192, 4096}, ks[2] = {31, 31};
+    convolve_layout l;
+    convolve_layout_init(&l, CONVOLVE_FLOAT64, 2, shape, 1);
+    double *w = malloc(31 * 31 * sizeof *w);
+    h_fill(w, 31 * 31);
+    convolve_filter *f;
+    CHECK_OK(ctx, convolve_filter_create(ctx, &f, 2, ks, w));
+    free(w);
+    s_progress_log log = {0, -1, {0}, 1};
+    convolve_options o;
+    convolve_options_init(&o);
+    o.backend = CONVOLVE_BACKEND_CPU;
+    o.strategy = "fft";
+    o.progress = s_on_progress;
+    o.progress_user = &log;
+    convolve_plan *p;
+    CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o));
+    size_t rows = 0, align = cvcpu_fft_window_align(&p->problem);
+    CHECK_OK(ctx, cvi_stream_choose(p, 0, &rows));
+    CHECK(align > 1 && rows % align == 0 && rows <= 2048 && rows > 2048 - align,
+          "FFT slabs of %zu rows, tiles of %zu", rows, align);
+    convolve_plan_free(p);
+    convolve_filter_free(f);
 }
 
 /* In place without a progress callback: equal to the run into another
@@ -401,6 +663,9 @@ int main(void)
     api();
     progress_one_slab();
     cpu_slabs(300);
+    cpu_windows();
+    cpu_window_rows();
+    cpu_slab_choice();
     in_place();
     in_place_store();
     convolve_context_free(ctx);

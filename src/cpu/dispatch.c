@@ -1,8 +1,9 @@
 /*
  * dispatch.c - the CPU backend's table (cvcpu_backend, src/backend.h): its
  * strategies, its "auto" choice, a plan's state (the strategy, the problem
- * and the thread count, resolved once), the dispatch of a plan to the
- * chosen strategy, and the benchmark on host memory.
+ * and the thread count, resolved once), the dispatch of a plan (or of a
+ * window of its output rows) to the chosen strategy, and the benchmark on
+ * host memory.
  */
 #include "cpu_backend.h"
 #include "fast.h"
@@ -140,12 +141,21 @@ static void release(void *state)
     free(state);
 }
 
-static convolve_status execute(convolve_context *ctx, void *state, const void *in, void *out)
+/* What the windows of one execution share (execute_host_rows' memo). */
+typedef struct cpu_memo {
+    int pick;                   /* 1 + what `fast` chose (its choice reads the
+                                   whole input: once an execution); 0: not yet */
+    cvcpu_fft_keep fft;         /* the FFT's spectrum and blocks */
+} cpu_memo;
+
+/* Runs the plan's strategy on p (the plan's problem, or it with a window);
+ * m: what earlier windows of the execution left, or NULL (one shot). */
+static convolve_status run(convolve_context *ctx, cpu_plan *plan, const cvi_problem *p,
+                           const void *in, void *out, cpu_memo *m)
 {
-    cpu_plan *plan = state;
-    const cvi_problem *p = plan->p;
     const int threads = plan->threads;
     convolve_status st;
+    int pick;
     switch (plan->strategy->id) {
     case CPU_REFERENCE:
         st = cvcpu_reference(p, threads, in, out);
@@ -155,9 +165,15 @@ static convolve_status execute(convolve_context *ctx, void *state, const void *i
             st = cvcpu_image(p, threads, in, out, &plan->scratch);
             break;
         }
-        switch (cvcpu_choose(p, threads, in)) {
+        if (!m)
+            pick = cvcpu_choose(p, threads, in);
+        else if (!m->pick)
+            m->pick = 1 + (pick = cvcpu_choose(p, threads, in));
+        else
+            pick = m->pick - 1;
+        switch (pick) {
         case CVCPU_SEPARABLE: st = cvcpu_separable(p, threads, in, out); break;
-        case CVCPU_FFT: st = cvcpu_fft(p, threads, in, out); break;
+        case CVCPU_FFT: st = cvcpu_fft(p, threads, in, out, m ? &m->fft : NULL); break;
         default: st = cvcpu_direct(p, threads, in, out); break;
         }
         break;
@@ -168,7 +184,7 @@ static convolve_status execute(convolve_context *ctx, void *state, const void *i
         st = cvcpu_separable(p, threads, in, out);
         break;
     case CPU_FFT:
-        st = cvcpu_fft(p, threads, in, out);
+        st = cvcpu_fft(p, threads, in, out, m ? &m->fft : NULL);
         break;
     case CPU_IMAGE:
         st = cvcpu_image(p, threads, in, out, &plan->scratch);
@@ -180,6 +196,59 @@ static convolve_status execute(convolve_context *ctx, void *state, const void *i
     if (st == CONVOLVE_ERROR_OUT_OF_MEMORY)
         return cvi_error(ctx, st, "out of memory in CPU strategy '%s'", plan->strategy->name);
     return st;
+}
+
+static convolve_status execute(convolve_context *ctx, void *state, const void *in, void *out)
+{
+    cpu_plan *plan = state;
+    return run(ctx, plan, plan->p, in, out, NULL);
+}
+
+static convolve_status execute_rows(convolve_context *ctx, void *state, const void *in,
+                                    void *out, size_t r0, size_t r1, void **memo)
+{
+    cpu_plan *plan = state;
+    if (!*memo && !(*memo = calloc(1, sizeof(cpu_memo))))
+        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for a window");
+    cvi_problem w = *plan->p;
+    w.win_lo = r0;
+    w.win_hi = r1;
+    return run(ctx, plan, &w, in, out, *memo);
+}
+
+static void rows_end(void *state, void *memo)
+{
+    (void)state;
+    cpu_memo *m = memo;
+    if (m)
+        cvcpu_fft_keep_free(&m->fft);
+    free(m);
+}
+
+/* What a window costs beyond its own rows: the FFT's tiles along the
+ * slowest axis (a window that cuts one computes it twice), the separable
+ * passes' K - 1 rows (2-D) or planes (3-D) filtered again before each
+ * window (each band of it), the image bands' K1 - 1 rows read again. */
+static void window_cost(void *state, size_t *align, size_t *extra)
+{
+    const cpu_plan *plan = state;
+    const cvi_problem *p = plan->p;
+    const int ax = cvi_slow_axis(p);
+    int id = plan->strategy->id;
+    *align = 1;
+    *extra = 0;
+    if (id == CPU_IMAGE || (id == CPU_FAST && cvcpu_image_check(p, NULL, 0) == CONVOLVE_OK)) {
+        *extra = ax == 1 ? p->ksize[1] - 1 : 0;
+        return;
+    }
+    if (id == CPU_FAST) { /* what it picks for finite input */
+        int pick = cvcpu_choose(p, plan->threads, NULL);
+        id = pick == CVCPU_SEPARABLE ? CPU_SEPARABLE : pick == CVCPU_FFT ? CPU_FFT : CPU_DIRECT;
+    }
+    if (id == CPU_SEPARABLE && ax < 2)
+        *extra = p->ksize[ax] - 1;
+    else if (id == CPU_FFT)
+        *align = cvcpu_fft_window_align(p);
 }
 
 /* ---- the benchmark ------------------------------------------------------- */
@@ -253,4 +322,7 @@ const cvi_backend cvcpu_backend = {
     .device_key = device_key,
     .copy_bandwidth = NULL,
     .estimate_ms = estimate_ms,
+    .execute_host_rows = execute_rows,
+    .rows_end = rows_end,
+    .window_cost = window_cost,
 };

@@ -193,12 +193,40 @@ static inline size_t cvcpu_div_up(size_t a, size_t b)
 void cvcpu_plan_tiles(const cvi_problem *p, size_t es, int threads, size_t ring_rows, size_t outer,
                       size_t band_rows_max, size_t *tw, size_t *rb);
 
+/* The outputs p computes: lo[a] + [0, m[a]) along each axis (the window's
+ * rows along the slowest axis); *tiles = p with those extents, for
+ * cvcpu_plan_tiles (the direct and separable strategies give each output
+ * the same bytes however their tiles fall). */
+static inline void cvcpu_outputs(const cvi_problem *p, size_t lo[3], size_t m[3],
+                                 cvi_problem *tiles)
+{
+    *tiles = *p;
+    for (int a = 0; a < 3; a++) {
+        size_t hi;
+        cvi_window_range(p, a, &lo[a], &hi);
+        m[a] = hi - lo[a];
+        tiles->shape[a] = m[a];
+    }
+}
+
+/* What the FFT strategy makes before its tiles (the twiddles, the filter's
+ * spectrum, each thread's block), kept from one window of an execution to
+ * the next (made again if the tiles, types or instruction set differ).
+ * cvcpu_fft with no keep makes and frees them itself. */
+typedef struct cvcpu_fft_keep {
+    void *held;
+} cvcpu_fft_keep;
+
+/* Frees what k holds (k may be NULL). */
+void cvcpu_fft_keep_free(cvcpu_fft_keep *k);
+
 /* ---- drivers (each serves every problem; OUT_OF_MEMORY is their only error) -- *
  * `threads`: how many threads to use (at least 1).                            */
 
 convolve_status cvcpu_direct(const cvi_problem *p, int threads, const void *in, void *out);
 convolve_status cvcpu_separable(const cvi_problem *p, int threads, const void *in, void *out);
-convolve_status cvcpu_fft(const cvi_problem *p, int threads, const void *in, void *out);
+convolve_status cvcpu_fft(const cvi_problem *p, int threads, const void *in, void *out,
+                          cvcpu_fft_keep *keep);
 
 /* Which driver `fast` runs for p on the input at `in` (NULL: not known;
  * the FFT is only chosen for inputs without NaN or infinity, which an FFT
@@ -221,6 +249,10 @@ convolve_status cvcpu_fft_check(const cvi_problem *p, char *why, size_t why_size
  * transforms counted at their largest (CVCPU_FFT_MAX_BLOCK points, so that
  * a slab's sub-problem gets the plan's answer). */
 convolve_status cvcpu_fft_range(const cvi_problem *p, double xmax, char *why, size_t why_size);
+
+/* Rows along the slowest axis a window of the FFT strategy should start at
+ * a multiple of: a window that cuts a tile computes it twice. */
+size_t cvcpu_fft_window_align(const cvi_problem *p);
 
 /* The FFT's modelled work per output (butterfly passes and the like over
  * tile elements per output); negative when it cannot serve p. */

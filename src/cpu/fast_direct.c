@@ -2,7 +2,8 @@
  * fast_direct.c - the `direct` CPU strategy: the dense filter applied tap by
  * tap, vectorised and threaded.
  *
- * Work is cut into items (channel, plane, band of rows, tile of columns).
+ * Work is cut into items (channel, plane, band of rows, tile of columns) of
+ * the outputs computed (all, or the problem's window).
  * An item keeps, for each filter plane k0, a ring of K1 + 3 extended input
  * rows (each gathered once per item from the strided, typed input with the
  * boundary mode applied, then held in cache), and computes output rows, four
@@ -176,12 +177,16 @@ convolve_status cvcpu_direct(const cvi_problem *p, int threads, const void *in, 
     d.R = d.corr4 ? CVCPU_RB : 1;
     d.Q = K1 + d.R - 1;
     const size_t P = K0 * d.Q;
-    cvcpu_plan_tiles(p, e->es, e->threads, P + d.R, p->shape[0], 0, &d.tw, &d.rb);
-    d.ntw = cvcpu_div_up(p->shape[2], d.tw);
-    d.nrb = cvcpu_div_up(p->shape[1], d.rb);
+    /* items over the outputs computed (the window's, if any) */
+    size_t lo[3], m[3];
+    cvi_problem tp;
+    cvcpu_outputs(p, lo, m, &tp);
+    cvcpu_plan_tiles(&tp, e->es, e->threads, P + d.R, m[0], 0, &d.tw, &d.rb);
+    d.ntw = cvcpu_div_up(m[2], d.tw);
+    d.nrb = cvcpu_div_up(m[1], d.rb);
     d.lpad = cvcpu_round16(CVCPU_ROUND(d.tw) + K2 - 1);
     d.epad = cvcpu_edge_pad(K2);
-    const size_t items = p->shape[0] * d.nrb * d.ntw;
+    const size_t items = m[0] * d.nrb * d.ntw;
     int nt = e->threads;
     if ((size_t)nt > items)
         nt = (int)items;
@@ -225,13 +230,13 @@ CVCPU_OMP(omp for schedule(dynamic, 1))
             size_t x = r % d.ntw;
             r /= d.ntw;
             size_t b = r % d.nrb;
-            size_t i0 = r / d.nrb;
-            size_t xa = x * d.tw, wdt = p->shape[2] - xa < d.tw ? p->shape[2] - xa : d.tw;
-            size_t ra = b * d.rb, rz = ra + d.rb < p->shape[1] ? ra + d.rb : p->shape[1];
+            size_t i0 = lo[0] + r / d.nrb;
+            size_t xa = x * d.tw, wdt = m[2] - xa < d.tw ? m[2] - xa : d.tw;
+            size_t ra = b * d.rb, rz = ra + d.rb < m[1] ? ra + d.rb : m[1];
             /* all channels here: interleaved channels share cache lines,
              * which two threads must not write at once */
             for (size_t c = 0; c < p->channels; c++)
-                direct_item(&d, s, c, i0, ra, rz, xa, wdt);
+                direct_item(&d, s, c, i0, lo[1] + ra, lo[1] + rz, lo[2] + xa, wdt);
         }
         cvcpu_store_done(e);
     }

@@ -18,6 +18,12 @@
  * the spectrum stays in bit-reversed order, multiplied by the filter's
  * spectrum (conjugated, for correlation, and scaled by 1/N) in the same
  * layout, and the inverse transform undoes the steps in reverse.
+ *
+ * With a window (cvi_problem.win_lo/win_hi) the tiles stay those of the
+ * whole array, and only the pairs that write in the window run, storing
+ * only the window's outputs: each has the bytes of the whole run.
+ * The windows of one execution share the twiddles, the filter's spectrum
+ * and the threads' blocks (cvcpu_fft_keep).
  */
 #include "fast.h"
 #include "fft.h"
@@ -171,6 +177,18 @@ double cvcpu_fft_cost(const cvi_problem *p)
     return choose_tiles(p, dbl ? sizeof(double) : sizeof(float), &t) ? t.cost : -1.0;
 }
 
+size_t cvcpu_fft_window_align(const cvi_problem *p)
+{
+    ftiles t;
+    int dbl = p->in_type == CONVOLVE_FLOAT64 || p->out_type == CONVOLVE_FLOAT64;
+    if (!choose_tiles(p, dbl ? sizeof(double) : sizeof(float), &t))
+        return 1;
+    const int ax = cvi_slow_axis(p);
+    if (ax == 0 || (ax == 1 && t.f[1]))
+        return t.V[ax];
+    return ax == 2 ? t.T[1] * t.V[2] : 1; /* 1-D: a job's slots; 2-D: slots are rows */
+}
+
 typedef struct {
     cvcpu_exec e;
     ftiles t;
@@ -239,19 +257,25 @@ static void job_gather(const fplan *d, size_t job, char *dst)
     }
 }
 
-/* Stores the valid outputs of job from src (a T0 x T1 x T2 array). */
+/* Stores the valid outputs of job from src (a T0 x T1 x T2 array): those
+ * the problem computes (its window's, if any). */
 static void job_store(const fplan *d, size_t job, const char *src)
 {
     const cvcpu_exec *e = &d->e;
     const cvi_problem *p = e->p;
     const ftiles *t = &d->t;
     size_t c, t0, t12, es = e->es, rowbytes = t->T[2] * es;
+    size_t lo[3], hi[3];
+    for (int a = 0; a < 3; a++)
+        cvi_window_range(p, a, &lo[a], &hi[a]);
     job_decode(d, job, &c, &t0, &t12);
     size_t planes = t->f[0] ? p->shape[0] - t0 * t->V[0] : 1;
     if (planes > t->V[0])
         planes = t->V[0];
     for (size_t p0 = 0; p0 < planes; p0++) {
         size_t i0 = t->f[0] ? t0 * t->V[0] + p0 : t0;
+        if (i0 < lo[0] || i0 >= hi[0])
+            continue;
         for (size_t s = 0; s < t->T[1]; s++) {
             ptrdiff_t y;
             size_t o2;
@@ -259,11 +283,46 @@ static void job_store(const fplan *d, size_t job, const char *src)
                 break;
             if (t->f[1] && (s >= t->V[1] || (size_t)y >= p->shape[1]))
                 break;
-            size_t cnt = p->shape[2] - o2 < t->V[2] ? p->shape[2] - o2 : t->V[2];
-            cvcpu_store(e, cvcpu_out_row(e, c, i0, (size_t)y, o2), cnt,
-                        src + (p0 * t->T[1] + s) * rowbytes);
+            if ((size_t)y < lo[1] || (size_t)y >= hi[1])
+                continue;
+            size_t x0 = o2 > lo[2] ? o2 : lo[2], x1 = o2 + t->V[2];
+            x1 = x1 < hi[2] ? x1 : hi[2];
+            if (x0 < x1)
+                cvcpu_store(e, cvcpu_out_row(e, c, i0, (size_t)y, x0), x1 - x0,
+                            src + (p0 * t->T[1] + s) * rowbytes + (x0 - o2) * es);
         }
     }
+}
+
+/* 1 if job writes outputs along the slowest axis in the problem's window
+ * (always without one). */
+static int job_in_window(const fplan *d, size_t job)
+{
+    const cvi_problem *p = d->e.p;
+    const ftiles *t = &d->t;
+    const int ax = cvi_slow_axis(p);
+    if (!p->win_hi)
+        return 1;
+    size_t c, t0, t12, a, b; /* the job's outputs [a, b) along the axis */
+    job_decode(d, job, &c, &t0, &t12);
+    if (ax == 0) {
+        a = t0 * t->V[0];
+        b = a + t->V[0];
+    } else if (ax == 1 && t->f[1]) {
+        a = t12 / t->nt2 * t->V[1];
+        b = a + t->V[1];
+    } else { /* slots: rows (2-D), or column tiles of the one row (1-D) */
+        size_t s0 = t12 * t->T[1], s1 = s0 + t->T[1];
+        s1 = s1 < t->nslots ? s1 : t->nslots;
+        if (ax == 1) {
+            a = s0 / t->nt2;
+            b = (s1 - 1) / t->nt2 + 1;
+        } else {
+            a = s0 * t->V[2];
+            b = s1 * t->V[2];
+        }
+    }
+    return a < p->win_hi && p->win_lo < b;
 }
 
 /* Forward transform of the block in s; returns where the spectrum lies. */
@@ -346,7 +405,88 @@ static void make_spectrum(fplan *d, fthread *s)
     }
 }
 
-convolve_status cvcpu_fft(const cvi_problem *p, int threads, const void *in, void *out)
+/* What a run makes before its tiles, kept from one window to the next
+ * (cvcpu_fft_keep): the twiddles, the filter's spectrum and the threads'
+ * blocks, and what they were made for. */
+typedef struct fkept {
+    size_t T[3], block;
+    int dbl, isa, nt;
+    void *twmem, *gmem;
+    cvcpu_twiddles tw[3];
+    fthread *th;
+} fkept;
+
+static void kept_free(fkept *k)
+{
+    if (!k)
+        return;
+    if (k->th)
+        for (int t = 0; t < k->nt; t++)
+            cvcpu_free(k->th[t].re);
+    free(k->th);
+    cvcpu_free(k->twmem);
+    cvcpu_free(k->gmem);
+    free(k);
+}
+
+void cvcpu_fft_keep_free(cvcpu_fft_keep *k)
+{
+    if (k) {
+        kept_free(k->held);
+        k->held = NULL;
+    }
+}
+
+/* The twiddles, spectrum and nt blocks for d's tiles; NULL when out of
+ * memory. */
+static fkept *kept_make(fplan *d, int nt)
+{
+    const cvcpu_exec *e = &d->e;
+    const size_t n = d->t.block;
+    fkept *k = calloc(1, sizeof *k);
+    if (!k)
+        return NULL;
+    memcpy(k->T, d->t.T, sizeof k->T);
+    k->block = n;
+    k->dbl = e->dbl;
+    k->isa = e->isa;
+    k->nt = nt;
+    k->twmem = cvcpu_alloc(2 * (d->t.T[0] + d->t.T[1] + d->t.T[2]), e->es);
+    k->gmem = cvcpu_alloc(2 * n, e->es);
+    k->th = calloc((size_t)nt, sizeof *k->th);
+    if (!k->twmem || !k->gmem || !k->th) {
+        kept_free(k);
+        return NULL;
+    }
+    for (int t = 0; t < nt; t++) {
+        char *b = cvcpu_alloc(4 * n, e->es);
+        if (!b) {
+            kept_free(k);
+            return NULL;
+        }
+        k->th[t].re = b;
+        k->th[t].im = b + n * e->es;
+        k->th[t].re2 = b + 2 * n * e->es;
+        k->th[t].im2 = b + 3 * n * e->es;
+    }
+    char *twp = k->twmem;
+    for (int a = 0; a < 3; a++) {
+        k->tw[a].T = d->t.T[a];
+        k->tw[a].re = twp;
+        k->tw[a].im = twp + d->t.T[a] * e->es;
+        twp += 2 * d->t.T[a] * e->es;
+        if (d->t.f[a])
+            cvcpu_twiddles_fill(&k->tw[a], e->es);
+    }
+    memcpy(d->tw, k->tw, sizeof d->tw);
+    d->gre = k->gmem;
+    d->gim = (char *)k->gmem + n * e->es;
+    make_spectrum(d, &k->th[0]);
+    return k;
+}
+
+convolve_status cvcpu_fft(const cvi_problem *p, int threads, const void *in, void *out,
+                          cvcpu_fft_keep *keep)
 {
     fplan d;
     memset(&d, 0, sizeof d);
@@ -363,33 +503,24 @@ convolve_status cvcpu_fft(const cvi_problem *p, int threads, const void *in, voi
     if ((size_t)nt > pairs)
         nt = (int)pairs;
 
-    convolve_status st = CONVOLVE_OK;
-    void *twmem = cvcpu_alloc(2 * (d.t.T[0] + d.t.T[1] + d.t.T[2]), e->es);
-    void *gmem = cvcpu_alloc(2 * n, e->es);
-    fthread *th = calloc((size_t)nt, sizeof *th);
-    if (!twmem || !gmem || !th)
-        goto oom;
-    char *twp = twmem;
-    for (int a = 0; a < 3; a++) {
-        d.tw[a].T = d.t.T[a];
-        d.tw[a].re = twp;
-        d.tw[a].im = twp + d.t.T[a] * e->es;
-        twp += 2 * d.t.T[a] * e->es;
-        if (d.t.f[a])
-            cvcpu_twiddles_fill(&d.tw[a], e->es);
+    /* the kept twiddles, spectrum and blocks if they were made for these
+     * tiles (an earlier window of the execution), else new ones */
+    fkept *k = keep ? keep->held : NULL;
+    if (keep)
+        keep->held = NULL;
+    if (k && (memcmp(k->T, d.t.T, sizeof k->T) || k->block != n || k->dbl != e->dbl ||
+              k->isa != e->isa || k->nt < nt)) {
+        kept_free(k);
+        k = NULL;
     }
-    d.gre = gmem;
-    d.gim = (char *)gmem + n * e->es;
-    for (int t = 0; t < nt; t++) {
-        char *b = cvcpu_alloc(4 * n, e->es);
-        if (!b)
-            goto oom;
-        th[t].re = b;
-        th[t].im = b + n * e->es;
-        th[t].re2 = b + 2 * n * e->es;
-        th[t].im2 = b + 3 * n * e->es;
+    if (k) {
+        memcpy(d.tw, k->tw, sizeof d.tw);
+        d.gre = k->gmem;
+        d.gim = (char *)k->gmem + n * e->es;
+    } else if (!(k = kept_make(&d, nt))) {
+        return CONVOLVE_ERROR_OUT_OF_MEMORY;
     }
-    make_spectrum(&d, &th[0]);
+    fthread *th = k->th;
 
 CVCPU_OMP(omp parallel num_threads(nt))
     {
@@ -401,6 +532,10 @@ CVCPU_OMP(omp parallel num_threads(nt))
 CVCPU_OMP(omp for schedule(dynamic, 1))
         for (ptrdiff_t it = 0; it < (ptrdiff_t)pairs; it++) {
             size_t a = 2 * (size_t)it, b = a + 1;
+            /* a window: the pairs that write in it, each paired as in the
+             * whole run (a pair's two tiles share rounding) */
+            if (!job_in_window(&d, a) && !(b < d.t.jobs && job_in_window(&d, b)))
+                continue;
             job_gather(&d, a, s->re);
             if (b < d.t.jobs)
                 job_gather(&d, b, s->im);
@@ -416,15 +551,9 @@ CVCPU_OMP(omp for schedule(dynamic, 1))
         }
         cvcpu_store_done(e);
     }
-    goto done;
-oom:
-    st = CONVOLVE_ERROR_OUT_OF_MEMORY;
-done:
-    if (th)
-        for (int t = 0; t < nt; t++)
-            cvcpu_free(th[t].re);
-    free(th);
-    cvcpu_free(twmem);
-    cvcpu_free(gmem);
-    return st;
+    if (keep)
+        keep->held = k;
+    else
+        kept_free(k);
+    return CONVOLVE_OK;
 }

@@ -9,6 +9,8 @@
  * keeps a ring of K1 H-filtered rows and computes each output row of a plane
  * from it (V); with Z, it streams through the planes keeping a ring of K0
  * such V-filtered bands, and each output plane is their weighted sum.
+ * Items cover the outputs computed: all, or the problem's window (with Z
+ * and a window of planes, the K0 - 1 planes before it are filtered again).
  *
  * CONSTANT mode means the dense outer product: where V reads a row outside
  * the input it sees H of a row of cval, cval * sum(H taps), and where Z
@@ -96,16 +98,17 @@ static void sep_rows(const splan *d, sthread *s, size_t c, ptrdiff_t j0, size_t 
     }
 }
 
-/* Output rows [ra, rz) of every plane, streaming along axis 0 with a ring of
- * K0 filtered bands. */
-static void sep_stream(const splan *d, sthread *s, size_t c, size_t ra, size_t rz, size_t xa,
-                       size_t wdt)
+/* Output rows [ra, rz) of planes [z0, z1), streaming along axis 0 with a
+ * ring of K0 filtered bands (the K0 - 1 planes before z0's band are
+ * filtered first). */
+static void sep_stream(const splan *d, sthread *s, size_t c, size_t z0, size_t z1, size_t ra,
+                       size_t rz, size_t xa, size_t wdt)
 {
     const cvcpu_exec *e = &d->e;
     const cvi_problem *p = e->p;
     const size_t K0 = p->ksize[0], n0 = p->shape[0], pitch = d->tpad * e->es;
     const size_t bandbytes = d->rb * pitch;
-    for (size_t t = 0; t < n0 + K0 - 1; t++) {
+    for (size_t t = z0; t < z1 + K0 - 1; t++) {
         ptrdiff_t j0 = cvi_boundary_index((ptrdiff_t)t - p->koff[0], (ptrdiff_t)n0, p->mode);
         size_t slot = t % K0;
         if (j0 < 0) {
@@ -115,7 +118,7 @@ static void sep_stream(const splan *d, sthread *s, size_t c, size_t ra, size_t r
             sep_rows(d, s, c, j0, ra, rz, xa, wdt, band, pitch, 0);
             s->zptr[slot] = band;
         }
-        if (t + 1 < K0)
+        if (t + 1 < z0 + K0)
             continue;
         size_t i0 = t + 1 - K0;
         for (size_t r = 0; r < rz - ra; r++) {
@@ -150,28 +153,28 @@ static void free_threads(sthread *th, int nt)
     free(th);
 }
 
-/* Tiles whose rings of H rows (and of Z bands) stay in cache: d->tw, rb,
- * ntw, nrb, lpad and tpad. Returns the number of work items. */
-static size_t plan_tiles(splan *d)
+/* Tiles of the outputs computed (tp: the problem with their extents) whose
+ * rings of H rows (and of Z bands) stay in cache: d->tw, rb, ntw, nrb, lpad
+ * and tpad. Returns the number of work items. */
+static size_t plan_tiles(splan *d, const cvi_problem *tp)
 {
     const cvcpu_exec *e = &d->e;
-    const cvi_problem *p = e->p;
-    const size_t K0 = p->ksize[0], K1 = p->ksize[1], K2 = p->ksize[2];
+    const size_t K0 = tp->ksize[0], K1 = tp->ksize[1], K2 = tp->ksize[2];
     size_t ring = (d->vpass ? K1 : 0) + 2;
     if (d->zpass) {
-        cvcpu_plan_tiles(p, e->es, e->threads, ring, 1, 0, &d->tw, &d->rb);
+        cvcpu_plan_tiles(tp, e->es, e->threads, ring, 1, 0, &d->tw, &d->rb);
         size_t maxrb = CVCPU_ZRING_BYTES / (K0 * cvcpu_round16(CVCPU_ROUND(d->tw)) * e->es);
         if (maxrb < 8)
             maxrb = 8;
-        cvcpu_plan_tiles(p, e->es, e->threads, ring, 1, maxrb, &d->tw, &d->rb);
+        cvcpu_plan_tiles(tp, e->es, e->threads, ring, 1, maxrb, &d->tw, &d->rb);
     } else {
-        cvcpu_plan_tiles(p, e->es, e->threads, ring, p->shape[0], 0, &d->tw, &d->rb);
+        cvcpu_plan_tiles(tp, e->es, e->threads, ring, tp->shape[0], 0, &d->tw, &d->rb);
     }
-    d->ntw = cvcpu_div_up(p->shape[2], d->tw);
-    d->nrb = cvcpu_div_up(p->shape[1], d->rb);
+    d->ntw = cvcpu_div_up(tp->shape[2], d->tw);
+    d->nrb = cvcpu_div_up(tp->shape[1], d->rb);
     d->lpad = cvcpu_round16(CVCPU_ROUND(d->tw) + K2 - 1);
     d->tpad = cvcpu_round16(CVCPU_ROUND(d->tw));
-    return d->nrb * d->ntw * (d->zpass ? 1 : p->shape[0]);
+    return d->nrb * d->ntw * (d->zpass ? 1 : tp->shape[0]);
 }
 
 /* Each thread's buffers: the extended row, its edges, the ring of H rows,
@@ -213,7 +216,11 @@ convolve_status cvcpu_separable(const cvi_problem *p, int threads, const void *i
     d.zpass = K0 > 1;
     double scale = (d.vpass ? 1.0 : p->taps[1][0]) * (d.zpass ? 1.0 : p->taps[0][0]);
 
-    const size_t items = plan_tiles(&d);
+    /* items over the outputs computed (the window's, if any) */
+    size_t lo[3], m[3];
+    cvi_problem tp;
+    cvcpu_outputs(p, lo, m, &tp);
+    const size_t items = plan_tiles(&d, &tp);
     int nt = e->threads;
     if ((size_t)nt > items)
         nt = (int)items;
@@ -254,14 +261,15 @@ CVCPU_OMP(omp for schedule(dynamic, 1))
             size_t x = r % d.ntw;
             r /= d.ntw;
             size_t b = r % d.nrb;
-            size_t i0 = r / d.nrb;
-            size_t xa = x * d.tw, wdt = p->shape[2] - xa < d.tw ? p->shape[2] - xa : d.tw;
-            size_t ra = b * d.rb, rz = ra + d.rb < p->shape[1] ? ra + d.rb : p->shape[1];
+            size_t i0 = lo[0] + r / d.nrb;
+            size_t xa = x * d.tw, wdt = m[2] - xa < d.tw ? m[2] - xa : d.tw;
+            size_t ra = b * d.rb, rz = ra + d.rb < m[1] ? ra + d.rb : m[1];
+            ra += lo[1], rz += lo[1], xa += lo[2];
             /* all channels here: interleaved channels share cache lines,
              * which two threads must not write at once */
             for (size_t c = 0; c < p->channels; c++) {
                 if (d.zpass)
-                    sep_stream(&d, s, c, ra, rz, xa, wdt);
+                    sep_stream(&d, s, c, lo[0], lo[0] + m[0], ra, rz, xa, wdt);
                 else
                     sep_rows(&d, s, c, (ptrdiff_t)i0, ra, rz, xa, wdt, NULL, 0, i0);
             }

@@ -61,9 +61,11 @@ int cvcpu_image_box_float(const cvi_problem *p)
     return (double)p->ksize[1] * (double)p->ksize[2] * box_x_max(p) <= 2097152.0;
 }
 
-static int row_contiguous(ptrdiff_t px_stride, ptrdiff_t cstride, size_t C, size_t es)
+/* 1 if a row's W pixels of C channels are contiguous (the pixel stride of a
+ * row of one pixel does not matter: a streamed slab's may be 0). */
+static int row_contiguous(ptrdiff_t px_stride, ptrdiff_t cstride, size_t W, size_t C, size_t es)
 {
-    return px_stride == (ptrdiff_t)(C * es) && (C == 1 || cstride == (ptrdiff_t)es);
+    return (W == 1 || px_stride == (ptrdiff_t)(C * es)) && (C == 1 || cstride == (ptrdiff_t)es);
 }
 
 convolve_status cvcpu_image_check(const cvi_problem *p, char *why, size_t why_size)
@@ -81,11 +83,11 @@ convolve_status cvcpu_image_check(const cvi_problem *p, char *why, size_t why_si
         no = "the image strategy takes uint8 or uint16 input";
     else if (!no && p->out_type == CONVOLVE_FLOAT64)
         no = "the image strategy computes in float: it does not write float64";
-    else if (!no && !row_contiguous(p->in_strides[2], p->in_cstride, p->channels,
+    else if (!no && !row_contiguous(p->in_strides[2], p->in_cstride, p->shape[2], p->channels,
                                     convolve_dtype_size(p->in_type)))
         no = "the image strategy needs the input's pixels contiguous within a row, channels "
              "interleaved";
-    else if (!no && !row_contiguous(p->out_strides[2], p->out_cstride, p->channels,
+    else if (!no && !row_contiguous(p->out_strides[2], p->out_cstride, p->shape[2], p->channels,
                                     convolve_dtype_size(p->out_type)))
         no = "the image strategy needs the output's pixels contiguous within a row, channels "
              "interleaved";
@@ -137,31 +139,32 @@ static size_t div_up(size_t a, size_t b)
 
 size_t cvcpu_img_items(const cvcpu_img *g, size_t cols, cvcpu_item **items)
 {
+    const size_t W = g->x1 - g->x0, H = g->y1 - g->y0;
     size_t T = cols / g->C;
     if (T < 8)
         T = 8;
-    size_t nt = div_up(g->W, T);
-    T = div_up(g->W, nt);
-    nt = div_up(g->W, T);
+    size_t nt = div_up(W, T);
+    T = div_up(W, nt);
+    nt = div_up(W, T);
     /* enough items for dynamic scheduling to even out, in bands tall enough
      * that the K1 - 1 rows each band reads again cost little */
     size_t nb = 1;
     if (g->threads > 1 && nt < 4 * (size_t)g->threads)
         nb = div_up(4 * (size_t)g->threads, nt);
     size_t hmin = 8 * (g->K1 - 1) > 32 ? 8 * (g->K1 - 1) : 32;
-    if (nb > 1 && div_up(g->H, nb) < hmin)
-        nb = g->H > hmin ? g->H / hmin : 1;
-    size_t h = div_up(g->H, nb);
-    nb = div_up(g->H, h);
+    if (nb > 1 && div_up(H, nb) < hmin)
+        nb = H > hmin ? H / hmin : 1;
+    size_t h = div_up(H, nb);
+    nb = div_up(H, h);
     cvcpu_item *it = malloc(nt * nb * sizeof *it);
     if (!it)
         return 0;
     for (size_t b = 0, k = 0; b < nb; b++)
         for (size_t t = 0; t < nt; t++, k++) {
-            it[k].x0 = t * T;
-            it[k].x1 = (t + 1) * T < g->W ? (t + 1) * T : g->W;
-            it[k].y0 = b * h;
-            it[k].y1 = (b + 1) * h < g->H ? (b + 1) * h : g->H;
+            it[k].x0 = g->x0 + t * T;
+            it[k].x1 = g->x0 + ((t + 1) * T < W ? (t + 1) * T : W);
+            it[k].y0 = g->y0 + b * h;
+            it[k].y1 = g->y0 + ((b + 1) * h < H ? (b + 1) * h : H);
         }
     *items = it;
     return nt * nb;
@@ -371,6 +374,8 @@ convolve_status cvcpu_image(const cvi_problem *p, int threads, const void *in, v
     g.W = p->shape[2];
     g.C = p->channels;
     g.n = g.W * g.C;
+    cvi_window_range(p, 1, &g.y0, &g.y1);
+    cvi_window_range(p, 2, &g.x0, &g.x1);
     g.in16 = p->in_type == CONVOLVE_UINT16;
     g.out_type = p->out_type;
     g.irs = p->in_strides[1];

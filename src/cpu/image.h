@@ -145,6 +145,8 @@ typedef struct cvcpu_img {
     const char *in;
     char *out;
     size_t W, H, C, n;      /* pixels per row, rows, channels, elements per row */
+    size_t x0, x1, y0, y1;  /* the outputs computed: pixels [x0, x1) of rows [y0, y1)
+                               (the whole image, or the problem's window) */
     int in16;               /* input uint16 (else uint8) */
     convolve_dtype out_type;
     ptrdiff_t irs, ors;     /* bytes from one row to the next, input and output */
@@ -172,8 +174,8 @@ typedef struct cvcpu_item {
  * when it is outside the input in CONSTANT mode (all cval). */
 const char *cvcpu_img_row(const cvcpu_img *g, ptrdiff_t q);
 
-/* Splits the image into items (column tiles of at most `cols` elements,
- * bands of rows) for g->threads threads; *items is malloc'ed.
+/* Splits the outputs computed into items (column tiles of at most `cols`
+ * elements, bands of rows) for g->threads threads; *items is malloc'ed.
  * Returns the count, 0 when out of memory. */
 size_t cvcpu_img_items(const cvcpu_img *g, size_t cols, cvcpu_item **items);
 
