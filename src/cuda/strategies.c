@@ -317,11 +317,13 @@ void cvcu_device_key(const cvi_device *dev, const cvi_problem *p, char *key, siz
 #define CVCU_START_MS 300.0
 /* Host <-> device copies of pageable host arrays, bytes (in plus out) per
  * millisecond: in one shot, cudaMemcpy (about 10 GB/s); streamed (from
- * CVI_STREAM_MIN_BYTES on), staged by host threads while the device copies
- * (H100 host, 16 cores: 256 MiB in and out in 14.7 ms, 36 GB/s; 30 allows
- * for writing an output's pages the first time). */
+ * CVI_STREAM_MIN_BYTES on), staged by host threads while the device copies:
+ * H100 host, 16 cores, 256 MiB in and out, 13.7-14.7 ms into an output
+ * already written once (37 GB/s), 25.4 ms from Python into a new numpy
+ * array, whose pages are then written the first time (21 GB/s): the
+ * latter, the common case, is taken. */
 #define CVCU_HOST_BYTES_PER_MS 10e6
-#define CVCU_STREAMED_BYTES_PER_MS 30e6
+#define CVCU_STREAMED_BYTES_PER_MS 20e6
 /* Filter taps per millisecond a GPU sustains (about 2e12 multiply-adds
  * a second), and the cost of a launch and its synchronisation. */
 #define CVCU_TAPS_PER_MS 2e9
