@@ -1319,10 +1319,10 @@ static void tiff_inputs(void)
         convolve_array_free(p2);
     }
 
-    /* a codec that decodes short with only a warning: libtiff's JBIG codec
-     * decodes one bit plane of an 8-bit page ("Only decoded 259 bytes,
-     * whereas 1961 requested") and leaves the rest of the strip as it was;
-     * the read fails instead of loading uninitialised bytes */
+    /* JBIG: libtiff's codec decodes one bit plane of an 8-bit page ("Only
+     * decoded 259 bytes, whereas 1961 requested"), leaving the rest of the
+     * strip as it was, and libjbig allocates what its own header says: the
+     * page is refused before decoding */
     if (TIFFIsCODECConfigured(COMPRESSION_JBIG)) {
         tiff_spec jbig = {"w", COMPRESSION_JBIG, 0, 0, 0, 37};
         convolve_array *a = make_array(CONVOLVE_UINT8, 2, (size_t[]){37, 53}, 1);
@@ -1332,8 +1332,7 @@ static void tiff_inputs(void)
             convolve_array *b = NULL;
             CHECK_STATUS(ctx, convolve_array_load(ctx, &b, tpath("jbig.tif"),
                                                   CONVOLVE_FORMAT_AUTO), CONVOLVE_ERROR_FORMAT);
-            EXPECT_MSG("strip 0");
-            EXPECT_MSG("decoded");
+            EXPECT_MSG("JBIG compression holds bilevel");
             CHECK(b == NULL, "array set on failure");
             convolve_array_free(b);
         }

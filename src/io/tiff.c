@@ -354,6 +354,13 @@ static convolve_status describe_page(convolve_context *ctx, TIFF *tif, const tif
                           "gray+alpha, RGB, RGBA)", spp);
     if (planar != PLANARCONFIG_CONTIG && planar != PLANARCONFIG_SEPARATE)
         return page_error(ctx, s, page, "PlanarConfiguration %u is not valid", planar);
+    if (compression == COMPRESSION_JBIG)
+        /* libtiff's JBIG codec decodes one bit plane (bilevel images only),
+         * so an 8-bit page comes out short; and libjbig sizes its buffers
+         * from its own header, past libtiff's allocation limit (a 506-byte
+         * file asked for 15 GB) */
+        return page_error(ctx, s, page, "JBIG compression holds bilevel (1-bit) images, which "
+                          "are not supported (8 or 16-bit, 32/64-bit float samples are)");
     if (!TIFFIsCODECConfigured(compression)) {
         const TIFFCodec *c = TIFFFindCODEC(compression);
         return page_error(ctx, s, page, "compression scheme %u (%s) cannot be decoded by this "

@@ -543,8 +543,8 @@ class ErrorsTable(unittest.TestCase):
           b"II*\0\0\0\0\0", "FORMAT", "points at no image directory")
         jbig = read_file(os.path.join(HERE, "..", "fuzz", "corpus", "tiff",
                                       "regress-jbig-short-strip"))
-        R("strip that decodes short", "53x37 uint8 JBIG-compressed (`tiffcp -c jbig`)", jbig,
-          "FORMAT", "Only decoded")
+        R("JBIG compression", "53x37 uint8 JBIG-compressed (`tiffcp -c jbig`)", jbig,
+          "FORMAT", "JBIG compression holds bilevel")
         a = rng.standard_normal((5, 7, 3)).astype(np.float32)
         got = R("big-endian planar tiles, predictor 3 (accepted)",
                 "float32 RGB, `MM`, planar, 16x16 tiles, Deflate",
