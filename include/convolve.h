@@ -466,8 +466,8 @@ CONVOLVE_API const char *convolve_plan_strategy(const convolve_plan *plan);
  * halo (the filter's extent along the slowest axis less one, in rows)
  * saved before any is written, so the result is that of the run into
  * another array in the same slabs (byte for byte that of one shot, except
- * the FFT strategies and the CPU's auto strategy, which pick their tiles or
- * method by slab size: to rounding), and the memory beyond the array is the
+ * the CPU's fft and auto strategies, which pick their tiles or method by
+ * slab size: to rounding), and the memory beyond the array is the
  * slab buffers and the saved halos; a run that fails or is cancelled
  * midway leaves the array partly filtered.
  * A plan made with backend AUTO and no strategy named that runs out

@@ -108,7 +108,9 @@ typedef struct cvi_backend {
     /* What a window costs beyond its rows, for the choice of slab size:
      * windows should start at multiples of *align rows (a window that cuts
      * the backend's tiles computes them twice), and each repeats about
-     * *extra rows of work. NULL where execute_host_rows is. */
+     * *extra rows of work. For execute_host_streamed, streamed slabs must
+     * start at multiples of *align rows (else their outputs may round
+     * otherwise than the one-shot run's). NULL: 1 and 0. */
     void (*window_cost)(void *state, size_t *align, size_t *extra);
 } cvi_backend;
 

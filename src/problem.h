@@ -98,6 +98,11 @@ typedef struct cvi_problem {
      * strategy makes are still the whole array's, so each written output
      * has the bytes of the whole run's. win_hi = 0: every output. */
     size_t win_lo, win_hi;
+    /* A streamed slab's sub-problem (src/stream.c): the whole array's extent
+     * along the slowest axis, so that strategies whose rounding depends on
+     * how the array is cut (the CUDA FFT's tiles) cut it as the whole run
+     * does. 0: not a slab. */
+    size_t whole_rows;
 } cvi_problem;
 
 /* The slowest axis of p (the window's and the slabs'). */

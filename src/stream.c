@@ -92,6 +92,7 @@ void cvi_stream_subproblem(const cvi_stream_job *job, size_t ext_rows, cvi_probl
 {
     *sub = *job->problem;
     sub->shape[job->axis] = ext_rows;
+    sub->whole_rows = job->rows;
     const size_t ie = convolve_dtype_size(sub->in_type), oe = convolve_dtype_size(sub->out_type);
     size_t istep = ie * sub->channels, ostep = oe * sub->channels;
     sub->in_cstride = (ptrdiff_t)ie;
@@ -848,8 +849,11 @@ convolve_status cvi_stream_choose(convolve_plan *plan, int in_place, size_t *sla
      * buffers, filled and emptied by host threads at once while the device
      * copies other slabs (H100 host, 16 threads: 45 GB/s each way against
      * 9-15 GB/s for cudaMemcpy of pageable memory, which one shot uses).
-     * FFT plans stream only when they must: an FFT's rounding depends on
-     * the transform's size, so its slabs are not bit for bit the one shot */
+     * Slabs start where the backend asks (window_cost's align: the FFT's
+     * groups of tiles), so that they compute what the one shot does. FFT
+     * plans stream only when they must: their slabs hold whole groups of
+     * tiles, the whole array unless it is past 16384 rows (fast_fft.cu),
+     * so streaming them overlaps nothing */
     size_t budget = plan->budget;
     size_t total;
     int fits = cvi_mul_size(n, row_io, &total) && total <= budget;
@@ -886,6 +890,19 @@ convolve_status cvi_stream_choose(convolve_plan *plan, int in_place, size_t *sla
         least = least < 8 * halo ? least : 8 * halo;
         share = share > least ? share : least;
         rows = rows < share ? rows : share;
+    }
+    size_t align = 1, extra = 0;
+    if (plan->backend->window_cost)
+        plan->backend->window_cost(plan->state, &align, &extra);
+    if (align > 1 && rows < n) {
+        rows = rows >= align ? rows / align * align : align;
+        if (rows < n && budget / per_row < rows + halo)
+            return cvi_error(plan->ctx, CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY,
+                             "the device memory budget of %zu bytes holds no slab: strategy "
+                             "'%s' computes slabs of multiples of %zu rows (%d buffers of %zu "
+                             "rows need %zu bytes)",
+                             budget, plan->strategy->name, align, CVI_STREAM_BUFFERS,
+                             rows + halo, (rows + halo) * per_row);
     }
     *slab_rows = rows < n ? rows : n;
     return CONVOLVE_OK;

@@ -86,7 +86,7 @@ static void random_cases(int cases)
         c.mode = (convolve_mode)h_randint(0, 4);
         c.cval = h_randint(0, 1) ? h_uniform(-2, 2) : 0;
         c.layout = (int)h_randint(0, H_LAYOUT_KINDS - 1);
-        c.exact = !(c.strategy && strcmp(c.strategy, "fft") == 0);
+        c.exact = 1; /* fft too: its slabs run the whole array's tiles */
         /* slabs of 1 to a few rows (shorter than the filter, often), or, with
          * several devices, an automatic budget and the slabs shared */
         /* the emulation launches slowly: there, 3 to 8 slabs; at most 64 on a GPU */
@@ -116,6 +116,59 @@ static void random_cases(int cases)
         ran += s_run_case(&c);
     }
     CHECK(ran > cases / 2, "%d of %d cases ran", ran, cases);
+}
+
+/* The FFT streamed in several slabs equals its one-shot run byte for byte
+ * (its slabs run the whole array's groups of tiles): every mode, 1-D to
+ * 3-D, channels, pinned and in place, one device and two, in groups of one
+ * tile (CONVOLVE_FFT_GROUP_POINTS=1) and the default's (one slab unless
+ * the array is large). */
+static void fft_slabs(void)
+{
+    static const struct {
+        int ndim;
+        size_t shape[3], ksize[3];
+        size_t rows; /* the budget's slab rows (rounded up to the groups) */
+    } k_geo[] = {
+        /* shapes whose one-shot plan tiles the slowest axis (fft_extents
+         * tiles only axes past 16384 points): tiles of 512 (504 outputs),
+         * 512 (504), 1024 (1005), 384 (380) */
+        {1, {20000}, {9}, 1200},
+        {2, {20000, 2}, {9, 3}, 1200},
+        {2, {17000, 3}, {20, 3}, 2100},
+        {3, {17000, 2, 2}, {5, 3, 3}, 800},
+    };
+    static const convolve_dtype types[][2] = {{CONVOLVE_FLOAT32, CONVOLVE_FLOAT32},
+                                              {CONVOLVE_FLOAT64, CONVOLVE_FLOAT64},
+                                              {CONVOLVE_UINT8, CONVOLVE_FLOAT32},
+                                              {CONVOLVE_UINT16, CONVOLVE_UINT16}};
+    const size_t ng = sizeof k_geo / sizeof k_geo[0];
+    for (size_t i = 0; i < ng * 5; i++) {
+        s_case c;
+        memset(&c, 0, sizeof c);
+        c.backend = CONVOLVE_BACKEND_CUDA;
+        c.strategy = "fft";
+        c.ndim = k_geo[i % ng].ndim;
+        c.mode = (convolve_mode)(i % 5);
+        c.cval = c.mode == CONVOLVE_MODE_CONSTANT ? 0.75 : 0;
+        for (int a = 0; a < c.ndim; a++) {
+            c.shape[a] = k_geo[i % ng].shape[a];
+            c.ksize[a] = k_geo[i % ng].ksize[a];
+            c.origin[a] = h_randint(-(long)(c.ksize[a] / 2), (long)((c.ksize[a] - 1) / 2));
+        }
+        c.channels = i % 3 == 2 ? 3 : 1;
+        c.in_type = types[i % 4][0], c.out_type = types[i % 4][1];
+        c.layout = (int)h_randint(0, H_LAYOUT_KINDS - 1);
+        c.exact = 1;
+        c.fft_groups = i % 7 != 6;
+        c.devices = k_two;
+        c.device_count = g_devices > 1 && i % 4 == 3 ? 2 : 1;
+        c.budget = budget_for(&c, k_geo[i % ng].rows);
+        c.min_slabs = c.fft_groups ? 2 : 1;
+        c.pin = i % 5 == 1;
+        c.in_place = i % 6 == 4 && convolve_dtype_size(c.in_type) == convolve_dtype_size(c.out_type);
+        s_run_case(&c);
+    }
 }
 
 /* CONVOLVE_DEVICE_BUDGET streams a plan made with budget 0; a budget too
@@ -402,6 +455,7 @@ int main(int argc, char **argv)
     if (g_devices < 2)
         printf("test_gpu_stream: one device: the several-device cases are skipped\n");
     random_cases(cases >= 0 ? cases : g_small ? 40 : 150);
+    fft_slabs();
     budgets();
     registration();
     device_failure();

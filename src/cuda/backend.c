@@ -26,4 +26,5 @@ const cvi_backend cvcu_backend = {
     .host_register = cvcu_host_register,
     .host_unregister = cvcu_host_unregister,
     .execute_host_streamed = cvcu_execute_host_streamed,
+    .window_cost = cvcu_window_cost,
 };

@@ -29,6 +29,9 @@ convolve_status cvcu_execute_device(convolve_context *ctx, void *state, const vo
 convolve_status cvcu_benchmark(convolve_context *ctx, void *state, int warmup, int runs,
                                double *times_ms);
 void cvcu_release(void *state);
+/* cvi_backend.window_cost: streamed slabs of an FFT plan start on its
+ * groups of tiles (cvk_fft_slab_align); other strategies anywhere. */
+void cvcu_window_cost(void *state, size_t *align, size_t *extra);
 void cvcu_device_key(const cvi_device *dev, const cvi_problem *p, char *key, size_t size);
 
 /* The estimate of backend.h's estimate_ms for the GPU (strategies.c). */

@@ -13,27 +13,42 @@
  * Large arrays are cut into tiles (overlap-save): along an axis, tiles of
  * T points step by B = T - K + 1, each tile holds the extension from its
  * first output on, and its first B outputs are exact (the same argument per
- * tile). One batched cuFFT plan transforms all tiles of all channels; tiles
- * of a few hundred points transform in fewer passes over memory than one
- * transform of the whole array, which pays more than the K - 1 points each
- * tile repeats (fft_choose_tiles weighs the two), and keeps every transform
- * far inside cuFFT's 32-bit sizes.
+ * tile). Batched cuFFT plans transform the tiles; tiles of a few hundred
+ * points transform in fewer passes over memory than one transform of the
+ * whole array, which pays more than the K - 1 points each tile repeats
+ * (fft_extents weighs the two), and keeps every transform far inside
+ * cuFFT's 32-bit sizes.
+ *
+ * The same bits however the array is cut: the tiles are those of the whole
+ * array, and cuFFT runs them in groups of a fixed shape: `group` tiles
+ * along the slowest axis by every tile of the others, one channel at a
+ * time, one plan for all groups. A streamed slab (src/cuda/stream.c) whose
+ * rows start on a group (cvk_fft_slab_align) runs the whole array's groups
+ * that write its rows, with the same inputs in each (a tile's points are
+ * indexed on the whole array: zero past its extended extent), so every
+ * output has the bytes of the one-shot run's.
  */
 #include "fast_fft.h"
 #include "device_common.cuh"
 
 #include <cufft.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 struct cvk_fft_plan {
     int dbl;                /* double precision */
     int rank;               /* transformed axes: the last `rank` of the 3 */
+    int first;              /* the slowest axis (3 - rank): groups and slabs along it */
     long long n[3];         /* transform extents (1 on axes not transformed) */
-    long long tiles[3];     /* tiles per axis (1: the whole axis in one transform) */
+    long long tiles[3];     /* the whole array's tiles per axis (1: the whole axis in one) */
     long long step[3];      /* outputs per tile along each axis: n - K + 1 */
-    long long ntiles;       /* tiles[0] * tiles[1] * tiles[2] */
+    long long whole;        /* the whole array's extent along `first` */
+    long long group;        /* tiles along `first` one transform call takes */
+    long long rest;         /* tiles of the axes after `first` (a group's width) */
+    long long groups_held;  /* groups the buffer holds */
+    long long ntiles;       /* tiles the buffer holds: groups_held * group * rest */
     long long half;         /* n[2] / 2 + 1: complex extent of the last axis */
     long long plane;        /* complex elements of one channel's spectrum */
     int channels;
@@ -89,6 +104,12 @@ static int fft_extents(const cvi_problem *p, long long n[3], long long tiles[3],
                        long long *ntiles, long long *half, long long *plane)
 {
     const int first = 3 - p->ndim;
+    cvi_problem whole_p;
+    if (p->whole_rows) { /* a slab: the whole array's tiles */
+        whole_p = *p;
+        whole_p.shape[first] = p->whole_rows;
+        p = &whole_p;
+    }
     double whole = 1;
     long long wn[3], ws[3]; /* the whole axes */
     for (int a = 0; a < 3; a++) {
@@ -141,11 +162,64 @@ static int fft_extents(const cvi_problem *p, long long n[3], long long tiles[3],
     return 1;
 }
 
+/* Points one transform call should take at least (a group): calls of
+ * fewer points pay cuFFT's launch costs more than once per tile.
+ * CONVOLVE_FFT_GROUP_POINTS overrides it (tests: groups of one tile, so
+ * that small arrays stream in several slabs). */
+#define FFT_GROUP_POINTS ((long long)1 << 22)
+
+static long long fft_group_points(void)
+{
+    const char *e = getenv("CONVOLVE_FFT_GROUP_POINTS");
+    long long v = e && *e ? atoll(e) : 0;
+    return v > 0 ? v : FFT_GROUP_POINTS;
+}
+
+/* The plan's tiles, groups and buffer for p (the whole array's tiles; a
+ * slab's buffer holds the groups its rows can need, the whole array's all
+ * of them); 0 on overflow. */
+static int fft_layout(const cvi_problem *p, cvk_fft_plan *f)
+{
+    f->first = 3 - p->ndim;
+    if (!fft_extents(p, f->n, f->tiles, f->step, &f->ntiles, &f->half, &f->plane))
+        return 0;
+    const int a0 = f->first;
+    f->whole = (long long)(p->whole_rows ? p->whole_rows : p->shape[a0]);
+    f->rest = f->ntiles / f->tiles[a0];
+    const double per = (double)f->rest * (double)f->n[0] * (double)f->n[1] * (double)f->n[2];
+    long long g = (long long)((double)fft_group_points() / per);
+    g = g < 1 ? 1 : g > f->tiles[a0] ? f->tiles[a0] : g;
+    f->group = g;
+    long long held = (f->tiles[a0] + g - 1) / g;
+    if (p->whole_rows) {
+        /* a slab of up to shape rows, starting on a group */
+        const long long t = ((long long)p->shape[a0] + f->step[a0] - 1) / f->step[a0];
+        const long long need = (t + g - 1) / g;
+        held = need < held ? need : held;
+    }
+    f->groups_held = held;
+    if (held > INT_MAX / g || held * g > INT_MAX / f->rest)
+        return 0;
+    f->ntiles = held * g * f->rest;
+    return 1;
+}
+
+extern "C" size_t cvk_fft_slab_align(const cvi_problem *p)
+{
+    cvk_fft_plan f;
+    memset(&f, 0, sizeof f);
+    if (!fft_layout(p, &f))
+        return 1;
+    return (size_t)(f.group * f.step[f.first]);
+}
+
 extern "C" size_t cvk_fft_workspace_bytes(const cvi_problem *p)
 {
-    long long n[3], tiles[3], step[3], ntiles, half, plane;
-    if (!fft_extents(p, n, tiles, step, &ntiles, &half, &plane))
+    cvk_fft_plan f;
+    memset(&f, 0, sizeof f);
+    if (!fft_layout(p, &f))
         return 0;
+    const long long ntiles = f.ntiles, plane = f.plane;
     size_t csize = p->in_type == CONVOLVE_FLOAT64 ? 16 : 8, bytes, batches;
     if (!cvi_mul_size((size_t)ntiles, p->channels, &batches) ||
         !cvi_mul_size((size_t)plane, csize * (batches + 1), &bytes))
@@ -165,10 +239,17 @@ template <typename R> __device__ __forceinline__ R cvk_fft_load(int type, const 
     }
 }
 
-/* Geometry shared by the kernels, by value. */
+/* Geometry shared by the kernels, by value. The buffer holds `ntiles`
+ * tiles, tiles[a] along each axis; along the slowest axis (first) its tile
+ * 0 is the whole array's tile `base`. A slab's input row j along `first` is
+ * the whole array's extended row lo + j, and its output row i the whole
+ * array's output lo + i; crop writes the outputs crop_lo + [0, crop_n). */
 typedef struct cvk_fft_geom {
     long long shape[3], ksize[3], koff[3], n[3];
     long long tiles[3], step[3], ntiles;
+    int first, slab;
+    long long whole, base, lo;
+    long long crop_lo[3], crop_n[3];
     long long in_str[3], in_cstr, out_str[3], out_cstr;
     long long row;          /* real elements per row of the buffer: 2 * half */
     long long plane_real;   /* real elements per tile: n0 * n1 * row */
@@ -188,6 +269,23 @@ typedef struct cvk_fft_geom {
 
 /* buf[c][tile][z][y][x] = extended input at tile origin + (z, y, x) - koff,
  * zero past the extended extents (shape + K - 1) and in the row padding. */
+/* The input index along axis a of the whole array's extended point e:
+ * -2 past the extended extent (the transform's zero padding), -1 for cval,
+ * else the input's row (along `first`, a slab's own). */
+__device__ __forceinline__ long long cvk_fft_source(const cvk_fft_geom &g, int a, long long e)
+{
+    const long long whole = a == g.first ? g.whole : g.shape[a];
+    if (e >= whole + g.ksize[a] - 1)
+        return -2;
+    const long long r = e - g.koff[a];
+    if (a == g.first && g.slab) {
+        if (g.mode == CVI_MODE_CONSTANT && (r < 0 || r >= whole))
+            return -1;
+        return r - g.lo; /* the slab holds the extended rows its tiles read */
+    }
+    return cvi_boundary_index(r, g.shape[a], g.mode);
+}
+
 template <typename R>
 __global__ void cvk_fft_extend(const __grid_constant__ cvk_fft_geom g, const char *in, R *buf)
 {
@@ -197,12 +295,14 @@ __global__ void cvk_fft_extend(const __grid_constant__ cvk_fft_geom g, const cha
     const long long zy = r % (g.n[0] * g.n[1]), tile = r / (g.n[0] * g.n[1]);
     const long long t2 = tile % g.tiles[2], t01 = tile / g.tiles[2];
     const long long t1 = t01 % g.tiles[1], t0 = t01 / g.tiles[1];
-    const long long y = zy % g.n[1] + t1 * g.step[1], z = zy / g.n[1] + t0 * g.step[0];
-    const long long x0 = t2 * g.step[2];
+    const long long b0 = g.first == 0 ? g.base : 0, b1 = g.first == 1 ? g.base : 0;
+    const long long b2 = g.first == 2 ? g.base : 0;
+    const long long y = zy % g.n[1] + (t1 + b1) * g.step[1];
+    const long long z = zy / g.n[1] + (t0 + b0) * g.step[0];
+    const long long x0 = (t2 + b2) * g.step[2];
     const long long per_channel = g.ntiles * g.plane_real;
-    const bool outside = y >= g.shape[1] + g.ksize[1] - 1 || z >= g.shape[0] + g.ksize[0] - 1;
-    const ptrdiff_t j0 = cvi_boundary_index(z - g.koff[0], g.shape[0], g.mode);
-    const ptrdiff_t j1 = cvi_boundary_index(y - g.koff[1], g.shape[1], g.mode);
+    const long long j0 = cvk_fft_source(g, 0, z), j1 = cvk_fft_source(g, 1, y);
+    const bool outside = j0 == -2 || j1 == -2;
     const char *src_row = in + j0 * g.in_str[0] + j1 * g.in_str[1];
     R *dst_row = buf + r * g.row;
     const long long xs = (long long)blockIdx.x * blockDim.x * g.ext_xper + threadIdx.x;
@@ -211,14 +311,13 @@ __global__ void cvk_fft_extend(const __grid_constant__ cvk_fft_geom g, const cha
         const long long x = xs + (long long)k * blockDim.x;
         if (x >= g.row)
             break;
-        const long long gx = x + x0;
         R *dst = dst_row + x;
-        if (outside || x >= g.n[2] || gx >= g.shape[2] + g.ksize[2] - 1) {
+        const long long j2 = outside || x >= g.n[2] ? -2 : cvk_fft_source(g, 2, x + x0);
+        if (j2 == -2) {
             for (int c = 0; c < g.channels; c++)
                 dst[c * per_channel] = 0;
             continue;
         }
-        const ptrdiff_t j2 = cvi_boundary_index(gx - g.koff[2], g.shape[2], g.mode);
         if (j0 < 0 || j1 < 0 || j2 < 0) {
             for (int c = 0; c < g.channels; c++)
                 dst[c * per_channel] = (R)g.cval;
@@ -256,23 +355,30 @@ template <typename R>
 __global__ void cvk_fft_crop(const __grid_constant__ cvk_fft_geom g, const R *buf, char *out)
 {
     const long long zy = cvk_grid_row();
-    if (zy >= g.shape[0] * g.shape[1])
+    if (zy >= g.crop_n[0] * g.crop_n[1])
         return;
-    const long long y = zy % g.shape[1], z = zy / g.shape[1];
-    const long long t0 = z / g.step[0], t1 = y / g.step[1];
-    const long long row_off = ((z - t0 * g.step[0]) * g.n[1] + (y - t1 * g.step[1])) * g.row;
-    const long long tile_row = (t0 * g.tiles[1] + t1) * g.tiles[2];
+    const long long y = g.crop_lo[1] + zy % g.crop_n[1], z = g.crop_lo[0] + zy / g.crop_n[1];
+    /* the whole array's output index and tile; the tile's place in the buffer */
+    const long long s0 = g.first == 0 ? g.lo : 0, s1 = g.first == 1 ? g.lo : 0;
+    const long long s2 = g.first == 2 ? g.lo : 0;
+    const long long b0 = g.first == 0 ? g.base : 0, b1 = g.first == 1 ? g.base : 0;
+    const long long b2 = g.first == 2 ? g.base : 0;
+    const long long wz = z + s0, wy = y + s1;
+    const long long t0 = wz / g.step[0], t1 = wy / g.step[1];
+    const long long row_off = ((wz - t0 * g.step[0]) * g.n[1] + (wy - t1 * g.step[1])) * g.row;
+    const long long tile_row = ((t0 - b0) * g.tiles[1] + (t1 - b1)) * g.tiles[2] - b2;
     const long long per_channel = g.ntiles * g.plane_real;
     char *dst_row = out + z * g.out_str[0] + y * g.out_str[1];
     const long long xs = (long long)blockIdx.x * blockDim.x * g.crop_xper + threadIdx.x;
-    long long t2 = xs / g.step[2], lx = xs - t2 * g.step[2];
+    const long long wx = g.crop_lo[2] + xs + s2;
+    long long t2 = wx / g.step[2], lx = wx - t2 * g.step[2];
 #pragma unroll 1 /* (unrolling this stalls nvcc 13's cicc for many minutes) */
     for (int k = 0; k < g.crop_xper; k++) {
         const long long x = xs + (long long)k * blockDim.x;
-        if (x >= g.shape[2])
+        if (x >= g.crop_n[2])
             break;
         const R *src = buf + (tile_row + t2) * g.plane_real + row_off + lx;
-        char *dst = dst_row + x * g.out_str[2];
+        char *dst = dst_row + (g.crop_lo[2] + x) * g.out_str[2];
         for (int c = 0; c < g.channels; c++)
             cvi_store_double(g.out_type, dst + c * g.out_cstr, (double)src[c * per_channel]);
         lx += blockDim.x;
@@ -346,7 +452,10 @@ static convolve_status cufft_status(cufftResult r, const char *what, char *err, 
     return CONVOLVE_ERROR_DEVICE;
 }
 
-static void fft_geometry(const cvk_fft_plan *f, const cvi_problem *p, cvk_fft_geom *g)
+/* The kernels' geometry for groups [g0, g1) along the slowest axis, and
+ * the outputs along it in [c0, c1) (the problem's own indices). */
+static void fft_geometry(const cvk_fft_plan *f, const cvi_problem *p, const cvk_fft_window *w,
+                         long long g0, long long g1, long long c0, long long c1, cvk_fft_geom *g)
 {
     for (int a = 0; a < 3; a++) {
         g->shape[a] = (long long)p->shape[a];
@@ -357,13 +466,23 @@ static void fft_geometry(const cvk_fft_plan *f, const cvi_problem *p, cvk_fft_ge
         g->step[a] = f->step[a];
         g->in_str[a] = p->in_strides[a];
         g->out_str[a] = p->out_strides[a];
+        g->crop_lo[a] = 0;
+        g->crop_n[a] = (long long)p->shape[a];
     }
+    g->first = f->first;
+    g->slab = w != NULL;
+    g->whole = f->whole;
+    g->lo = w ? w->lo : 0;
+    g->base = g0 * f->group;
+    g->tiles[f->first] = (g1 - g0) * f->group;
+    g->crop_lo[f->first] = c0;
+    g->crop_n[f->first] = c1 - c0;
     g->in_cstr = p->in_cstride;
     g->out_cstr = p->out_cstride;
     g->row = 2 * f->half;
     g->plane_real = f->n[0] * f->n[1] * g->row;
-    g->ntiles = f->ntiles;
-    long long e = (g->row + 255) / 256, c = ((long long)p->shape[2] + 255) / 256;
+    g->ntiles = g->tiles[0] * g->tiles[1] * g->tiles[2];
+    long long e = (g->row + 255) / 256, c = (g->crop_n[2] + 255) / 256;
     g->ext_xper = (int)(e < 1 ? 1 : e > FFT_XPER ? FFT_XPER : e);
     g->crop_xper = (int)(c < 1 ? 1 : c > FFT_XPER ? FFT_XPER : c);
     g->channels = (int)p->channels;
@@ -485,14 +604,12 @@ extern "C" convolve_status cvk_fft_create(const cvi_problem *p, cvk_fft_plan **o
     double *d_w = NULL;
     cufftHandle f1, i1;
     int have1 = 0;
-    if (!fft_extents(p, f->n, f->tiles, f->step, &f->ntiles, &f->half, &f->plane) ||
-        (long long)f->channels * f->ntiles > INT_MAX) {
+    if (!fft_layout(p, f) || (long long)f->channels * f->ntiles > INT_MAX) {
         snprintf(err, n, "FFT sizes overflow");
         st = CONVOLVE_ERROR_SIZE_OVERFLOW;
         goto fail;
     }
-    if ((st = make_plans(f, (int)(f->channels * f->ntiles), &f->fwd, &f->inv, err, n)) !=
-        CONVOLVE_OK)
+    if ((st = make_plans(f, (int)(f->group * f->rest), &f->fwd, &f->inv, err, n)) != CONVOLVE_OK)
         goto fail;
     f->have_fwd = f->have_inv = 1;
     if ((st = cuda_status(cudaMalloc(&f->buf, (size_t)f->plane * csize * f->channels *
@@ -530,6 +647,25 @@ fail:
     return st;
 }
 
+/* The forward (inverse = 0) or inverse transforms of every group held in
+ * g, one call a group and channel, each of the plan's one shape. */
+template <typename R>
+static convolve_status transform_groups(const cvk_fft_plan *f, const cvk_fft_geom &g, R *buf,
+                                        int inverse, char *err, size_t n)
+{
+    const long long width = f->group * f->rest * g.plane_real; /* reals a group */
+    const long long groups = g.tiles[f->first] / f->group;
+    for (int c = 0; c < f->channels; c++)
+        for (long long k = 0; k < groups; k++) {
+            R *at = buf + c * g.ntiles * g.plane_real + k * width;
+            cufftResult r = inverse ? fft_inverse(f->inv, at) : fft_forward(f->fwd, at);
+            convolve_status st = cufft_status(r, inverse ? "inverse FFT" : "forward FFT", err, n);
+            if (st != CONVOLVE_OK)
+                return st;
+        }
+    return CONVOLVE_OK;
+}
+
 /* Extend, forward transform, multiply by the filter's spectrum, inverse
  * transform, crop: the five steps of an execution, on `stream`. */
 template <typename R>
@@ -542,22 +678,45 @@ static convolve_status run_fft(const cvk_fft_plan *f, const cvk_fft_geom &g, con
     convolve_status st;
     CVK_LAUNCH(cvk_fft_extend<R>, ext_grid, FFT_THREADS, 0, stream, (g, (const char *)in, buf));
     if ((st = cuda_status(cudaGetLastError(), "FFT extend kernel", err, n)) != CONVOLVE_OK ||
-        (st = cufft_status(fft_forward(f->fwd, buf), "forward FFT", err, n)) != CONVOLVE_OK)
+        (st = transform_groups<R>(f, g, buf, 0, err, n)) != CONVOLVE_OK)
         return st;
     CVK_LAUNCH(cvk_fft_multiply<CX>, mul_grid, FFT_THREADS, 0, stream,
-               ((CX *)buf, (const CX *)f->filt, f->plane, (int)(f->channels * f->ntiles)));
+               ((CX *)buf, (const CX *)f->filt, f->plane, (int)(f->channels * g.ntiles)));
     if ((st = cuda_status(cudaGetLastError(), "FFT multiply kernel", err, n)) != CONVOLVE_OK ||
-        (st = cufft_status(fft_inverse(f->inv, buf), "inverse FFT", err, n)) != CONVOLVE_OK)
+        (st = transform_groups<R>(f, g, buf, 1, err, n)) != CONVOLVE_OK)
         return st;
     CVK_LAUNCH(cvk_fft_crop<R>, crop_grid, FFT_THREADS, 0, stream, (g, buf, (char *)out));
     return cuda_status(cudaGetLastError(), "FFT crop kernel", err, n);
 }
 
 extern "C" convolve_status cvk_fft_execute(cvk_fft_plan *f, const cvi_problem *p, const void *in,
-                                           void *out, cudaStream_t stream, char *err, size_t n)
+                                           void *out, const cvk_fft_window *w,
+                                           cudaStream_t stream, char *err, size_t n)
 {
+    /* the groups that write the outputs asked for, [c0, c1) of the
+     * problem's own along the slowest axis */
+    const long long span = f->group * f->step[f->first];
+    long long c0 = 0, c1 = (long long)p->shape[f->first], g0 = 0;
+    long long g1 = (f->tiles[f->first] + f->group - 1) / f->group;
+    if (w) {
+        if (w->r0 % span != 0 || (w->r1 % span != 0 && w->r1 != f->whole) ||
+            w->r0 < w->lo || w->r1 > w->lo + c1) {
+            snprintf(err, n, "internal: an FFT slab [%lld, %lld) not on its groups of %lld rows",
+                     w->r0, w->r1, span);
+            return CONVOLVE_ERROR_UNSUPPORTED;
+        }
+        c0 = w->r0 - w->lo;
+        c1 = w->r1 - w->lo;
+        g0 = w->r0 / span;
+        g1 = (w->r1 + span - 1) / span;
+        if (g1 - g0 > f->groups_held) {
+            snprintf(err, n, "internal: an FFT slab of %lld groups, %lld held", g1 - g0,
+                     f->groups_held);
+            return CONVOLVE_ERROR_UNSUPPORTED;
+        }
+    }
     cvk_fft_geom g;
-    fft_geometry(f, p, &g);
+    fft_geometry(f, p, w, g0, g1, c0, c1, &g);
     convolve_status st;
     if ((st = cufft_status(cufftSetStream(f->fwd, stream), "cufftSetStream", err, n)) !=
             CONVOLVE_OK ||
@@ -566,13 +725,13 @@ extern "C" convolve_status cvk_fft_execute(cvk_fft_plan *f, const cvi_problem *p
         return st;
     dim3 ext_grid, crop_grid;
     /* multiply: enough blocks in all (~4 per thread slot of the GPU) */
-    const long long batches = (long long)f->channels * f->ntiles;
+    const long long batches = (long long)f->channels * g.ntiles;
     const unsigned mx = fft_blocks(f->plane);
     long long my = (2048 + mx - 1) / mx;
     my = my < 1 ? 1 : my > batches ? batches : my > CVK_DEVICE_GRID_YZ ? CVK_DEVICE_GRID_YZ : my;
     const dim3 mul_grid(mx, (unsigned)my);
     if (!row_grid((g.row + g.ext_xper - 1) / g.ext_xper, g.ntiles * g.n[0] * g.n[1], &ext_grid) ||
-        !row_grid((g.shape[2] + g.crop_xper - 1) / g.crop_xper, g.shape[0] * g.shape[1],
+        !row_grid((g.crop_n[2] + g.crop_xper - 1) / g.crop_xper, g.crop_n[0] * g.crop_n[1],
                   &crop_grid)) {
         snprintf(err, n, "FFT grid too large");
         return CONVOLVE_ERROR_UNSUPPORTED;

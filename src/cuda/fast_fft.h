@@ -27,10 +27,28 @@ size_t cvk_fft_workspace_bytes(const cvi_problem *p);
 convolve_status cvk_fft_create(const cvi_problem *p, cvk_fft_plan **plan, char *err,
                                size_t err_size);
 
+/* A streamed slab of the whole array (p->whole_rows set when planned):
+ * its input rows along the slowest axis are the whole array's extended rows
+ * lo, lo + 1, ... (lo may be negative), and the outputs wanted the whole
+ * array's [r0, r1), r0 a multiple of cvk_fft_slab_align, r1 too or the
+ * array's end. */
+typedef struct cvk_fft_window {
+    long long lo, r0, r1;
+} cvk_fft_window;
+
+/* Rows a streamed slab of p must start on for its outputs to have the bytes
+ * of the whole array's one-shot run (the FFT's groups of tiles along the
+ * slowest axis); 1 if the sizes overflow. */
+size_t cvk_fft_slab_align(const cvi_problem *p);
+
 /* Runs on device memory laid out as `p` (shape, types and mode as planned;
- * strides may differ from the plan's) on `stream`, asynchronously. */
+ * strides may differ from the plan's) on `stream`, asynchronously: the
+ * whole problem (w NULL), or the outputs [w->r0, w->r1) of a slab.
+ * Errors: DEVICE, DEVICE_OUT_OF_MEMORY; UNSUPPORTED for a slab not on the
+ * groups (a caller's fault). */
 convolve_status cvk_fft_execute(cvk_fft_plan *plan, const cvi_problem *p, const void *in,
-                                void *out, cudaStream_t stream, char *err, size_t err_size);
+                                void *out, const cvk_fft_window *w, cudaStream_t stream,
+                                char *err, size_t err_size);
 
 /* Frees a plan; NULL is accepted. */
 void cvk_fft_destroy(cvk_fft_plan *plan);

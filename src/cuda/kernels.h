@@ -115,6 +115,13 @@ typedef struct cvk_args {
     int mode;                   /* CVI_MODE_* */
     int ndim;                   /* 1, 2 or 3: the launchers' dispatch (kernels ignore it) */
     double cval;
+    /* A streamed slab (the FFT reads these; other kernels need not): its
+     * rows along the slowest axis are the whole array's extended rows
+     * [slab_lo, slab_lo + n) (slab_lo may be negative: rows past the edge,
+     * gathered by the mode), and its exact outputs the whole array's rows
+     * [slab_r0, slab_r1). slab = 0: the whole array. */
+    int slab;
+    long long slab_lo, slab_r0, slab_r1;
 } cvk_args;
 
 /* Launches the chapter kernel of family `strategy` (CVK_BASIC .. CVK_CACHED)

@@ -276,6 +276,13 @@ fail:
     return status;
 }
 
+void cvcu_window_cost(void *state, size_t *align, size_t *extra)
+{
+    const cvcu_plan *plan = state;
+    *align = plan->strategy->id == CVK_FFT ? cvk_fft_slab_align(&plan->p) : 1;
+    *extra = 0;
+}
+
 void cvcu_release(void *state)
 {
     cvcu_plan *plan = state;
@@ -318,8 +325,9 @@ static cudaError_t launch_fft(cvcu_plan *plan, const cvk_args *a, cudaStream_t s
     }
     q.in_cstride = (ptrdiff_t)(a->ics * ie);
     q.out_cstride = (ptrdiff_t)(a->ocs * oe);
-    convolve_status st = cvk_fft_execute(plan->fft, &q, a->in, a->out, stream, plan->message,
-                                         sizeof plan->message);
+    const cvk_fft_window w = {a->slab_lo, a->slab_r0, a->slab_r1};
+    convolve_status st = cvk_fft_execute(plan->fft, &q, a->in, a->out, a->slab ? &w : NULL,
+                                         stream, plan->message, sizeof plan->message);
     if (st == CONVOLVE_OK)
         return cudaSuccess;
     return st == CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY ? cudaErrorMemoryAllocation

@@ -409,6 +409,10 @@ static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu
     k.out = s->d_out;
     k.ics = 1, k.is[2] = C, k.is[1] = irow, k.is[0] = irow * n1;
     k.ocs = 1, k.os[2] = C, k.os[1] = orow, k.os[0] = orow * n1;
+    k.slab = 1;
+    k.slab_lo = (long long)slab->ext_lo;
+    k.slab_r0 = (long long)slab->r0;
+    k.slab_r1 = (long long)slab->r1;
     if (t && (e = cudaEventRecord(s->t_comp, r->compute)) != cudaSuccess)
         return cvcu_error(ctx, e, "timing a slab");
     if ((e = cvcu_launch(plan, &k, r->compute)) != cudaSuccess)
