@@ -1,12 +1,13 @@
 /*
  * test_gpu_stream.c - streamed execution of host-memory CUDA plans (issue
- * 12) on the GPU (CTest label gpu) or the CUDA emulation (emu_test_gpu_stream,
- * label emu, with --small and CVK_EMU_DEVICES=2): random cases over every
+ * 12) on the GPU (CTest label gpu) or the CUDA emulation (emu_test_gpu_stream
+ * and emu_test_gpu_stream_4, label emu, with --small and CVK_EMU_DEVICES=2
+ * and 4): random cases over every
  * CUDA strategy, mode, 1-D to 3-D, channels, element types, strided
  * layouts, filters longer than a slab and than the array, uneven last
  * slabs, run once in one shot and once streamed (device 0 listed with a
  * budget that leaves room for a few rows, or several devices); the outputs must be equal
- * byte for byte (FFT: within float rounding), the caller's arrays now and
+ * byte for byte (FFT too: fft_slabs streams it in several slabs), the caller's arrays now and
  * then pinned (convolve_host_register; and pinned edge slabs in every mode,
  * whose rows past the array are gathered), now and then in place (out ==
  * in: in slabs, the rows other slabs read saved first, or through a copy).
@@ -163,6 +164,8 @@ static void fft_slabs(void)
         c.fft_groups = i % 7 != 6;
         c.devices = k_two;
         c.device_count = g_devices > 1 && i % 4 == 3 ? 2 : 1;
+        if (c.device_count == 2 && g_devices > 2) /* every device of the host */
+            c.devices = NULL, c.device_count = -1;
         c.budget = budget_for(&c, k_geo[i % ng].rows);
         c.min_slabs = c.fft_groups ? 2 : 1;
         c.pin = i % 5 == 1;
