@@ -10,7 +10,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 void convolve_options_init(convolve_options *o)
 {
@@ -447,13 +446,6 @@ static convolve_status check_pointers(convolve_plan *plan, const void *in, void 
     return CONVOLVE_OK;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Runs the whole plan as one slab, with the progress callback (if any)
  * called before and after. */
 static convolve_status execute_one_shot(convolve_plan *plan, const void *in, void *out)
@@ -462,7 +454,7 @@ static convolve_status execute_one_shot(convolve_plan *plan, const void *in, voi
     memset(&pr, 0, sizeof pr);
     pr.slabs_total = 1;
     pr.rows_total = plan->problem.shape[3 - plan->problem.ndim];
-    double t0 = now_s();
+    double t0 = cvi_now_s();
     if (plan->progress && plan->progress(plan->progress_user, &pr) != 0)
         return cvi_error(plan->ctx, CONVOLVE_ERROR_CANCELLED,
                          "cancelled by the progress callback before the start");
@@ -472,7 +464,7 @@ static convolve_status execute_one_shot(convolve_plan *plan, const void *in, voi
         pr.rows_done = pr.rows_total;
         pr.bytes_done = convolve_layout_count(&plan->in) * convolve_dtype_size(plan->in.dtype) +
                         convolve_layout_count(&plan->out) * convolve_dtype_size(plan->out.dtype);
-        pr.elapsed_s = now_s() - t0;
+        pr.elapsed_s = cvi_now_s() - t0;
         (void)plan->progress(plan->progress_user, &pr); /* all done: nothing left to cancel */
     }
     return st;

@@ -1,8 +1,9 @@
 /*
  * cli_common.c - the tools library's small helpers: the error printer, the
- * exit code of a library status, strict number parsing, and the word lists
- * (modes, backends, types, strategies, named filters) that options complete
- * from, taken from the library so that they are never typed twice.
+ * exit code of a library status, strict number parsing, the clock, and the
+ * word lists (modes, backends, types, strategies, named filters) that
+ * options complete from, taken from the library so that they are never
+ * typed twice.
  */
 #include "cli.h"
 
@@ -12,6 +13,14 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+double cli_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static int vfail(const char *program, int code, const char *fmt, va_list ap)
 {

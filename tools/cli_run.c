@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 int cli_msg(char *msg, int code, const char *fmt, ...)
@@ -185,7 +184,8 @@ int cli_read_all(const char *path, const char *what, size_t limit, unsigned char
     return CLI_OK;
 }
 
-int cli_same_file(const char *p, const char *q)
+/* 1 if the two paths name the same existing file (or are the same string). */
+static int same_file(const char *p, const char *q)
 {
     if (!strcmp(p, q))
         return 1;
@@ -292,13 +292,6 @@ int cli_filter_for(convolve_context *ctx, const cli_run_args *a, const cli_weigh
     return CLI_OK;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 static int cmp_double(const void *x, const void *y)
 {
     double a = *(const double *)x, b = *(const double *)y;
@@ -334,9 +327,9 @@ static int compute(convolve_context *ctx, const cli_run_args *a, const convolve_
     for (long r = 0; r < a->warmup && st == CONVOLVE_OK; r++)
         st = convolve_execute(plan, in, out);
     for (long r = 0; r < a->repeat && st == CONVOLVE_OK; r++) {
-        double t0 = now_ms();
+        double t0 = cli_now_s();
         st = convolve_execute(plan, in, out);
-        ms[r] = now_ms() - t0;
+        ms[r] = (cli_now_s() - t0) * 1e3;
     }
     if (o->progress)
         cli_progress_finish(o->progress_user);
@@ -433,10 +426,10 @@ static int run(convolve_context *ctx, cli_run_args *a)
         return cli_fail(CLI_BAD_INPUT, "cannot tell the output format of '%s' from its "
                         "extension: use .npy, .png, .jpg, .jpeg, .pgm, .ppm, .pnm, .tif, .tiff or .txt",
                         a->output);
-    if (!a->force && cli_same_file(a->input, a->output))
+    if (!a->force && same_file(a->input, a->output))
         return cli_fail(CLI_BAD_INPUT, "OUTPUT '%s' is the input file; choose another name, or "
                         "pass --force to replace it", a->output);
-    if (!a->force && a->weights && cli_same_file(a->weights, a->output))
+    if (!a->force && a->weights && same_file(a->weights, a->output))
         return cli_fail(CLI_BAD_INPUT, "OUTPUT '%s' is the weights file; choose another name, "
                         "or pass --force to replace it", a->output);
     int rc = check_link(a->output);

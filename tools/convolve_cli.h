@@ -119,9 +119,6 @@ convolve_dtype cli_output_dtype(const cli_run_args *a, convolve_format f, convol
 int cli_check_output(convolve_context *ctx, const char *path, convolve_format f,
                      const convolve_layout *in, convolve_dtype t, char *msg);
 
-/* 1 if the two paths name the same existing file (or are the same string). */
-int cli_same_file(const char *p, const char *q);
-
 /* Reads all of the file at path ("-": standard input) with one open and
  * reads to its end, so that pipes, FIFOs and /dev/stdin work: *data
  * (malloc'd, the caller frees it; a spare byte past *size) and *size.
