@@ -27,14 +27,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The temporary file a signal handler must remove (NULL when none). */
-static const char *volatile g_temp_path;
-
-const char *cli_mapped_temp_path(void)
-{
-    return g_temp_path;
-}
-
 static size_t page_size(void)
 {
     long p = sysconf(_SC_PAGESIZE);
@@ -82,7 +74,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *context)
         g_prev_bus.sa_handler(sig);
         return;
     }
-    const char *tmp = g_temp_path;
+    const char *tmp = cli_signals_get_temp_path();
     if (tmp)
         unlink(tmp);
     signal(sig, SIG_DFL);
@@ -302,7 +294,7 @@ static int name_temp(cli_mapped_out *m)
         temp_name(m->target, seed, attempt, m->tmp);
         if (linkat(AT_FDCWD, proc, AT_FDCWD, m->tmp, AT_SYMLINK_FOLLOW) == 0) {
             m->named = 1;
-            g_temp_path = m->tmp;
+            cli_signals_temp_path(m->tmp);
             return 1;
         }
         if (errno != EEXIST)
@@ -362,7 +354,7 @@ int cli_map_output(convolve_context *ctx, const char *path, const convolve_layou
                        "directory: %s", path, strerror(e));
     }
     if (m->named)
-        g_temp_path = m->tmp;
+        cli_signals_temp_path(m->tmp);
     int e = replaces && !copy_owner_mode(m->fd, &old) ? errno : 0;
     /* reserve the blocks now: a full disk is an error here, not a SIGBUS
      * while writing through the mapping */
@@ -477,7 +469,7 @@ int cli_map_output_commit(cli_mapped_out *m, char *msg)
         return cli_msg(msg, CLI_RESOURCE, "cannot save '%s': error %s it: %s", path, step,
                        strerror(e));
     }
-    g_temp_path = NULL;
+    cli_signals_temp_path(NULL);
     /* make the rename durable; a failure here loses nothing already written */
     char *slash = strrchr(m->target, '/');
     if (slash)
@@ -499,7 +491,7 @@ void cli_map_output_discard(cli_mapped_out *m)
     if (m->fd >= 0)
         close(m->fd);
     if (m->named) {
-        g_temp_path = NULL;
+        cli_signals_temp_path(NULL);
         unlink(m->tmp);
     }
     free(m->tmp);

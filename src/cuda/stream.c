@@ -144,7 +144,8 @@ static void free_worker_keep_device(worker_res *r)
     r->device = device;
 }
 
-void cvcu_stream_cache_free(struct cvcu_stream_cache *c)
+/* Frees what the streamed executor kept in a plan (its stream_free). */
+static void cache_free(struct cvcu_stream_cache *c)
 {
     if (!c)
         return;
@@ -523,7 +524,7 @@ convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job
     /* buffers made for another geometry (another budget) are remade */
     if (c && (c->count != W || c->workers[0].slab_rows != job->slab_rows ||
               c->workers[0].max_ext_rows != job->max_ext_rows)) {
-        cvcu_stream_cache_free(c);
+        cache_free(c);
         plan->stream = c = NULL;
     }
     if (!c) {
@@ -533,6 +534,7 @@ convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job
         }
         c->count = W;
         plan->stream = c;
+        plan->stream_free = cache_free;
     }
     int current = plan->device;
     for (int w = 0; w < W; w++)
