@@ -11,14 +11,48 @@
 #include <stdlib.h>
 #include <string.h>
 
-void convolve_options_init(convolve_options *o)
+void convolve_options_init_size(convolve_options *o, size_t size)
 {
-    if (!o)
+    if (!o || size < sizeof o->size)
         return;
-    memset(o, 0, sizeof *o);
-    o->operation = CONVOLVE_OP_CONVOLVE;
-    o->mode = CONVOLVE_MODE_REFLECT;
-    o->backend = CONVOLVE_BACKEND_AUTO;
+    convolve_options d;
+    memset(&d, 0, sizeof d);
+    d.size = size;
+    d.operation = CONVOLVE_OP_CONVOLVE;
+    d.mode = CONVOLVE_MODE_REFLECT;
+    d.backend = CONVOLVE_BACKEND_AUTO;
+    memcpy(o, &d, size < sizeof d ? size : sizeof d);
+    if (size > sizeof d) /* a newer header's fields: 0 by default */
+        memset((char *)o + sizeof d, 0, size - sizeof d);
+}
+
+void(convolve_options_init)(convolve_options *o)
+{
+    convolve_options_init_size(o, sizeof *o);
+}
+
+/* The caller's options (*src, src->size bytes, as its convolve.h laid them
+ * out: ours, or a prefix or an extension of ours) as this library lays them
+ * out, in *dst: the fields within src->size, the defaults past it.
+ * Errors: INVALID_ARGUMENT (size 0: never filled; fields set past ours). */
+static convolve_status copy_options(convolve_context *ctx, const convolve_options *src,
+                                    convolve_options *dst)
+{
+    const size_t n = src->size;
+    if (n <= sizeof src->size)
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                         "options->size is %zu: fill options with convolve_options_init first",
+                         n);
+    for (size_t i = sizeof *dst; i < n; i++)
+        if (((const unsigned char *)src)[i])
+            return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                             "options set a field this library does not know (byte %zu of "
+                             "%zu; it knows %zu): the program was built against a newer "
+                             "convolve.h", i, n, sizeof *dst);
+    convolve_options_init(dst);
+    memcpy(dst, src, n < sizeof *dst ? n : sizeof *dst);
+    dst->size = sizeof *dst;
+    return CONVOLVE_OK;
 }
 
 static convolve_status check_options(convolve_context *ctx, const convolve_options *o)
@@ -331,12 +365,13 @@ convolve_status convolve_plan_create(convolve_context *ctx, convolve_plan **out_
     if (!ctx || !filter)
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                          "convolve_plan_create: %s is NULL", ctx ? "filter" : "context");
-    convolve_options defaults;
-    if (!options) {
-        convolve_options_init(&defaults);
-        options = &defaults;
-    }
+    convolve_options copy;
     convolve_status st;
+    if (!options)
+        convolve_options_init(&copy);
+    else if ((st = copy_options(ctx, options, &copy)) != CONVOLVE_OK)
+        return st;
+    options = &copy;
     if ((st = check_options(ctx, options)) != CONVOLVE_OK ||
         (st = cvi_check_layout(ctx, in, "input", 0)) != CONVOLVE_OK ||
         (st = cvi_check_layout(ctx, out, "output", 1)) != CONVOLVE_OK)
