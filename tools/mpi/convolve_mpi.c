@@ -284,7 +284,7 @@ static int read_setup(convolve_context *ctx, const args *a, setup *s, double **w
     if (!a->run.force && a->run.weights && same_file(a->run.weights, a->run.output))
         return snprintf(msg, cap, "OUTPUT '%s' is the weights file; choose another name, or "
                         "pass --force to replace it", a->run.output), CLI_BAD_INPUT;
-    if (cli_npy_read_header(a->run.input, &s->h, msg, cap))
+    if (cli_npy_read_header(ctx, a->run.input, &s->h, msg, cap))
         return CLI_BAD_INPUT;
     if (!a->run.weights)
         return CLI_OK;
