@@ -615,6 +615,10 @@ typedef enum convolve_format {
 
 /* "auto", "npy", "png", "jpeg", "pnm", "text", "tiff"; NULL for unknown. */
 CONVOLVE_API const char *convolve_format_name(convolve_format format);
+/* The index-th file extension (lower case, without the dot) that names
+ * format, or with CONVOLVE_FORMAT_AUTO the index-th of all formats ("npy",
+ * "png", "jpg", "jpeg", ...); NULL past the last. */
+CONVOLVE_API const char *convolve_format_extension(convolve_format format, size_t index);
 /* The format a path's extension names (.npy .png .jpg .jpeg .pgm .ppm .pnm .txt
  * .tif .tiff); CONVOLVE_FORMAT_AUTO when none does. */
 CONVOLVE_API convolve_format convolve_format_from_path(const char *path);

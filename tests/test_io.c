@@ -191,6 +191,24 @@ static void arrays(void)
     CHECK(convolve_format_from_path("dir.png/x") == CONVOLVE_FORMAT_AUTO, "dir ext");
     CHECK(convolve_format_from_path(".png") == CONVOLVE_FORMAT_AUTO, "hidden file");
     CHECK(convolve_format_from_path(NULL) == CONVOLVE_FORMAT_AUTO, "NULL path");
+    /* every extension listed names its format; each format's are among all */
+    const char *want = "npy png jpg jpeg pgm ppm pnm tif tiff txt";
+    char got[128] = "";
+    for (size_t i = 0; convolve_format_extension(CONVOLVE_FORMAT_AUTO, i); i++)
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? " " : "",
+                 convolve_format_extension(CONVOLVE_FORMAT_AUTO, i));
+    CHECK(strcmp(got, want) == 0, "extensions: '%s', expected '%s'", got, want);
+    for (int f = CONVOLVE_FORMAT_NPY; f <= CONVOLVE_FORMAT_TIFF; f++) {
+        size_t n = 0;
+        for (const char *e; (e = convolve_format_extension((convolve_format)f, n)) != NULL; n++) {
+            char path[32];
+            snprintf(path, sizeof path, "x.%s", e);
+            CHECK(convolve_format_from_path(path) == (convolve_format)f, "%s: format %d", path,
+                  f);
+        }
+        CHECK(n > 0, "format %s has no extension", convolve_format_name((convolve_format)f));
+    }
+    CHECK(convolve_format_extension((convolve_format)7, 0) == NULL, "unknown format's extension");
 }
 
 static void conversion(void)

@@ -143,18 +143,8 @@ const char *cli_words_named_filter(size_t i)
     return word;
 }
 
-/* The file extensions the library reads and writes (convolve_format_from_path
- * knows them): candidates that it does not know are left out. */
+/* The file extensions the library reads and writes. */
 const char *cli_words_extension(size_t i)
 {
-    static const char *const candidates[] = {"npy", "png", "jpg",  "jpeg", "pgm",
-                                             "ppm", "pnm", "tif", "tiff", "txt"};
-    size_t seen = 0;
-    for (size_t k = 0; k < sizeof candidates / sizeof candidates[0]; k++) {
-        char probe[16];
-        snprintf(probe, sizeof probe, "x.%s", candidates[k]);
-        if (convolve_format_from_path(probe) != CONVOLVE_FORMAT_AUTO && seen++ == i)
-            return candidates[k];
-    }
-    return NULL;
+    return convolve_format_extension(CONVOLVE_FORMAT_AUTO, i);
 }
