@@ -733,6 +733,30 @@ CONVOLVE_API convolve_status convolve_npy_header(convolve_context *ctx,
                                                  size_t capacity, size_t *size);
 
 /*
+ * A temporary file for what is to replace the file at path, as
+ * convolve_array_save writes: in path's folder (so that a rename replaces
+ * path), open for reading and writing, mode 0644 less the umask, or the
+ * owner, group (where permitted) and mode of the regular file at path if
+ * there is one. Where the file system allows and need_name is 0 it has no
+ * name (Linux's O_TMPFILE), so that a process ending before
+ * convolve_temp_file_name leaves nothing, and name receives ""; else it is
+ * created under a fresh name ".BASE.XXXXXX" beside path, written into
+ * name. name_size must be at least strlen(path) + 9. Returns the file
+ * descriptor, or -1 with errno set (EISDIR: path ends in '/', "." or "..";
+ * ENAMETOOLONG: name_size too small; else what creating the file gave).
+ */
+CONVOLVE_API int convolve_temp_file_open(const char *path, int need_name, char *name,
+                                         size_t name_size);
+
+/*
+ * Gives the unnamed temporary file fd (convolve_temp_file_open) a fresh name
+ * ".BASE.XXXXXX" beside path, written into name (name_size as above), so
+ * that it can be renamed over path. 0, or -1 with errno set.
+ */
+CONVOLVE_API int convolve_temp_file_name(int fd, const char *path, char *name,
+                                         size_t name_size);
+
+/*
  * Converts an array to another element type: float to integer rounds to
  * nearest (ties to even) and saturates; NaN becomes 0. Errors: INVALID_ARGUMENT,
  * OUT_OF_MEMORY.

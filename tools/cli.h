@@ -52,24 +52,6 @@ int cli_parse_finite(const char *s, double *v);
 /* Seconds on the monotonic clock, for intervals. */
 double cli_now_s(void);
 
-/* ---- temporary output files (cli_temp.c) ---------------------------------- */
-
-struct stat;
-
-/* A new temporary file for target in its folder, open for reading and
- * writing, mode 0644 less the umask: unnamed (O_TMPFILE; *named 0) where
- * the file system allows and need_name is 0, else a fresh name
- * ".BASE.XXXXXX" beside target (*named 1). *tmp is malloc'd either way,
- * strlen(target) + 9 bytes: the name, or room for the one cli_temp_name
- * gives. Returns the descriptor, or -1 with errno. */
-int cli_temp_create(const char *target, int need_name, char **tmp, int *named);
-/* Names the unnamed temporary file fd ".BASE.XXXXXX" beside target, into
- * tmp (strlen(target) + 9 bytes), through /proc/self/fd. 0, or -1 with errno. */
-int cli_temp_name(int fd, const char *target, char *tmp);
-/* Gives fd the owner, group (where permitted) and mode of the file old,
- * which it is to replace. 0, or -1 with errno. */
-int cli_temp_copy_owner(int fd, const struct stat *old);
-
 /* ---- option tables ---------------------------------------------------------- */
 
 /* What an option's apply function returns, besides CLI_OK and an exit code

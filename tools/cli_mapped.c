@@ -229,15 +229,21 @@ int cli_map_output(convolve_context *ctx, const char *path, const convolve_layou
         return cli_msg(msg, CLI_RESOURCE, "cannot save '%s': it exists and is not a regular "
                        "file", path);
     }
-    if ((m->fd = cli_temp_create(m->target, 0, &m->tmp, &m->named)) < 0) {
+    const size_t tmp_size = strlen(m->target) + 9;
+    if (!(m->tmp = malloc(tmp_size))) {
+        cli_map_output_discard(m);
+        return cli_msg(msg, CLI_RESOURCE, "out of memory");
+    }
+    /* unnamed where possible; with the owner and mode of the file replaced */
+    if ((m->fd = convolve_temp_file_open(m->target, 0, m->tmp, tmp_size)) < 0) {
         int e = errno;
         cli_map_output_discard(m);
         return cli_msg(msg, CLI_RESOURCE, "cannot save '%s': cannot create a file in its "
                        "directory: %s", path, strerror(e));
     }
-    if (m->named)
+    if ((m->named = m->tmp[0] != '\0'))
         cli_signals_temp_path(m->tmp);
-    int e = replaces && cli_temp_copy_owner(m->fd, &old) != 0 ? errno : 0;
+    int e = 0;
     /* reserve the blocks now: a full disk is an error here, not a SIGBUS
      * while writing through the mapping */
     if (e == 0 && (e = posix_fallocate(m->fd, 0, (off_t)m->map_bytes)) != 0 &&
@@ -327,7 +333,7 @@ int cli_map_output_commit(cli_mapped_out *m, char *msg)
     }
     if (ok && !m->named) {
         step = "naming the temporary file for";
-        ok = cli_temp_name(m->fd, m->target, m->tmp) == 0;
+        ok = convolve_temp_file_name(m->fd, m->target, m->tmp, strlen(m->target) + 9) == 0;
         if (ok) {
             m->named = 1;
             cli_signals_temp_path(m->tmp);

@@ -359,27 +359,14 @@ static int mpi_msg(int err, const char *what, char *msg, size_t cap)
 static int make_temp(const char *path, const char *header, size_t hlen, char *tmp, size_t cap,
                      char *msg, size_t mcap)
 {
-    char *name = NULL;
-    int named;
-    int fd = cli_temp_create(path, 1, &name, &named);
+    int fd = convolve_temp_file_open(path, 1, tmp, cap);
     if (fd >= 0) {
-        struct stat old;
-        int ok = strlen(name) < cap;
-        if (ok)
-            snprintf(tmp, cap, "%s", name);
-        else
-            errno = ENAMETOOLONG;
-        if (ok && stat(path, &old) == 0 && S_ISREG(old.st_mode))
-            ok = cli_temp_copy_owner(fd, &old) == 0;
-        ok = ok && write(fd, header, hlen) == (ssize_t)hlen;
+        int ok = write(fd, header, hlen) == (ssize_t)hlen;
         ok = close(fd) == 0 && ok;
-        if (ok) {
-            free(name);
+        if (ok)
             return CLI_OK;
-        }
-        unlink(name);
+        unlink(tmp);
     }
-    free(name);
     snprintf(msg, mcap, "cannot create a temporary file beside '%s': %s", path,
              strerror(errno ? errno : EIO));
     tmp[0] = '\0';
