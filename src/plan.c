@@ -11,19 +11,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The defaults (static: its padding is zero too); every other field 0. */
+static const convolve_options k_default_options = {
+    .operation = CONVOLVE_OP_CONVOLVE,
+    .mode = CONVOLVE_MODE_REFLECT,
+    .backend = CONVOLVE_BACKEND_AUTO,
+};
+
 void convolve_options_init_size(convolve_options *o, size_t size)
 {
     if (!o || size < sizeof o->size)
         return;
-    convolve_options d;
-    memset(&d, 0, sizeof d);
-    d.size = size;
-    d.operation = CONVOLVE_OP_CONVOLVE;
-    d.mode = CONVOLVE_MODE_REFLECT;
-    d.backend = CONVOLVE_BACKEND_AUTO;
-    memcpy(o, &d, size < sizeof d ? size : sizeof d);
-    if (size > sizeof d) /* a newer header's fields: 0 by default */
-        memset((char *)o + sizeof d, 0, size - sizeof d);
+    const size_t ours = sizeof k_default_options;
+    memcpy(o, &k_default_options, size < ours ? size : ours);
+    if (size > ours) /* a newer header's fields: 0 by default */
+        memset((char *)o + ours, 0, size - ours);
+    o->size = size;
 }
 
 void(convolve_options_init)(convolve_options *o)
