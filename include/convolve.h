@@ -444,7 +444,7 @@ CONVOLVE_API void convolve_options_init_size(convolve_options *options, size_t s
  * this header's sizeof(convolve_options). The macro is what C callers use;
  * the function of the same name (this library's size) serves bindings that
  * cannot expand macros. */
-CONVOLVE_API void(convolve_options_init)(convolve_options *options);
+CONVOLVE_API void (convolve_options_init)(convolve_options *options);
 #define convolve_options_init(options) \
     convolve_options_init_size((options), sizeof(convolve_options))
 

@@ -29,7 +29,7 @@ void convolve_options_init_size(convolve_options *o, size_t size)
     o->size = size;
 }
 
-void(convolve_options_init)(convolve_options *o)
+void (convolve_options_init)(convolve_options *o)
 {
     convolve_options_init_size(o, sizeof *o);
 }
