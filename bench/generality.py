@@ -148,7 +148,7 @@ class Ours:
         assert st == cc.OK, lib.convolve_last_error(self.ctx)
         li, lo = self.layout(case, case.dtype), self.layout(case, case.out_dtype)
         opt = cc.Options()
-        lib.convolve_options_init(C.byref(opt))
+        lib.convolve_options_init_size(C.byref(opt), C.sizeof(opt))
         opt.operation = 1  # correlate, as CuPy's correlate
         opt.mode = cc.MODES.index(case.mode)
         opt.backend = cc.BACKEND_CUDA

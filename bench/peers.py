@@ -97,7 +97,7 @@ class Ours:
         lay.channels = channels
         lay.channel_stride = np.dtype(dtype).itemsize
         opt = cc.Options()
-        lib.convolve_options_init(C.byref(opt))
+        lib.convolve_options_init_size(C.byref(opt), C.sizeof(opt))
         opt.operation = 1  # correlate, as the peers do
         opt.mode = cc.MODES.index(mode)
         opt.backend = cc.BACKEND_CUDA

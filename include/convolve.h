@@ -388,6 +388,13 @@ typedef struct convolve_progress {
 typedef int (*convolve_progress_fn)(void *user, const convolve_progress *progress);
 
 typedef struct convolve_options {
+    /* sizeof(convolve_options) as the caller was compiled; set by
+     * convolve_options_init, which must fill every options struct first.
+     * Fields are only ever appended (each 0 or NULL by default), so the
+     * library reads the fields within `size` and takes the defaults for
+     * those past it: a program built against an older convolve.h runs with
+     * a newer library of the same SONAME (docs/architecture.md, "ABI"). */
+    size_t size;
     convolve_operation operation;       /* default CONVOLVE_OP_CONVOLVE */
     convolve_mode mode;                 /* default CONVOLVE_MODE_REFLECT */
     double cval;                        /* value past the edges in CONSTANT mode; default 0 */
@@ -426,9 +433,20 @@ typedef struct convolve_options {
     void *progress_user;
 } convolve_options;
 
-/* Fills *options with the defaults above (every field added later is 0 or
- * NULL by default). */
-CONVOLVE_API void convolve_options_init(convolve_options *options);
+/* Fills the first `size` bytes of *options with the defaults above and
+ * sets options->size = size (every field added later is 0 or NULL by
+ * default; bytes past the library's own struct are zeroed). Nothing is
+ * written when options is NULL or size < sizeof(size_t). Call it through
+ * convolve_options_init, which passes the caller's sizeof. */
+CONVOLVE_API void convolve_options_init_size(convolve_options *options, size_t size);
+
+/* Fills *options with the defaults above: convolve_options_init_size with
+ * this header's sizeof(convolve_options). The macro is what C callers use;
+ * the function of the same name (this library's size) serves bindings that
+ * cannot expand macros. */
+CONVOLVE_API void (convolve_options_init)(convolve_options *options);
+#define convolve_options_init(options) \
+    convolve_options_init_size((options), sizeof(convolve_options))
 
 typedef struct convolve_plan convolve_plan;
 
@@ -438,9 +456,12 @@ typedef struct convolve_plan convolve_plan;
  * nearest, ties to even, and saturated). The filter must have in->ndim
  * dimensions. Everything is validated here, once; the layouts, filter and
  * options are copied, so they may be freed after this call.
- * options->devices is copied too. Errors: INVALID_ARGUMENT (also a
- * device_count below -1, devices NULL with device_count > 0, a device number
- * repeated, negative, or, for a CUDA plan, not a device of the host),
+ * options->devices is copied too. Errors: INVALID_ARGUMENT (also an
+ * options->size of 0 (options not filled by convolve_options_init), or
+ * larger than this library's with a field past its own set (a program
+ * built against a newer convolve.h); a device_count below -1, devices NULL with device_count > 0,
+ * a device number repeated, negative, or, for a CUDA plan, not a device of
+ * the host),
  * BAD_LAYOUT, BAD_FILTER, BAD_ORIGIN, SIZE_OVERFLOW,
  * OUT_OF_MEMORY, UNSUPPORTED (the named strategy cannot serve this case; the
  * message says why), BACKEND_UNAVAILABLE (CUDA asked for but not usable).
@@ -594,6 +615,10 @@ typedef enum convolve_format {
 
 /* "auto", "npy", "png", "jpeg", "pnm", "text", "tiff"; NULL for unknown. */
 CONVOLVE_API const char *convolve_format_name(convolve_format format);
+/* The index-th file extension (lower case, without the dot) that names
+ * format, or with CONVOLVE_FORMAT_AUTO the index-th of all formats ("npy",
+ * "png", "jpg", "jpeg", ...); NULL past the last. */
+CONVOLVE_API const char *convolve_format_extension(convolve_format format, size_t index);
 /* The format a path's extension names (.npy .png .jpg .jpeg .pgm .ppm .pnm .txt
  * .tif .tiff); CONVOLVE_FORMAT_AUTO when none does. */
 CONVOLVE_API convolve_format convolve_format_from_path(const char *path);
@@ -706,6 +731,30 @@ CONVOLVE_API convolve_status convolve_npy_inspect(convolve_context *ctx, const c
 CONVOLVE_API convolve_status convolve_npy_header(convolve_context *ctx,
                                                  const convolve_layout *layout, void *buf,
                                                  size_t capacity, size_t *size);
+
+/*
+ * A temporary file for what is to replace the file at path, as
+ * convolve_array_save writes: in path's folder (so that a rename replaces
+ * path), open for reading and writing, mode 0644 less the umask, or the
+ * owner, group (where permitted) and mode of the regular file at path if
+ * there is one. Where the file system allows and need_name is 0 it has no
+ * name (Linux's O_TMPFILE), so that a process ending before
+ * convolve_temp_file_name leaves nothing, and name receives ""; else it is
+ * created under a fresh name ".BASE.XXXXXX" beside path, written into
+ * name. name_size must be at least strlen(path) + 9. Returns the file
+ * descriptor, or -1 with errno set (EISDIR: path ends in '/', "." or "..";
+ * ENAMETOOLONG: name_size too small; else what creating the file gave).
+ */
+CONVOLVE_API int convolve_temp_file_open(const char *path, int need_name, char *name,
+                                         size_t name_size);
+
+/*
+ * Gives the unnamed temporary file fd (convolve_temp_file_open) a fresh name
+ * ".BASE.XXXXXX" beside path, written into name (name_size as above), so
+ * that it can be renamed over path. 0, or -1 with errno set.
+ */
+CONVOLVE_API int convolve_temp_file_name(int fd, const char *path, char *name,
+                                         size_t name_size);
 
 /*
  * Converts an array to another element type: float to integer rounds to

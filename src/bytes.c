@@ -1,8 +1,9 @@
 /*
- * bytes.c - a growable byte buffer, and writing bytes to a file atomically
- * (a temporary file in the target's folder, unnamed where the file system
- * allows, fsynced, then named and renamed over the target). Used
- * by the wisdom file (wisdom.c) and by the writers of src/io/.
+ * bytes.c - a growable byte buffer; the temporary file that replaces a
+ * file when complete (convolve_temp_file_open, _name: in the target's
+ * folder, unnamed where the file system allows, named at the end; also the
+ * CLI's mapped outputs and convolve-mpi's); and writing bytes to a file
+ * atomically through one (the wisdom file, the writers of src/io/).
  */
 #define _GNU_SOURCE /* O_TMPFILE */
 
@@ -138,7 +139,7 @@ static int open_unnamed(const char *path, size_t dirlen)
         return -1;
     memcpy(dir, dirlen ? path : ".", dirlen ? dirlen : 1);
     dir[dirlen ? dirlen : 1] = '\0';
-    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
     if (fd < 0)
         return -1;
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
@@ -154,21 +155,6 @@ static int open_unnamed(const char *path, size_t dirlen)
 #endif
 }
 
-/* Gives the unnamed file fd the name tmp (a fresh name beside path). */
-static int link_unnamed(int fd, const char *path, size_t dirlen, char *tmp)
-{
-    char proc[64];
-    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-    for (int attempt = 0; attempt < 100; attempt++) {
-        temp_name(path, dirlen, tmp);
-        if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0)
-            return 1;
-        if (errno != EEXIST)
-            return 0;
-    }
-    return 0;
-}
-
 /* Gives fd the owner, group (where permitted) and mode of the file old. */
 static int copy_owner_mode(int fd, const struct stat *old)
 {
@@ -178,14 +164,80 @@ static int copy_owner_mode(int fd, const struct stat *old)
     return fchmod(fd, old->st_mode & 07777) == 0;
 }
 
+/* The length of path's folder part (up to its last '/'); -1 with errno
+ * EISDIR when path names no file (ends with '/', ".", ".."), ENAMETOOLONG
+ * when name_size cannot hold a temporary name beside it. */
+static ptrdiff_t check_temp_path(const char *path, size_t name_size)
+{
+    if (!path) {
+        errno = EINVAL;
+        return -1;
+    }
+    const char *slash = strrchr(path, '/');
+    size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
+    const char *base = path + dirlen;
+    if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
+        errno = EISDIR;
+        return -1;
+    }
+    if (name_size < strlen(path) + 9) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return (ptrdiff_t)dirlen;
+}
+
+int convolve_temp_file_open(const char *path, int need_name, char *name, size_t name_size)
+{
+    const ptrdiff_t dirlen = check_temp_path(path, name ? name_size : 0);
+    if (dirlen < 0)
+        return -1;
+    name[0] = '\0';
+    int fd = need_name ? -1 : open_unnamed(path, (size_t)dirlen);
+    for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
+        temp_name(path, (size_t)dirlen, name);
+        fd = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    struct stat old;
+    if (fd >= 0 && stat(path, &old) == 0 && S_ISREG(old.st_mode) && !copy_owner_mode(fd, &old)) {
+        int e = errno;
+        close(fd);
+        if (name[0])
+            unlink(name);
+        errno = e;
+        fd = -1;
+    }
+    if (fd < 0)
+        name[0] = '\0';
+    return fd;
+}
+
+int convolve_temp_file_name(int fd, const char *path, char *name, size_t name_size)
+{
+    const ptrdiff_t dirlen = check_temp_path(path, name ? name_size : 0);
+    if (dirlen < 0)
+        return -1;
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    for (int attempt = 0; attempt < 100; attempt++) {
+        temp_name(path, (size_t)dirlen, name);
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0)
+            return 0;
+        if (errno != EEXIST)
+            break;
+    }
+    name[0] = '\0';
+    return -1;
+}
+
 /*
- * Writes the bytes to a file without a name in path's folder (O_TMPFILE),
- * or where the file system has none to a new file ".NAME.XXXXXX" beside
- * path (created with O_EXCL); either is created with mode 0644 (the umask
- * applies), or given the owner, group (where permitted) and mode of the
- * file it replaces. It is fsynced, named ".NAME.XXXXXX" (the unnamed one,
- * with linkat through /proc/self/fd) and renamed over path. On failure the
- * temporary file is removed.
+ * Writes the bytes to a temporary file beside path (convolve_temp_file_open:
+ * unnamed where the file system allows, else ".NAME.XXXXXX"; mode 0644 less
+ * the umask, or the owner, group where permitted, and mode of the file it
+ * replaces), fsyncs it, names it (the unnamed one) and renames it over
+ * path. On failure the temporary file is removed.
  */
 convolve_status cvi_write_file_atomic(convolve_context *ctx, const char *path,
                                       const unsigned char *data, size_t size)
@@ -200,37 +252,23 @@ convolve_status cvi_write_file_atomic(convolve_context *ctx, const char *path,
     char *tmp = malloc(len);
     if (!tmp)
         return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory saving '%s'", path);
-    int fd = open_unnamed(path, dirlen), named = fd < 0;
-    for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        temp_name(path, dirlen, tmp);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd < 0 && errno != EEXIST) {
-            int e = errno;
-            free(tmp);
-            return cvi_error(ctx, CONVOLVE_ERROR_IO,
-                             "cannot save '%s': cannot create a file in its directory: %s", path,
-                             strerror(e));
-        }
-    }
+    int fd = convolve_temp_file_open(path, 0, tmp, len), named = tmp[0] != '\0';
     if (fd < 0) {
+        int e = errno;
         free(tmp);
         return cvi_error(ctx, CONVOLVE_ERROR_IO,
-                         "cannot save '%s': no free temporary file name beside it", path);
+                         "cannot save '%s': cannot create a file in its directory: %s", path,
+                         strerror(e));
     }
-    struct stat old;
-    const char *step = "giving the temporary file the owner and mode of";
-    int ok = stat(path, &old) != 0 || !S_ISREG(old.st_mode) || copy_owner_mode(fd, &old);
-    if (ok) {
-        step = "writing";
-        ok = write_all(fd, data, size);
-    }
+    const char *step = "writing";
+    int ok = write_all(fd, data, size);
     if (ok) {
         step = "syncing";
         ok = fsync(fd) == 0;
     }
     if (ok && !named) {
         step = "naming the temporary file for";
-        named = ok = link_unnamed(fd, path, dirlen, tmp);
+        named = ok = convolve_temp_file_name(fd, path, tmp, len) == 0;
     }
     int e = errno;
     if (close(fd) != 0 && ok) {

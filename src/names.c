@@ -1,6 +1,6 @@
 /*
- * names.c - version queries and the names of statuses, element types, modes,
- * backends and file formats, with their parsers.
+ * names.c - version queries and the names of statuses, element types, modes
+ * and backends, with their parsers (file formats: src/io/format.c).
  */
 #include "internal.h"
 
@@ -84,8 +84,6 @@ static int lookup(const char *const *table, const char *name)
 static const char *const k_dtype[] = {"float32", "float64", "uint8", "uint16", NULL};
 static const char *const k_mode[] = {"reflect", "constant", "nearest", "mirror", "wrap", NULL};
 static const char *const k_backend[] = {"auto", "cpu", "cuda", NULL};
-static const char *const k_format[] = {"auto", "npy",  "png",  "jpeg",
-                                       "pnm",  "text", "tiff", NULL};
 
 /* The names in a NULL-terminated table. */
 #define COUNT_NAMES(table) (sizeof table / sizeof table[0] - 1)
@@ -96,7 +94,6 @@ _Static_assert(sizeof k_status / sizeof k_status[0] == CONVOLVE_ERROR_LIMIT + 1,
 _Static_assert(COUNT_NAMES(k_dtype) == CONVOLVE_UINT16 + 1, "a dtype without a name");
 _Static_assert(COUNT_NAMES(k_mode) == CONVOLVE_MODE_WRAP + 1, "a mode without a name");
 _Static_assert(COUNT_NAMES(k_backend) == CONVOLVE_BACKEND_CUDA + 1, "a backend without a name");
-_Static_assert(COUNT_NAMES(k_format) == CONVOLVE_FORMAT_TIFF + 1, "a format without a name");
 
 size_t convolve_dtype_size(convolve_dtype dtype)
 {
@@ -149,9 +146,4 @@ convolve_status convolve_backend_parse(const char *name, convolve_backend *backe
         return CONVOLVE_ERROR_INVALID_ARGUMENT;
     *backend = (convolve_backend)i;
     return CONVOLVE_OK;
-}
-
-const char *convolve_format_name(convolve_format format)
-{
-    return (unsigned)format < COUNT_NAMES(k_format) ? k_format[format] : NULL;
 }

@@ -10,16 +10,52 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-void convolve_options_init(convolve_options *o)
+/* The defaults (static: its padding is zero too); every other field 0. */
+static const convolve_options k_default_options = {
+    .operation = CONVOLVE_OP_CONVOLVE,
+    .mode = CONVOLVE_MODE_REFLECT,
+    .backend = CONVOLVE_BACKEND_AUTO,
+};
+
+void convolve_options_init_size(convolve_options *o, size_t size)
 {
-    if (!o)
+    if (!o || size < sizeof o->size)
         return;
-    memset(o, 0, sizeof *o);
-    o->operation = CONVOLVE_OP_CONVOLVE;
-    o->mode = CONVOLVE_MODE_REFLECT;
-    o->backend = CONVOLVE_BACKEND_AUTO;
+    const size_t ours = sizeof k_default_options;
+    memcpy(o, &k_default_options, size < ours ? size : ours);
+    if (size > ours) /* a newer header's fields: 0 by default */
+        memset((char *)o + ours, 0, size - ours);
+    o->size = size;
+}
+
+void (convolve_options_init)(convolve_options *o)
+{
+    convolve_options_init_size(o, sizeof *o);
+}
+
+/* The caller's options (*src, src->size bytes, as its convolve.h laid them
+ * out: ours, or a prefix or an extension of ours) as this library lays them
+ * out, in *dst: the fields within src->size, the defaults past it.
+ * Errors: INVALID_ARGUMENT (size 0: never filled; fields set past ours). */
+static convolve_status copy_options(convolve_context *ctx, const convolve_options *src,
+                                    convolve_options *dst)
+{
+    const size_t n = src->size;
+    if (n <= sizeof src->size)
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                         "options->size is %zu: fill options with convolve_options_init first",
+                         n);
+    for (size_t i = sizeof *dst; i < n; i++)
+        if (((const unsigned char *)src)[i])
+            return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                             "options set a field this library does not know (byte %zu of "
+                             "%zu; it knows %zu): the program was built against a newer "
+                             "convolve.h", i, n, sizeof *dst);
+    convolve_options_init(dst);
+    memcpy(dst, src, n < sizeof *dst ? n : sizeof *dst);
+    dst->size = sizeof *dst;
+    return CONVOLVE_OK;
 }
 
 static convolve_status check_options(convolve_context *ctx, const convolve_options *o)
@@ -332,12 +368,13 @@ convolve_status convolve_plan_create(convolve_context *ctx, convolve_plan **out_
     if (!ctx || !filter)
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                          "convolve_plan_create: %s is NULL", ctx ? "filter" : "context");
-    convolve_options defaults;
-    if (!options) {
-        convolve_options_init(&defaults);
-        options = &defaults;
-    }
+    convolve_options copy;
     convolve_status st;
+    if (!options)
+        convolve_options_init(&copy);
+    else if ((st = copy_options(ctx, options, &copy)) != CONVOLVE_OK)
+        return st;
+    options = &copy;
     if ((st = check_options(ctx, options)) != CONVOLVE_OK ||
         (st = cvi_check_layout(ctx, in, "input", 0)) != CONVOLVE_OK ||
         (st = cvi_check_layout(ctx, out, "output", 1)) != CONVOLVE_OK)
@@ -447,13 +484,6 @@ static convolve_status check_pointers(convolve_plan *plan, const void *in, void 
     return CONVOLVE_OK;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Runs the whole plan as one slab, with the progress callback (if any)
  * called before and after. */
 static convolve_status execute_one_shot(convolve_plan *plan, const void *in, void *out)
@@ -462,7 +492,7 @@ static convolve_status execute_one_shot(convolve_plan *plan, const void *in, voi
     memset(&pr, 0, sizeof pr);
     pr.slabs_total = 1;
     pr.rows_total = plan->problem.shape[3 - plan->problem.ndim];
-    double t0 = now_s();
+    double t0 = cvi_now_s();
     if (plan->progress && plan->progress(plan->progress_user, &pr) != 0)
         return cvi_error(plan->ctx, CONVOLVE_ERROR_CANCELLED,
                          "cancelled by the progress callback before the start");
@@ -472,7 +502,7 @@ static convolve_status execute_one_shot(convolve_plan *plan, const void *in, voi
         pr.rows_done = pr.rows_total;
         pr.bytes_done = convolve_layout_count(&plan->in) * convolve_dtype_size(plan->in.dtype) +
                         convolve_layout_count(&plan->out) * convolve_dtype_size(plan->out.dtype);
-        pr.elapsed_s = now_s() - t0;
+        pr.elapsed_s = cvi_now_s() - t0;
         (void)plan->progress(plan->progress_user, &pr); /* all done: nothing left to cancel */
     }
     return st;

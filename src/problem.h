@@ -170,9 +170,12 @@ static inline int cvi_strategy_serves_ndim(const cvi_strategy *s, int ndim)
  * again); twice that must fit. xmax < 0: the input type's largest value,
  * at most the square root of the FFT type's (half its exponent range for
  * the input, half for the filter: float inputs are not bounded otherwise).
- * CONVOLVE_OK, or UNSUPPORTED with why (strategy.c). */
+ * CONVOLVE_OK, or UNSUPPORTED with why (problem.c). */
 convolve_status cvi_fft_range(const cvi_problem *p, int dbl, double points, double xmax,
                               char *why, size_t why_size);
+
+/* Seconds on the monotonic clock, for intervals (problem.c). */
+double cvi_now_s(void);
 
 #ifdef __cplusplus
 }

@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* The CPU slab when a progress callback is set: about this much input. */
 #define CVI_CPU_SLAB_BYTES ((size_t)64 << 20)
@@ -60,13 +59,6 @@ struct cvi_stream_state {
     void *progress_user;
     double t0;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- geometry -------------------------------------------------------------- */
 
@@ -616,15 +608,6 @@ convolve_status cvi_stream_fail(cvi_stream_job *job, int worker, convolve_status
     return status;
 }
 
-int cvi_stream_stopping(const cvi_stream_job *job)
-{
-    struct cvi_stream_state *s = job->state;
-    pthread_mutex_lock(&s->mutex);
-    int stop = s->stop;
-    pthread_mutex_unlock(&s->mutex);
-    return stop;
-}
-
 void cvi_stream_worker_exit(cvi_stream_job *job)
 {
     struct cvi_stream_state *s = job->state;
@@ -648,7 +631,7 @@ static void report_locked(cvi_stream_job *job, struct cvi_stream_state *s, int f
     pr.bytes_done = s->bytes_done;
     s->slabs_reported = s->slabs_done;
     pthread_mutex_unlock(&s->mutex);
-    pr.elapsed_s = now_s() - s->t0;
+    pr.elapsed_s = cvi_now_s() - s->t0;
     int stop = s->progress(s->progress_user, &pr) != 0;
     pthread_mutex_lock(&s->mutex);
     s->slabs_released = pr.slabs_done;
@@ -988,7 +971,7 @@ convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const 
     pthread_cond_init(&state.changed, NULL);
     state.progress = plan->progress;
     state.progress_user = plan->progress_user;
-    state.t0 = now_s();
+    state.t0 = cvi_now_s();
     job.state = &state;
 
     convolve_status st = CONVOLVE_OK;

@@ -138,9 +138,6 @@ void cvi_stream_done(cvi_stream_job *job, const cvi_slab *slab);
  * stops; the first failure is the one reported. Returns status. */
 convolve_status cvi_stream_fail(cvi_stream_job *job, int worker, convolve_status status);
 
-/* 1 once the job should stop taking slabs (cancelled or failed). */
-int cvi_stream_stopping(const cvi_stream_job *job);
-
 /* Worker reports: it has ended (thread-safe; after its last cvi_stream_done). */
 void cvi_stream_worker_exit(cvi_stream_job *job);
 

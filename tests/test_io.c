@@ -191,6 +191,24 @@ static void arrays(void)
     CHECK(convolve_format_from_path("dir.png/x") == CONVOLVE_FORMAT_AUTO, "dir ext");
     CHECK(convolve_format_from_path(".png") == CONVOLVE_FORMAT_AUTO, "hidden file");
     CHECK(convolve_format_from_path(NULL) == CONVOLVE_FORMAT_AUTO, "NULL path");
+    /* every extension listed names its format; each format's are among all */
+    const char *want = "npy png jpg jpeg pgm ppm pnm tif tiff txt";
+    char got[128] = "";
+    for (size_t i = 0; convolve_format_extension(CONVOLVE_FORMAT_AUTO, i); i++)
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? " " : "",
+                 convolve_format_extension(CONVOLVE_FORMAT_AUTO, i));
+    CHECK(strcmp(got, want) == 0, "extensions: '%s', expected '%s'", got, want);
+    for (int f = CONVOLVE_FORMAT_NPY; f <= CONVOLVE_FORMAT_TIFF; f++) {
+        size_t n = 0;
+        for (const char *e; (e = convolve_format_extension((convolve_format)f, n)) != NULL; n++) {
+            char path[32];
+            snprintf(path, sizeof path, "x.%s", e);
+            CHECK(convolve_format_from_path(path) == (convolve_format)f, "%s: format %d", path,
+                  f);
+        }
+        CHECK(n > 0, "format %s has no extension", convolve_format_name((convolve_format)f));
+    }
+    CHECK(convolve_format_extension((convolve_format)7, 0) == NULL, "unknown format's extension");
 }
 
 static void conversion(void)
@@ -1753,6 +1771,57 @@ static void format_capacity(void)
 
 /* ---- saving -------------------------------------------------------------------- */
 
+/* convolve_temp_file_open and _name: unnamed until named (where the file
+ * system allows), beside the target, with the mode of the file replaced. */
+static void temp_files(void)
+{
+    const char *target = tpath("temp_target.bin");
+    char name[600];
+    const int hidden = hidden_files();
+    write_bytes(target, "old", 3);
+    CHECK(chmod(target, 0640) == 0, "chmod: %s", strerror(errno));
+    int fd = convolve_temp_file_open(target, 0, name, sizeof name);
+    CHECK(fd >= 0, "convolve_temp_file_open: %s", strerror(errno));
+    if (fd < 0)
+        return;
+    struct stat sb;
+    CHECK(fstat(fd, &sb) == 0 && (sb.st_mode & 07777) == 0640, "mode %o, expected 0640",
+          (unsigned)(sb.st_mode & 07777));
+    if (name[0] == '\0') { /* unnamed: nothing in the folder yet */
+        CHECK(hidden_files() == hidden, "an unnamed temporary file shows in the folder");
+        CHECK(convolve_temp_file_name(fd, target, name, sizeof name) == 0,
+              "convolve_temp_file_name: %s", strerror(errno));
+    }
+    const char *slash = strrchr(name, '/');
+    CHECK(slash && strncmp(name, tmpdir, strlen(tmpdir)) == 0 &&
+              strncmp(slash + 1, ".temp_target.bin.", 17) == 0 && strlen(slash + 1) == 23,
+          "temporary name '%s' not .BASE.XXXXXX beside the target", name);
+    CHECK(write(fd, "new", 3) == 3 && close(fd) == 0, "writing the temporary file");
+    CHECK(rename(name, target) == 0, "rename: %s", strerror(errno));
+    CHECK(hidden_files() == hidden, "a temporary file left behind");
+    unsigned char got[8] = {0};
+    FILE *f = fopen(target, "rb");
+    CHECK(f && fread(got, 1, sizeof got, f) == 3 && memcmp(got, "new", 3) == 0,
+          "the target does not hold what was written");
+    if (f)
+        fclose(f);
+    /* a name from the start; the errors */
+    fd = convolve_temp_file_open(target, 1, name, sizeof name);
+    CHECK(fd >= 0 && name[0] && stat(name, &sb) == 0, "need_name: no named file");
+    if (fd >= 0) {
+        close(fd);
+        unlink(name);
+    }
+    errno = 0;
+    CHECK(convolve_temp_file_open(target, 0, name, strlen(target) + 8) < 0 &&
+              errno == ENAMETOOLONG, "a small name buffer: errno %d", errno);
+    errno = 0;
+    CHECK(convolve_temp_file_open(tpath("dir/"), 0, name, sizeof name) < 0 && errno == EISDIR,
+          "a path ending in '/': errno %d", errno);
+    unlink(target);
+    CHECK(hidden_files() == hidden, "a temporary file left behind at the end");
+}
+
 static void save_errors(void)
 {
     char target[512];
@@ -2105,6 +2174,7 @@ int main(void)
     format_detection();
     format_capacity();
     save_errors();
+    temp_files();
     file_settings();
     const char *rounds = getenv("CONVOLVE_TEST_MUTATIONS"); /* more for a longer soak */
     mutations(rounds ? atoi(rounds) : 400);

@@ -49,6 +49,9 @@ int cli_parse_long(const char *s, long lo, long hi, long *v);
  * small for a double gives the nearest (subnormal or 0), as Python's float(). */
 int cli_parse_finite(const char *s, double *v);
 
+/* Seconds on the monotonic clock, for intervals. */
+double cli_now_s(void);
+
 /* ---- option tables ---------------------------------------------------------- */
 
 /* What an option's apply function returns, besides CLI_OK and an exit code
@@ -134,9 +137,6 @@ typedef struct cli_command {
  * error (a flag given twice is the flag). Returns CLI_OK, CLI_DONE (answered: exit 0),
  * or an exit code after printing one line. */
 int cli_parse(const cli_command *cmd, int argc, char **argv, void *target);
-
-/* Finds an option by long name; NULL if none. */
-const cli_option *cli_find_option(const cli_command *cmd, const char *name, size_t len);
 
 /* Writes the usage text (--help). */
 void cli_print_help(const cli_command *cmd, FILE *f);

@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 /* One file to convolve. */
@@ -71,13 +70,6 @@ typedef struct batch {
     size_t next, done, failed, plans;
     int worst;
 } batch;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* The CPUs this process may run on. */
 static int cpu_count(void)
@@ -771,7 +763,7 @@ static int run_workers(batch *b, size_t jobs)
 
 int cli_batch(cli_run_args *a)
 {
-    const double t0 = now_s();
+    const double t0 = cli_now_s();
     batch b;
     memset(&b, 0, sizeof b);
     b.a = a;
@@ -832,7 +824,7 @@ int cli_batch(cli_run_args *a)
     if (rc == CLI_OK || b.done || b.failed)
         fprintf(stderr, "convolve: %zu file%s: %zu done, %zu failed; %zu plan%s; %.2f s\n", b.n,
                 b.n == 1 ? "" : "s", b.done, b.failed, b.plans, b.plans == 1 ? "" : "s",
-                now_s() - t0);
+                cli_now_s() - t0);
     for (size_t i = 0; i < b.n; i++)
         free(b.m[i].output);
     free(b.m);

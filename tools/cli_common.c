@@ -1,8 +1,9 @@
 /*
  * cli_common.c - the tools library's small helpers: the error printer, the
- * exit code of a library status, strict number parsing, and the word lists
- * (modes, backends, types, strategies, named filters) that options complete
- * from, taken from the library so that they are never typed twice.
+ * exit code of a library status, strict number parsing, the clock, and the
+ * word lists (modes, backends, types, strategies, named filters) that
+ * options complete from, taken from the library so that they are never
+ * typed twice.
  */
 #include "cli.h"
 
@@ -12,6 +13,14 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+double cli_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static int vfail(const char *program, int code, const char *fmt, va_list ap)
 {
@@ -134,18 +143,8 @@ const char *cli_words_named_filter(size_t i)
     return word;
 }
 
-/* The file extensions the library reads and writes (convolve_format_from_path
- * knows them): candidates that it does not know are left out. */
+/* The file extensions the library reads and writes. */
 const char *cli_words_extension(size_t i)
 {
-    static const char *const candidates[] = {"npy", "png", "jpg",  "jpeg", "pgm",
-                                             "ppm", "pnm", "tif", "tiff", "txt"};
-    size_t seen = 0;
-    for (size_t k = 0; k < sizeof candidates / sizeof candidates[0]; k++) {
-        char probe[16];
-        snprintf(probe, sizeof probe, "x.%s", candidates[k]);
-        if (convolve_format_from_path(probe) != CONVOLVE_FORMAT_AUTO && seen++ == i)
-            return candidates[k];
-    }
-    return NULL;
+    return convolve_format_extension(CONVOLVE_FORMAT_AUTO, i);
 }

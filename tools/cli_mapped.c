@@ -24,16 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
-
-/* The temporary file a signal handler must remove (NULL when none). */
-static const char *volatile g_temp_path;
-
-const char *cli_mapped_temp_path(void)
-{
-    return g_temp_path;
-}
 
 static size_t page_size(void)
 {
@@ -82,7 +73,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *context)
         g_prev_bus.sa_handler(sig);
         return;
     }
-    const char *tmp = g_temp_path;
+    const char *tmp = cli_signals_get_temp_path();
     if (tmp)
         unlink(tmp);
     signal(sig, SIG_DFL);
@@ -204,123 +195,6 @@ void cli_unmap_input(cli_mapped_in *m)
     cli_mapped_in_init(m);
 }
 
-/* Sets tmp (strlen(target) + 9 bytes) to a name ".BASE.XXXXXX" beside
- * target, the attempt-th of a sequence that differs between processes. */
-static void temp_name(const char *target, uint64_t seed, int attempt, char *tmp)
-{
-    static const char k_chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    const char *slash = strrchr(target, '/');
-    size_t dirlen = slash ? (size_t)(slash - target) + 1 : 0;
-    uint64_t r = seed + (uint64_t)attempt * 0xBF58476D1CE4E5B9ull;
-    r ^= r >> 31;
-    snprintf(tmp, strlen(target) + 9, "%.*s.%s.", (int)dirlen, target, target + dirlen);
-    char *p = tmp + strlen(tmp);
-    for (int i = 0; i < 6; i++, r /= 62)
-        *p++ = k_chars[r % 62];
-    *p = '\0';
-}
-
-static uint64_t temp_seed(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 32 ^
-           (uint64_t)ts.tv_sec;
-}
-
-/* A file without a name in target's folder (O_TMPFILE), which a process
- * killed before it is named leaves nowhere; -1 where the file system or the
- * kernel has none, or /proc/self/fd cannot name it later. */
-static int open_unnamed(const char *target)
-{
-#ifdef O_TMPFILE
-    const char *slash = strrchr(target, '/');
-    size_t dirlen = slash ? (size_t)(slash - target) + 1 : 0;
-    char *dir = malloc(dirlen + 2), proc[64];
-    if (!dir)
-        return -1;
-    snprintf(dir, dirlen + 2, "%.*s", (int)(dirlen ? dirlen : 1), dirlen ? target : ".");
-    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
-    free(dir);
-    if (fd < 0)
-        return -1;
-    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-    if (access(proc, F_OK) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-#else
-    (void)target;
-    return -1;
-#endif
-}
-
-/* The temporary file for target: unnamed where possible (*named 0), else a
- * new file named into *tmp_out (*named 1); tmp_out is malloc'd either way,
- * room for the name given at commit. Mode 0644 less the umask. Returns the
- * descriptor, or -1 with errno set. */
-static int create_temp(const char *target, char **tmp_out, int *named)
-{
-    char *tmp = malloc(strlen(target) + 9);
-    if (!tmp) {
-        errno = ENOMEM;
-        return -1;
-    }
-    int fd = open_unnamed(target);
-    if (fd >= 0) {
-        *tmp_out = tmp;
-        *named = 0;
-        return fd;
-    }
-    const uint64_t seed = temp_seed();
-    for (int attempt = 0; attempt < 100; attempt++) {
-        temp_name(target, seed, attempt, tmp);
-        fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd >= 0) {
-            *tmp_out = tmp;
-            *named = 1;
-            return fd;
-        }
-        if (errno != EEXIST)
-            break;
-    }
-    int e = errno;
-    free(tmp);
-    errno = e;
-    return -1;
-}
-
-/* Gives the unnamed temporary file of m a name ".BASE.XXXXXX" beside its
- * target (linkat through /proc/self/fd). 0 and errno on failure. */
-static int name_temp(cli_mapped_out *m)
-{
-    char proc[64];
-    snprintf(proc, sizeof proc, "/proc/self/fd/%d", m->fd);
-    const uint64_t seed = temp_seed();
-    for (int attempt = 0; attempt < 100; attempt++) {
-        temp_name(m->target, seed, attempt, m->tmp);
-        if (linkat(AT_FDCWD, proc, AT_FDCWD, m->tmp, AT_SYMLINK_FOLLOW) == 0) {
-            m->named = 1;
-            g_temp_path = m->tmp;
-            return 1;
-        }
-        if (errno != EEXIST)
-            return 0;
-    }
-    return 0;
-}
-
-/* Gives fd the owner, group (where permitted) and mode of the file old, as
- * the file that replaces it. 0 and errno on failure. */
-static int copy_owner_mode(int fd, const struct stat *old)
-{
-    if (fchown(fd, old->st_uid, old->st_gid) != 0 &&
-        (errno != EPERM || (fchown(fd, (uid_t)-1, old->st_gid) != 0 && errno != EPERM)))
-        return 0;
-    return fchmod(fd, old->st_mode & 07777) == 0;
-}
-
 int cli_map_output(convolve_context *ctx, const char *path, const convolve_layout *layout,
                    cli_mapped_out *m, char *msg)
 {
@@ -355,15 +229,21 @@ int cli_map_output(convolve_context *ctx, const char *path, const convolve_layou
         return cli_msg(msg, CLI_RESOURCE, "cannot save '%s': it exists and is not a regular "
                        "file", path);
     }
-    if ((m->fd = create_temp(m->target, &m->tmp, &m->named)) < 0) {
+    const size_t tmp_size = strlen(m->target) + 9;
+    if (!(m->tmp = malloc(tmp_size))) {
+        cli_map_output_discard(m);
+        return cli_msg(msg, CLI_RESOURCE, "out of memory");
+    }
+    /* unnamed where possible; with the owner and mode of the file replaced */
+    if ((m->fd = convolve_temp_file_open(m->target, 0, m->tmp, tmp_size)) < 0) {
         int e = errno;
         cli_map_output_discard(m);
         return cli_msg(msg, CLI_RESOURCE, "cannot save '%s': cannot create a file in its "
                        "directory: %s", path, strerror(e));
     }
-    if (m->named)
-        g_temp_path = m->tmp;
-    int e = replaces && !copy_owner_mode(m->fd, &old) ? errno : 0;
+    if ((m->named = m->tmp[0] != '\0'))
+        cli_signals_temp_path(m->tmp);
+    int e = 0;
     /* reserve the blocks now: a full disk is an error here, not a SIGBUS
      * while writing through the mapping */
     if (e == 0 && (e = posix_fallocate(m->fd, 0, (off_t)m->map_bytes)) != 0 &&
@@ -453,7 +333,11 @@ int cli_map_output_commit(cli_mapped_out *m, char *msg)
     }
     if (ok && !m->named) {
         step = "naming the temporary file for";
-        ok = name_temp(m);
+        ok = convolve_temp_file_name(m->fd, m->target, m->tmp, strlen(m->target) + 9) == 0;
+        if (ok) {
+            m->named = 1;
+            cli_signals_temp_path(m->tmp);
+        }
         e = errno;
     }
     if (close(m->fd) != 0 && ok) {
@@ -477,7 +361,7 @@ int cli_map_output_commit(cli_mapped_out *m, char *msg)
         return cli_msg(msg, CLI_RESOURCE, "cannot save '%s': error %s it: %s", path, step,
                        strerror(e));
     }
-    g_temp_path = NULL;
+    cli_signals_temp_path(NULL);
     /* make the rename durable; a failure here loses nothing already written */
     char *slash = strrchr(m->target, '/');
     if (slash)
@@ -499,7 +383,7 @@ void cli_map_output_discard(cli_mapped_out *m)
     if (m->fd >= 0)
         close(m->fd);
     if (m->named) {
-        g_temp_path = NULL;
+        cli_signals_temp_path(NULL);
         unlink(m->tmp);
     }
     free(m->tmp);

@@ -9,7 +9,8 @@
 
 #define HELP_WIDTH 80
 
-const cli_option *cli_find_option(const cli_command *cmd, const char *name, size_t len)
+/* Finds an option by long name; NULL if none. */
+static const cli_option *find_option(const cli_command *cmd, const char *name, size_t len)
 {
     for (size_t g = 0; g < cmd->ngroups; g++)
         for (size_t k = 0; k < cmd->groups[g].count; k++) {
@@ -74,7 +75,7 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, void *target)
             const char *name = arg + 2;
             eq = strchr(name, '=');
             size_t len = eq ? (size_t)(eq - name) : strlen(name);
-            if (!(o = cli_find_option(cmd, name, len)))
+            if (!(o = find_option(cmd, name, len)))
                 return cli_error(cmd->program, CLI_BAD_INPUT, "unknown option '%.*s' (see %s)",
                                  (int)(len + 2), arg, cmd->help_hint);
         }

@@ -4,76 +4,16 @@
  * progress on standard error (on a terminal, after about a second; every
  * update with --progress; never with --quiet), gives back the pages of the
  * mapped files that are done (cli_mapped.c), and cancels the run after
- * Ctrl-C; and the SIGINT/SIGTERM/SIGHUP/SIGPIPE handling that makes Ctrl-C,
- * a closed terminal or a closed pipe leave no partial output file.
+ * Ctrl-C (cli_signals.c).
  */
 #include "convolve_cli.h"
 
-#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
 /* Seconds before a terminal shows progress, and between two redraws. */
 #define SHOW_AFTER_S 1.0
 #define REDRAW_EVERY_S 0.2
-
-static volatile sig_atomic_t g_signal;    /* the first SIGINT/SIGTERM/SIGHUP/SIGPIPE caught */
-static volatile sig_atomic_t g_deferring; /* 1: a signal cancels cleanly (see cli_defer) */
-
-static void on_signal(int sig)
-{
-    if (g_deferring && !g_signal) {
-        g_signal = sig;
-        return;
-    }
-    /* a pipe closed once is closed for every later write: not a second signal */
-    if (sig == SIGPIPE && g_signal)
-        return;
-    /* not cancellable now, or a second signal: remove the temporary output
-     * file, then end as the signal would have */
-    const char *tmp = cli_mapped_temp_path();
-    if (tmp)
-        unlink(tmp);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-void cli_signals_install(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    /* SIGHUP and SIGPIPE stay ignored when they were at the start (nohup) */
-    static const int k_unless_ignored[] = {SIGHUP, SIGPIPE};
-    for (size_t i = 0; i < sizeof k_unless_ignored / sizeof k_unless_ignored[0]; i++) {
-        struct sigaction old;
-        if (sigaction(k_unless_ignored[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
-            sigaction(k_unless_ignored[i], &sa, NULL);
-    }
-}
-
-void cli_defer_signals(int defer)
-{
-    g_deferring = defer;
-}
-
-int cli_interrupted(void)
-{
-    return g_signal;
-}
-
-void cli_die_of_signal(void)
-{
-    int sig = g_signal;
-    if (!sig)
-        return;
-    fflush(stderr);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
 
 void cli_progress_init(cli_progress *p, int quiet, int forced, cli_mapped_in *in,
                        cli_mapped_out *out)
@@ -138,7 +78,7 @@ int cli_progress_callback(void *user, const convolve_progress *pr)
     else if (p->show == 1 && pr->elapsed_s >= SHOW_AFTER_S &&
              (last || !p->drawn || pr->elapsed_s - p->last_draw_s >= REDRAW_EVERY_S))
         draw(p, pr);
-    return g_signal != 0 || cli_mapped_failed();
+    return cli_interrupted() != 0 || cli_mapped_failed();
 }
 
 void cli_progress_finish(cli_progress *p)

@@ -119,9 +119,6 @@ convolve_dtype cli_output_dtype(const cli_run_args *a, convolve_format f, convol
 int cli_check_output(convolve_context *ctx, const char *path, convolve_format f,
                      const convolve_layout *in, convolve_dtype t, char *msg);
 
-/* 1 if the two paths name the same existing file (or are the same string). */
-int cli_same_file(const char *p, const char *q);
-
 /* Reads all of the file at path ("-": standard input) with one open and
  * reads to its end, so that pipes, FIFOs and /dev/stdin work: *data
  * (malloc'd, the caller frees it; a spare byte past *size) and *size.
@@ -195,10 +192,6 @@ void cli_map_output_discard(cli_mapped_out *m);
 void cli_mapped_release(cli_mapped_in *in, cli_mapped_out *out, size_t rows_done,
                         size_t rows_total);
 
-/* The temporary output file now existing under a name (for a signal
- * handler to remove), or NULL. */
-const char *cli_mapped_temp_path(void);
-
 /* A SIGBUS from a page of a mapped file (the input truncated by another
  * program, the output's blocks lost) does not end the process: zero pages
  * replace the rest of that mapping and the failure is noted. 1 once one was
@@ -209,7 +202,7 @@ int cli_mapped_failed(void);
  * output's pages could not be written (2). The output must be discarded. */
 int cli_mapped_check(const cli_mapped_in *in, const cli_mapped_out *out, char *msg);
 
-/* ---- progress, cancellation (tools/cli_progress.c) ------------------------------- */
+/* ---- progress, cancellation (tools/cli_progress.c, cli_signals.c) --------------- */
 
 /* What the progress callback keeps between calls. */
 typedef struct cli_progress {
@@ -237,10 +230,15 @@ void cli_progress_finish(cli_progress *p);
  * convolution and saving), the first one is remembered (the callback
  * cancels; the caller checks cli_interrupted and writes nothing); otherwise,
  * or on a second one (a SIGPIPE after the first signal is not counted), the
- * temporary output file (cli_mapped_temp_path) is removed and the process
+ * temporary output file (cli_signals_temp_path) is removed and the process
  * ends of the signal. */
 void cli_signals_install(void);
 void cli_defer_signals(int defer);
+/* Names the temporary output file now existing under a name, which a
+ * signal ending the process removes (NULL: none); and reads it back
+ * (async-signal-safe, for cli_mapped.c's SIGBUS handler). */
+void cli_signals_temp_path(const char *path);
+const char *cli_signals_get_temp_path(void);
 /* The signal caught while deferred, or 0. */
 int cli_interrupted(void);
 /* Ends the process of the signal caught, if any (exit status 128 + signal in

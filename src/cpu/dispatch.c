@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -253,13 +252,6 @@ static void window_cost(void *state, size_t *align, size_t *extra)
 
 /* ---- the benchmark ------------------------------------------------------- */
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 /* Fills `bytes` bytes with pseudo-random values that are finite in every
  * dtype: float32/64 arrays get values in [-1, 1), integer arrays random bits. */
 static void fill_random(convolve_dtype t, void *data, size_t bytes)
@@ -297,10 +289,10 @@ static convolve_status benchmark(convolve_context *ctx, void *state, int warmup,
     fill_random(plan->p->in_type, in, (size_t)(ihi - ilo));
     memset(out, 0, (size_t)(ohi - olo));
     for (int i = 0; i < warmup + runs && st == CONVOLVE_OK; i++) {
-        double t0 = now_ms();
+        double t0 = cvi_now_s();
         st = execute(ctx, state, in - ilo, out - olo);
         if (i >= warmup)
-            times[i - warmup] = now_ms() - t0;
+            times[i - warmup] = (cvi_now_s() - t0) * 1e3;
     }
 done:
     free(in);

@@ -23,12 +23,23 @@
 #define CVCPU_OMP(directive)
 #endif
 
+/* Multiply-adds worth a thread of its own (every fast strategy's threads). */
+#define CVCPU_WORK_PER_THREAD 4e6
+
 /* ---- instruction sets ------------------------------------------------- */
 
 enum { CVCPU_ISA_PORTABLE = 0, CVCPU_ISA_AVX2 = 1, CVCPU_ISA_AVX512 = 2 };
 
 /* The best instruction set this CPU has, capped by cvcpu_fast_limit_isa. */
 int cvcpu_isa(void);
+
+/* The kernels' function attributes on x86-64: AVX2 with FMA; AVX-512F with
+ * AVX2 and FMA as well, as the AVX-512 kernels also use their 256-bit forms
+ * (every AVX-512F CPU has both). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CVCPU_AVX2 __attribute__((target("avx2,fma")))
+#define CVCPU_AVX512 __attribute__((target("avx512f,avx2,fma")))
+#endif
 
 /* ---- row kernels -------------------------------------------------------- */
 

@@ -137,9 +137,6 @@ void cvcpu_exec_init(cvcpu_exec *e, const cvi_problem *p, int threads, const voi
 #endif
 }
 
-/* Multiply-adds worth a thread of its own. */
-#define CVCPU_WORK_PER_THREAD 4e6
-
 void cvcpu_limit_threads(cvcpu_exec *e, double work)
 {
     double most = work / CVCPU_WORK_PER_THREAD;

@@ -80,9 +80,6 @@ CVCPU_PORTABLE_CORR(corr_portable_d, double)
 #define CVCPU_X86 1
 #include <immintrin.h>
 
-#define CVCPU_AVX2 __attribute__((target("avx2,fma")))
-#define CVCPU_AVX512 __attribute__((target("avx512f")))
-
 /*
  * One kernel: blocks of 8 vectors, then 4, then 1 (the output is padded to
  * a whole vector). VW is the vector width in elements.

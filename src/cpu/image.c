@@ -1,9 +1,9 @@
 /*
- * image.c - the `image` CPU strategy's entry: which problems it serves, the
- * choice among box, separable and dense, its error bound, and what its
- * drivers share: boundary rows, items (column tiles and bands of rows),
- * extended input rows converted to float, output rows converted back
- * (AVX2 with scalar tails).
+ * image.c - the `image` CPU strategy: which problems it serves, its error
+ * bound, and what its drivers (image_box.c, image_taps.c) share: boundary
+ * rows, items (column tiles and bands of rows), extended input rows
+ * converted to float, output rows converted back (AVX2 with scalar tails),
+ * scratch. Its entry, cvcpu_image, is image_entry.c.
  */
 #include "image.h"
 #include "fast.h"
@@ -243,7 +243,8 @@ CVCPU_AVX2 static void store_u16(unsigned short *dst, const float *src, size_t n
 }
 #endif
 
-void cvcpu_img_load(const cvcpu_img *g, float *dst, const char *src, size_t n)
+/* Converts n contiguous input elements at src to float. */
+static void load_input(const cvcpu_img *g, float *dst, const char *src, size_t n)
 {
 #ifdef CVCPU_IMAGE_X86
     if (g->avx512) { /* the fast backend's AVX-512 conversions */
@@ -275,7 +276,7 @@ void cvcpu_img_load_ext(const cvcpu_img *g, const char *row, size_t x0, size_t x
     const ptrdiff_t ia = a > 0 ? a : 0, ib = b < W ? b : W;
     for (ptrdiff_t x = a; x < b; x++) {
         if (x == ia && ia < ib) { /* the pixels inside the row, in one piece */
-            cvcpu_img_load(g, dst + (size_t)(x - a) * C, row + (size_t)x * C * es,
+            load_input(g, dst + (size_t)(x - a) * C, row + (size_t)x * C * es,
                      (size_t)(ib - ia) * C);
             x = ib - 1;
             continue;
@@ -286,7 +287,7 @@ void cvcpu_img_load_ext(const cvcpu_img *g, const char *row, size_t x0, size_t x
             for (size_t c = 0; c < C; c++)
                 d[c] = cval;
         else
-            cvcpu_img_load(g, d, row + (size_t)s * C * es, C);
+            load_input(g, d, row + (size_t)s * C * es, C);
     }
 }
 
@@ -315,10 +316,7 @@ void cvcpu_img_store(const cvcpu_img *g, char *dst, const float *src, size_t n)
     }
 }
 
-/* ---- the entry ------------------------------------------------------------- */
-
-/* Multiply-adds worth a thread of its own (as the other fast strategies). */
-#define CVCPU_WORK_PER_THREAD 4e6
+/* ---- scratch ----------------------------------------------------------------- */
 
 /* The block's size sits in a header before the 64-byte aligned data. */
 #define CVCPU_SCRATCH_HEAD 64
@@ -360,47 +358,4 @@ void cvcpu_img_scratch_give(cvcpu_img_scratch *s, void *data)
         return;
     }
     free(atomic_exchange(&s->block, b));
-}
-
-convolve_status cvcpu_image(const cvi_problem *p, int threads, const void *in, void *out,
-                            cvcpu_img_scratch *scratch)
-{
-    cvcpu_img g;
-    memset(&g, 0, sizeof g);
-    g.p = p;
-    g.in = (const char *)in;
-    g.out = (char *)out;
-    g.H = p->shape[1];
-    g.W = p->shape[2];
-    g.C = p->channels;
-    g.n = g.W * g.C;
-    cvi_window_range(p, 1, &g.y0, &g.y1);
-    cvi_window_range(p, 2, &g.x0, &g.x1);
-    g.in16 = p->in_type == CONVOLVE_UINT16;
-    g.out_type = p->out_type;
-    g.irs = p->in_strides[1];
-    g.ors = p->out_strides[1];
-    g.K1 = p->ksize[1];
-    g.K2 = p->ksize[2];
-    g.lo1 = (size_t)p->koff[1];
-    g.lo2 = (size_t)p->koff[2];
-    g.threads = threads;
-    g.scratch = scratch;
-    g.avx512 = cvcpu_isa() >= CVCPU_ISA_AVX512;
-    /* outputs well past the caches are stored around them */
-    g.nt = (double)g.n * (double)g.H * (double)convolve_dtype_size(p->out_type) >= 16e6;
-
-    int box = cvcpu_image_is_box(p);
-    double per = box ? 8.0 : p->separable ? (double)(g.K1 + g.K2) : (double)p->kcount;
-    double most = (double)g.n * (double)g.H * per / CVCPU_WORK_PER_THREAD;
-    if (most < 1.0)
-        g.threads = 1;
-    else if (most < (double)g.threads)
-        g.threads = (int)most;
-
-    if (box)
-        return cvcpu_img_box(&g);
-    if (p->separable)
-        return cvcpu_img_separable(&g);
-    return cvcpu_img_dense(&g);
 }

@@ -31,6 +31,7 @@
 #define CONVOLVE_CPU_IMAGE_H
 
 #include "cpu_backend.h"
+#include "fast.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -95,10 +96,8 @@ int cvcpu_image_box_float(const cvi_problem *p);
 
 #ifdef _OPENMP
 #include <omp.h>
-#define CVCPU_OMP(directive) _Pragma(#directive)
 #define CVCPU_THREAD_NUM() omp_get_thread_num()
 #else
-#define CVCPU_OMP(directive)
 #define CVCPU_THREAD_NUM() 0
 #endif
 
@@ -118,8 +117,6 @@ int cvcpu_image_box_float(const cvi_problem *p);
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define CVCPU_IMAGE_X86 1
-#define CVCPU_AVX2 __attribute__((target("avx2,fma")))
-#define CVCPU_AVX512 __attribute__((target("avx512f,avx2,fma")))
 #define CVCPU_INLINE __attribute__((always_inline)) inline
 
 /* 1 in builds with AddressSanitizer: the kernels' compile-time
@@ -182,9 +179,6 @@ size_t cvcpu_img_items(const cvcpu_img *g, size_t cols, cvcpu_item **items);
 /* Converts the extended input pixels [x0 - lo2, x1 + hi2) of input row
  * `row` (NULL: all cval) to float at dst: (x1 - x0 + K2 - 1) * C values. */
 void cvcpu_img_load_ext(const cvcpu_img *g, const char *row, size_t x0, size_t x1, float *dst);
-
-/* Converts n contiguous input elements at src to float. */
-void cvcpu_img_load(const cvcpu_img *g, float *dst, const char *src, size_t n);
 
 /* Stores n floats as the output type at dst (integers: rint, saturated,
  * NaN to 0, as cvi_store_double). */

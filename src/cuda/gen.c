@@ -31,7 +31,6 @@ struct cvcu_gen_plan {
     void *temp;
     long long temp_strides[3];  /* elements of the accumulation type */
     int in_size, out_size, interleaved;
-    char how[320];
 };
 
 static const char *type_name(int t)
@@ -40,7 +39,8 @@ static const char *type_name(int t)
     return t >= 0 && t < 4 ? names[t] : "?";
 }
 
-int cvk_gen_name(const cvk_gen_shape *s, char *buf, size_t size)
+/* The kernel's C++ name with its template arguments, for NVRTC; 0 if buf is too small. */
+static int kernel_name(const cvk_gen_shape *s, char *buf, size_t size)
 {
     const char *T = type_name(s->in_type), *A = s->acc_double ? "double" : "float";
     int n;
@@ -55,7 +55,8 @@ int cvk_gen_name(const cvk_gen_shape *s, char *buf, size_t size)
     return n > 0 && (size_t)n < size;
 }
 
-size_t cvk_gen_shared_bytes(const cvk_gen_shape *s, const int k[3], int C)
+/* The dynamic shared memory a block of shape s needs for extents k and C channels. */
+static size_t shared_bytes(const cvk_gen_shape *s, const int k[3], int C)
 {
     cvk_gen_geom g;
     const int in_size = (int)(s->in_type == 0 ? 4 : s->in_type == 1 ? 8 : s->in_type == 2 ? 1 : 2);
@@ -141,11 +142,6 @@ void cvcu_gen_release(cvcu_gen_plan *g)
     free(g);
 }
 
-const char *cvcu_gen_how(const cvcu_gen_plan *g)
-{
-    return g ? g->how : "";
-}
-
 int cvcu_gen_serves(const cvi_problem *p, int separable, char *why, size_t n)
 {
     /* a filter along x only (1-D signals, 1 x K rows) is its own separable
@@ -177,7 +173,7 @@ int cvcu_gen_serves(const cvi_problem *p, int separable, char *why, size_t n)
 static int fit_shared(cvk_gen_shape *s, const int k[3], int C, size_t limit, size_t *smem)
 {
     for (;;) {
-        *smem = cvk_gen_shared_bytes(s, k, C);
+        *smem = shared_bytes(s, k, C);
         if (*smem <= limit)
             return 1;
         if (s->by > 1)
@@ -256,17 +252,13 @@ static convolve_status find_kernel(convolve_context *ctx, cvcu_gen_plan *g, cons
     const int dbl = s->acc_double, C = s->C;
     const int k[3] = {s->kz, s->ky, s->kx};
     char name[256], why[512] = "";
-    if (fit_shared(s, k, s->C, (size_t)d->optin, &g->smem) && cvk_gen_name(s, name, sizeof name)) {
-        if (cvcu_jit_kernel(name, d->major, d->minor, &g->jit_fn, why, sizeof why) == 0) {
-            snprintf(g->how, sizeof g->how, "specialised (%s)", name);
-        } else {
+    if (fit_shared(s, k, s->C, (size_t)d->optin, &g->smem) && kernel_name(s, name, sizeof name)) {
+        if (cvcu_jit_kernel(name, d->major, d->minor, &g->jit_fn, why, sizeof why) != 0) {
             /* a precompiled instance of this shape (the output type at run time) */
             cvk_gen_shape u = *s;
             u.out_type = -1;
-            if ((g->pre_fn = cvk_gen_precompiled(&u)) != NULL) {
+            if ((g->pre_fn = cvk_gen_precompiled(&u)) != NULL)
                 *s = u;
-                snprintf(g->how, sizeof g->how, "precompiled specialised");
-            }
         }
     }
     if (g->jit_fn || g->pre_fn)
@@ -288,7 +280,6 @@ static convolve_status find_kernel(convolve_context *ctx, cvcu_gen_plan *g, cons
                          : "its tiles need more shared memory than the device's limit",
                          *why ? "; run-time compilation: " : "", why);
     s->ox = -1;
-    snprintf(g->how, sizeof g->how, "precompiled generic%s%.120s", *why ? "; " : "", why);
     return CONVOLVE_OK;
 }
 
@@ -493,8 +484,6 @@ static convolve_status prepare_two_pass(convolve_context *ctx, const cvi_problem
     g->planes = (long long)p->shape[0];
     for (int i = 0; i < 3; i++)
         g->temp_strides[i] = ts[i] / as;
-    snprintf(g->how + strlen(g->how), sizeof g->how - strlen(g->how), "; then z: %s",
-             g->zpass->how);
     *out = g;
     return CONVOLVE_OK;
 }

@@ -55,14 +55,6 @@ typedef struct cvk_gen_shape {
     int nw;                     /* weights in the parameter bank (0: device memory) */
 } cvk_gen_shape;
 
-/* Writes the template instance's name ("cvk_gen_tile<float, float, ...>")
- * into buf; returns 0 if it did not fit. */
-int cvk_gen_name(const cvk_gen_shape *s, char *buf, size_t size);
-
-/* Dynamic shared memory a block of shape s needs with these run-time
- * extents (bytes). */
-size_t cvk_gen_shared_bytes(const cvk_gen_shape *s, const int k[3], int C);
-
 /* Launches a precompiled instance: the parameter block, the weights for
  * its parameter bank (nw of them; one when nw is 0), the weights in device
  * memory (nw 0), the grid, the block's threads, dynamic shared memory.

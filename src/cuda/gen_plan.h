@@ -42,9 +42,6 @@ cudaError_t cvcu_gen_launch(const cvcu_gen_plan *plan, const void *in, void *out
                             const long long is[3], long long ics, const long long os[3],
                             long long ocs, cudaStream_t stream);
 
-/* How the kernel was obtained ("specialised (name)", "precompiled generic; why"). */
-const char *cvcu_gen_how(const cvcu_gen_plan *plan);
-
 /* Frees a plan; NULL is accepted. */
 void cvcu_gen_release(cvcu_gen_plan *plan);
 

@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 /* ---- NVRTC, loaded at first use ------------------------------------------ */
@@ -54,7 +53,6 @@ static struct {
 
 static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static cvcu_jit_stats g_stats;
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
 {
@@ -149,27 +147,6 @@ static void load_nvrtc(void)
         return;
     }
     nv.ok = 1;
-}
-
-int cvcu_jit_available(char *why, size_t why_size)
-{
-    pthread_once(&nv_once, load_nvrtc);
-    if (!nv.ok && why_size)
-        snprintf(why, why_size, "%s", nv.why);
-    return nv.ok;
-}
-
-const char *cvcu_jit_cache_dir(void)
-{
-    pthread_once(&nv_once, load_nvrtc);
-    return nv.cache_dir;
-}
-
-void cvcu_jit_get_stats(cvcu_jit_stats *stats)
-{
-    pthread_mutex_lock(&g_lock);
-    *stats = g_stats;
-    pthread_mutex_unlock(&g_lock);
 }
 
 /* ---- the process table ------------------------------------------------------ */
@@ -360,15 +337,11 @@ static int compile(const char *name, int major, int minor, unsigned char **cubin
          tok = strtok_r(NULL, " ", &save))
         opts[nopts++] = tok;
     cvcu_nvrtc_prog prog = NULL;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     int r = nv.create(&prog, src, "cvk_gen.cu", cvk_gen_source_count, cvk_gen_sources,
                       cvk_gen_source_names);
     if (r == 0)
         r = nv.add_name(prog, name);
     int rc = r == 0 ? nv.compile(prog, nopts, opts) : r;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    g_stats.compile_ms += (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) * 1e-6;
     if (rc != 0) {
         size_t ls = 0;
         char log[600] = "";
@@ -409,7 +382,6 @@ int cvcu_jit_kernel(const char *name, int major, int minor, const void **fn, cha
     int rc = -1;
     *fn = table_find(key);
     if (*fn) {
-        g_stats.memory_hits++;
         rc = 0;
         goto done;
     }
@@ -418,7 +390,6 @@ int cvcu_jit_kernel(const char *name, int major, int minor, const void **fn, cha
     char lowered[512];
     if (nv.cache_dir[0] && cache_read(key, &cubin, lowered, sizeof lowered) == 0) {
         if (table_add(key, cubin, lowered, fn, msg, msg_size) == 0) {
-            g_stats.disk_hits++;
             free(cubin);
             rc = 0;
             goto done;
@@ -428,19 +399,13 @@ int cvcu_jit_kernel(const char *name, int major, int minor, const void **fn, cha
     }
     if (!nv.ok) {
         snprintf(msg, msg_size, "%s", nv.why);
-        g_stats.failures++;
         goto done;
     }
-    if (compile(name, major, minor, &cubin, &size, lowered, sizeof lowered, msg, msg_size) != 0) {
-        g_stats.failures++;
+    if (compile(name, major, minor, &cubin, &size, lowered, sizeof lowered, msg, msg_size) != 0)
         goto done;
-    }
-    g_stats.compiled++;
     if (table_add(key, cubin, lowered, fn, msg, msg_size) == 0) {
         cache_write(key, cubin, size, lowered);
         rc = 0;
-    } else {
-        g_stats.failures++;
     }
     free(cubin);
 done:

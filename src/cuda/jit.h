@@ -23,15 +23,6 @@
 extern "C" {
 #endif
 
-/* Where a kernel came from (statistics for tests and benchmarks). */
-typedef struct cvcu_jit_stats {
-    long memory_hits, disk_hits, compiled, failures;
-    double compile_ms; /* total NVRTC time */
-} cvcu_jit_stats;
-
-/* 1 if NVRTC can be loaded and is not turned off; else 0 with the reason. */
-int cvcu_jit_available(char *why, size_t why_size);
-
 /*
  * *fn receives the kernel `name` (a template instance from the generated
  * sources, e.g. "cvk_gen_tile<float, float, 0, 1, 3, 3, 1, 1, 0, 4, 4, 32, 8, 9>")
@@ -41,12 +32,6 @@ int cvcu_jit_available(char *why, size_t why_size);
  */
 int cvcu_jit_kernel(const char *name, int major, int minor, const void **fn, char *msg,
                     size_t msg_size);
-
-/* Counts since the process started. */
-void cvcu_jit_get_stats(cvcu_jit_stats *stats);
-
-/* The disk cache's folder ("" when there is none). */
-const char *cvcu_jit_cache_dir(void);
 
 #ifdef __cplusplus
 }

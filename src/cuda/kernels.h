@@ -135,8 +135,6 @@ typedef struct cvk_args {
  * cvk_launch dispatches. */
 cudaError_t cvk_launch(int strategy, const cvk_args *a, const cvk_bank *bank, size_t smem,
                        cudaStream_t stream);
-cudaError_t cvk_launch_1d(int strategy, const cvk_args *a, const cvk_bank *bank, size_t smem,
-                          cudaStream_t stream);
 cudaError_t cvk_launch_2d(int strategy, const cvk_args *a, const cvk_bank *bank, size_t smem,
                           cudaStream_t stream);
 cudaError_t cvk_launch_3d(int strategy, const cvk_args *a, const cvk_bank *bank, size_t smem,

@@ -133,8 +133,8 @@ __global__ void __launch_bounds__(CVK_CACHED_X, 16)
     }
 }
 
-extern "C" cudaError_t cvk_launch_1d(int strategy, const cvk_args *args, const cvk_bank *bank,
-                                     size_t smem, cudaStream_t stream)
+static cudaError_t launch_1d(int strategy, const cvk_args *args, const cvk_bank *bank,
+                             size_t smem, cudaStream_t stream)
 {
     cvk_args a = *args;
     const int T = strategy == CVK_BASIC || strategy == CVK_CONSTANT ? CVK_BASIC1_X
@@ -172,7 +172,7 @@ extern "C" cudaError_t cvk_launch(int strategy, const cvk_args *a, const cvk_ban
                                   size_t smem, cudaStream_t stream)
 {
     switch (a->ndim) {
-    case 1: return cvk_launch_1d(strategy, a, bank, smem, stream);
+    case 1: return launch_1d(strategy, a, bank, smem, stream);
     case 2: return cvk_launch_2d(strategy, a, bank, smem, stream);
     case 3: return cvk_launch_3d(strategy, a, bank, smem, stream);
     default: return cudaErrorInvalidValue;

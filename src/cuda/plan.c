@@ -16,30 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-convolve_status cvcu_error(convolve_context *ctx, cudaError_t e, const char *what)
-{
-    convolve_status st = e == cudaErrorMemoryAllocation ? CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY
-                                                        : CONVOLVE_ERROR_DEVICE;
-    if (e == cudaErrorMemoryAllocation)
-        (void)cudaGetLastError(); /* not sticky: keep it from the next launch check */
-    return cvi_error(ctx, st, "CUDA: %s failed: %s (%s)", what, cudaGetErrorString(e),
-                     cudaGetErrorName(e));
-}
-
-cudaError_t cvcu_enter_device(const cvcu_plan *plan, int *prev)
-{
-    cudaError_t e = cudaGetDevice(prev);
-    if (e == cudaSuccess && *prev != plan->device)
-        e = cudaSetDevice(plan->device);
-    return e;
-}
-
-void cvcu_leave_device(const cvcu_plan *plan, int prev)
-{
-    if (prev != plan->device)
-        (void)cudaSetDevice(prev);
-}
-
 /* ---- making a plan -------------------------------------------------------- */
 
 static double *copy_doubles(const double *src, size_t n)
@@ -127,22 +103,6 @@ static convolve_status fill_bank(convolve_context *ctx, cvcu_plan *plan)
             plan->bank->w.f[i] = (float)p->weights[i];
     }
     return CONVOLVE_OK;
-}
-
-convolve_status cvcu_upload(convolve_context *ctx, const void *host, size_t bytes, void **device)
-{
-    *device = NULL;
-    cudaError_t e = cudaMalloc(device, bytes);
-    if (e == cudaSuccess)
-        e = cudaMemcpy(*device, host, bytes, cudaMemcpyHostToDevice);
-    if (e == cudaSuccess)
-        e = cudaStreamSynchronize(0);
-    if (e == cudaSuccess)
-        return CONVOLVE_OK;
-    if (*device)
-        (void)cudaFree(*device);
-    *device = NULL;
-    return cvcu_error(ctx, e, "uploading the filter weights");
 }
 
 /* The weights, in the accumulation type, copied to new device memory
@@ -288,7 +248,8 @@ void cvcu_release(void *state)
     cvcu_plan *plan = state;
     if (!plan)
         return;
-    cvcu_stream_cache_free(plan->stream); /* its buffers are on their own devices */
+    if (plan->stream) /* its buffers are on their own devices */
+        plan->stream_free(plan->stream);
     int prev = plan->device;
     int entered = cvcu_enter_device(plan, &prev) == cudaSuccess;
     /* errors are ignored here: after a failed kernel the context may be gone */

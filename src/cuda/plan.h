@@ -1,7 +1,8 @@
 /*
  * plan.h - the CUDA backend's one plan type, shared by its host files:
  * plan.c makes, frees and launches plans; runtime.c runs them on device or
- * host memory and times them. Plain C.
+ * host memory and times them; device.c holds what they all share (errors,
+ * devices, uploads). Plain C.
  */
 #ifndef CONVOLVE_CUDA_PLAN_H
 #define CONVOLVE_CUDA_PLAN_H
@@ -36,10 +37,10 @@ typedef struct cvcu_plan {
     size_t in_pitch, out_pitch;
     void *h_in, *h_out;         /* host packing buffers for strided layouts */
     struct cvcu_stream_cache *stream;   /* the streamed executor's workers (stream.c) */
+    void (*stream_free)(struct cvcu_stream_cache *); /* frees `stream` (set with it) */
 } cvcu_plan;
 
-/* Frees what the streamed executor kept in a plan (stream.c); NULL is accepted. */
-void cvcu_stream_cache_free(struct cvcu_stream_cache *cache);
+/* ---- device.c ---- */
 
 /* Records CUDA error e as DEVICE (or DEVICE_OUT_OF_MEMORY) on ctx, naming
  * `what`; returns that status. */
@@ -56,6 +57,8 @@ void cvcu_leave_device(const cvcu_plan *plan, int prev);
  * (non-blocking) streams must see it done. The one upload of weights of the
  * CUDA backend. Errors: DEVICE, DEVICE_OUT_OF_MEMORY (*device then NULL). */
 convolve_status cvcu_upload(convolve_context *ctx, const void *host, size_t bytes, void **device);
+
+/* ---- plan.c ---- */
 
 /* Launches the plan's kernel on the device arrays of a (pointers and
  * element strides as the chapter's kernels take them) on stream. A layout

@@ -33,16 +33,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define SUBPLANS 6
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 typedef struct {
     void *h_in, *h_out;             /* pinned staging: packed extended input, exact output rows */
@@ -152,7 +144,8 @@ static void free_worker_keep_device(worker_res *r)
     r->device = device;
 }
 
-void cvcu_stream_cache_free(struct cvcu_stream_cache *c)
+/* Frees what the streamed executor kept in a plan (its stream_free). */
+static void cache_free(struct cvcu_stream_cache *c)
 {
     if (!c)
         return;
@@ -282,12 +275,12 @@ static convolve_status finish(convolve_context *ctx, worker_arg *a, slot *s, int
         return st;
     timeline_rec *t = a->recs ? &a->recs[s->rec] : NULL;
     if (t)
-        t->scatter0 = (now_s() - a->t0) * 1e3;
+        t->scatter0 = (cvi_now_s() - a->t0) * 1e3;
     if (!a->out_direct) /* else the copy wrote the caller's rows */
         cvi_stream_scatter(a->job, &s->slab, s->h_out, a->job->host_threads);
     cvi_stream_done(a->job, &s->slab);
     if (t)
-        t->scatter1 = (now_s() - a->t0) * 1e3;
+        t->scatter1 = (cvi_now_s() - a->t0) * 1e3;
     return CONVOLVE_OK;
 }
 
@@ -303,10 +296,10 @@ static void exchange(worker_arg *a, slot *s, const cvi_slab *next)
     timeline_rec *told = had && a->recs ? &a->recs[s->rec] : NULL;
     timeline_rec *tnew = a->recs ? &a->recs[next->index] : NULL;
     s->busy = 0;
-    const double t0 = (now_s() - a->t0) * 1e3;
+    const double t0 = (cvi_now_s() - a->t0) * 1e3;
     cvi_stream_exchange(a->job, had ? &s->slab : NULL, s->h_out, next, s->h_in,
                         a->job->host_threads);
-    const double t1 = (now_s() - a->t0) * 1e3;
+    const double t1 = (cvi_now_s() - a->t0) * 1e3;
     if (had)
         cvi_stream_done(a->job, &s->slab);
     if (told)
@@ -345,7 +338,7 @@ static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu
     s->rec = slab->index;
     if (t && !gathered) {
         t->device = r->device, t->slab = slab->index, t->rows = slab->r1 - slab->r0;
-        t->gather0 = (now_s() - a->t0) * 1e3;
+        t->gather0 = (cvi_now_s() - a->t0) * 1e3;
     }
     /* extended rows [lo, hi) lie in the array: from a pinned input they are
      * copied straight from it, their copy queued first, and only an edge
@@ -369,7 +362,7 @@ static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu
         cvi_stream_gather(job, slab, 0, ext, s->h_in, job->host_threads);
     if (t) {
         if (!gathered)
-            t->gather1 = (now_s() - a->t0) * 1e3;
+            t->gather1 = (cvi_now_s() - a->t0) * 1e3;
         t->in0 = a->base_ms; /* finish() adds the device times to it */
     }
     cudaError_t e;
@@ -385,7 +378,7 @@ static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu
         if (hi < ext)
             cvi_stream_gather(job, slab, hi, ext, s->h_in, job->host_threads);
         if (t && (lo > 0 || hi < ext)) /* the halo rows' gather */
-            t->gather1 = (now_s() - a->t0) * 1e3;
+            t->gather1 = (cvi_now_s() - a->t0) * 1e3;
         if ((e = copy_in(a, s, staged, 0, lo)) != cudaSuccess ||
             (e = copy_in(a, s, staged + hi * rb, hi, ext)) != cudaSuccess)
             return cvcu_error(ctx, e, "copying a slab to the device");
@@ -459,7 +452,7 @@ static void *run_worker(void *p)
             st = cvcu_error(ctx, e, "timing the pipeline");
             goto out;
         }
-        a->base_ms = (now_s() - a->t0) * 1e3;
+        a->base_ms = (cvi_now_s() - a->t0) * 1e3;
     }
     size_t index, turn = 0;
     /* every row through the staging buffers: the scatter of a slot's last
@@ -535,7 +528,7 @@ convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job
     /* buffers made for another geometry (another budget) are remade */
     if (c && (c->count != W || c->workers[0].slab_rows != job->slab_rows ||
               c->workers[0].max_ext_rows != job->max_ext_rows)) {
-        cvcu_stream_cache_free(c);
+        cache_free(c);
         plan->stream = c = NULL;
     }
     if (!c) {
@@ -545,6 +538,7 @@ convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job
         }
         c->count = W;
         plan->stream = c;
+        plan->stream_free = cache_free;
     }
     int current = plan->device;
     for (int w = 0; w < W; w++)
@@ -559,7 +553,7 @@ convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job
     timeline_rec *recs = NULL;
     if (timeline && *timeline)
         recs = calloc(job->slab_count, sizeof *recs); /* none: no timeline, no error */
-    const double t0 = now_s();
+    const double t0 = cvi_now_s();
     const int in_direct = job->in_packed && pinned(job->in, job->rows * job->in_row_bytes);
     const int out_direct = job->out_packed && pinned(job->out, job->rows * job->out_row_bytes);
     for (int w = 0; w < W; w++) {

@@ -23,15 +23,10 @@
 static convolve_status parse(convolve_context *ctx, const unsigned char *d, size_t n,
                              convolve_format f, convolve_array **array)
 {
-    switch (f) {
-    case CONVOLVE_FORMAT_NPY: return cvio_read_npy(ctx, d, n, array);
-    case CONVOLVE_FORMAT_PNG: return cvio_read_png(ctx, d, n, array);
-    case CONVOLVE_FORMAT_JPEG: return cvio_read_jpeg(ctx, d, n, array);
-    case CONVOLVE_FORMAT_PNM: return cvio_read_pnm(ctx, d, n, array);
-    case CONVOLVE_FORMAT_TEXT: return cvio_read_text(ctx, d, n, array);
-    case CONVOLVE_FORMAT_TIFF: return cvio_read_tiff(ctx, d, n, array);
-    default: return cvi_error(ctx, CONVOLVE_ERROR_INTERNAL, "parse: format %d", (int)f);
-    }
+    const cvio_format *row = cvio_format_of(f);
+    if (!row)
+        return cvi_error(ctx, CONVOLVE_ERROR_INTERNAL, "parse: format %d", (int)f);
+    return row->read(ctx, d, n, array);
 }
 
 convolve_status convolve_array_load_memory(convolve_context *ctx, convolve_array **array,
@@ -48,10 +43,12 @@ convolve_status convolve_array_load_memory(convolve_context *ctx, convolve_array
     const unsigned char *d = size ? data : empty;
     if (format == CONVOLVE_FORMAT_AUTO) {
         format = convolve_format_detect(d, size);
+        char known[128];
         if (format == CONVOLVE_FORMAT_AUTO)
             return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                             "%s: no known magic number (.npy, PNG, JPEG, PNM, TIFF); name the format",
-                             size ? "unknown data" : "empty data");
+                             "%s: no known magic number (%s); name the format",
+                             size ? "unknown data" : "empty data",
+                             cvio_format_list(known, sizeof known, 1));
     }
     convolve_status st = parse(ctx, d, size, format, array);
     return st == CONVOLVE_OK ? cvi_ok(ctx) : st;
@@ -306,10 +303,11 @@ convolve_status convolve_array_save(convolve_context *ctx, const convolve_array 
                          "convolve_array_save: unknown format %d", (int)format);
     if (format == CONVOLVE_FORMAT_AUTO) {
         format = convolve_format_from_path(path);
+        char known[128];
         if (format == CONVOLVE_FORMAT_AUTO)
             return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
-                             "cannot tell the format to save '%s' in from its extension "
-                             "(.npy .png .jpg .jpeg .pgm .ppm .pnm .tif .tiff .txt)", path);
+                             "cannot tell the format to save '%s' in from its extension (%s)",
+                             path, cvio_format_list(known, sizeof known, 0));
     }
     if (format == CONVOLVE_FORMAT_JPEG && (jpeg_quality < 0 || jpeg_quality > 100))
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
@@ -324,14 +322,7 @@ convolve_status convolve_array_save(convolve_context *ctx, const convolve_array 
     if (st != CONVOLVE_OK)
         return st;
     cvi_buf buf = {NULL, 0, 0};
-    switch (format) {
-    case CONVOLVE_FORMAT_NPY: st = cvio_write_npy(ctx, array, &buf); break;
-    case CONVOLVE_FORMAT_PNG: st = cvio_write_png(ctx, array, &buf); break;
-    case CONVOLVE_FORMAT_JPEG: st = cvio_write_jpeg(ctx, array, jpeg_quality, &buf); break;
-    case CONVOLVE_FORMAT_PNM: st = cvio_write_pnm(ctx, array, &buf); break;
-    case CONVOLVE_FORMAT_TIFF: st = cvio_write_tiff(ctx, array, &buf); break;
-    default: st = cvio_write_text(ctx, array, &buf); break;
-    }
+    st = cvio_format_of(format)->write(ctx, array, jpeg_quality, &buf);
     if (st == CONVOLVE_OK)
         st = save_bytes(ctx, path, buf.data, buf.size);
     else

@@ -56,6 +56,40 @@ convolve_status cvio_check_image_size(convolve_context *ctx, const char *what, s
 /* TIFF: ImageWidth and ImageLength are 32-bit. */
 #define CVIO_TIFF_MAX_SIDE ((size_t)UINT32_MAX)
 
+/* A reader: bytes in memory to a new array; a writer: an array to bytes
+ * appended to *out (quality: JPEG's, 0 to 100; the others ignore it). */
+typedef convolve_status (*cvio_reader)(convolve_context *ctx, const unsigned char *data,
+                                       size_t size, convolve_array **array);
+typedef convolve_status (*cvio_writer)(convolve_context *ctx, const convolve_array *array,
+                                       int quality, cvi_buf *out);
+
+#define CVIO_MAX_EXTENSIONS 3
+
+/* A file format: everything the library knows of it (format.c's table). */
+typedef struct cvio_format {
+    convolve_format format;
+    const char *name;               /* convolve_format_name */
+    const char *title;              /* in messages: ".npy", "PNG" */
+    const char *extensions[CVIO_MAX_EXTENSIONS]; /* lower case, no dot; NULL after the last */
+    int (*sniff)(const unsigned char *data, size_t size); /* its magic number; NULL: none */
+    cvio_reader read;
+    cvio_writer write;
+    int image;                      /* 2-D integer images with channels */
+    unsigned dtypes;                /* bit t: holds convolve_dtype t */
+    unsigned dims;                  /* bit d-1: holds d-dimensional arrays */
+    unsigned channels;              /* bit c: holds c channels; 0: any count */
+    size_t max_side;                /* largest extent along any axis; 0: no limit */
+    const char *holds_dtype, *holds_dims, *holds_channels, *holds_side; /* what it holds */
+} cvio_format;
+
+/* The row of a concrete format (NPY to TIFF); NULL for AUTO and unknown. */
+const cvio_format *cvio_format_of(convolve_format format);
+
+/* Writes into buf (size > 0 bytes, truncated to fit) the formats with a
+ * magic number (".npy, PNG, ...", magic 1) or every extension (".npy .png
+ * .jpg ...", magic 0), for messages; returns buf. */
+const char *cvio_format_list(char *buf, size_t size, int magic);
+
 /* The first rule of a format that an array breaks, in the order checked. */
 typedef enum cvio_fit {
     CVIO_HOLDS = 0,

@@ -504,11 +504,16 @@ convolve_status convolve_mpi_plan_create(convolve_context *ctx, convolve_mpi_pla
     if (comm == MPI_COMM_NULL)
         return cvmpi_fail(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                           "convolve_mpi_plan_create: the communicator is MPI_COMM_NULL");
-    convolve_options defaults;
-    if (!options) {
-        convolve_options_init(&defaults);
-        options = &defaults;
+    convolve_options copy;
+    convolve_options_init(&copy);
+    if (options && options->size < sizeof copy) {
+        /* built against an older convolve.h: its fields, the defaults past
+         * them (convolve_plan_create checks the size) */
+        memcpy(&copy, options, options->size);
+        copy.size = options->size;
     }
+    if (!options || options->size < sizeof copy)
+        options = &copy;
     agreed mine;
     convolve_status st = CONVOLVE_OK;
     if (!plan || !ctx)

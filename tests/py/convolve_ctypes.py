@@ -18,7 +18,9 @@ class Layout(C.Structure):
 
 
 class Options(C.Structure):
-    _fields_ = [("operation", C.c_int), ("mode", C.c_int), ("cval", C.c_double),
+    # convolve_options_init_size(o, sizeof o) fills it: the library reads
+    # only these fields, whatever it appends later
+    _fields_ = [("size", C.c_size_t), ("operation", C.c_int), ("mode", C.c_int), ("cval", C.c_double),
                 ("origin", C.c_ssize_t * MAXD), ("backend", C.c_int),
                 ("strategy", C.c_char_p), ("threads", C.c_int), ("autotune", C.c_int),
                 ("device_memory_budget", C.c_size_t), ("devices", C.POINTER(C.c_int)),
@@ -65,7 +67,7 @@ def load_library():
     lib.convolve_strategy_count.restype = C.c_size_t
     lib.convolve_strategy_get.argtypes = [C.c_size_t, C.POINTER(StrategyInfo)]
     lib.convolve_device_query.argtypes = [vp, C.POINTER(DeviceInfo)]
-    lib.convolve_options_init.argtypes = [C.POINTER(Options)]
+    lib.convolve_options_init_size.argtypes = [C.POINTER(Options), C.c_size_t]
     lib.convolve_execute_device.argtypes = [vp, vp, vp, vp]
     lib.convolve_filter_create_named.argtypes = [vp, C.POINTER(vp), C.c_char_p, C.c_int]
     lib.convolve_filter_create_separable.argtypes = [vp, C.POINTER(vp), C.c_int,

@@ -67,7 +67,7 @@ def run(x, w, out_dtype, mode, cval, origin, correlate, backend, strategy, chann
     else:
         out.fill(0xAB)
     opt = Options()
-    LIB.convolve_options_init(C.byref(opt))
+    LIB.convolve_options_init_size(C.byref(opt), C.sizeof(opt))
     opt.operation = 1 if correlate else 0
     opt.mode = MODES.index(mode)
     opt.cval = cval

@@ -122,7 +122,7 @@ def layout(dtype, shape, channels=1, strides=None, cstride=None):
 
 def options(**kw):
     o = cc.Options()
-    LIB.convolve_options_init(C.byref(o))
+    LIB.convolve_options_init_size(C.byref(o), C.sizeof(o))
     for k, v in kw.items():
         if k == "origin":
             for a, x in enumerate(v):

@@ -284,7 +284,7 @@ static int read_setup(convolve_context *ctx, const args *a, setup *s, double **w
     if (!a->run.force && a->run.weights && same_file(a->run.weights, a->run.output))
         return snprintf(msg, cap, "OUTPUT '%s' is the weights file; choose another name, or "
                         "pass --force to replace it", a->run.output), CLI_BAD_INPUT;
-    if (cli_npy_read_header(a->run.input, &s->h, msg, cap))
+    if (cli_npy_read_header(ctx, a->run.input, &s->h, msg, cap))
         return CLI_BAD_INPUT;
     if (!a->run.weights)
         return CLI_OK;
@@ -353,41 +353,19 @@ static int mpi_msg(int err, const char *what, char *msg, size_t cap)
     return CLI_RESOURCE;
 }
 
-/* Gives fd the owner, group (where permitted) and mode of the file path
- * replaces, if it exists. 0 and errno on failure. */
-static int copy_owner_mode(int fd, const char *path)
-{
-    struct stat old;
-    if (stat(path, &old) != 0 || !S_ISREG(old.st_mode))
-        return 1;
-    if (fchown(fd, old.st_uid, old.st_gid) != 0 &&
-        (errno != EPERM || (fchown(fd, (uid_t)-1, old.st_gid) != 0 && errno != EPERM)))
-        return 0;
-    return fchmod(fd, old.st_mode & 07777) == 0;
-}
-
 /* Rank 0: a new temporary file beside path, named into tmp (MPI-IO opens it
  * by name on every rank, so it cannot be an unnamed O_TMPFILE one), with the
  * owner and mode of the file it replaces; writes header. */
 static int make_temp(const char *path, const char *header, size_t hlen, char *tmp, size_t cap,
                      char *msg, size_t mcap)
 {
-    const char *slash = strrchr(path, '/');
-    int dirlen = slash ? (int)(slash - path + 1) : 0;
-    for (int attempt = 0; attempt < 100; attempt++) {
-        snprintf(tmp, cap, "%.*s.%s.tmp-%ld-%d", dirlen, path, slash ? slash + 1 : path,
-                 (long)getpid(), attempt);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd < 0 && errno == EEXIST)
-            continue;
-        if (fd < 0)
-            break;
-        ssize_t put = copy_owner_mode(fd, path) ? write(fd, header, hlen) : -1;
-        if (close(fd) != 0 || put != (ssize_t)hlen) {
-            unlink(tmp);
-            break;
-        }
-        return CLI_OK;
+    int fd = convolve_temp_file_open(path, 1, tmp, cap);
+    if (fd >= 0) {
+        int ok = write(fd, header, hlen) == (ssize_t)hlen;
+        ok = close(fd) == 0 && ok;
+        if (ok)
+            return CLI_OK;
+        unlink(tmp);
     }
     snprintf(msg, mcap, "cannot create a temporary file beside '%s': %s", path,
              strerror(errno ? errno : EIO));

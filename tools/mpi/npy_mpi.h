@@ -1,7 +1,7 @@
 /*
  * npy_mpi.h - .npy files for convolve-mpi: the header read on one rank and
- * written as libconvolve writes it (so that outputs match `convolve`'s byte
- * for byte), and each rank's box read and written in place with MPI-IO.
+ * written by libconvolve (so that outputs match `convolve`'s byte for
+ * byte), and each rank's box read and written in place with MPI-IO.
  */
 #ifndef CONVOLVE_TOOLS_NPY_MPI_H
 #define CONVOLVE_TOOLS_NPY_MPI_H
@@ -19,15 +19,15 @@ typedef struct cli_npy {
     unsigned long long offset;       /* where the data begins */
 } cli_npy;
 
-/* Reads and checks the header of the .npy file at path (dtypes float32,
- * float64, uint8, uint16 in either byte order; C order; 1 to 3 dimensions,
- * none zero; the file exactly as long as the header says). Returns 0, or -1
- * with a message in why. */
-int cli_npy_read_header(const char *path, cli_npy *h, char *why, size_t why_size);
+/* Reads and checks the header of the .npy file at path as convolve_npy_inspect
+ * does (its rules and messages), C order only. Returns 0, or -1 with a
+ * message in why. */
+int cli_npy_read_header(convolve_context *ctx, const char *path, cli_npy *h, char *why,
+                        size_t why_size);
 
-/* The header libconvolve writes for a little-endian array of that dtype and
- * shape (one channel), into buf (at least 256 + 24 * ndim bytes); returns its
- * length, a multiple of 64. */
+/* The header libconvolve writes for an array of that dtype and shape (one
+ * channel), into buf (at least CONVOLVE_NPY_HEADER_MAX bytes); returns its
+ * length, a multiple of 64, or 0 for a shape the library refuses. */
 size_t cli_npy_format_header(convolve_dtype dtype, int ndim, const size_t *shape, char *buf);
 
 /*

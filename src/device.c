@@ -1,0 +1,93 @@
+/*
+ * device.c - a context's lazily probed CUDA device, the device queries and
+ * host memory registration, through the CUDA backend's table.
+ */
+#include "backend.h"
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int cvi_cuda_usable(convolve_context *ctx)
+{
+    if (!ctx->cuda_probed) {
+        memset(&ctx->cuda, 0, sizeof ctx->cuda);
+        if (cvcu_backend.probe)
+            cvcu_backend.probe(&ctx->cuda);
+        else
+            snprintf(ctx->cuda.info.reason, sizeof ctx->cuda.info.reason,
+                     "libconvolve was built without CUDA");
+        ctx->cuda_probed = 1;
+    }
+    return ctx->cuda.info.available;
+}
+
+convolve_status convolve_device_query(convolve_context *ctx, convolve_device_info *info)
+{
+    if (!ctx || !info)
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_device_query: NULL argument");
+    cvi_cuda_usable(ctx);
+    *info = ctx->cuda.info;
+    return cvi_ok(ctx);
+}
+
+convolve_status convolve_device_count(convolve_context *ctx, int *count)
+{
+    if (!ctx || !count)
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                         "convolve_device_count: NULL argument");
+    *count = cvcu_backend.device_count ? cvcu_backend.device_count() : 0;
+    return cvi_ok(ctx);
+}
+
+convolve_status convolve_device_query_index(convolve_context *ctx, int index,
+                                            convolve_device_info *info)
+{
+    if (!ctx || !info)
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                         "convolve_device_query_index: NULL argument");
+    int count = cvcu_backend.device_count ? cvcu_backend.device_count() : 0;
+    if (index < 0 || index >= count)
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                         "convolve_device_query_index: device %d; this host has %d CUDA "
+                         "device%s", index, count, count == 1 ? "" : "s");
+    cvi_device dev;
+    memset(&dev, 0, sizeof dev);
+    cvcu_backend.probe_index(index, &dev);
+    *info = dev.info;
+    return cvi_ok(ctx);
+}
+
+/* BACKEND_UNAVAILABLE unless a CUDA device can be used. */
+static convolve_status need_cuda(convolve_context *ctx, const char *what)
+{
+    if (!cvcu_backend.host_register)
+        return cvi_error(ctx, CONVOLVE_ERROR_BACKEND_UNAVAILABLE,
+                         "%s: libconvolve was built without CUDA", what);
+    if (!cvi_cuda_usable(ctx))
+        return cvi_error(ctx, CONVOLVE_ERROR_BACKEND_UNAVAILABLE, "%s: no GPU can be used: %s",
+                         what, ctx->cuda.info.reason);
+    return CONVOLVE_OK;
+}
+
+convolve_status convolve_host_register(convolve_context *ctx, void *ptr, size_t bytes)
+{
+    if (!ctx || !ptr || !bytes)
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_host_register: %s",
+                         !ctx ? "NULL context" : !ptr ? "NULL pointer" : "0 bytes");
+    convolve_status st = need_cuda(ctx, "convolve_host_register");
+    if (st == CONVOLVE_OK)
+        st = cvcu_backend.host_register(ctx, ptr, bytes);
+    return st == CONVOLVE_OK ? cvi_ok(ctx) : st;
+}
+
+convolve_status convolve_host_unregister(convolve_context *ctx, void *ptr)
+{
+    if (!ctx || !ptr)
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_host_unregister: %s",
+                         !ctx ? "NULL context" : "NULL pointer");
+    convolve_status st = need_cuda(ctx, "convolve_host_unregister");
+    if (st == CONVOLVE_OK)
+        st = cvcu_backend.host_unregister(ctx, ptr);
+    return st == CONVOLVE_OK ? cvi_ok(ctx) : st;
+}
