@@ -110,6 +110,11 @@ typedef struct cvi_backend {
      * the backend's tiles computes them twice), and each repeats about
      * *extra rows of work. NULL where execute_host_rows is. */
     void (*window_cost)(void *state, size_t *align, size_t *extra);
+
+    /* A rough estimate, in milliseconds, of one host execution of the
+     * prepared plan (its own strategy, its threads), for the size of the
+     * slabs a progress callback is called between. NULL: estimate_ms. */
+    double (*plan_estimate_ms)(void *state);
 } cvi_backend;
 
 /* The two backends' tables (src/cpu/dispatch.c, src/cuda/backend.c or

@@ -240,6 +240,10 @@ int cvcpu_choose(const cvi_problem *p, int threads, const void *in);
  * fitted with 2 threads, and is scaled to `threads` as if they all paid). */
 double cvcpu_estimate_ms(const cvi_problem *p, int threads);
 
+/* The same for one method (CVCPU_DIRECT, CVCPU_SEPARABLE, CVCPU_FFT), or,
+ * for -1, the reference (scalar loops in double). */
+double cvcpu_estimate_method_ms(const cvi_problem *p, int threads, int method);
+
 /* Why the FFT strategy cannot serve p ("" and CONVOLVE_OK when it can):
  * its tiles, and its range for any input (cvcpu_fft_range). */
 convolve_status cvcpu_fft_check(const cvi_problem *p, char *why, size_t why_size);
