@@ -69,6 +69,8 @@ a = rng.random((rows,) + plane, dtype=np.float32)
 out = np.full(a.shape, np.nan, np.float32)
 if mode == "ignore":
     signal.signal(signal.SIGINT, lambda s, f: print("handler", flush=True))
+else:  # Python's own handler, also where the shell started us with SIGINT ignored
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 print("start %.6f %d %.3f" % (time.monotonic(), rows, rows * per_row), flush=True)
 t0 = time.monotonic()
 try:
