@@ -423,9 +423,11 @@ typedef struct convolve_options {
     int device_count;
     /* Optional progress callback for convolve_execute (see
      * convolve_progress_fn) and the pointer it is given; NULL (default) = none.
-     * CPU plans with a callback run in slabs (of about 64 MiB of input) when
-     * the array is larger than that, so that the callback is called as the
-     * work advances; out of place each slab computes its output rows of the
+     * CPU plans with a callback run in slabs (of about 64 MiB of input, and
+     * of about 25 ms by a rough estimate of the plan's strategy) when the
+     * array is larger or the run longer than that, so that the callback is
+     * called as the work advances (the Python package checks for Ctrl-C
+     * there); out of place each slab computes its output rows of the
      * whole array where they lie (no copies), so the result is byte for
      * byte that of a run without a callback, at a cost of a few percent
      * (docs/cli.md, "What the progress callback costs"). */

@@ -112,6 +112,11 @@ typedef struct cvi_backend {
      * start at multiples of *align rows (else their outputs may round
      * otherwise than the one-shot run's). NULL: 1 and 0. */
     void (*window_cost)(void *state, size_t *align, size_t *extra);
+
+    /* A rough estimate, in milliseconds, of one host execution of the
+     * prepared plan (its own strategy, its threads), for the size of the
+     * slabs a progress callback is called between. NULL: estimate_ms. */
+    double (*plan_estimate_ms)(void *state);
 } cvi_backend;
 
 /* The two backends' tables (src/cpu/dispatch.c, src/cuda/backend.c or

@@ -74,7 +74,8 @@ size_t cvi_stream_env_budget(void);
 /* Whether convolve_execute streams the plan: *slab_rows = output rows per
  * slab, or 0 for one shot. CPU plans stream only with a progress callback
  * and more than a slab of input (about 64 MiB; CONVOLVE_CPU_SLAB_BYTES
- * changes it); CUDA plans when the one-shot run would not fit plan->budget
+ * changes it) or of time (about 25 ms by the backend's plan_estimate_ms);
+ * CUDA plans when the one-shot run would not fit plan->budget
  * or devices are listed; in place (in_place, out == in), the slabs it
  * would run in (one, if need be), which convolve_execute weighs against a
  * temporary copy. Errors: DEVICE_OUT_OF_MEMORY (the budget holds no slab). */

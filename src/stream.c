@@ -25,8 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The CPU slab when a progress callback is set: about this much input. */
+/* The CPU slab when a progress callback is set: about this much input, and
+ * no more than about this much time by the backend's estimate, so that the
+ * callback (Ctrl-C in the CLI and the Python package) is called often
+ * enough on slow problems as well; a run estimated shorter than the time
+ * is one slab. */
 #define CVI_CPU_SLAB_BYTES ((size_t)64 << 20)
+#define CVI_CPU_SLAB_MS 25.0
 /* A CPU window has at least this many times the rows of work it repeats
  * (window_cost's extra: the separable passes' rows before it). */
 #define CVI_WINDOW_EXTRA_SHARE 16
@@ -814,6 +819,12 @@ convolve_status cvi_stream_choose(convolve_plan *plan, int in_place, size_t *sla
             size_t align = 1, extra = 0;
             plan->backend->window_cost(plan->state, &align, &extra);
             rows = CVI_CPU_SLAB_BYTES / job.in_row_bytes;
+            const double ms = plan->backend->plan_estimate_ms
+                                  ? plan->backend->plan_estimate_ms(plan->state)
+                                  : plan->backend->estimate_ms ? plan->backend->estimate_ms(p, 1)
+                                                               : 0.0;
+            if (ms > CVI_CPU_SLAB_MS && (double)n * CVI_CPU_SLAB_MS / ms < (double)rows)
+                rows = (size_t)((double)n * CVI_CPU_SLAB_MS / ms);
             rows = rows < CVI_WINDOW_EXTRA_SHARE * extra ? CVI_WINDOW_EXTRA_SHARE * extra : rows;
             align = align < 1 ? 1 : align;
             rows = rows > align ? rows / align * align : align;

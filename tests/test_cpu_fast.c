@@ -19,6 +19,7 @@
  */
 #include "harness.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/fast.h"
 
 static convolve_context *ctx;
 
@@ -543,6 +544,22 @@ static void exact_rows(void)
     }
 }
 
+/* Short work with the default thread count on a loaded machine: no more
+ * threads than free cores, at least one; an unknown load changes nothing. */
+static void threads_for_load(void)
+{
+    static const int k_cases[][3] = {/* threads, free cores, want */
+                                     {2, -1, 2}, {2, 2, 2}, {2, 5, 2}, {2, 1, 1},
+                                     {2, 0, 1}, {4, 0, 1}, {16, 15, 15}, {16, 3, 3}};
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) {
+        int got = cvcpu_threads_for_free(k_cases[i][0], k_cases[i][1]);
+        CHECK(got == k_cases[i][2], "%d threads, %d free cores: %d, want %d", k_cases[i][0],
+              k_cases[i][1], got, k_cases[i][2]);
+    }
+    int f = cvcpu_free_cores();
+    CHECK(f >= -1 && f < 1 << 20, "free cores %d", f);
+}
+
 /* Every strategy gives bit for bit the same result on 1 and 2 threads (the
  * partition changes, the order of each output's sum does not). */
 static void thread_invariance(void)
@@ -730,6 +747,7 @@ int main(int argc, char **argv)
     const char *only = argc > 1 ? argv[1] : NULL;
     int rounds = argc > 2 ? atoi(argv[2]) : 150;
     choices();
+    threads_for_load();
     thread_invariance();
     integer_edges();
     exact_rows();

@@ -392,7 +392,8 @@ static void cpu_window_rows(void)
 /* The CPU's slab size with a progress callback (no data needed): about
  * 64 MiB of input, a whole number of FFT tiles along the slab axis, at
  * least 16 times the rows or planes the separable passes filter again; in
- * one slab when smaller; none without a callback. */
+ * one slab when smaller; none without a callback. (64 threads: the
+ * estimates stay below the slab's time, which the next test covers.) */
 static void cpu_slab_choice(void)
 {
     static const struct {
@@ -431,6 +432,7 @@ static void cpu_slab_choice(void)
             convolve_options_init(&o);
             o.backend = CONVOLVE_BACKEND_CPU;
             o.strategy = k_cases[i].strategy;
+            o.threads = 64;
             if (progress) {
                 o.progress = s_on_progress;
                 o.progress_user = &log;
@@ -459,6 +461,7 @@ static void cpu_slab_choice(void)
     convolve_options_init(&o);
     o.backend = CONVOLVE_BACKEND_CPU;
     o.strategy = "fft";
+    o.threads = 64;
     o.progress = s_on_progress;
     o.progress_user = &log;
     convolve_plan *p;
@@ -469,6 +472,71 @@ static void cpu_slab_choice(void)
           "FFT slabs of %zu rows, tiles of %zu", rows, align);
     convolve_plan_free(p);
     convolve_filter_free(f);
+}
+
+/* With a progress callback, a CPU run estimated longer than CVI_CPU_SLAB_MS
+ * (25 ms) goes in slabs of about that time even below 64 MiB (the Python
+ * package checks for Ctrl-C between them): byte for byte the one-shot run,
+ * and cancellable after a slab, with no leak; a short one is one slab. */
+static void cpu_slab_time(void)
+{
+    size_t shape[2] = {1024, 1000}, ks[2] = {41, 41}, n = 1024 * 1000;
+    convolve_layout l;
+    convolve_layout_init(&l, CONVOLVE_FLOAT32, 2, shape, 1);
+    double *w = malloc(41 * 41 * sizeof *w);
+    h_fill(w, 41 * 41);
+    convolve_filter *f;
+    CHECK_OK(ctx, convolve_filter_create(ctx, &f, 2, ks, w));
+    free(w);
+    float *in = malloc(n * sizeof *in), *want = malloc(n * sizeof *want),
+          *got = malloc(n * sizeof *got);
+    for (size_t i = 0; i < n; i++)
+        in[i] = (float)h_uniform(-1, 1);
+    s_progress_log log = {0, -1, {0}, 1};
+    convolve_options o;
+    convolve_options_init(&o);
+    o.backend = CONVOLVE_BACKEND_CPU;
+    o.strategy = "direct";
+    o.threads = 1;
+    convolve_plan *p;
+    CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o));
+    CHECK_OK(ctx, convolve_execute(p, in, want));
+    convolve_plan_free(p);
+    o.progress = s_on_progress;
+    o.progress_user = &log;
+    CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o));
+    size_t rows = 0;
+    CHECK_OK(ctx, cvi_stream_choose(p, 0, &rows));
+    const double ms = cvcpu_backend.plan_estimate_ms(p->state);
+    const double expect = 1024 * 25.0 / ms;
+    CHECK(ms > 50 && rows > 0 && rows < 1024 && fabs((double)rows - expect) <= 1,
+          "estimated %.1f ms: slabs of %zu rows, want about %.1f", ms, rows, expect);
+    h_poison(CONVOLVE_FLOAT32, got, n);
+    CHECK_OK(ctx, convolve_execute(p, in, got));
+    CHECK(log.last.slabs_total == (1024 + rows - 1) / rows && log.monotonic,
+          "%zu slabs of %zu rows", log.last.slabs_total, rows);
+    CHECK(memcmp(got, want, n * sizeof *got) == 0, "slabs by time differ from one shot");
+    /* cancelled after the first slab: its rows final, the last untouched */
+    h_poison(CONVOLVE_FLOAT32, got, n);
+    log = (s_progress_log){0, 1, {0}, 1};
+    CHECK_STATUS(ctx, convolve_execute(p, in, got), CONVOLVE_ERROR_CANCELLED);
+    CHECK(memcmp(got, want, rows * 1000 * sizeof *got) == 0, "the first slab is final");
+    CHECK(isnan(got[n - 1]), "the last row is not written after a cancel");
+    convolve_plan_free(p);
+    convolve_filter_free(f);
+    /* short: one slab */
+    size_t small[2] = {256, 256}, k3[2] = {3, 3};
+    convolve_layout_init(&l, CONVOLVE_FLOAT32, 2, small, 1);
+    double w3[9];
+    h_fill(w3, 9);
+    CHECK_OK(ctx, convolve_filter_create(ctx, &f, 2, k3, w3));
+    CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o));
+    rows = 99;
+    CHECK_OK(ctx, cvi_stream_choose(p, 0, &rows));
+    CHECK(rows == 0, "a short run: slabs of %zu rows, want one shot", rows);
+    convolve_plan_free(p);
+    convolve_filter_free(f);
+    free(in), free(want), free(got);
 }
 
 /* In place without a progress callback: equal to the run into another
@@ -666,6 +734,7 @@ int main(void)
     cpu_windows();
     cpu_window_rows();
     cpu_slab_choice();
+    cpu_slab_time();
     in_place();
     in_place_store();
     convolve_context_free(ctx);

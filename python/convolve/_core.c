@@ -12,7 +12,9 @@
  * loops reach are checked to lie within the arrays' spans, so a mapping
  * mistake can raise but never touch memory outside the arrays. Executions
  * release the GIL and hold the plan's lock (a context serves one thread at
- * a time).
+ * a time); on the main thread, long ones check for signals through the
+ * plan's progress callback (check_signals) and stop with the handler's
+ * exception (KeyboardInterrupt).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -21,6 +23,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "convolve.h"
 
@@ -179,6 +182,8 @@ typedef struct {
     Py_ssize_t batch_in[CORE_MAX_NDIM], batch_out[CORE_MAX_NDIM];
     Py_ssize_t in_lo, in_hi, out_lo, out_hi; /* byte spans of the arrays */
     expected_array in, out;
+    int on_main;                            /* this execution runs on the main thread */
+    double last_check;                      /* when signals were last checked (seconds) */
 } PlanObject;
 
 static char format_of(convolve_dtype dt)
@@ -304,6 +309,61 @@ static convolve_filter *make_filter(convolve_context *ctx, PyObject *spec)
     return f;
 }
 
+/* ---- signals during executions ------------------------------------------ */
+
+/* Seconds between two checks for signals during one execution. */
+#define CORE_SIGNAL_INTERVAL 0.05
+
+static PyObject *main_thread_fn; /* threading.main_thread */
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* 1 if the calling thread (holding the GIL) is Python's main thread, the
+ * only one that runs signal handlers; 0 otherwise or when that cannot be
+ * told (no exception left set). */
+static int on_main_thread(void)
+{
+    PyObject *t = main_thread_fn ? PyObject_CallObject(main_thread_fn, NULL) : NULL;
+    PyObject *ident = t ? PyObject_GetAttrString(t, "ident") : NULL;
+    unsigned long id = ident ? PyLong_AsUnsignedLong(ident) : 0;
+    Py_XDECREF(ident);
+    Py_XDECREF(t);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return ident && id == PyThread_get_thread_ident();
+}
+
+/* The progress callback of every plan: libconvolve calls it on the thread
+ * that called execute, with the GIL released, at the start of each run and
+ * after each slab (CPU runs longer than a few tens of milliseconds are cut
+ * into slabs; CUDA runs on host memory stream in slabs). On the main
+ * thread, at most every CORE_SIGNAL_INTERVAL seconds, it takes the GIL and
+ * runs the pending signal handlers (PyErr_CheckSignals); one that raised
+ * (KeyboardInterrupt for Ctrl-C) cancels the run, and its exception stays
+ * set for execute to raise. Runs shorter than the interval never take the
+ * GIL. */
+static int check_signals(void *user, const convolve_progress *progress)
+{
+    PlanObject *self = user;
+    if (!self->on_main || progress->slabs_done == progress->slabs_total)
+        return 0;
+    double t = mono_s();
+    if (t - self->last_check < CORE_SIGNAL_INTERVAL)
+        return 0;
+    self->last_check = t;
+    PyGILState_STATE g = PyGILState_Ensure();
+    int raised = PyErr_CheckSignals() < 0;
+    PyGILState_Release(g);
+    return raised;
+}
+
 /* (operation, mode, cval, origins, backend, strategy or None, threads, autotune) */
 static int parse_options(PyObject *obj, convolve_options *o, PyObject **strategy_keep)
 {
@@ -353,6 +413,7 @@ static int parse_options(PyObject *obj, convolve_options *o, PyObject **strategy
     }
     o->threads = threads;
     o->autotune = autotune;
+    o->progress = check_signals; /* progress_user: the Plan, set by make_plan */
     return 0;
 }
 
@@ -455,6 +516,9 @@ static int make_plan(PlanObject *self, PyObject *filt, const convolve_layout *in
     convolve_filter *f = make_filter(self->ctx, filt);
     if (!f)
         return -1;
+    convolve_options opt = *o;
+    opt.progress_user = self;
+    o = &opt;
     Py_BEGIN_ALLOW_THREADS
     st = convolve_plan_create(self->ctx, &self->plan, in, out, f, o);
     Py_END_ALLOW_THREADS
@@ -607,9 +671,13 @@ static PyObject *Plan_execute(PlanObject *self, PyObject *args)
             bad = "the output overlaps the input";
     }
     if (!bad) {
+        const int on_main = on_main_thread();
         Py_BEGIN_ALLOW_THREADS
         PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        self->on_main = on_main;
+        self->last_check = mono_s();
         st = run_batches(self, (const char *)bi.buf, (char *)bo.buf, NULL);
+        self->on_main = 0;
         PyThread_release_lock(self->lock);
         Py_END_ALLOW_THREADS
     }
@@ -619,6 +687,8 @@ static PyObject *Plan_execute(PlanObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, bad);
         return NULL;
     }
+    if (PyErr_Occurred()) /* a signal handler raised during the run (it was cancelled) */
+        return NULL;
     if (st != CONVOLVE_OK)
         return raise_status(st, self->ctx, "execute");
     Py_RETURN_NONE;
@@ -792,6 +862,13 @@ PyMODINIT_FUNC PyInit__core(void)
         return NULL;
     }
     Py_INCREF(core_error);
+    PyObject *threading = PyImport_ImportModule("threading");
+    main_thread_fn = threading ? PyObject_GetAttrString(threading, "main_thread") : NULL;
+    Py_XDECREF(threading);
+    if (!main_thread_fn) {
+        Py_DECREF(m);
+        return NULL;
+    }
     Py_INCREF(&PlanType);
     if (PyModule_AddObject(m, "Plan", (PyObject *)&PlanType) < 0) {
         Py_DECREF(&PlanType);

@@ -250,6 +250,19 @@ static void window_cost(void *state, size_t *align, size_t *extra)
         *align = cvcpu_fft_window_align(p);
 }
 
+static double plan_estimate_ms(void *state)
+{
+    const cpu_plan *plan = state;
+    const cvi_problem *p = plan->p;
+    switch (plan->strategy->id) {
+    case CPU_REFERENCE: return cvcpu_estimate_method_ms(p, plan->threads, -1);
+    case CPU_DIRECT: return cvcpu_estimate_method_ms(p, plan->threads, CVCPU_DIRECT);
+    case CPU_SEPARABLE: return cvcpu_estimate_method_ms(p, plan->threads, CVCPU_SEPARABLE);
+    case CPU_FFT: return cvcpu_estimate_method_ms(p, plan->threads, CVCPU_FFT);
+    default: return cvcpu_estimate_ms(p, plan->threads); /* fast, image: the cheapest */
+    }
+}
+
 /* ---- the benchmark ------------------------------------------------------- */
 
 /* Fills `bytes` bytes with pseudo-random values that are finite in every
@@ -317,4 +330,5 @@ const cvi_backend cvcpu_backend = {
     .execute_host_rows = execute_rows,
     .rows_end = rows_end,
     .window_cost = window_cost,
+    .plan_estimate_ms = plan_estimate_ms,
 };

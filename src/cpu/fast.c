@@ -114,11 +114,32 @@ int cvcpu_choose(const cvi_problem *p, int threads, const void *in)
     return cheapest(p, threads, in, &ns);
 }
 
+/* Milliseconds for p at ns per output (the model's 2 threads) on `threads`. */
+static double ms_of(const cvi_problem *p, int threads, double ns)
+{
+    const double outputs =
+        (double)p->shape[0] * (double)p->shape[1] * (double)p->shape[2] * (double)p->channels;
+    return outputs * ns * 1e-6 * 2.0 / (double)(threads > 0 ? threads : 1);
+}
+
 double cvcpu_estimate_ms(const cvi_problem *p, int threads)
 {
     double ns;
     cheapest(p, threads, NULL, &ns);
-    const double outputs =
-        (double)p->shape[0] * (double)p->shape[1] * (double)p->shape[2] * (double)p->channels;
-    return outputs * ns * 1e-6 * 2.0 / (double)(threads > 0 ? threads : 1);
+    return ms_of(p, threads, ns);
+}
+
+double cvcpu_estimate_method_ms(const cvi_problem *p, int threads, int method)
+{
+    const double taps = (double)p->kcount;
+    double ns;
+    if (method == CVCPU_SEPARABLE && p->separable)
+        ns = 0.72 + 0.025 * (double)(p->ksize[0] + p->ksize[1] + p->ksize[2]);
+    else if (method == CVCPU_FFT && cvcpu_fft_cost(p) > 0)
+        ns = 1.0 + 0.27 * cvcpu_fft_cost(p);
+    else if (method == -1) /* scalar: 4 to 8 ns a tap a thread (512^2, 15x15) */
+        ns = 2.0 + 2.0 * taps;
+    else
+        ns = 0.82 + 0.015 * taps;
+    return ms_of(p, threads, ns);
 }

@@ -113,6 +113,19 @@ void cvcpu_exec_init(cvcpu_exec *e, const cvi_problem *p, int threads, const voi
  * whole scheduler time slice. */
 void cvcpu_limit_threads(cvcpu_exec *e, double work);
 
+/* Short work (below CVCPU_SHORT_WORK multiply-adds, about a millisecond on
+ * one thread) with the default thread count uses no more threads than
+ * there are cores no other task runs on (at least 1): each parallel region
+ * waits for its slowest thread, and a thread that shares a core with a busy
+ * process waits for its turn. cvcpu_free_cores() counts them: the CPUs less
+ * the tasks the kernel has running or runnable (/proc/loadavg, the caller
+ * included), read at most every 10 ms; -1 where that count cannot be
+ * trusted (not Linux; the process may run on fewer CPUs than the machine
+ * has, as in a container's cpuset). cvcpu_threads_for_free is the rule. */
+#define CVCPU_SHORT_WORK 3e7
+int cvcpu_free_cores(void);
+int cvcpu_threads_for_free(int threads, int free_cores);
+
 /* The input's element (j0, j1, column 0) of channel c: the start of a row;
  * NULL when j0 or j1 is -1 (a row of cval in CONSTANT mode). */
 static inline const char *cvcpu_in_row(const cvcpu_exec *e, size_t c, ptrdiff_t j0, ptrdiff_t j1)
@@ -250,6 +263,10 @@ int cvcpu_choose(const cvi_problem *p, int threads, const void *in);
  * milliseconds (the cheapest of direct, separable and FFT; the model was
  * fitted with 2 threads, and is scaled to `threads` as if they all paid). */
 double cvcpu_estimate_ms(const cvi_problem *p, int threads);
+
+/* The same for one method (CVCPU_DIRECT, CVCPU_SEPARABLE, CVCPU_FFT), or,
+ * for -1, the reference (scalar loops in double). */
+double cvcpu_estimate_method_ms(const cvi_problem *p, int threads, int method);
 
 /* Why the FFT strategy cannot serve p ("" and CONVOLVE_OK when it can):
  * its tiles, and its range for any input (cvcpu_fft_range). */

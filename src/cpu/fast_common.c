@@ -7,8 +7,15 @@
 #include "fast.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #if defined(__x86_64__) && defined(__SSE2__)
 #include <emmintrin.h>
@@ -144,6 +151,57 @@ void cvcpu_limit_threads(cvcpu_exec *e, double work)
         e->threads = 1;
     else if (most < (double)e->threads)
         e->threads = (int)most;
+    if (e->threads > 1 && e->p->threads == 0 && work < CVCPU_SHORT_WORK)
+        e->threads = cvcpu_threads_for_free(e->threads, cvcpu_free_cores());
+}
+
+int cvcpu_threads_for_free(int threads, int free_cores)
+{
+    if (free_cores < 0 || free_cores >= threads)
+        return threads;
+    return free_cores > 1 ? free_cores : 1;
+}
+
+/* Reads /proc/loadavg's running tasks: -1 if unknown. */
+static int running_tasks(void)
+{
+#ifdef __linux__
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f)
+        return -1;
+    int running = -1, total;
+    if (fscanf(f, "%*f %*f %*f %d/%d", &running, &total) != 2)
+        running = -1;
+    fclose(f);
+    return running;
+#else
+    return -1;
+#endif
+}
+
+int cvcpu_free_cores(void)
+{
+    static _Atomic long long read_ns = -1;
+    static _Atomic int last = -1;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    const long long now = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    const long long then = read_ns;
+    if (then >= 0 && now - then < 10000000LL)
+        return last;
+#ifdef _OPENMP
+    const long procs = omp_get_num_procs();
+#else
+    const long procs = 1;
+#endif
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int free_cores = -1;
+    const int running = procs == online ? running_tasks() : -1;
+    if (running >= 1)
+        free_cores = running - 1 >= procs ? 0 : (int)(procs - (running - 1));
+    last = free_cores;
+    read_ns = now;
+    return free_cores;
 }
 
 /* ---- loads ---------------------------------------------------------------- */

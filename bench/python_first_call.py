@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""python_first_call.py - what the first call of a new shape costs in the
+Python package, against later calls of that shape, and where it goes.
+
+In one warm process (the package imported, a small call made on each
+backend, so that OpenMP's threads and CUDA have started), for each case a
+new shape is called `--calls` times: the first call, the median of the
+later ones, their ratio (issue 24's target: at most 2 for arrays of at
+least 512^2), and of the first call the time spent making the plan
+(_engine._make_plan: the Python layer and convolve_plan_create) and in the
+plan's executions. Then a fresh process per case gives the first call of
+the process (CUDA's start-up included). Cases: gaussian_filter on float32
+n^2 (sigma 2), uint8 n^2 x 3 RGB ((2, 2, 0), scipy's integer semantics and
+saturate=True), correlate 7x7 float32.
+
+    PYTHONPATH=build/python python3 bench/python_first_call.py [--backend cpu,cuda,auto]
+        [--sizes 512,2048,4096] [--calls 5]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import convolve as cv
+from convolve import _engine
+
+CASES = ("f32", "u8", "u8sat", "corr7")
+
+
+def make(kind, n, rng):
+    if kind in ("f32", "corr7"):
+        return rng.random((n, n), dtype=np.float32)
+    return rng.integers(0, 256, (n, n, 3), dtype=np.uint8)
+
+
+def call(kind, a, backend, w):
+    if kind == "f32":
+        return cv.gaussian_filter(a, 2, backend=backend)
+    if kind == "corr7":
+        return cv.correlate(a, w, backend=backend)
+    return cv.gaussian_filter(a, (2, 2, 0), backend=backend, saturate=kind == "u8sat")
+
+
+def timed(args):
+    """(seconds in _make_plan, seconds in executions) of the calls in between."""
+    spent = {"plan": 0.0, "exec": 0.0}
+    make_plan, run = _engine._make_plan, _engine._run
+
+    def mp(*a, **k):
+        t = time.perf_counter()
+        try:
+            return make_plan(*a, **k)
+        finally:
+            spent["plan"] += time.perf_counter() - t
+
+    def rn(*a, **k):
+        t = time.perf_counter()
+        try:
+            return run(*a, **k)
+        finally:
+            spent["exec"] += time.perf_counter() - t
+
+    _engine._make_plan, _engine._run = mp, rn
+    return spent, lambda: (setattr(_engine, "_make_plan", make_plan),
+                           setattr(_engine, "_run", run))
+
+
+def one(kind, n, backend, calls, rng, w):
+    a = make(kind, n, rng)
+    times, first = [], None
+    for i in range(calls):
+        spent, undo = timed(None)
+        t = time.perf_counter()
+        call(kind, a, backend, w)
+        times.append(time.perf_counter() - t)
+        undo()
+        if i == 0:
+            first = dict(spent)
+    later = float(np.median(times[1:]))
+    return times[0], later, first
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--sizes", default="512,2048")
+    ap.add_argument("--calls", type=int, default=5)
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    rng = np.random.default_rng(1)
+    w = rng.random((7, 7))
+    if args.child:  # a fresh process: its first call
+        kind, n, backend = args.child[0], int(args.child[1]), args.child[2]
+        f, later, spent = one(kind, n, backend, args.calls, rng, w)
+        print("%.2f %.2f %.2f %.2f" % (f * 1e3, later * 1e3, spent["plan"] * 1e3,
+                                       spent["exec"] * 1e3))
+        return
+    backends = [b for b in args.backend.split(",") if b == "cpu" or cv.backend_available("cuda")]
+    for b in backends:  # warm: threads and CUDA started
+        call("f32", make("f32", 64, rng), b, w)
+        call("u8", make("u8", 64, rng), b, w)
+    print("| backend | case | n | first (ms) | later (ms) | first / later | plan (ms) | "
+          "executions (ms) | fresh process: first | later |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for b in backends:
+        for n in (int(s) for s in args.sizes.split(",")):
+            for kind in CASES:
+                f, later, spent = one(kind, n, b, args.calls, rng, w)
+                r = subprocess.run([sys.executable, __file__, "--calls", str(args.calls),
+                                    "--child", kind, str(n), b], capture_output=True, text=True,
+                                   env=os.environ)
+                fresh = r.stdout.split() if r.returncode == 0 else ["-", "-"]
+                print("| %s | %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s |"
+                      % (b, kind, n, f * 1e3, later * 1e3, f / later, spent["plan"] * 1e3,
+                         spent["exec"] * 1e3, fresh[0], fresh[1]), flush=True)
+
+
+if __name__ == "__main__":
+    main()
