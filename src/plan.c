@@ -113,10 +113,15 @@ static convolve_status choose_budget(convolve_plan *plan)
 /* Separable filters of at most this many dense weights keep their box axes
  * (all taps equal) unfolded. */
 #define CVI_BOX_UNFOLDED_MAX ((size_t)1 << 20)
+/* Only axes of at least this many taps are folded: shorter ones cost little
+ * unfolded, and keep the sums (the bits) of a plan on a part of the array
+ * (a slab, an MPI rank's box) equal to the whole array's. */
+#define CVI_FOLD_MIN_TAPS 128
 
 /*
  * Folds the taps of padded axis a of p onto the array when they are longer
- * than it: the same outputs from at most 2n + 1 taps (n = shape[a]), so that
+ * than it (and at least CVI_FOLD_MIN_TAPS): the same outputs from at most
+ * 2n + 1 taps (n = shape[a]), so that
  * a filter of any length costs what one as long as the array costs. Every
  * mode but CONSTANT and NEAREST extends the input periodically (period P = n
  * for WRAP, 2n for REFLECT, 2n - 2 for MIRROR, 1 for MIRROR with n = 1):
@@ -146,7 +151,7 @@ static convolve_status fold_taps(cvi_problem *p, int a, double **t)
         break;
     }
     const size_t K2 = P ? P : (size_t)(dhi - dlo + 1);
-    if (K2 >= K)
+    if (K2 >= K || K < CVI_FOLD_MIN_TAPS)
         return CONVOLVE_OK;
     double *s = calloc(2 * K2, sizeof(double)); /* sums, then their compensations */
     if (!s)

@@ -59,13 +59,13 @@ typedef struct {
 } s_case;
 
 /* The filter's extent along axis 0 as the plan holds it: a separable
- * filter's taps longer than the array are folded onto it (plan.c; the
+ * filter's taps longer than the array (128 or more) are folded onto it (plan.c; the
  * cases' taps are random, never a box, and convolved), which shortens the
  * slabs' halo. */
 static inline size_t s_plan_k0(const s_case *c)
 {
     const size_t K = c->ksize[0], n = c->shape[0];
-    if (!c->separable || K <= 1)
+    if (!c->separable || K < 128) /* plan.c's CVI_FOLD_MIN_TAPS */
         return K;
     const ptrdiff_t koff = (ptrdiff_t)(K / 2) - c->origin[0] - (K % 2 == 0);
     size_t folded;

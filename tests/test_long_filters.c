@@ -238,12 +238,11 @@ static lcase random_case(int box)
         if (box) /* one axis: long or short, past the line's end or not */
             c.K[a] = a != along ? 1 : h_randint(0, 1) ? (size_t)h_randint(2, 300)
                                                       : (size_t)h_randint(46, 4 * c.shape[a] + 60);
-        else /* some axes longer than the array, up to many periods */
-            c.K[a] = h_randint(0, 2) ? (size_t)h_randint(2 * c.shape[a] + 2,
-                                                         8 * c.shape[a] + 40)
-                                     : (size_t)h_randint(1, 2 * c.shape[a] + 1);
-        if (!box && c.ndim == 3 && c.K[a] > 30)
-            c.K[a] = 30 + c.K[a] % 7;
+        else if (a == along || (c.ndim == 2 && h_randint(0, 1))) /* folded: >= 128 taps */
+            c.K[a] = (size_t)h_randint(128, (long)(8 * c.shape[a] + 160));
+        else /* longer than the array, but short enough to stay unfolded */
+            c.K[a] = (size_t)h_randint(1, c.ndim == 3 || h_randint(0, 1) ? 2 * (long)c.shape[a] + 1
+                                                                   : 40);
         ptrdiff_t lo = -(ptrdiff_t)(c.K[a] / 2), hi = (ptrdiff_t)((c.K[a] - 1) / 2);
         long pick = h_randint(0, 2);
         c.origin[a] = pick == 0 ? lo : pick == 1 ? hi : (ptrdiff_t)h_randint(lo, hi);

@@ -206,11 +206,10 @@ def _make_plan(inp_shape, sin, sout, in_name, out_name, isz, osz, filt, origins,
     if in_name != "float64" and out_name != "float64" and kind != "dense":
         # the library computes in float (dense weights stay: their rank-one
         # test, which picks the separable path, wants them as given)
-        # (all-equal taps, a box, stay so, and so do taps the library sums in
-        # double: 128 or more, or longer than the array, which it folds onto it)
-        fdata = [t if t is None or len(t) >= 128 or len(t) > inp_shape[a] or
-                 (t == t[0]).all() else _sum_preserving_f32(t)
-                 for a, t in enumerate(fdata)]
+        # (all-equal taps, a box, stay so, and so do 128 taps or more: the
+        # library sums those in double, folded onto the array where longer)
+        fdata = [t if t is None or len(t) >= 128 or (t == t[0]).all() else
+                 _sum_preserving_f32(t) for t in fdata]
     if kind == "dense":
         act = [a for a in range(nd) if fext[a] > 1]
         w = np.asarray(fdata, dtype=np.float64).reshape([fext[a] for a in act])
