@@ -279,7 +279,9 @@ CONVOLVE_API convolve_status convolve_filter_create(convolve_context *ctx, convo
 /*
  * A separable filter: one 1-D filter per axis (taps[a] has lengths[a] weights).
  * It means exactly the dense filter that is their outer product, for every
- * mode (see docs/semantics.md). Errors as convolve_filter_create.
+ * mode (see docs/semantics.md). Only the taps are stored (plans fold taps
+ * longer than the array onto it), so the product may be of any size.
+ * Errors as convolve_filter_create.
  */
 CONVOLVE_API convolve_status convolve_filter_create_separable(convolve_context *ctx,
                                                               convolve_filter **filter, int ndim,

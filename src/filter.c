@@ -43,7 +43,8 @@ static convolve_status check_finite(convolve_context *ctx, const double *w, size
     return CONVOLVE_OK;
 }
 
-static convolve_filter *filter_alloc(int ndim, const size_t *shape, size_t count)
+/* A filter of that shape; with dense, room for its count dense weights. */
+static convolve_filter *filter_alloc(int ndim, const size_t *shape, size_t count, int dense)
 {
     convolve_filter *f = calloc(1, sizeof *f);
     if (!f)
@@ -52,6 +53,8 @@ static convolve_filter *filter_alloc(int ndim, const size_t *shape, size_t count
     for (int a = 0; a < ndim; a++)
         f->shape[a] = shape[a];
     f->count = count;
+    if (!dense)
+        return f;
     f->dense = malloc(count * sizeof(double));
     if (!f->dense) {
         free(f);
@@ -164,7 +167,7 @@ convolve_status convolve_filter_create(convolve_context *ctx, convolve_filter **
         return st;
     if ((st = check_finite(ctx, weights, count, "filter")) != CONVOLVE_OK)
         return st;
-    convolve_filter *f = filter_alloc(ndim, shape, count);
+    convolve_filter *f = filter_alloc(ndim, shape, count, 1);
     if (!f)
         return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for a %zu-weight filter",
                          count);
@@ -195,31 +198,21 @@ convolve_status convolve_filter_create_separable(convolve_context *ctx, convolve
         if ((st = check_finite(ctx, taps[a], lengths[a], what)) != CONVOLVE_OK)
             return st;
     }
-    convolve_filter *f = filter_alloc(ndim, lengths, count);
+    /* no dense weights: their outer product can be far larger than the taps
+     * (plans fold long taps onto the array first; convolve_filter_weights
+     * computes the product) */
+    convolve_filter *f = filter_alloc(ndim, lengths, count, 0);
     if (!f)
-        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for a %zu-weight filter",
-                         count);
+        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for a filter");
     f->separable = 1;
     for (int a = 0; a < ndim; a++) {
         if (!(f->taps[a] = malloc(lengths[a] * sizeof(double)))) {
             convolve_filter_free(f);
-            return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for filter taps");
+            return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY,
+                             "out of memory for %zu filter taps", lengths[a]);
         }
         memcpy(f->taps[a], taps[a], lengths[a] * sizeof(double));
     }
-    /* the dense outer product, C order */
-    size_t n0 = ndim == 3 ? lengths[0] : 1, n1 = ndim >= 2 ? lengths[ndim - 2] : 1,
-           n2 = lengths[ndim - 1];
-    for (size_t i = 0; i < n0; i++)
-        for (size_t j = 0; j < n1; j++)
-            for (size_t k = 0; k < n2; k++) {
-                double w = taps[ndim - 1][k];
-                if (ndim >= 2)
-                    w *= taps[ndim - 2][j];
-                if (ndim == 3)
-                    w *= taps[0][i];
-                f->dense[(i * n1 + j) * n2 + k] = w;
-            }
     *filter = f;
     return cvi_ok(ctx);
 }
@@ -245,6 +238,23 @@ convolve_status convolve_filter_weights(const convolve_filter *f, double *out, s
 {
     if (!f || !out || count < f->count)
         return CONVOLVE_ERROR_INVALID_ARGUMENT;
-    memcpy(out, f->dense, f->count * sizeof(double));
+    if (f->dense) {
+        memcpy(out, f->dense, f->count * sizeof(double));
+        return CONVOLVE_OK;
+    }
+    /* separable: the outer product, C order */
+    const int nd = f->ndim;
+    size_t n0 = nd == 3 ? f->shape[0] : 1, n1 = nd >= 2 ? f->shape[nd - 2] : 1,
+           n2 = f->shape[nd - 1];
+    for (size_t i = 0; i < n0; i++)
+        for (size_t j = 0; j < n1; j++)
+            for (size_t k = 0; k < n2; k++) {
+                double w = f->taps[nd - 1][k];
+                if (nd >= 2)
+                    w *= f->taps[nd - 2][j];
+                if (nd == 3)
+                    w *= f->taps[0][i];
+                out[(i * n1 + j) * n2 + k] = w;
+            }
     return CONVOLVE_OK;
 }

@@ -31,7 +31,7 @@ struct convolve_filter {
     int ndim;
     size_t shape[CONVOLVE_MAX_DIMS];
     size_t count;                       /* product of shape */
-    double *dense;                      /* count weights, C order (always present) */
+    double *dense;                      /* count weights, C order; NULL when made separable */
     int separable;                      /* taps[] valid: given separable, or rank one found */
     double *taps[CONVOLVE_MAX_DIMS];    /* shape[a] weights each, when separable */
 };

@@ -7,6 +7,7 @@
 #include "layout.h"
 #include "tune.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +146,75 @@ static convolve_status choose_budget(convolve_plan *plan)
     return CONVOLVE_OK;
 }
 
+/* Separable filters of at most this many dense weights keep their box axes
+ * (all taps equal) unfolded. */
+#define CVI_BOX_UNFOLDED_MAX ((size_t)1 << 20)
+/* Only axes of at least this many taps are folded: shorter ones cost little
+ * unfolded, and keep the sums (the bits) of a plan on a part of the array
+ * (a slab, an MPI rank's box) equal to the whole array's. */
+#define CVI_FOLD_MIN_TAPS 128
+
+/*
+ * Folds the taps of padded axis a of p onto the array when they are longer
+ * than it (and at least CVI_FOLD_MIN_TAPS): the same outputs from at most
+ * 2n + 1 taps (n = shape[a]), so that
+ * a filter of any length costs what one as long as the array costs. Every
+ * mode but CONSTANT and NEAREST extends the input periodically (period P = n
+ * for WRAP, 2n for REFLECT, 2n - 2 for MIRROR, 1 for MIRROR with n = 1):
+ * taps k and k + P read the same element, so tap k adds into tap k mod P and
+ * koff becomes koff mod P. NEAREST and CONSTANT read one value (the edge
+ * element, or cval) at every offset d = k - koff <= -n (and >= n) whatever
+ * the output: those taps add into the tap at -n (at n). Sums are compensated
+ * (Neumaier), so a folded tap is its taps' sum correctly rounded or nearly.
+ * *t (ksize[a] taps) is replaced by a new array when folded; returns
+ * OUT_OF_MEMORY (with *t unchanged) or OK.
+ */
+static convolve_status fold_taps(cvi_problem *p, int a, double **t)
+{
+    const size_t K = p->ksize[a], n = p->shape[a];
+    const ptrdiff_t koff = p->koff[a];
+    size_t P = 0;   /* the period, or 0 */
+    ptrdiff_t dlo = -koff, dhi = (ptrdiff_t)K - 1 - koff;
+    switch (p->mode) {
+    case CVI_MODE_WRAP: P = n; break;
+    case CVI_MODE_REFLECT: P = 2 * n; break;
+    case CVI_MODE_MIRROR: P = n == 1 ? 1 : 2 * n - 2; break;
+    default: /* NEAREST, CONSTANT */
+        if (dlo < -(ptrdiff_t)n)
+            dlo = -(ptrdiff_t)n;
+        if (dhi > (ptrdiff_t)n)
+            dhi = (ptrdiff_t)n;
+        break;
+    }
+    const size_t K2 = P ? P : (size_t)(dhi - dlo + 1);
+    if (K2 >= K || K < CVI_FOLD_MIN_TAPS)
+        return CONVOLVE_OK;
+    double *s = calloc(2 * K2, sizeof(double)); /* sums, then their compensations */
+    if (!s)
+        return CONVOLVE_ERROR_OUT_OF_MEMORY;
+    double *c = s + K2;
+    for (size_t k = 0; k < K; k++) {
+        size_t j;
+        if (P) {
+            j = k % P;
+        } else {
+            ptrdiff_t d = (ptrdiff_t)k - koff;
+            d = d < dlo ? dlo : d > dhi ? dhi : d;
+            j = (size_t)(d - dlo);
+        }
+        double v = (*t)[k], u = s[j] + v; /* Neumaier's compensated sum */
+        c[j] += fabs(s[j]) >= fabs(v) ? (s[j] - u) + v : (v - u) + s[j];
+        s[j] = u;
+    }
+    for (size_t j = 0; j < K2; j++)
+        s[j] += c[j];
+    free(*t);
+    *t = s; /* the compensations' half stays allocated, unused */
+    p->ksize[a] = K2;
+    p->koff[a] = P ? koff % (ptrdiff_t)P : -dlo;
+    return CONVOLVE_OK;
+}
+
 /* Builds the canonical problem (see internal.h) into plan->problem. */
 static convolve_status build_problem(convolve_plan *plan, const convolve_filter *f,
                                      const convolve_options *o)
@@ -183,30 +253,69 @@ static convolve_status build_problem(convolve_plan *plan, const convolve_filter 
         p->ksize[a + pad] = K;
         p->koff[a + pad] = (ptrdiff_t)(K / 2) + origin;
     }
-    p->kcount = f->count;
-
-    plan->weights = malloc(f->count * sizeof(double));
-    if (!plan->weights)
-        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for the filter");
-    for (size_t i = 0; i < f->count; i++) /* C-order reversal flips every axis */
-        plan->weights[i] = f->dense[flip ? f->count - 1 - i : i];
-    p->weights = plan->weights;
-
-    if (f->separable) {
-        static const double one = 1.0;
-        for (int a = 0; a < 3; a++)
-            p->taps[a] = &one;
-        for (int a = 0; a < nd; a++) {
-            size_t K = f->shape[a];
-            plan->taps[a] = malloc(K * sizeof(double));
-            if (!plan->taps[a])
-                return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for taps");
-            for (size_t i = 0; i < K; i++)
-                plan->taps[a][i] = f->taps[a][flip ? K - 1 - i : i];
-            p->taps[a + pad] = plan->taps[a];
-        }
-        p->separable = 1;
+    if (!f->separable) {
+        p->kcount = f->count;
+        plan->weights = malloc(f->count * sizeof(double));
+        if (!plan->weights)
+            return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for the filter");
+        for (size_t i = 0; i < f->count; i++) /* C-order reversal flips every axis */
+            plan->weights[i] = f->dense[flip ? f->count - 1 - i : i];
+        p->weights = plan->weights;
+        return CONVOLVE_OK;
     }
+
+    /* separable: the taps (flipped for a convolution), each axis folded onto
+     * the array when longer than it (fold_taps), and the dense weights as
+     * their outer product */
+    static const double one = 1.0;
+    int folded = 0;
+    for (int a = 0; a < 3; a++)
+        p->taps[a] = &one;
+    for (int a = 0; a < nd; a++) {
+        size_t K = f->shape[a];
+        double *t = malloc(K * sizeof(double));
+        if (!t)
+            return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY,
+                             "out of memory for %zu filter taps", K);
+        for (size_t i = 0; i < K; i++)
+            t[i] = f->taps[a][flip ? K - 1 - i : i];
+        plan->taps[a] = t;
+        /* box axes stay boxes while the dense product stays small: the CPU
+         * sums them in O(n) whatever their length (fast_box.c, image_box.c) */
+        int box = K > 1 && f->count <= CVI_BOX_UNFOLDED_MAX;
+        for (size_t i = 1; box && i < K; i++)
+            box = memcmp(&t[i], &t[0], sizeof t[0]) == 0;
+        if (!box && fold_taps(p, a + pad, &plan->taps[a]) != CONVOLVE_OK)
+            return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY,
+                             "out of memory for %zu filter taps", K);
+        folded |= p->ksize[a + pad] != K;
+        p->taps[a + pad] = plan->taps[a];
+    }
+    p->separable = 1;
+    p->folded = folded;
+    size_t count = p->ksize[0] * p->ksize[1] * p->ksize[2]; /* <= f->count */
+    p->kcount = count;
+    if (f->dense && !folded) { /* rank one found in dense weights: those, as given */
+        plan->weights = malloc(count * sizeof(double));
+        if (!plan->weights)
+            return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY,
+                             "out of memory for the filter's %zu weights", count);
+        for (size_t i = 0; i < count; i++)
+            plan->weights[i] = f->dense[flip ? count - 1 - i : i];
+    } else {
+        if (count > SIZE_MAX / sizeof(double) ||
+            !(plan->weights = malloc(count * sizeof(double))))
+            return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY,
+                             "out of memory for the separable filter's %zu dense weights (%zu x "
+                             "%zu x %zu after folding onto the array)",
+                             count, p->ksize[0], p->ksize[1], p->ksize[2]);
+        size_t i = 0;
+        for (size_t k0 = 0; k0 < p->ksize[0]; k0++)
+            for (size_t k1 = 0; k1 < p->ksize[1]; k1++)
+                for (size_t k2 = 0; k2 < p->ksize[2]; k2++)
+                    plan->weights[i++] = p->taps[0][k0] * p->taps[1][k1] * p->taps[2][k2];
+    }
+    p->weights = plan->weights;
     return CONVOLVE_OK;
 }
 

@@ -88,6 +88,8 @@ typedef struct cvi_problem {
     size_t kcount;                  /* product of ksize */
     const double *weights;          /* kcount weights, correlation form, C order */
     int separable;                  /* taps valid */
+    int folded;                     /* taps longer than the array were folded onto it
+                                       (plan.c): each tap sums many */
     const double *taps[3];          /* per padded axis, correlation form; {1.0} on padded axes */
     int mode;                       /* CVI_MODE_* */
     double cval;

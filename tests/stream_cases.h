@@ -60,6 +60,31 @@ typedef struct {
                                    min_slabs holds for it too */
 } s_case;
 
+/* The filter's extent along axis 0 as the plan holds it: a separable
+ * filter's taps longer than the array (128 or more) are folded onto it (plan.c; the
+ * cases' taps are random, never a box, and convolved), which shortens the
+ * slabs' halo. */
+static inline size_t s_plan_k0(const s_case *c)
+{
+    const size_t K = c->ksize[0], n = c->shape[0];
+    if (!c->separable || K < 128) /* plan.c's CVI_FOLD_MIN_TAPS */
+        return K;
+    const ptrdiff_t koff = (ptrdiff_t)(K / 2) - c->origin[0] - (K % 2 == 0);
+    size_t folded;
+    switch (c->mode) {
+    case CONVOLVE_MODE_WRAP: folded = n; break;
+    case CONVOLVE_MODE_REFLECT: folded = 2 * n; break;
+    case CONVOLVE_MODE_MIRROR: folded = n == 1 ? 1 : 2 * n - 2; break;
+    default: {
+        ptrdiff_t lo = -koff, hi = (ptrdiff_t)K - 1 - koff;
+        lo = lo < -(ptrdiff_t)n ? -(ptrdiff_t)n : lo;
+        hi = hi > (ptrdiff_t)n ? (ptrdiff_t)n : hi;
+        folded = (size_t)(hi - lo + 1);
+    }
+    }
+    return folded < K ? folded : K;
+}
+
 static const char *s_describe(const s_case *c, char *buf, size_t size)
 {
     snprintf(buf, size, "%s/%s %s->%s %dD %zux%zux%zu C%zu k%zux%zux%zu%s %s cval %g origin "

@@ -49,7 +49,7 @@ static size_t budget_for(const s_case *c, size_t rows)
     size_t row = c->channels * (convolve_dtype_size(c->in_type) + convolve_dtype_size(c->out_type));
     for (int a = 1; a < c->ndim; a++)
         row *= c->shape[a];
-    return 3 * (rows + c->ksize[0] - 1) * row;
+    return 3 * (rows + s_plan_k0(c) - 1) * row;
 }
 
 static const int k_two[2] = {0, 1};

@@ -225,7 +225,10 @@ def _make_plan(inp_shape, sin, sout, in_name, out_name, isz, osz, filt, origins,
     if in_name != "float64" and out_name != "float64" and kind != "dense":
         # the library computes in float (dense weights stay: their rank-one
         # test, which picks the separable path, wants them as given)
-        fdata = [None if t is None else _taps_f32(t) for t in fdata]
+        # (all-equal taps, a box, stay so, and so do 128 taps or more: the
+        # library sums those in double, folded onto the array where longer)
+        fdata = [t if t is None or len(t) >= 128 or (t == t[0]).all() else
+                 _taps_f32(t) for t in fdata]
     if kind == "dense":
         act = [a for a in range(nd) if fext[a] > 1]
         w = np.asarray(fdata, dtype=np.float64).reshape([fext[a] for a in act])

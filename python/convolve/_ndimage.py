@@ -420,6 +420,31 @@ def convolve1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, o
 # ---- passes along several axes -----------------------------------------------------------------
 
 
+# A group of passes runs as one plan only while the dense filter the plan
+# holds beside its taps (the outer product, each axis folded onto the array
+# where longer) stays this small; longer passes run one after another.
+_FUSE_MAX_WEIGHTS = 1 << 20
+
+# Filters longer than this along an axis are refused before anything is
+# allocated: their weights alone would take 512 MiB.
+_MAX_TAPS = 1 << 26
+
+
+def _dense_size(shape, group):
+    n = 1
+    for axis, taps, _, _ in group:
+        n *= min(len(taps), 2 * shape[axis] + 1)
+    return n
+
+
+def _check_taps(what, count):
+    """A clear error, before allocating, for a filter of `count` taps along
+    an axis that cannot be done."""
+    if count > _MAX_TAPS:
+        raise ValueError("%s needs a filter of %d weights along an axis (%.3g GB of float64); "
+                         "at most %d are supported" % (what, count, count * 8e-9, _MAX_TAPS))
+
+
 def _passes(ops, input, output, passes, cval, cfg, divide=None):
     """scipy's sequence of 1-D correlations: passes = [(axis, taps, origin,
     mode)], the first reading input, the others the output so far. Runs as
@@ -446,7 +471,8 @@ def _passes(ops, input, output, passes, cval, cfg, divide=None):
     for p in passes:
         g = groups[-1] if groups else None
         if (fuse and g is not None and len(g) < 3 and p[3] == g[0][3] and
-                all(q[0] != p[0] for q in g) and (p[3] != "constant" or cval == 0.0)):
+                all(q[0] != p[0] for q in g) and (p[3] != "constant" or cval == 0.0) and
+                _dense_size(input.shape, g + [p]) <= _FUSE_MAX_WEIGHTS):
             g.append(p)
         else:
             groups.append([p])
@@ -497,6 +523,7 @@ def _gaussian_taps(sigma, order, truncate, radius):
         lw = radius
     if not isinstance(lw, numbers.Integral) or lw < 0:
         raise ValueError("Radius must be a nonnegative integer.")
+    _check_taps("a Gaussian of sigma %g (radius %d)" % (sd, lw), 2 * lw + 1)
     return _gaussian_kernel1d(sigma, order, lw)[::-1]
 
 
@@ -587,14 +614,28 @@ def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0
     return output
 
 
+# Uniform filters of at least this size run as 1-D running sums.
+_BOX_MIN = 16
+
+
 def _uniform_passes(ops, input, output, axes, cval, cfg):
     """uniform filters: taps 1/size on float outputs; on integer ones sums
     with weights 1 divided by the size in float64 before the cast, as
     scipy's running sums (exact for integer data)."""
     odt = ops.dtype(output)
     exact = odt.kind not in "fc" and not cfg.saturate
+    for axis, size, origin, mode in axes:
+        _check_taps("a uniform filter of size %d" % size, size)
     passes = [(axis, np.ones(size) if exact else np.full(size, 1.0 / size), origin, mode)
               for axis, size, origin, mode in axes]
+    if not exact and any(size >= _BOX_MIN for _, size, _, _ in axes):
+        # long boxes one axis at a time, as scipy: the library sums each as
+        # a running sum in double (src/cpu/fast_box.c)
+        src = input
+        for p in passes:
+            _passes(ops, src, output, [p], cval, cfg)
+            src = output
+        return
     if exact:
         if len(passes) == 0:
             _copy(ops, output, input)

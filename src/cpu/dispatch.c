@@ -173,6 +173,7 @@ static convolve_status run(convolve_context *ctx, cpu_plan *plan, const cvi_prob
         switch (pick) {
         case CVCPU_SEPARABLE: st = cvcpu_separable(p, threads, in, out); break;
         case CVCPU_FFT: st = cvcpu_fft(p, threads, in, out, m ? &m->fft : NULL); break;
+        case CVCPU_BOX: st = cvcpu_box(p, threads, in, out); break;
         default: st = cvcpu_direct(p, threads, in, out); break;
         }
         break;
@@ -242,6 +243,11 @@ static void window_cost(void *state, size_t *align, size_t *extra)
     }
     if (id == CPU_FAST) { /* what it picks for finite input */
         int pick = cvcpu_choose(p, plan->threads, NULL);
+        if (pick == CVCPU_BOX) { /* each window counts its first sums again */
+            size_t n2 = 2 * p->shape[ax];
+            *extra = p->ksize[ax] > 1 ? (p->ksize[ax] < n2 ? p->ksize[ax] : n2) - 1 : 0;
+            return;
+        }
         id = pick == CVCPU_SEPARABLE ? CPU_SEPARABLE : pick == CVCPU_FFT ? CPU_FFT : CPU_DIRECT;
     }
     if (id == CPU_SEPARABLE && ax < 2)

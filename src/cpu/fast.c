@@ -1,6 +1,6 @@
 /*
- * fast.c - the `fast` CPU strategy's choice among direct, separable and FFT
- * for a problem: the cheapest by a cost model of each, in nanoseconds per
+ * fast.c - the `fast` CPU strategy's choice among direct, separable, FFT and
+ * (box filters along one axis) running sums for a problem: the cheapest by a cost model of each, in nanoseconds per
  * output element, fitted to measurements on 4096 x 4096 float32 images
  * (2 threads, AVX-512): direct costs about 15 ps per tap plus the memory
  * traffic, a separable pass about 25 ps per tap, and the FFT about 0.27 ns
@@ -78,6 +78,11 @@ CVCPU_OMP(omp parallel for schedule(static) num_threads(threads) reduction(| : b
     return big;
 }
 
+/* Box filters of at least this many taps run as running sums even where
+ * direct's float sums would be faster: those lose digits that scipy's
+ * double sums keep (a float32 uniform filter of 2001 was 2e-6 off). */
+#define BOX_MIN_TAPS 16
+
 /* The cheapest of the three by the cost model: *ns receives its cost per
  * output element (2 threads); the FFT only where its sums stay in range,
  * for the data at `in` (finite) when given, else for any input. */
@@ -95,7 +100,21 @@ static int cheapest(const cvi_problem *p, int threads, const void *in, double *n
             pick = CVCPU_SEPARABLE;
         }
     }
-    if (taps >= 64) {
+    if (cvcpu_box_serves(p)) {
+        /* running sums: about 3 ns an output across rows, 5 along them
+         * (1 thread, 1024^2 float32); direct's taps cost about 3 times the
+         * model's in double (CVCPU_DOUBLE_TAPS) */
+        int a = p->ksize[2] > 1 ? 2 : p->ksize[1] > 1 ? 1 : 0;
+        double box = a == 2 ? 5.0 : 3.0;
+        if (cvcpu_compute_double(p) && p->in_type != CONVOLVE_FLOAT64 &&
+            p->out_type != CONVOLVE_FLOAT64)
+            best *= 3.0;
+        if (box < best || p->ksize[a] >= BOX_MIN_TAPS) {
+            best = box;
+            pick = CVCPU_BOX;
+        }
+    }
+    if (taps >= 64 && pick != CVCPU_BOX) {
         double work = cvcpu_fft_cost(p);
         if (work > 0 && 1.0 + 0.27 * work < best &&
             cvcpu_fft_range(p, in ? input_magnitude(p, threads, in) : -1.0, NULL, 0) ==

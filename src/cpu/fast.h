@@ -4,7 +4,8 @@
  * and storing output rows with conversion, scratch memory, the drivers.
  *
  * Every strategy works on contiguous rows of the compute type: float for
- * float32/uint8/uint16 problems, double when the input or output is float64.
+ * float32/uint8/uint16 problems, double when the input or output is float64
+ * or the filter is long (CVCPU_DOUBLE_TAPS).
  * A row is gathered from the strided, typed input (one channel, the boundary
  * mode applied), filtered by vectorised kernels that see only contiguous
  * memory, and stored with conversion (integers rounded to nearest, ties to
@@ -89,6 +90,20 @@ typedef struct cvcpu_cvt {
 const cvcpu_cvt *cvcpu_cvt_kernels(int isa);
 
 /* ---- one execution ------------------------------------------------------ */
+
+/* Filters of at least this many taps along an axis compute in double
+ * whatever the types (cvcpu_compute_double). */
+#define CVCPU_DOUBLE_TAPS 128
+
+/* Whether the fast strategies compute p in double: float64 data, an axis of
+ * at least CVCPU_DOUBLE_TAPS taps, or taps folded onto the array (each the
+ * sum of many). Slabs and windows of a plan get the plan's answer. */
+static inline int cvcpu_compute_double(const cvi_problem *p)
+{
+    return p->in_type == CONVOLVE_FLOAT64 || p->out_type == CONVOLVE_FLOAT64 || p->folded ||
+           p->ksize[0] >= CVCPU_DOUBLE_TAPS || p->ksize[1] >= CVCPU_DOUBLE_TAPS ||
+           p->ksize[2] >= CVCPU_DOUBLE_TAPS;
+}
 
 typedef struct cvcpu_exec {
     const cvi_problem *p;
@@ -252,11 +267,17 @@ convolve_status cvcpu_separable(const cvi_problem *p, int threads, const void *i
 convolve_status cvcpu_fft(const cvi_problem *p, int threads, const void *in, void *out,
                           cvcpu_fft_keep *keep);
 
+/* Box filters (fast_box.c): a separable p with one axis of more than one
+ * tap, all equal, as running sums in double; cost independent of the taps'
+ * count. cvcpu_box_serves says whether p is one. */
+int cvcpu_box_serves(const cvi_problem *p);
+convolve_status cvcpu_box(const cvi_problem *p, int threads, const void *in, void *out);
+
 /* Which driver `fast` runs for p on the input at `in` (NULL: not known;
  * the FFT is only chosen for inputs without NaN or infinity, which an FFT
  * would spread over a whole tile, and whose largest magnitude keeps its
  * sums within range: cvcpu_fft_range). */
-enum { CVCPU_DIRECT = 0, CVCPU_SEPARABLE = 1, CVCPU_FFT = 2 };
+enum { CVCPU_DIRECT = 0, CVCPU_SEPARABLE = 1, CVCPU_FFT = 2, CVCPU_BOX = 3 };
 int cvcpu_choose(const cvi_problem *p, int threads, const void *in);
 
 /* The cost model's estimate of `fast` on p with `threads` threads, in

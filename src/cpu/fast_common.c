@@ -126,7 +126,9 @@ void cvcpu_exec_init(cvcpu_exec *e, const cvi_problem *p, int threads, const voi
     e->p = p;
     e->in = in;
     e->out = out;
-    e->dbl = p->in_type == CONVOLVE_FLOAT64 || p->out_type == CONVOLVE_FLOAT64;
+    /* double also for long filters: float sums of hundreds of taps lose
+     * digits that scipy's double sums keep */
+    e->dbl = cvcpu_compute_double(p);
     e->es = e->dbl ? sizeof(double) : sizeof(float);
     e->isa = best_isa();
     e->corr = cvcpu_corr_kernel(e->dbl, e->isa);
