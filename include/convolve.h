@@ -387,6 +387,29 @@ typedef struct convolve_progress {
  */
 typedef int (*convolve_progress_fn)(void *user, const convolve_progress *progress);
 
+/*
+ * How the sums become uint8 or uint16 output elements (float outputs are
+ * unaffected):
+ *   ROUND_SATURATE  rounded to nearest (ties to even) and clamped to the
+ *                   type's range; NaN becomes 0 (the default).
+ *   TRUNCATE        scipy.ndimage's cast: each sum is computed in double
+ *                   (and divided by convolve_options.divisor); a value v
+ *                   within 1e-11 * max(|n|, 1) of an integer n is taken as n
+ *                   (rounding noise of the order of summation: an exact
+ *                   integer result must not truncate to the one below);
+ *                   then it is truncated toward zero to a 64-bit integer
+ *                   (NaN, infinities and values out of its range give
+ *                   INT64_MIN, as x86-64's conversion does) whose low 8 or
+ *                   16 bits are kept (wrap-around: -1.5 -> 255 for uint8).
+ * Strategies that do not accumulate in double refuse TRUNCATE
+ * (UNSUPPORTED, saying so): on the CPU the image strategy; on the GPU all
+ * but basic and constant. `auto` picks one that serves.
+ */
+typedef enum convolve_integer_cast {
+    CONVOLVE_CAST_ROUND_SATURATE = 0,
+    CONVOLVE_CAST_TRUNCATE = 1
+} convolve_integer_cast;
+
 typedef struct convolve_options {
     convolve_operation operation;       /* default CONVOLVE_OP_CONVOLVE */
     convolve_mode mode;                 /* default CONVOLVE_MODE_REFLECT */
@@ -424,6 +447,14 @@ typedef struct convolve_options {
      * (docs/cli.md, "What the progress callback costs"). */
     convolve_progress_fn progress;
     void *progress_user;
+    /* How integer outputs are made from the sums (convolve_integer_cast);
+     * default CONVOLVE_CAST_ROUND_SATURATE. Ignored for float outputs. */
+    convolve_integer_cast integer_cast;
+    /* With CONVOLVE_CAST_TRUNCATE and an integer output: each sum is divided
+     * by this (in double) before the cast, as scipy's uniform filters divide
+     * their sums of weights one by the size. 0 (default) or 1: none. Must be
+     * finite and positive, and 0 or 1 otherwise. */
+    double divisor;
 } convolve_options;
 
 /* Fills *options with the defaults above (every field added later is 0 or
@@ -435,12 +466,15 @@ typedef struct convolve_plan convolve_plan;
 /*
  * Plans out = filter (*) in. `in` and `out` must have the same ndim, shape
  * and channels; their dtypes may differ (integer outputs are rounded to
- * nearest, ties to even, and saturated). The filter must have in->ndim
+ * nearest, ties to even, and saturated, or cast as scipy does: see
+ * convolve_integer_cast). The filter must have in->ndim
  * dimensions. Everything is validated here, once; the layouts, filter and
  * options are copied, so they may be freed after this call.
  * options->devices is copied too. Errors: INVALID_ARGUMENT (also a
  * device_count below -1, devices NULL with device_count > 0, a device number
- * repeated, negative, or, for a CUDA plan, not a device of the host),
+ * repeated, negative, or, for a CUDA plan, not a device of the host; an
+ * unknown integer_cast; a divisor that is not finite and positive, or not
+ * 0 or 1 without TRUNCATE and an integer output),
  * BAD_LAYOUT, BAD_FILTER, BAD_ORIGIN, SIZE_OVERFLOW,
  * OUT_OF_MEMORY, UNSUPPORTED (the named strategy cannot serve this case; the
  * message says why), BACKEND_UNAVAILABLE (CUDA asked for but not usable).

@@ -95,7 +95,7 @@ static int cheapest(const cvi_problem *p, int threads, const void *in, double *n
             pick = CVCPU_SEPARABLE;
         }
     }
-    if (taps >= 64) {
+    if (taps >= 64 && !cvi_truncates(p)) { /* the FFT cannot give scipy's cast */
         double work = cvcpu_fft_cost(p);
         if (work > 0 && 1.0 + 0.27 * work < best &&
             cvcpu_fft_range(p, in ? input_magnitude(p, threads, in) : -1.0, NULL, 0) ==

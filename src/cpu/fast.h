@@ -65,7 +65,8 @@ cvcpu_corr4_fn cvcpu_corr4_kernel(int dbl, int isa);
 /*
  * Row conversions between float and the integer types, for contiguous rows:
  * to integers rounding to nearest (ties to even) and saturating, NaN to 0,
- * as cvi_saturate_u8/u16; from integers exactly. NULL where the instruction
+ * as cvi_saturate_u8/u16; from integers exactly; from double with scipy's
+ * cast (CVI_CAST_TRUNCATE). NULL where the instruction
  * set has none (the portable loops of fast_common.c serve).
  */
 typedef struct cvcpu_cvt {
@@ -73,6 +74,9 @@ typedef struct cvcpu_cvt {
     void (*to_u16)(void *dst, const float *src, size_t n);
     void (*from_u8)(float *dst, const void *src, size_t n);
     void (*from_u16)(float *dst, const void *src, size_t n);
+    /* scipy's cast of doubles divided by divisor (cvi_truncate_u8/u16) */
+    void (*trunc_u8)(void *dst, const double *src, size_t n, double divisor);
+    void (*trunc_u16)(void *dst, const double *src, size_t n, double divisor);
 } cvcpu_cvt;
 
 const cvcpu_cvt *cvcpu_cvt_kernels(int isa);

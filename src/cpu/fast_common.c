@@ -119,7 +119,7 @@ void cvcpu_exec_init(cvcpu_exec *e, const cvi_problem *p, int threads, const voi
     e->p = p;
     e->in = in;
     e->out = out;
-    e->dbl = p->in_type == CONVOLVE_FLOAT64 || p->out_type == CONVOLVE_FLOAT64;
+    e->dbl = cvi_needs_double(p);
     e->es = e->dbl ? sizeof(double) : sizeof(float);
     e->isa = best_isa();
     e->corr = cvcpu_corr_kernel(e->dbl, e->isa);
@@ -446,8 +446,26 @@ static void store_double(const cvcpu_exec *e, char *dst, ptrdiff_t stride, size_
         else
             CVCPU_STORE_LOOP(double, s[i]);
         break;
-    case CONVOLVE_UINT8: CVCPU_STORE_LOOP(uint8_t, cvi_saturate_u8(s[i])); break;
-    default: CVCPU_STORE_LOOP(uint16_t, cvi_saturate_u16(s[i])); break;
+    case CONVOLVE_UINT8:
+        if (cvi_truncates(e->p) && stride == 1 && e->cvt) {
+            e->cvt->trunc_u8(dst, s, n, e->p->divisor);
+        } else if (cvi_truncates(e->p)) {
+            const double dv = e->p->divisor;
+            CVCPU_STORE_LOOP(uint8_t, cvi_truncate_u8(s[i], dv));
+        } else {
+            CVCPU_STORE_LOOP(uint8_t, cvi_saturate_u8(s[i]));
+        }
+        break;
+    default:
+        if (cvi_truncates(e->p) && stride == 2 && e->cvt) {
+            e->cvt->trunc_u16(dst, s, n, e->p->divisor);
+        } else if (cvi_truncates(e->p)) {
+            const double dv = e->p->divisor;
+            CVCPU_STORE_LOOP(uint16_t, cvi_truncate_u16(s[i], dv));
+        } else {
+            CVCPU_STORE_LOOP(uint16_t, cvi_saturate_u16(s[i]));
+        }
+        break;
     }
 }
 

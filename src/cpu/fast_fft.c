@@ -151,7 +151,7 @@ static int choose_tiles(const cvi_problem *p, size_t es, ftiles *best)
 
 convolve_status cvcpu_fft_range(const cvi_problem *p, double xmax, char *why, size_t why_size)
 {
-    const int dbl = p->in_type == CONVOLVE_FLOAT64 || p->out_type == CONVOLVE_FLOAT64;
+    const int dbl = cvi_needs_double(p);
     return cvi_fft_range(p, dbl, (double)CVCPU_FFT_MAX_BLOCK, xmax, why, why_size);
 }
 
@@ -160,6 +160,13 @@ convolve_status cvcpu_fft_check(const cvi_problem *p, char *why, size_t why_size
     ftiles t;
     if (why && why_size)
         why[0] = '\0';
+    if (cvi_truncates(p)) {
+        if (why && why_size)
+            snprintf(why, why_size, "scipy's cast (CONVOLVE_CAST_TRUNCATE) needs each sum to "
+                     "double precision, and the FFT's rounding grows with the whole filter's "
+                     "sum (an exact integer can come out just below it and truncate)");
+        return CONVOLVE_ERROR_UNSUPPORTED;
+    }
     if (!choose_tiles(p, sizeof(double), &t)) {
         if (why && why_size)
             snprintf(why, why_size, "the filter (%zu x %zu x %zu) needs FFT tiles of more "
@@ -173,14 +180,14 @@ convolve_status cvcpu_fft_check(const cvi_problem *p, char *why, size_t why_size
 double cvcpu_fft_cost(const cvi_problem *p)
 {
     ftiles t;
-    int dbl = p->in_type == CONVOLVE_FLOAT64 || p->out_type == CONVOLVE_FLOAT64;
+    int dbl = cvi_needs_double(p);
     return choose_tiles(p, dbl ? sizeof(double) : sizeof(float), &t) ? t.cost : -1.0;
 }
 
 size_t cvcpu_fft_window_align(const cvi_problem *p)
 {
     ftiles t;
-    int dbl = p->in_type == CONVOLVE_FLOAT64 || p->out_type == CONVOLVE_FLOAT64;
+    int dbl = cvi_needs_double(p);
     if (!choose_tiles(p, dbl ? sizeof(double) : sizeof(float), &t))
         return 1;
     const int ax = cvi_slow_axis(p);
