@@ -394,9 +394,11 @@ typedef int (*convolve_progress_fn)(void *user, const convolve_progress *progres
  *                   type's range; NaN becomes 0 (the default).
  *   TRUNCATE        scipy.ndimage's cast: each sum is computed in double
  *                   (and divided by convolve_options.divisor); a value v
- *                   within 1e-11 * max(|n|, 1) of an integer n is taken as n
- *                   (rounding noise of the order of summation: an exact
- *                   integer result must not truncate to the one below);
+ *                   within (W + 1) * 2^-52 * max(|n|, 1) of an integer n,
+ *                   W the filter's weights (the product of the extents),
+ *                   is taken as n (rounding of the order of summation,
+ *                   which differs from scipy's: an exact integer result
+ *                   must not truncate to the one below);
  *                   then it is truncated toward zero to a 64-bit integer
  *                   (NaN, infinities and values out of its range give
  *                   INT64_MIN, as x86-64's conversion does) whose low 8 or

@@ -120,10 +120,11 @@ CVI_HD uint16_t cvi_saturate_u16(double v)
 enum { CVI_CAST_ROUND_SATURATE = 0, CVI_CAST_TRUNCATE = 1 };
 
 /* scipy's cast of a double to a machine integer (CONVOLVE_CAST_TRUNCATE):
- * v within 1e-11 * max(|n|, 1) of an integer n is taken as n, then
- * truncated toward zero; NaN, infinities and values outside the 64-bit
- * range give INT64_MIN, as x86-64's cvttsd2si. */
-CVI_HD long long cvi_truncate_i64(double v)
+ * v within tol * max(|n|, 1) of an integer n (tol: the order of
+ * summation's rounding, cvi_problem.snap) is taken as n, then truncated
+ * toward zero; NaN, infinities and values outside the 64-bit range give
+ * INT64_MIN, as x86-64's cvttsd2si. */
+CVI_HD long long cvi_truncate_i64(double v, double tol)
 {
     const double a = v < 0.0 ? -v : v;
     if (a < 4503599627370496.0) { /* below 2^52 (larger values are integers) */
@@ -133,7 +134,7 @@ CVI_HD long long cvi_truncate_i64(double v)
         const double r = __builtin_rint(v);
 #endif
         const double d = v > r ? v - r : r - v, m = r < 0.0 ? -r : r;
-        if (d <= 1e-11 * (m > 1.0 ? m : 1.0))
+        if (d <= tol * (m > 1.0 ? m : 1.0))
             v = r;
     }
     if (!(v > -9223372036854775808.0 && v < 9223372036854775808.0))
@@ -142,14 +143,14 @@ CVI_HD long long cvi_truncate_i64(double v)
 }
 
 /* The low bits of the truncated v / divisor (CONVOLVE_CAST_TRUNCATE). */
-CVI_HD uint8_t cvi_truncate_u8(double v, double divisor)
+CVI_HD uint8_t cvi_truncate_u8(double v, double divisor, double tol)
 {
-    return (uint8_t)(unsigned long long)cvi_truncate_i64(v / divisor);
+    return (uint8_t)(unsigned long long)cvi_truncate_i64(v / divisor, tol);
 }
 
-CVI_HD uint16_t cvi_truncate_u16(double v, double divisor)
+CVI_HD uint16_t cvi_truncate_u16(double v, double divisor, double tol)
 {
-    return (uint16_t)(unsigned long long)cvi_truncate_i64(v / divisor);
+    return (uint16_t)(unsigned long long)cvi_truncate_i64(v / divisor, tol);
 }
 
 /* Reads the element of dtype t (CVI_DTYPE_*) at p as double. */
@@ -177,13 +178,13 @@ CVI_HD void cvi_store_double(int t, void *p, double v)
 }
 
 /* cvi_store_double, with the integer cast `cast` (CVI_CAST_*) and, under
- * TRUNCATE, the divisor for integer outputs. */
-CVI_HD void cvi_store_cast(int t, int cast, double divisor, void *p, double v)
+ * TRUNCATE, the divisor and snapping tolerance for integer outputs. */
+CVI_HD void cvi_store_cast(int t, int cast, double divisor, double tol, void *p, double v)
 {
     if (cast == CVI_CAST_TRUNCATE && t == CVI_DTYPE_UINT8)
-        *(unsigned char *)p = cvi_truncate_u8(v, divisor);
+        *(unsigned char *)p = cvi_truncate_u8(v, divisor, tol);
     else if (cast == CVI_CAST_TRUNCATE && t == CVI_DTYPE_UINT16)
-        *(unsigned short *)p = cvi_truncate_u16(v, divisor);
+        *(unsigned short *)p = cvi_truncate_u16(v, divisor, tol);
     else
         cvi_store_double(t, p, v);
 }

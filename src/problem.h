@@ -97,6 +97,9 @@ typedef struct cvi_problem {
      * double and divided by `divisor` (1 for none) before the cast. */
     int cast;
     double divisor;
+    /* under TRUNCATE: a value within snap * max(|n|, 1) of an integer n is
+     * n: (taps + 1) * 2^-52, the order of summation's rounding */
+    double snap;
     /* The CPU backend's output-row window: only the outputs whose index
      * along the slowest axis (3 - ndim) lies in [win_lo, win_hi) are
      * computed and written; the input, its edges and every choice the

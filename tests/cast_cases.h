@@ -5,7 +5,7 @@
  * element and exactly, with a scalar model of the cast applied to the CPU
  * reference's float64 result. The model is written here from the
  * definition (not with the library's helpers): snap to an integer within
- * 1e-11 * max(|n|, 1), truncate toward zero to int64 (INT64_MIN out of
+ * (weights + 1) * 2^-52 * max(|n|, 1), truncate toward zero to int64 (INT64_MIN out of
  * range), keep the low bits.
  */
 #ifndef CONVOLVE_TEST_CAST_CASES_H
@@ -13,11 +13,11 @@
 
 #include "harness.h"
 
-static unsigned long long cc_model(double v, double divisor, convolve_dtype out)
+static unsigned long long cc_model(double v, double divisor, size_t weights, convolve_dtype out)
 {
     v /= divisor;
     double r = nearbyint(v);
-    if (fabs(v - r) <= 1e-11 * fmax(fabs(r), 1.0))
+    if (fabs(v - r) <= ((double)weights + 1.0) * 0x1p-52 * fmax(fabs(r), 1.0))
         v = r;
     long long i;
     if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
@@ -133,7 +133,7 @@ static void cc_case(convolve_context *ctx, convolve_backend backend, const char 
             unsigned long long got = out_t == CONVOLVE_UINT8 ? ((uint8_t *)out)[i]
                                                              : ((uint16_t *)out)[i];
             double dv = o.divisor ? o.divisor : 1.0;
-            if (got != cc_model(ref[i], dv, out_t) && bad++ == 0)
+            if (got != cc_model(ref[i], dv, kc, out_t) && bad++ == 0)
                 first = i;
         }
         CHECK(bad == 0, "%s (%s) %dD %zu ch, %s -> %s, kind %d, sep %d, mode %s: %zu of %zu "
@@ -142,7 +142,7 @@ static void cc_case(convolve_context *ctx, convolve_backend backend, const char 
               convolve_dtype_name(out_t), kind, sep, convolve_mode_name(o.mode), bad, count,
               first, out_t == CONVOLVE_UINT8 ? (unsigned long long)((uint8_t *)out)[first]
                                              : (unsigned long long)((uint16_t *)out)[first],
-              cc_model(ref[first], o.divisor ? o.divisor : 1.0, out_t), ref[first]);
+              cc_model(ref[first], o.divisor ? o.divisor : 1.0, kc, out_t), ref[first]);
         convolve_plan_free(plan);
     }
     convolve_filter_free(f);

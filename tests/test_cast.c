@@ -66,6 +66,22 @@ static void validation(convolve_context *ctx)
     CHECK_OK(ctx, convolve_run(ctx, &l8, in, &l8, out, f, &o));
     CHECK(out[7] == 9, "3x3 sum of -255: %d, want 9", out[7]);
     convolve_filter_free(f);
+    /* a sum 1e-12 (relative) below an integer is not rounding of the order of
+     * summation: it truncates, as scipy's (5 * (1 - 1e-12) -> 4); one of an
+     * exact integer does not (5 * 0.5 * 2 -> 5) */
+    const size_t one = 1, two = 2, n8 = 8;
+    const double wn = 1.0 - 1e-12, wh[2] = {0.5, 0.5};
+    convolve_layout l1;
+    CHECK_OK(ctx, convolve_layout_init(&l1, CONVOLVE_UINT8, 1, &n8, 1));
+    memset(in, 5, 8);
+    CHECK_OK(ctx, convolve_filter_create(ctx, &f, 1, &one, &wn));
+    CHECK_OK(ctx, convolve_run(ctx, &l1, in, &l1, out, f, &o));
+    CHECK(out[3] == 4, "5 * (1 - 1e-12): %d, want 4", out[3]);
+    convolve_filter_free(f);
+    CHECK_OK(ctx, convolve_filter_create(ctx, &f, 1, &two, wh));
+    CHECK_OK(ctx, convolve_run(ctx, &l1, in, &l1, out, f, &o));
+    CHECK(out[3] == 5, "5 * 0.5 + 5 * 0.5: %d, want 5", out[3]);
+    convolve_filter_free(f);
 }
 
 int main(void)

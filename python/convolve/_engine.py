@@ -192,7 +192,7 @@ def _sum_preserving_f32(w):
 
 
 def _make_plan(inp_shape, sin, sout, in_name, out_name, isz, osz, filt, origins, mode, cval,
-               cfg, device, cast=None):
+               cfg, cast, device):
     kind, fdata = filt
     nd = len(inp_shape)
     if kind == "dense":
@@ -277,7 +277,7 @@ def _run(ops, inp, out, filt, origins, mode, cval, cfg, cast=None):
         stats["misses"] += 1
         with ops.scope(inp):  # a CUDA plan lives on the array's device
             plan = _make_plan(shape, sin, sout, NATIVE[idt], NATIVE[odt], idt.itemsize,
-                              odt.itemsize, filt, origins, mode, cval, cfg, ops.device, cast)
+                              odt.itemsize, filt, origins, mode, cval, cfg, cast, ops.device)
     try:
         ops.execute(plan, inp, out)
     finally:

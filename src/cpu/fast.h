@@ -75,8 +75,8 @@ typedef struct cvcpu_cvt {
     void (*from_u8)(float *dst, const void *src, size_t n);
     void (*from_u16)(float *dst, const void *src, size_t n);
     /* scipy's cast of doubles divided by divisor (cvi_truncate_u8/u16) */
-    void (*trunc_u8)(void *dst, const double *src, size_t n, double divisor);
-    void (*trunc_u16)(void *dst, const double *src, size_t n, double divisor);
+    void (*trunc_u8)(void *dst, const double *src, size_t n, double divisor, double tol);
+    void (*trunc_u16)(void *dst, const double *src, size_t n, double divisor, double tol);
 } cvcpu_cvt;
 
 const cvcpu_cvt *cvcpu_cvt_kernels(int isa);

@@ -426,13 +426,14 @@ CVCPU_AVX2 static void from_u16_avx2(float *dst, const void *src, size_t n)
 #undef CVCPU_TO_I32
 
 /* scipy's cast (cvi_truncate_u8/u16) of doubles divided by `divisor`, four
- * at a time: snapped to an integer within 1e-11 * max(|n|, 1), truncated;
+ * at a time: snapped to an integer within tol * max(|n|, 1), truncated;
  * a group with a value outside the int32 range (or NaN) takes the scalar
  * rule, whose int64 low bits differ from int32's there. The low byte(s)
  * of each int32 are gathered by a shuffle (es: 1 or 2 bytes kept). */
-CVCPU_AVX2 static void trunc_avx2(void *dst, int es, const double *src, size_t n, double divisor)
+CVCPU_AVX2 static void trunc_avx2(void *dst, int es, const double *src, size_t n, double divisor,
+                                  double tol)
 {
-    const __m256d dv = _mm256_set1_pd(divisor), eps = _mm256_set1_pd(1e-11);
+    const __m256d dv = _mm256_set1_pd(divisor), eps = _mm256_set1_pd(tol);
     const __m256d one = _mm256_set1_pd(1.0), lim = _mm256_set1_pd(2147483647.0);
     const __m256d absm = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
     const __m128i pick = es == 1 ? _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1,
@@ -451,9 +452,9 @@ CVCPU_AVX2 static void trunc_avx2(void *dst, int es, const double *src, size_t n
         if (_mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(v, absm), lim, _CMP_LT_OQ)) != 0xF) {
             for (size_t k = i; k < i + 4; k++) {
                 if (es == 1)
-                    d8[k] = cvi_truncate_u8(src[k], divisor);
+                    d8[k] = cvi_truncate_u8(src[k], divisor, tol);
                 else
-                    d16[k] = cvi_truncate_u16(src[k], divisor);
+                    d16[k] = cvi_truncate_u16(src[k], divisor, tol);
             }
             continue;
         }
@@ -468,20 +469,22 @@ CVCPU_AVX2 static void trunc_avx2(void *dst, int es, const double *src, size_t n
     }
     for (; i < n; i++) {
         if (es == 1)
-            d8[i] = cvi_truncate_u8(src[i], divisor);
+            d8[i] = cvi_truncate_u8(src[i], divisor, tol);
         else
-            d16[i] = cvi_truncate_u16(src[i], divisor);
+            d16[i] = cvi_truncate_u16(src[i], divisor, tol);
     }
 }
 
-CVCPU_AVX2 static void trunc_u8_avx2(void *dst, const double *src, size_t n, double divisor)
+CVCPU_AVX2 static void trunc_u8_avx2(void *dst, const double *src, size_t n, double divisor,
+                                     double tol)
 {
-    trunc_avx2(dst, 1, src, n, divisor);
+    trunc_avx2(dst, 1, src, n, divisor, tol);
 }
 
-CVCPU_AVX2 static void trunc_u16_avx2(void *dst, const double *src, size_t n, double divisor)
+CVCPU_AVX2 static void trunc_u16_avx2(void *dst, const double *src, size_t n, double divisor,
+                                      double tol)
 {
-    trunc_avx2(dst, 2, src, n, divisor);
+    trunc_avx2(dst, 2, src, n, divisor, tol);
 }
 
 static const cvcpu_cvt cvt_avx512 = {to_u8_avx512, to_u16_avx512, from_u8_avx512, from_u16_avx512,

@@ -95,13 +95,13 @@ __device__ __forceinline__ void cvk_store(const cvk_args &a, i64 off, A v)
         break;
     case CVI_DTYPE_UINT8:
         if (a.cast == CVI_CAST_TRUNCATE) /* the sum is double here (CVK_LAUNCH_TYPED_CAST) */
-            ((uint8_t *)a.out)[off] = cvi_truncate_u8((double)v, a.divisor);
+            ((uint8_t *)a.out)[off] = cvi_truncate_u8((double)v, a.divisor, a.snap);
         else
             ((uint8_t *)a.out)[off] = cvk_sat_u8(v);
         break;
     default: /* CVI_DTYPE_UINT16 */
         if (a.cast == CVI_CAST_TRUNCATE)
-            ((uint16_t *)a.out)[off] = cvi_truncate_u16((double)v, a.divisor);
+            ((uint16_t *)a.out)[off] = cvi_truncate_u16((double)v, a.divisor, a.snap);
         else
             ((uint16_t *)a.out)[off] = cvk_sat_u16(v);
         break;

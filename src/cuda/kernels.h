@@ -118,6 +118,7 @@ typedef struct cvk_args {
     int cast;                   /* CVI_CAST_*: TRUNCATE (basic and constant only) sums
                                    integer data in double and truncates */
     double divisor;             /* under TRUNCATE: sums are divided by it before the cast */
+    double snap;                /* and snapped to integers within snap * max(|n|, 1) */
 } cvk_args;
 
 /* Launches the chapter kernel of family `strategy` (CVK_BASIC .. CVK_CACHED)

@@ -109,6 +109,7 @@ static void describe_layouts(cvcu_plan *plan)
     a->cval = p->cval;
     a->cast = p->cast;
     a->divisor = p->divisor;
+    a->snap = p->snap;
     plan->in_packed = is_packed(p->shape, p->channels, plan->in_esize, p->in_strides,
                                 p->in_cstride);
     plan->out_packed = is_packed(p->shape, p->channels, plan->out_esize, p->out_strides,

@@ -137,6 +137,13 @@ def test_types():
                  ndi.uniform_filter(x, 4, output=out))
             same("correlate1d halves " + tag, cv.correlate1d(x, [0.5, 0.25, 0.25], output=out),
                  ndi.correlate1d(x, [0.5, 0.25, 0.25], output=out))
+    # a sum 1e-12 below an integer truncates as scipy's (not rounding noise)
+    x = np.full(9, 5, np.uint8)
+    same("just below", cv.correlate1d(x, [1 - 1e-12]), ndi.correlate1d(x, [1 - 1e-12]))
+    # a dense rank-one filter of integers: summed as given, as scipy
+    x = data((30, 31), np.uint8)
+    wd = np.outer([1, -3, 2], [2, 1, -1]).astype(float)
+    same("dense rank one", cv.correlate(x, wd), ndi.correlate(x, wd))
     # in place, and saturate=True unchanged (rounding and clamping)
     x = data((40, 30), np.uint8)
     y = x.copy()
