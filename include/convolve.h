@@ -403,7 +403,9 @@ typedef int (*convolve_progress_fn)(void *user, const convolve_progress *progres
  *                   (NaN, infinities and values out of its range give
  *                   INT64_MIN, as x86-64's conversion does) whose low 8 or
  *                   16 bits are kept (wrap-around: -1.5 -> 255 for uint8).
- * Strategies that do not accumulate in double refuse TRUNCATE
+ * Under TRUNCATE a dense filter is summed as given, even when it is rank
+ * one (its factors may be inexact quotients). Strategies that do not
+ * accumulate in double refuse TRUNCATE
  * (UNSUPPORTED, saying so): on the CPU the image strategy; on the GPU all
  * but basic and constant. `auto` picks one that serves.
  */
