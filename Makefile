@@ -60,7 +60,8 @@ test-sanitize:
 
 test-emu:
 	cmake -S . -B build-emu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONVOLVE_CUDA_EMULATOR=ON
-	cmake --build build-emu -j $(JOBS) --target test_gpu_strategies test_gpu_fast test_gpu_direct test_gpu_stream
+	cmake --build build-emu -j $(JOBS) --target test_gpu_strategies test_gpu_fast test_gpu_direct test_gpu_stream \
+	      test_gpu_cast
 	cd build-emu && ctest -L emu --output-on-failure
 
 python:

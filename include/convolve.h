@@ -389,6 +389,33 @@ typedef struct convolve_progress {
  */
 typedef int (*convolve_progress_fn)(void *user, const convolve_progress *progress);
 
+/*
+ * How the sums become uint8 or uint16 output elements (float outputs are
+ * unaffected):
+ *   ROUND_SATURATE  rounded to nearest (ties to even) and clamped to the
+ *                   type's range; NaN becomes 0 (the default).
+ *   TRUNCATE        scipy.ndimage's cast: each sum is computed in double
+ *                   (and divided by convolve_options.divisor); a value v
+ *                   within (W + 1) * 2^-52 * max(|n|, 1) of an integer n,
+ *                   W the filter's weights (the product of the extents),
+ *                   is taken as n (rounding of the order of summation,
+ *                   which differs from scipy's: an exact integer result
+ *                   must not truncate to the one below);
+ *                   then it is truncated toward zero to a 64-bit integer
+ *                   (NaN, infinities and values out of its range give
+ *                   INT64_MIN, as x86-64's conversion does) whose low 8 or
+ *                   16 bits are kept (wrap-around: -1.5 -> 255 for uint8).
+ * Under TRUNCATE a dense filter is summed as given, even when it is rank
+ * one (its factors may be inexact quotients). Strategies that do not
+ * accumulate in double refuse TRUNCATE
+ * (UNSUPPORTED, saying so): on the CPU the image strategy; on the GPU all
+ * but basic and constant. `auto` picks one that serves.
+ */
+typedef enum convolve_integer_cast {
+    CONVOLVE_CAST_ROUND_SATURATE = 0,
+    CONVOLVE_CAST_TRUNCATE = 1
+} convolve_integer_cast;
+
 typedef struct convolve_options {
     /* sizeof(convolve_options) as the caller was compiled; set by
      * convolve_options_init, which must fill every options struct first.
@@ -435,6 +462,14 @@ typedef struct convolve_options {
      * (docs/cli.md, "What the progress callback costs"). */
     convolve_progress_fn progress;
     void *progress_user;
+    /* How integer outputs are made from the sums (convolve_integer_cast);
+     * default CONVOLVE_CAST_ROUND_SATURATE. Ignored for float outputs. */
+    convolve_integer_cast integer_cast;
+    /* With CONVOLVE_CAST_TRUNCATE and an integer output: each sum is divided
+     * by this (in double) before the cast, as scipy's uniform filters divide
+     * their sums of weights one by the size. 0 (default) or 1: none. Must be
+     * finite and positive, and 0 or 1 otherwise. */
+    double divisor;
 } convolve_options;
 
 /* Fills the first `size` bytes of *options with the defaults above and
@@ -457,15 +492,18 @@ typedef struct convolve_plan convolve_plan;
 /*
  * Plans out = filter (*) in. `in` and `out` must have the same ndim, shape
  * and channels; their dtypes may differ (integer outputs are rounded to
- * nearest, ties to even, and saturated). The filter must have in->ndim
+ * nearest, ties to even, and saturated, or cast as scipy does: see
+ * convolve_integer_cast). The filter must have in->ndim
  * dimensions. Everything is validated here, once; the layouts, filter and
  * options are copied, so they may be freed after this call.
  * options->devices is copied too. Errors: INVALID_ARGUMENT (also an
  * options->size of 0 (options not filled by convolve_options_init), or
  * larger than this library's with a field past its own set (a program
- * built against a newer convolve.h); a device_count below -1, devices NULL with device_count > 0,
- * a device number repeated, negative, or, for a CUDA plan, not a device of
- * the host),
+ * built against a newer convolve.h); a device_count below -1, devices NULL
+ * with device_count > 0, a device number repeated, negative, or, for a
+ * CUDA plan, not a device of the host; an unknown integer_cast; a divisor
+ * that is not finite and positive, or not 0 or 1 without TRUNCATE and an
+ * integer output),
  * BAD_LAYOUT, BAD_FILTER, BAD_ORIGIN, SIZE_OVERFLOW,
  * OUT_OF_MEMORY, UNSUPPORTED (the named strategy cannot serve this case; the
  * message says why), BACKEND_UNAVAILABLE (CUDA asked for but not usable).

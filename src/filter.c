@@ -205,6 +205,7 @@ convolve_status convolve_filter_create_separable(convolve_context *ctx, convolve
     if (!f)
         return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for a filter");
     f->separable = 1;
+    f->given_separable = 1;
     for (int a = 0; a < ndim; a++) {
         if (!(f->taps[a] = malloc(lengths[a] * sizeof(double)))) {
             convolve_filter_free(f);

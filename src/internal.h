@@ -33,6 +33,7 @@ struct convolve_filter {
     size_t count;                       /* product of shape */
     double *dense;                      /* count weights, C order; NULL when made separable */
     int separable;                      /* taps[] valid: given separable, or rank one found */
+    int given_separable;                /* made by convolve_filter_create_separable */
     double *taps[CONVOLVE_MAX_DIMS];    /* shape[a] weights each, when separable */
 };
 

@@ -2,8 +2,8 @@
  * kernel_math.h - the arithmetic every backend shares, written once for C and
  * CUDA: boundary index mapping (the ghost cells of every mode), element
  * loads, and the conversion of a floating-point result to an output element
- * (integers are rounded to nearest, ties to even, and saturated; NaN
- * becomes 0).
+ * (integers are rounded to nearest, ties to even, and saturated, NaN
+ * becoming 0; or truncated with wrap-around as scipy's cast).
  *
  * Included by C sources and by CUDA sources; CVI_HD marks the functions for
  * both host and device there.
@@ -116,6 +116,43 @@ CVI_HD uint16_t cvi_saturate_u16(double v)
 #endif
 }
 
+/* Mirrors convolve_integer_cast. */
+enum { CVI_CAST_ROUND_SATURATE = 0, CVI_CAST_TRUNCATE = 1 };
+
+/* scipy's cast of a double to a machine integer (CONVOLVE_CAST_TRUNCATE):
+ * v within tol * max(|n|, 1) of an integer n (tol: the order of
+ * summation's rounding, cvi_problem.snap) is taken as n, then truncated
+ * toward zero; NaN, infinities and values outside the 64-bit range give
+ * INT64_MIN, as x86-64's cvttsd2si. */
+CVI_HD long long cvi_truncate_i64(double v, double tol)
+{
+    const double a = v < 0.0 ? -v : v;
+    if (a < 4503599627370496.0) { /* below 2^52 (larger values are integers) */
+#ifdef __CUDA_ARCH__
+        const double r = (double)__double2ll_rn(v);
+#else
+        const double r = __builtin_rint(v);
+#endif
+        const double d = v > r ? v - r : r - v, m = r < 0.0 ? -r : r;
+        if (d <= tol * (m > 1.0 ? m : 1.0))
+            v = r;
+    }
+    if (!(v > -9223372036854775808.0 && v < 9223372036854775808.0))
+        return (long long)(-9223372036854775807LL - 1);
+    return (long long)v;
+}
+
+/* The low bits of the truncated v / divisor (CONVOLVE_CAST_TRUNCATE). */
+CVI_HD uint8_t cvi_truncate_u8(double v, double divisor, double tol)
+{
+    return (uint8_t)(unsigned long long)cvi_truncate_i64(v / divisor, tol);
+}
+
+CVI_HD uint16_t cvi_truncate_u16(double v, double divisor, double tol)
+{
+    return (uint16_t)(unsigned long long)cvi_truncate_i64(v / divisor, tol);
+}
+
 /* Reads the element of dtype t (CVI_DTYPE_*) at p as double. */
 CVI_HD double cvi_load_double(int t, const void *p)
 {
@@ -138,6 +175,18 @@ CVI_HD void cvi_store_double(int t, void *p, double v)
     case CVI_DTYPE_UINT8: *(unsigned char *)p = cvi_saturate_u8(v); break;
     default: *(unsigned short *)p = cvi_saturate_u16(v); break;
     }
+}
+
+/* cvi_store_double, with the integer cast `cast` (CVI_CAST_*) and, under
+ * TRUNCATE, the divisor and snapping tolerance for integer outputs. */
+CVI_HD void cvi_store_cast(int t, int cast, double divisor, double tol, void *p, double v)
+{
+    if (cast == CVI_CAST_TRUNCATE && t == CVI_DTYPE_UINT8)
+        *(unsigned char *)p = cvi_truncate_u8(v, divisor, tol);
+    else if (cast == CVI_CAST_TRUNCATE && t == CVI_DTYPE_UINT16)
+        *(unsigned short *)p = cvi_truncate_u16(v, divisor, tol);
+    else
+        cvi_store_double(t, p, v);
 }
 
 #ifdef __CUDACC__

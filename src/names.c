@@ -12,6 +12,9 @@ _Static_assert(CVI_DTYPE_FLOAT32 == (int)CONVOLVE_FLOAT32 &&
                    CVI_DTYPE_UINT8 == (int)CONVOLVE_UINT8 &&
                    CVI_DTYPE_UINT16 == (int)CONVOLVE_UINT16,
                "CVI_DTYPE_* must equal convolve_dtype");
+_Static_assert(CVI_CAST_ROUND_SATURATE == (int)CONVOLVE_CAST_ROUND_SATURATE &&
+                   CVI_CAST_TRUNCATE == (int)CONVOLVE_CAST_TRUNCATE,
+               "CVI_CAST_* must mirror convolve_integer_cast");
 _Static_assert(CVI_MODE_REFLECT == (int)CONVOLVE_MODE_REFLECT &&
                    CVI_MODE_CONSTANT == (int)CONVOLVE_MODE_CONSTANT &&
                    CVI_MODE_NEAREST == (int)CONVOLVE_MODE_NEAREST &&

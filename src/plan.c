@@ -76,6 +76,15 @@ static convolve_status check_options(convolve_context *ctx, const convolve_optio
     if (o->threads < 0)
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                          "threads is %d; use 0 for all, or a positive count", o->threads);
+    if (o->integer_cast != CONVOLVE_CAST_ROUND_SATURATE &&
+        o->integer_cast != CONVOLVE_CAST_TRUNCATE)
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                         "unknown integer_cast %d; use CONVOLVE_CAST_ROUND_SATURATE (0) or "
+                         "CONVOLVE_CAST_TRUNCATE (1)", (int)o->integer_cast);
+    if (!(isfinite(o->divisor) && o->divisor >= 0.0))
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                         "divisor is %g; use a finite positive number (0 or 1: none)",
+                         o->divisor);
     if (o->device_count < -1)
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                          "device_count is %d; use -1 for every device, 0 for the current one, "
@@ -232,6 +241,17 @@ static convolve_status build_problem(convolve_plan *plan, const convolve_filter 
     p->mode = (int)o->mode;
     p->cval = o->cval;
     p->threads = o->threads;
+    p->divisor = 1.0;
+    if (o->integer_cast == CONVOLVE_CAST_TRUNCATE &&
+        (p->out_type == CONVOLVE_UINT8 || p->out_type == CONVOLVE_UINT16)) {
+        p->cast = CVI_CAST_TRUNCATE;
+        if (o->divisor != 0.0)
+            p->divisor = o->divisor;
+    } else if (o->divisor != 0.0 && o->divisor != 1.0) {
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                         "divisor %g applies to integer outputs with CONVOLVE_CAST_TRUNCATE "
+                         "only; here it must be 0 or 1", o->divisor);
+    }
     int flip = o->operation == CONVOLVE_OP_CONVOLVE;
     for (int a = 0; a < 3; a++) {
         p->shape[a] = p->ksize[a] = 1;
@@ -253,7 +273,12 @@ static convolve_status build_problem(convolve_plan *plan, const convolve_filter 
         p->ksize[a + pad] = K;
         p->koff[a + pad] = (ptrdiff_t)(K / 2) + origin;
     }
-    if (!f->separable) {
+    p->snap = ((double)f->count + 1.0) * 0x1p-52;
+    /* dense weights as given; so too a rank one found in them under scipy's
+     * cast, which sums dense weights as given: taps found by the rank-one
+     * test may be inexact quotients, whose rounding can move an exact
+     * integer sum below the integer */
+    if (!f->separable || (!f->given_separable && cvi_truncates(p))) {
         p->kcount = f->count;
         plan->weights = malloc(f->count * sizeof(double));
         if (!plan->weights)

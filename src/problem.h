@@ -94,6 +94,14 @@ typedef struct cvi_problem {
     int mode;                       /* CVI_MODE_* */
     double cval;
     int threads;                    /* CPU threads, 0 = all */
+    /* CVI_CAST_*: TRUNCATE only with an integer output (the core sets
+     * ROUND_SATURATE for float outputs); then the sums are computed in
+     * double and divided by `divisor` (1 for none) before the cast. */
+    int cast;
+    double divisor;
+    /* under TRUNCATE: a value within snap * max(|n|, 1) of an integer n is
+     * n: (taps + 1) * 2^-52, the order of summation's rounding */
+    double snap;
     /* The CPU backend's output-row window: only the outputs whose index
      * along the slowest axis (3 - ndim) lies in [win_lo, win_hi) are
      * computed and written; the input, its edges and every choice the
@@ -124,6 +132,20 @@ static inline void cvi_window_range(const cvi_problem *p, int a, size_t *lo, siz
         *lo = 0;
         *hi = p->shape[a];
     }
+}
+
+/* 1 when p's integer outputs take scipy's cast (CVI_CAST_TRUNCATE). */
+static inline int cvi_truncates(const cvi_problem *p)
+{
+    return p->cast == CVI_CAST_TRUNCATE;
+}
+
+/* 1 when a strategy that computes in float or double must use double for
+ * p: float64 data, or scipy's cast (its sums are double). */
+static inline int cvi_needs_double(const cvi_problem *p)
+{
+    return p->in_type == CONVOLVE_FLOAT64 || p->out_type == CONVOLVE_FLOAT64 ||
+           cvi_truncates(p);
 }
 
 /* Byte offsets, relative to element 0, of the lowest byte (lo <= 0) and one

@@ -364,15 +364,17 @@ static int check_signals(void *user, const convolve_progress *progress)
     return raised;
 }
 
-/* (operation, mode, cval, origins, backend, strategy or None, threads, autotune) */
+/* (operation, mode, cval, origins, backend, strategy or None, threads, autotune
+ * [, integer cast "round" or "truncate", divisor]) */
 static int parse_options(PyObject *obj, convolve_options *o, PyObject **strategy_keep)
 {
-    const char *op, *mode, *backend;
-    double cval;
+    const char *op, *mode, *backend, *cast = "round";
+    double cval, divisor = 0.0;
     PyObject *origins, *strategy;
     int threads, autotune;
-    if (!PyTuple_Check(obj) || !PyArg_ParseTuple(obj, "ssdOsOip", &op, &mode, &cval, &origins,
-                                                 &backend, &strategy, &threads, &autotune)) {
+    if (!PyTuple_Check(obj) ||
+        !PyArg_ParseTuple(obj, "ssdOsOip|sd", &op, &mode, &cval, &origins, &backend, &strategy,
+                          &threads, &autotune, &cast, &divisor)) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "options must be a tuple");
         return -1;
@@ -414,6 +416,14 @@ static int parse_options(PyObject *obj, convolve_options *o, PyObject **strategy
     o->threads = threads;
     o->autotune = autotune;
     o->progress = check_signals; /* progress_user: the Plan, set by make_plan */
+    if (strcmp(cast, "truncate") == 0)
+        o->integer_cast = CONVOLVE_CAST_TRUNCATE;
+    else if (strcmp(cast, "round") != 0) {
+        PyErr_Format(PyExc_ValueError, "unknown integer cast '%s'; use 'round' or 'truncate'",
+                     cast);
+        return -1;
+    }
+    o->divisor = divisor;
     return 0;
 }
 

@@ -6,11 +6,11 @@ dimensionality and element type:
 
 - element types: libconvolve's four (float32, float64, uint8, uint16) run
   as they are; other inputs are converted (float16 to float32, the rest to
-  float64). Outputs of those four float types are written directly; other
-  outputs (and integer outputs under scipy's rules) go through a float64
-  buffer and a cast: truncation with wrap-around as scipy, or, with
-  saturate=True, rounding to nearest and clamping (libconvolve's own rule,
-  written directly for uint8 and uint16).
+  float64). Outputs of those four types are written directly: uint8 and
+  uint16 with scipy's cast done by the library (CONVOLVE_CAST_TRUNCATE:
+  sums in double, truncation with wrap-around) or, with saturate=True,
+  rounded to nearest and clamped (libconvolve's own rule); other outputs
+  go through a float64 buffer and the same casts in numpy.
 - layouts: the filter's axes of extent > 1 become the plan's spatial axes
   (at most 3; a dense filter with more is split along its first axis); the
   other axes are merged where their strides allow and become further
@@ -211,7 +211,7 @@ def _taps_f32(t):
 
 
 def _make_plan(inp_shape, sin, sout, in_name, out_name, isz, osz, filt, origins, mode, cval,
-               cfg, device):
+               cfg, cast, device):
     kind, fdata = filt
     nd = len(inp_shape)
     if kind == "dense":
@@ -222,11 +222,12 @@ def _make_plan(inp_shape, sin, sout, in_name, out_name, isz, osz, filt, origins,
     if not spatial:
         spatial = [[1, isz, osz, None, 0]]
     srcs = [v[3] for v in spatial]
-    if in_name != "float64" and out_name != "float64" and kind != "dense":
+    if in_name != "float64" and out_name != "float64" and kind != "dense" and cast is None:
         # the library computes in float (dense weights stay: their rank-one
-        # test, which picks the separable path, wants them as given)
-        # (all-equal taps, a box, stay so, and so do 128 taps or more: the
-        # library sums those in double, folded onto the array where longer)
+        # test, which picks the separable path, wants them as given; scipy's
+        # cast computes in double; all-equal taps, a box, stay so, and so do
+        # 128 taps or more: the library sums those in double, folded onto the
+        # array where longer)
         fdata = [t if t is None or len(t) >= 128 or (t == t[0]).all() else
                  _taps_f32(t) for t in fdata]
     if kind == "dense":
@@ -249,6 +250,8 @@ def _make_plan(inp_shape, sin, sout, in_name, out_name, isz, osz, filt, origins,
     backend = "cuda" if device else (cfg.backend or "cpu")
     opts = ("correlate", mode, float(cval), org, backend, cfg.strategy, cfg.threads,
             cfg.autotune)
+    if cast is not None:  # ("truncate", divisor): scipy's cast, in the library
+        opts += (cast[0], float(cast[1]))
     btup = tuple((v[0], v[1], v[2]) for v in batch)
     return _core.Plan(lin, lout, fspec, opts, (tuple(inp_shape), tuple(sin)),
                       (tuple(inp_shape), tuple(sout)), btup, device)
@@ -264,10 +267,12 @@ def _same_host_view(ops, inp, out):
             inp.strides == out.strides and inp.dtype.itemsize == out.dtype.itemsize)
 
 
-def _run(ops, inp, out, filt, origins, mode, cval, cfg):
+def _run(ops, inp, out, filt, origins, mode, cval, cfg, cast=None):
     """Runs one plan: inp and out usable (native types, aligned), same
     shape, at most 3 filter axes of extent > 1; not overlapping, or (host
-    arrays) the same elements, filtered in place."""
+    arrays) the same elements, filtered in place. cast: None (the
+    library's rounding for integer outputs) or ("truncate", divisor):
+    scipy's cast, the sums in double (divisor 0: none)."""
     if ops.device and ops.dtype(out) == _F64 and ops.dtype(inp) != _F64:
         # the GPU accumulates in the input's precision (float for float32 and
         # integer inputs), the CPU in double whenever the output is double: a
@@ -288,13 +293,13 @@ def _run(ops, inp, out, filt, origins, mode, cval, cfg):
     ckey = "nan" if cval != cval else cval
     skey = ops.stream_key(inp) if ops.device else None
     key = (ops.kind, shape, sin, sout, idt.char, odt.char, kind, fkey, tuple(origins), mode,
-           ckey, cfg.key(), skey)
+           ckey, cfg.key(), skey, cast)
     plan = _take_plan(key)
     if plan is None:
         stats["misses"] += 1
         with ops.scope(inp):  # a CUDA plan lives on the array's device
             plan = _make_plan(shape, sin, sout, NATIVE[idt], NATIVE[odt], idt.itemsize,
-                              odt.itemsize, filt, origins, mode, cval, cfg, ops.device)
+                              odt.itemsize, filt, origins, mode, cval, cfg, cast, ops.device)
     try:
         ops.execute(plan, inp, out)
     finally:
@@ -466,9 +471,22 @@ def apply(ops, inp, out, filt, origins, mode, cval, cfg=DEFAULT, divide=None):
     odt = ops.dtype(out)
     if not ops.writeable(out):
         raise ValueError("output array is read-only")
-    direct = divide is None and (odt in _DIRECT_FLOAT or (cfg.saturate and odt in _DIRECT_INT))
+    # uint8 and uint16 outputs: the library casts as scipy (the sums in
+    # double, divided by `divide`, snapped, truncated, low bits kept) or,
+    # with saturate=True, rounds and clamps; no float64 buffer either way
+    cast = ("truncate", divide or 0.0) if odt in _DIRECT_INT and not cfg.saturate else None
+    direct = (divide is None and (odt in _DIRECT_FLOAT or (cfg.saturate and odt in _DIRECT_INT))
+              or cast is not None)
     if direct and ops.usable(out) and (not ops.may_share(inp, out) or _same_host_view(ops, inp, out)):
-        _run(ops, inp, out, filt, origins, mode, cval, cfg)
+        _run(ops, inp, out, filt, origins, mode, cval, cfg, cast)
+        return
+    if direct and cast is not None:
+        # an output the library cannot write (unaligned, overlapping the
+        # input): the cast into a buffer of its type, then a copy
+        stats["output_buffers"] += 1
+        tmp = ops.empty(shape, odt, like=inp)
+        _run(ops, inp, tmp, filt, origins, mode, cval, cfg, cast)
+        ops.copy_into(out, tmp)
         return
     if direct:
         tdt = odt                       # same type, a buffer apart from the input

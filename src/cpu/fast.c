@@ -114,7 +114,8 @@ static int cheapest(const cvi_problem *p, int threads, const void *in, double *n
             pick = CVCPU_BOX;
         }
     }
-    if (taps >= 64 && pick != CVCPU_BOX) {
+    /* the FFT cannot give scipy's cast */
+    if (taps >= 64 && pick != CVCPU_BOX && !cvi_truncates(p)) {
         double work = cvcpu_fft_cost(p);
         if (work > 0 && 1.0 + 0.27 * work < best &&
             cvcpu_fft_range(p, in ? input_magnitude(p, threads, in) : -1.0, NULL, 0) ==

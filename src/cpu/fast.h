@@ -77,7 +77,8 @@ cvcpu_corr4_fn cvcpu_corr4_kernel(int dbl, int isa);
 /*
  * Row conversions between float and the integer types, for contiguous rows:
  * to integers rounding to nearest (ties to even) and saturating, NaN to 0,
- * as cvi_saturate_u8/u16; from integers exactly. NULL where the instruction
+ * as cvi_saturate_u8/u16; from integers exactly; from double with scipy's
+ * cast (CVI_CAST_TRUNCATE). NULL where the instruction
  * set has none (the portable loops of fast_common.c serve).
  */
 typedef struct cvcpu_cvt {
@@ -85,6 +86,9 @@ typedef struct cvcpu_cvt {
     void (*to_u16)(void *dst, const float *src, size_t n);
     void (*from_u8)(float *dst, const void *src, size_t n);
     void (*from_u16)(float *dst, const void *src, size_t n);
+    /* scipy's cast of doubles divided by divisor (cvi_truncate_u8/u16) */
+    void (*trunc_u8)(void *dst, const double *src, size_t n, double divisor, double tol);
+    void (*trunc_u16)(void *dst, const double *src, size_t n, double divisor, double tol);
 } cvcpu_cvt;
 
 const cvcpu_cvt *cvcpu_cvt_kernels(int isa);
@@ -95,12 +99,13 @@ const cvcpu_cvt *cvcpu_cvt_kernels(int isa);
  * whatever the types (cvcpu_compute_double). */
 #define CVCPU_DOUBLE_TAPS 128
 
-/* Whether the fast strategies compute p in double: float64 data, an axis of
- * at least CVCPU_DOUBLE_TAPS taps, or taps folded onto the array (each the
- * sum of many). Slabs and windows of a plan get the plan's answer. */
+/* Whether the fast strategies compute p in double: float64 data, scipy's
+ * integer cast (its sums are double), an axis of at least
+ * CVCPU_DOUBLE_TAPS taps, or taps folded onto the array (each the sum of
+ * many). Slabs and windows of a plan get the plan's answer. */
 static inline int cvcpu_compute_double(const cvi_problem *p)
 {
-    return p->in_type == CONVOLVE_FLOAT64 || p->out_type == CONVOLVE_FLOAT64 || p->folded ||
+    return cvi_needs_double(p) || p->folded ||
            p->ksize[0] >= CVCPU_DOUBLE_TAPS || p->ksize[1] >= CVCPU_DOUBLE_TAPS ||
            p->ksize[2] >= CVCPU_DOUBLE_TAPS;
 }

@@ -172,9 +172,10 @@ static void store_at(const boxp *b, char *const *obase, size_t m, size_t i, cons
         for (size_t w = 0; w < m; w++)
             *(double *)(void *)(obase[w] + off) = s[w] * k;
         break;
-    default:
+    default: /* integers: rounded and saturated, or scipy's cast */
         for (size_t w = 0; w < m; w++)
-            cvi_store_double((int)b->p->out_type, obase[w] + off, s[w] * k);
+            cvi_store_cast((int)b->p->out_type, b->p->cast, b->p->divisor, b->p->snap,
+                           obase[w] + off, s[w] * k);
         break;
     }
 }

@@ -492,6 +492,34 @@ static void store_float(const cvcpu_exec *e, char *dst, ptrdiff_t stride, size_t
     }
 }
 
+/* scipy's cast of n doubles to uint8 (es 1) or uint16 (es 2) elements
+ * `stride` bytes apart, by the vector kernels: in place when contiguous,
+ * else through a small contiguous block (interleaved channels). */
+static void trunc_strided(const cvcpu_exec *e, int es, char *dst, ptrdiff_t stride, size_t n,
+                          const double *s)
+{
+    const double dv = e->p->divisor, tol = e->p->snap;
+    if (stride == es) {
+        (es == 1 ? e->cvt->trunc_u8 : e->cvt->trunc_u16)(dst, s, n, dv, tol);
+        return;
+    }
+    uint16_t blk[256];
+    for (size_t i0 = 0; i0 < n; i0 += 256) {
+        const size_t m = n - i0 < 256 ? n - i0 : 256;
+        char *d = dst + (ptrdiff_t)i0 * stride;
+        if (es == 1) {
+            uint8_t *b = (uint8_t *)blk;
+            e->cvt->trunc_u8(b, s + i0, m, dv, tol);
+            for (size_t i = 0; i < m; i++)
+                *(uint8_t *)(void *)(d + (ptrdiff_t)i * stride) = b[i];
+        } else {
+            e->cvt->trunc_u16(blk, s + i0, m, dv, tol);
+            for (size_t i = 0; i < m; i++)
+                *(uint16_t *)(void *)(d + (ptrdiff_t)i * stride) = blk[i];
+        }
+    }
+}
+
 static void store_double(const cvcpu_exec *e, char *dst, ptrdiff_t stride, size_t n,
                          const double *s)
 {
@@ -503,8 +531,26 @@ static void store_double(const cvcpu_exec *e, char *dst, ptrdiff_t stride, size_
         else
             CVCPU_STORE_LOOP(double, s[i]);
         break;
-    case CONVOLVE_UINT8: CVCPU_STORE_LOOP(uint8_t, cvi_saturate_u8(s[i])); break;
-    default: CVCPU_STORE_LOOP(uint16_t, cvi_saturate_u16(s[i])); break;
+    case CONVOLVE_UINT8:
+        if (cvi_truncates(e->p) && e->cvt) {
+            trunc_strided(e, 1, dst, stride, n, s);
+        } else if (cvi_truncates(e->p)) {
+            const double dv = e->p->divisor, tol = e->p->snap;
+            CVCPU_STORE_LOOP(uint8_t, cvi_truncate_u8(s[i], dv, tol));
+        } else {
+            CVCPU_STORE_LOOP(uint8_t, cvi_saturate_u8(s[i]));
+        }
+        break;
+    default:
+        if (cvi_truncates(e->p) && e->cvt) {
+            trunc_strided(e, 2, dst, stride, n, s);
+        } else if (cvi_truncates(e->p)) {
+            const double dv = e->p->divisor, tol = e->p->snap;
+            CVCPU_STORE_LOOP(uint16_t, cvi_truncate_u16(s[i], dv, tol));
+        } else {
+            CVCPU_STORE_LOOP(uint16_t, cvi_saturate_u16(s[i]));
+        }
+        break;
     }
 }
 

@@ -160,6 +160,13 @@ convolve_status cvcpu_fft_check(const cvi_problem *p, char *why, size_t why_size
     ftiles t;
     if (why && why_size)
         why[0] = '\0';
+    if (cvi_truncates(p)) {
+        if (why && why_size)
+            snprintf(why, why_size, "scipy's cast (CONVOLVE_CAST_TRUNCATE) needs each sum to "
+                     "double precision, and the FFT's rounding grows with the whole filter's "
+                     "sum (an exact integer can come out just below it and truncate)");
+        return CONVOLVE_ERROR_UNSUPPORTED;
+    }
     if (!choose_tiles(p, sizeof(double), &t)) {
         if (why && why_size)
             snprintf(why, why_size, "the filter (%zu x %zu x %zu) needs FFT tiles of more "

@@ -422,8 +422,72 @@ CVCPU_AVX2 static void from_u16_avx2(float *dst, const void *src, size_t n)
 
 #undef CVCPU_TO_I32
 
-static const cvcpu_cvt cvt_avx512 = {to_u8_avx512, to_u16_avx512, from_u8_avx512, from_u16_avx512};
-static const cvcpu_cvt cvt_avx2 = {to_u8_avx2, to_u16_avx2, from_u8_avx2, from_u16_avx2};
+/* scipy's cast (cvi_truncate_u8/u16) of doubles divided by `divisor`, four
+ * at a time: snapped to an integer within tol * max(|n|, 1), truncated;
+ * a group with a value outside the int32 range (or NaN) takes the scalar
+ * rule, whose int64 low bits differ from int32's there. The low byte(s)
+ * of each int32 are gathered by a shuffle (es: 1 or 2 bytes kept). */
+CVCPU_AVX2 static void trunc_avx2(void *dst, int es, const double *src, size_t n, double divisor,
+                                  double tol)
+{
+    const __m256d dv = _mm256_set1_pd(divisor), eps = _mm256_set1_pd(tol);
+    const __m256d one = _mm256_set1_pd(1.0), lim = _mm256_set1_pd(2147483647.0);
+    const __m256d absm = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
+    const __m128i pick = es == 1 ? _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                                 -1, -1, -1)
+                                 : _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1,
+                                                 -1, -1, -1);
+    uint8_t *d8 = dst;
+    uint16_t *d16 = dst;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256d v = _mm256_div_pd(_mm256_loadu_pd(src + i), dv);
+        __m256d r = _mm256_round_pd(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m256d dd = _mm256_and_pd(_mm256_sub_pd(v, r), absm);
+        __m256d m = _mm256_max_pd(_mm256_and_pd(r, absm), one);
+        v = _mm256_blendv_pd(v, r, _mm256_cmp_pd(dd, _mm256_mul_pd(eps, m), _CMP_LE_OQ));
+        if (_mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(v, absm), lim, _CMP_LT_OQ)) != 0xF) {
+            for (size_t k = i; k < i + 4; k++) {
+                if (es == 1)
+                    d8[k] = cvi_truncate_u8(src[k], divisor, tol);
+                else
+                    d16[k] = cvi_truncate_u16(src[k], divisor, tol);
+            }
+            continue;
+        }
+        __m128i q = _mm_shuffle_epi8(_mm256_cvttpd_epi32(v), pick);
+        if (es == 1) {
+            int32_t w = _mm_cvtsi128_si32(q);
+            memcpy(d8 + i, &w, 4);
+        } else {
+            int64_t w = _mm_cvtsi128_si64(q);
+            memcpy(d16 + i, &w, 8);
+        }
+    }
+    for (; i < n; i++) {
+        if (es == 1)
+            d8[i] = cvi_truncate_u8(src[i], divisor, tol);
+        else
+            d16[i] = cvi_truncate_u16(src[i], divisor, tol);
+    }
+}
+
+CVCPU_AVX2 static void trunc_u8_avx2(void *dst, const double *src, size_t n, double divisor,
+                                     double tol)
+{
+    trunc_avx2(dst, 1, src, n, divisor, tol);
+}
+
+CVCPU_AVX2 static void trunc_u16_avx2(void *dst, const double *src, size_t n, double divisor,
+                                      double tol)
+{
+    trunc_avx2(dst, 2, src, n, divisor, tol);
+}
+
+static const cvcpu_cvt cvt_avx512 = {to_u8_avx512, to_u16_avx512, from_u8_avx512, from_u16_avx512,
+                                     trunc_u8_avx2, trunc_u16_avx2};
+static const cvcpu_cvt cvt_avx2 = {to_u8_avx2, to_u16_avx2, from_u8_avx2, from_u16_avx2,
+                                   trunc_u8_avx2, trunc_u16_avx2};
 
 #endif /* x86-64 */
 

@@ -81,6 +81,9 @@ convolve_status cvcpu_image_check(const cvi_problem *p, char *why, size_t why_si
         no = "the image strategy takes 1-D and 2-D arrays";
     else if (!no && p->in_type != CONVOLVE_UINT8 && p->in_type != CONVOLVE_UINT16)
         no = "the image strategy takes uint8 or uint16 input";
+    else if (!no && cvi_truncates(p))
+        no = "the image strategy computes in float (or integers): it does not give scipy's "
+             "cast (CONVOLVE_CAST_TRUNCATE), which sums in double";
     else if (!no && p->out_type == CONVOLVE_FLOAT64)
         no = "the image strategy computes in float: it does not write float64";
     else if (!no && !row_contiguous(p->in_strides[2], p->in_cstride, p->shape[2], p->channels,

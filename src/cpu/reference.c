@@ -69,7 +69,7 @@ convolve_status cvcpu_reference(const cvi_problem *p, int threads, const void *i
                         }
                     }
                 }
-                cvi_store_double(p->out_type,
+                cvi_store_cast(p->out_type, p->cast, p->divisor, p->snap,
                                  dst + (ptrdiff_t)i0 * p->out_strides[0] +
                                      (ptrdiff_t)i1 * p->out_strides[1] +
                                      (ptrdiff_t)i2 * p->out_strides[2] +

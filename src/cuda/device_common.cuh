@@ -94,10 +94,16 @@ __device__ __forceinline__ void cvk_store(const cvk_args &a, i64 off, A v)
         ((double *)a.out)[off] = (double)v;
         break;
     case CVI_DTYPE_UINT8:
-        ((uint8_t *)a.out)[off] = cvk_sat_u8(v);
+        if (a.cast == CVI_CAST_TRUNCATE) /* the sum is double here (CVK_LAUNCH_TYPED_CAST) */
+            ((uint8_t *)a.out)[off] = cvi_truncate_u8((double)v, a.divisor, a.snap);
+        else
+            ((uint8_t *)a.out)[off] = cvk_sat_u8(v);
         break;
     default: /* CVI_DTYPE_UINT16 */
-        ((uint16_t *)a.out)[off] = cvk_sat_u16(v);
+        if (a.cast == CVI_CAST_TRUNCATE)
+            ((uint16_t *)a.out)[off] = cvi_truncate_u16((double)v, a.divisor, a.snap);
+        else
+            ((uint16_t *)a.out)[off] = cvk_sat_u16(v);
         break;
     }
 }
@@ -191,6 +197,21 @@ __device__ __forceinline__ long long cvk_grid_row()
             CVK_LAUNCH_T(K, uint16_t, float, grid, block, smem, stream, ARGS);                \
             break;                                                                            \
         }                                                                                     \
+    } while (0)
+
+/* CVK_LAUNCH_TYPED, with double accumulation for every input under
+ * scipy's cast (a.cast == CVI_CAST_TRUNCATE): the basic and constant
+ * kernels, the ones that serve it. */
+#define CVK_LAUNCH_TYPED_CAST(K, a, grid, block, smem, stream, ARGS)                          \
+    do {                                                                                      \
+        if ((a).cast == CVI_CAST_TRUNCATE && (a).in_type == CVI_DTYPE_UINT8)                  \
+            CVK_LAUNCH_T(K, uint8_t, double, grid, block, smem, stream, ARGS);                \
+        else if ((a).cast == CVI_CAST_TRUNCATE && (a).in_type == CVI_DTYPE_UINT16)            \
+            CVK_LAUNCH_T(K, uint16_t, double, grid, block, smem, stream, ARGS);               \
+        else if ((a).cast == CVI_CAST_TRUNCATE && (a).in_type == CVI_DTYPE_FLOAT32)           \
+            CVK_LAUNCH_T(K, float, double, grid, block, smem, stream, ARGS);                  \
+        else                                                                                  \
+            CVK_LAUNCH_TYPED(K, a, grid, block, smem, stream, ARGS);                          \
     } while (0)
 
 /* Raises the dynamic shared-memory limit of kernel template K's instance for

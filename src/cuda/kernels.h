@@ -98,7 +98,7 @@ typedef struct cvk_bank {
 /* Everything a kernel needs, by value. Axes are the canonical problem's three
  * (0 slowest, 2 fastest); strides are in elements of the array's own type
  * (input or output) and may be negative or zero for the input. Accumulation
- * is in double for float64 input, else in float; weights (the basic kernels'
+ * is in double for float64 input and under CVI_CAST_TRUNCATE, else in float; weights (the basic kernels'
  * `weights`, and the bank) are of the accumulation type. */
 typedef struct cvk_args {
     const void *in;             /* element 0 of the input (device memory) */
@@ -122,6 +122,10 @@ typedef struct cvk_args {
      * [slab_r0, slab_r1). slab = 0: the whole array. */
     int slab;
     long long slab_lo, slab_r0, slab_r1;
+    int cast;                   /* CVI_CAST_*: TRUNCATE (basic and constant only) sums
+                                   integer data in double and truncates */
+    double divisor;             /* under TRUNCATE: sums are divided by it before the cast */
+    double snap;                /* and snapped to integers within snap * max(|n|, 1) */
 } cvk_args;
 
 /* Launches the chapter kernel of family `strategy` (CVK_BASIC .. CVK_CACHED)

@@ -148,10 +148,10 @@ static cudaError_t launch_1d(int strategy, const cvk_args *args, const cvk_bank 
     cudaError_t err = cudaSuccess;
     switch (strategy) {
     case CVK_BASIC:
-        CVK_LAUNCH_TYPED(cvk_1d_basic, a, grid, block, 0, stream, (a));
+        CVK_LAUNCH_TYPED_CAST(cvk_1d_basic, a, grid, block, 0, stream, (a));
         break;
     case CVK_CONSTANT:
-        CVK_LAUNCH_TYPED(cvk_1d_constant, a, grid, block, 0, stream, (a, *bank));
+        CVK_LAUNCH_TYPED_CAST(cvk_1d_constant, a, grid, block, 0, stream, (a, *bank));
         break;
     case CVK_TILED:
         CVK_OPT_IN_SHARED(cvk_1d_tiled, a, smem, err);

@@ -262,10 +262,10 @@ extern "C" cudaError_t cvk_launch_2d(int strategy, const cvk_args *args, const c
     cudaError_t err = cudaSuccess;
     switch (strategy) {
     case CVK_BASIC:
-        CVK_LAUNCH_TYPED(cvk_2d_basic, a, grid, block, 0, stream, (a));
+        CVK_LAUNCH_TYPED_CAST(cvk_2d_basic, a, grid, block, 0, stream, (a));
         break;
     case CVK_CONSTANT:
-        CVK_LAUNCH_TYPED(cvk_2d_constant, a, grid, block, 0, stream, (a, *bank));
+        CVK_LAUNCH_TYPED_CAST(cvk_2d_constant, a, grid, block, 0, stream, (a, *bank));
         break;
     case CVK_TILED_IN:
         CVK_LAUNCH_TYPED(cvk_2d_tiled_in, a, grid, block, 0, stream, (a, *bank));

@@ -243,10 +243,10 @@ extern "C" cudaError_t cvk_launch_3d(int strategy, const cvk_args *args, const c
     cudaError_t err = cudaSuccess;
     switch (strategy) {
     case CVK_BASIC:
-        CVK_LAUNCH_TYPED(cvk_3d_basic, a, grid, block, 0, stream, (a));
+        CVK_LAUNCH_TYPED_CAST(cvk_3d_basic, a, grid, block, 0, stream, (a));
         break;
     case CVK_CONSTANT:
-        CVK_LAUNCH_TYPED(cvk_3d_constant, a, grid, block, 0, stream, (a, *bank));
+        CVK_LAUNCH_TYPED_CAST(cvk_3d_constant, a, grid, block, 0, stream, (a, *bank));
         break;
     case CVK_TILED:
         CVK_OPT_IN_SHARED(cvk_3d_tiled, a, smem, err);

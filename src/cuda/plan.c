@@ -83,6 +83,9 @@ static void describe_layouts(cvcu_plan *plan)
     a->mode = p->mode;
     a->ndim = p->ndim;
     a->cval = p->cval;
+    a->cast = p->cast;
+    a->divisor = p->divisor;
+    a->snap = p->snap;
     plan->in_packed = is_packed(p->shape, p->channels, plan->in_esize, p->in_strides,
                                 p->in_cstride);
     plan->out_packed = is_packed(p->shape, p->channels, plan->out_esize, p->out_strides,
@@ -97,7 +100,7 @@ static convolve_status fill_bank(convolve_context *ctx, cvcu_plan *plan)
     if (!(plan->bank = calloc(1, sizeof *plan->bank)))
         return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for weights");
     for (size_t i = 0; i < p->kcount; i++) {
-        if (p->in_type == CONVOLVE_FLOAT64)
+        if (cvcu_acc_size(p) == 8)
             plan->bank->w.d[i] = p->weights[i];
         else
             plan->bank->w.f[i] = (float)p->weights[i];
@@ -115,7 +118,7 @@ static convolve_status upload_weights(convolve_context *ctx, cvcu_plan *plan)
     if (!host)
         return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for weights");
     for (size_t i = 0; i < p->kcount; i++) {
-        if (p->in_type == CONVOLVE_FLOAT64)
+        if (cvcu_acc_size(p) == 8)
             ((double *)host)[i] = p->weights[i];
         else
             ((float *)host)[i] = (float)p->weights[i];
@@ -175,7 +178,7 @@ static int use_generated(int id, const cvi_problem *p)
 static convolve_status prepare_kernels(convolve_context *ctx, cvcu_plan *plan)
 {
     const cvi_problem *p = &plan->p;
-    const size_t bank_cap = p->in_type == CONVOLVE_FLOAT64 ? CVK_BANK_DOUBLES : CVK_BANK_FLOATS;
+    const size_t bank_cap = cvcu_acc_size(p) == 8 ? CVK_BANK_DOUBLES : CVK_BANK_FLOATS;
     switch (plan->strategy->id) {
     case CVK_FFT: {
         convolve_status st = cvk_fft_create(p, &plan->fft, plan->message, sizeof plan->message);

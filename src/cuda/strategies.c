@@ -36,7 +36,7 @@
 
 size_t cvcu_acc_size(const cvi_problem *p)
 {
-    return p->in_type == CONVOLVE_FLOAT64 ? 8 : 4;
+    return p->in_type == CONVOLVE_FLOAT64 || cvi_truncates(p) ? 8 : 4;
 }
 
 /* n = a * b * c, SIZE_MAX on overflow. */
@@ -99,11 +99,12 @@ static convolve_status check_common(const cvi_problem *p, char *why, size_t why_
 /* The filter bank: kcount weights of the accumulation type in 16 KiB. */
 static convolve_status check_bank(const cvi_problem *p, char *why, size_t why_size)
 {
-    size_t cap = p->in_type == CONVOLVE_FLOAT64 ? CVK_BANK_DOUBLES : CVK_BANK_FLOATS;
+    const int dbl = cvcu_acc_size(p) == 8;
+    size_t cap = dbl ? CVK_BANK_DOUBLES : CVK_BANK_FLOATS;
     if (p->kcount > cap) {
         snprintf(why, why_size, "the filter has %zu weights, more than the %zu %s weights its "
                  "constant bank holds (a %d-byte __grid_constant__ kernel parameter); use "
-                 "'basic'", p->kcount, cap, p->in_type == CONVOLVE_FLOAT64 ? "double" : "float",
+                 "'basic'", p->kcount, cap, dbl ? "double" : "float",
                  CVK_BANK_BYTES);
         return CONVOLVE_ERROR_UNSUPPORTED;
     }
@@ -124,6 +125,18 @@ static convolve_status check_shared(int strategy, const cvi_problem *p,
     return CONVOLVE_OK;
 }
 
+/* scipy's cast (CONVOLVE_CAST_TRUNCATE) sums in double: only basic and
+ * constant have double instances for integer inputs. */
+static convolve_status check_cast(const cvi_strategy *s, const cvi_problem *p, char *why,
+                                  size_t why_size)
+{
+    if (!cvi_truncates(p) || s->id == CVK_BASIC || s->id == CVK_CONSTANT)
+        return CONVOLVE_OK;
+    snprintf(why, why_size, "it computes integer data in float: scipy's cast "
+             "(CONVOLVE_CAST_TRUNCATE), which sums in double, runs on 'basic' or 'constant'");
+    return CONVOLVE_ERROR_UNSUPPORTED;
+}
+
 static convolve_status check_basic(const cvi_strategy *s, const cvi_problem *p,
                                    const cvi_device *dev, char *why, size_t why_size)
 {
@@ -137,6 +150,7 @@ static convolve_status check_banked(const cvi_strategy *s, const cvi_problem *p,
 {
     convolve_status st;
     if ((st = check_common(p, why, why_size)) != CONVOLVE_OK ||
+        (st = check_cast(s, p, why, why_size)) != CONVOLVE_OK ||
         (st = check_bank(p, why, why_size)) != CONVOLVE_OK)
         return st;
     if (!cvi_strategy_serves_ndim(s, p->ndim)) {
@@ -161,14 +175,18 @@ static convolve_status check_banked(const cvi_strategy *s, const cvi_problem *p,
 static convolve_status check_direct(const cvi_strategy *s, const cvi_problem *p,
                                     const cvi_device *dev, char *why, size_t n)
 {
-    (void)s, (void)dev;
+    (void)dev;
+    if (check_cast(s, p, why, n) != CONVOLVE_OK)
+        return CONVOLVE_ERROR_UNSUPPORTED;
     return cvcu_gen_serves(p, 0, why, n) ? CONVOLVE_OK : CONVOLVE_ERROR_UNSUPPORTED;
 }
 
 static convolve_status check_separable(const cvi_strategy *s, const cvi_problem *p,
                                        const cvi_device *dev, char *why, size_t n)
 {
-    (void)s, (void)dev;
+    (void)dev;
+    if (check_cast(s, p, why, n) != CONVOLVE_OK)
+        return CONVOLVE_ERROR_UNSUPPORTED;
     if (p->ndim < 2) {
         snprintf(why, n, "a 1-D filter is its own separable form; use 'direct'");
         return CONVOLVE_ERROR_UNSUPPORTED;
@@ -184,7 +202,8 @@ static convolve_status check_separable(const cvi_strategy *s, const cvi_problem 
 static convolve_status check_fft(const cvi_strategy *s, const cvi_problem *p,
                                  const cvi_device *dev, char *why, size_t n)
 {
-    (void)s;
+    if (check_cast(s, p, why, n) != CONVOLVE_OK)
+        return CONVOLVE_ERROR_UNSUPPORTED;
     size_t bytes = cvk_fft_workspace_bytes(p);
     size_t total = dev ? dev->info.total_memory : 0;
     if (bytes == 0) {

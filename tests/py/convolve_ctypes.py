@@ -25,7 +25,8 @@ class Options(C.Structure):
                 ("strategy", C.c_char_p), ("threads", C.c_int), ("autotune", C.c_int),
                 ("device_memory_budget", C.c_size_t), ("devices", C.POINTER(C.c_int)),
                 ("device_count", C.c_int), ("progress", C.c_void_p),
-                ("progress_user", C.c_void_p)]
+                ("progress_user", C.c_void_p), ("integer_cast", C.c_int),
+                ("divisor", C.c_double)]
 
 
 class StrategyInfo(C.Structure):

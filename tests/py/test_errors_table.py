@@ -1028,6 +1028,13 @@ class ErrorsTable(unittest.TestCase):
           lambda ctx: plan(ctx, o=options(backend=-1)))
         A("API plan", "negative thread count", "threads -2", "INVALID_ARGUMENT", "threads is -2",
           lambda ctx: plan(ctx, o=options(threads=-2)))
+        A("API plan", "unknown integer cast", "integer_cast 5", "INVALID_ARGUMENT",
+          "unknown integer_cast 5", lambda ctx: plan(ctx, o=options(integer_cast=5)))
+        A("API plan", "negative divisor", "integer_cast TRUNCATE, divisor -9", "INVALID_ARGUMENT",
+          "divisor is -9", lambda ctx: plan(ctx, o=options(integer_cast=1, divisor=-9.0)))
+        A("API plan", "divisor without scipy's cast", "divisor 9, float64 output",
+          "INVALID_ARGUMENT", "divisor 9 applies to integer outputs",
+          lambda ctx: plan(ctx, o=options(divisor=9.0)))
         A("API plan", "NaN cval (accepted)", "mode constant, cval NaN, 3x3 box on 4x6", "OK",
           None, nan_cval, note="the outputs whose window crosses the edge are NaN, the rest not")
         # layouts

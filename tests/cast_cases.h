@@ -1,0 +1,157 @@
+/*
+ * cast_cases.h - random cases of scipy's integer cast
+ * (CONVOLVE_CAST_TRUNCATE), shared by test_cast.c (the CPU strategies) and
+ * test_gpu_cast.c (the GPU's): each result is compared, element for
+ * element and exactly, with a scalar model of the cast applied to the CPU
+ * reference's float64 result. The model is written here from the
+ * definition (not with the library's helpers): snap to an integer within
+ * (weights + 1) * 2^-52 * max(|n|, 1), truncate toward zero to int64 (INT64_MIN out of
+ * range), keep the low bits.
+ */
+#ifndef CONVOLVE_TEST_CAST_CASES_H
+#define CONVOLVE_TEST_CAST_CASES_H
+
+#include "harness.h"
+
+static unsigned long long cc_model(double v, double divisor, size_t weights, convolve_dtype out)
+{
+    v /= divisor;
+    double r = nearbyint(v);
+    if (fabs(v - r) <= ((double)weights + 1.0) * 0x1p-52 * fmax(fabs(r), 1.0))
+        v = r;
+    long long i;
+    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+        i = INT64_MIN;
+    else
+        i = (long long)trunc(v);
+    unsigned long long u = (unsigned long long)i;
+    return out == CONVOLVE_UINT8 ? (u & 0xffu) : (u & 0xffffu);
+}
+
+/* One random case: a problem (dimensions, odd extents, 1 to 4
+ * interleaved channels, every mode, integer, box or fractional weights,
+ * separable or dense, an input type of the four) run with each strategy
+ * of `strategies` on `backend` and compared with the model. Strategies
+ * that refuse must say UNSUPPORTED; `must_serve` of them must serve. */
+static void cc_case(convolve_context *ctx, convolve_backend backend, const char *const *strategies,
+                    int nstrat, const char *must_serve, size_t max_extent, int *served)
+{
+    const int nd = (int)h_randint(1, 3);
+    size_t shape[3], K[3], n = 1, kc = 1;
+    for (int a = 0; a < nd; a++) {
+        shape[a] = (size_t)h_randint(1, (long)(nd == 3 ? max_extent / 2 : max_extent));
+        K[a] = (size_t)h_randint(1, 5);
+        n *= shape[a];
+        kc *= K[a];
+    }
+    const size_t C = (size_t)h_randint(1, 4);
+    const convolve_dtype ins[4] = {CONVOLVE_UINT8, CONVOLVE_UINT16, CONVOLVE_FLOAT32,
+                                   CONVOLVE_FLOAT64};
+    const convolve_dtype in_t = ins[h_randint(0, 3)];
+    const convolve_dtype out_t = h_randint(0, 1) ? CONVOLVE_UINT8 : CONVOLVE_UINT16;
+    const int kind = (int)h_randint(0, 2); /* 0 integer, 1 box (divisor), 2 fractional */
+    const int sep = (int)h_randint(0, 1);
+    convolve_options o;
+    convolve_options_init(&o);
+    o.operation = h_randint(0, 1) ? CONVOLVE_OP_CORRELATE : CONVOLVE_OP_CONVOLVE;
+    o.mode = (convolve_mode)h_randint(0, 4);
+    o.cval = kind == 2 ? h_uniform(-300, 300) : (double)h_randint(-300, 300);
+    o.backend = backend;
+    o.integer_cast = CONVOLVE_CAST_TRUNCATE;
+    o.divisor = kind == 1 ? (double)kc : 0.0;
+    for (int a = 0; a < nd; a++)
+        o.origin[a] = (ptrdiff_t)h_randint(-(long)(K[a] / 2), (long)((K[a] - 1) / 2));
+
+    double *taps[3] = {NULL, NULL, NULL}, *dense = malloc(kc * sizeof(double));
+    for (int a = 0; a < nd; a++) {
+        taps[a] = malloc(K[a] * sizeof(double));
+        for (size_t k = 0; k < K[a]; k++)
+            taps[a][k] = kind == 0 ? (double)h_randint(-3, 3) : kind == 1 ? 1.0
+                                                                          : h_uniform(-2, 2);
+        if (kind == 0 && K[a] == 1 && taps[a][0] == 0.0)
+            taps[a][0] = 1.0;
+    }
+    for (size_t i = 0; i < kc; i++) { /* the outer product */
+        size_t r = i;
+        double w = 1.0;
+        for (int a = nd - 1; a >= 0; a--) {
+            w *= taps[a][r % K[a]];
+            r /= K[a];
+        }
+        dense[i] = w;
+    }
+    convolve_filter *f = NULL;
+    if (sep)
+        CHECK_OK(ctx, convolve_filter_create_separable(ctx, &f, nd, K, (const double *const *)taps));
+    else
+        CHECK_OK(ctx, convolve_filter_create(ctx, &f, nd, K, dense));
+
+    convolve_layout li, lo, lr;
+    CHECK_OK(ctx, convolve_layout_init(&li, in_t, nd, shape, C));
+    CHECK_OK(ctx, convolve_layout_init(&lo, out_t, nd, shape, C));
+    CHECK_OK(ctx, convolve_layout_init(&lr, CONVOLVE_FLOAT64, nd, shape, C));
+    const size_t count = n * C;
+    void *in = malloc(count * 8), *out = malloc(count * 2);
+    double *ref = malloc(count * sizeof(double));
+    /* integer inputs over their range; float inputs integers or fractions, large
+     * enough that sums overflow the output type (wrap) and go negative */
+    if (in_t == CONVOLVE_UINT8 || in_t == CONVOLVE_UINT16) {
+        h_fill_typed(in_t, in, count, 1.0);
+    } else {
+        for (size_t i = 0; i < count; i++) {
+            double v = kind == 2 ? h_uniform(-70000, 70000) : (double)h_randint(-70000, 70000);
+            if (in_t == CONVOLVE_FLOAT32)
+                ((float *)in)[i] = (float)v;
+            else
+                ((double *)in)[i] = v;
+        }
+    }
+    convolve_options ro = o; /* the reference in double, no cast */
+    ro.backend = CONVOLVE_BACKEND_CPU;
+    ro.strategy = "reference";
+    ro.integer_cast = CONVOLVE_CAST_ROUND_SATURATE;
+    ro.divisor = 0.0;
+    CHECK_OK(ctx, convolve_run(ctx, &li, in, &lr, ref, f, &ro));
+
+    for (int s = 0; s < nstrat; s++) {
+        o.strategy = strategies[s];
+        const char *name = strategies[s] ? strategies[s] : "auto";
+        convolve_plan *plan = NULL;
+        convolve_status st = convolve_plan_create(ctx, &plan, &li, &lo, f, &o);
+        if (st != CONVOLVE_OK) {
+            CHECK(st == CONVOLVE_ERROR_UNSUPPORTED, "%s: %s: %s", name,
+                  convolve_status_name(st), convolve_last_error(ctx));
+            CHECK(!must_serve || strcmp(must_serve, name) != 0,
+                  "'%s' refused scipy's cast: %s", name, convolve_last_error(ctx));
+            continue;
+        }
+        served[s]++;
+        h_poison(out_t, out, count);
+        CHECK_OK(ctx, convolve_execute(plan, in, out));
+        size_t bad = 0, first = 0;
+        for (size_t i = 0; i < count; i++) {
+            unsigned long long got = out_t == CONVOLVE_UINT8 ? ((uint8_t *)out)[i]
+                                                             : ((uint16_t *)out)[i];
+            double dv = o.divisor ? o.divisor : 1.0;
+            if (got != cc_model(ref[i], dv, kc, out_t) && bad++ == 0)
+                first = i;
+        }
+        CHECK(bad == 0, "%s (%s) %dD %zu ch, %s -> %s, kind %d, sep %d, mode %s: %zu of %zu "
+              "differ, first %zu: %llu, model %llu (sum %.17g)", name,
+              convolve_plan_strategy(plan), nd, C, convolve_dtype_name(in_t),
+              convolve_dtype_name(out_t), kind, sep, convolve_mode_name(o.mode), bad, count,
+              first, out_t == CONVOLVE_UINT8 ? (unsigned long long)((uint8_t *)out)[first]
+                                             : (unsigned long long)((uint16_t *)out)[first],
+              cc_model(ref[first], o.divisor ? o.divisor : 1.0, kc, out_t), ref[first]);
+        convolve_plan_free(plan);
+    }
+    convolve_filter_free(f);
+    for (int a = 0; a < nd; a++)
+        free(taps[a]);
+    free(dense);
+    free(in);
+    free(out);
+    free(ref);
+}
+
+#endif
