@@ -377,7 +377,9 @@ typedef struct convolve_progress {
 /*
  * Called by convolve_execute, from the calling thread, once at the start
  * (slabs_done = 0) and then after each slab's output is written (the last
- * call has slabs_done = slabs_total). Return 0 to go on; any other value
+ * call has slabs_done = slabs_total); on the GPU also about every 50 ms
+ * while no slab completes, with the same counts, so that a cancel lands
+ * while long slabs run. Return 0 to go on; any other value
  * cancels: no new slab starts, slabs already in flight finish, and
  * convolve_execute returns CONVOLVE_ERROR_CANCELLED with `out` partly
  * written (the slabs reported done are final; the rest are undefined). The

@@ -19,6 +19,7 @@
 #if defined(__x86_64__) && defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,6 +45,9 @@
  * short, but of at least CVI_STREAM_MIN_SLAB_BYTES each. */
 #define CVI_STREAM_MIN_SLABS 8
 #define CVI_STREAM_MIN_SLAB_BYTES ((size_t)2 << 20)
+/* With a progress callback, seconds between two calls of it while no slab
+ * completes (pipelined executors' monitor). */
+#define CVI_STREAM_TICK_S 0.05
 /* With a progress callback, slabs a worker may be handed beyond those
  * reported (its CVI_STREAM_BUFFERS in flight, and some slack). */
 #define CVI_STREAM_LAG_SLABS (CVI_STREAM_BUFFERS + 2)
@@ -652,10 +656,25 @@ void cvi_stream_monitor(cvi_stream_job *job, int workers)
     struct cvi_stream_state *s = job->state;
     pthread_mutex_lock(&s->mutex);
     while (s->exited < workers) {
-        if (s->progress && s->slabs_done != s->slabs_reported && !s->stop)
+        if (s->progress && s->slabs_done != s->slabs_reported && !s->stop) {
             report_locked(job, s, 0);
-        else
+        } else if (s->progress && !s->stop) {
+            /* no slab done for CVI_STREAM_TICK_S: the callback again, with
+             * the same counts (a cancel, Ctrl-C in Python, lands while long
+             * slabs run; later slabs then do not start) */
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += (long)(CVI_STREAM_TICK_S * 1e9);
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            if (pthread_cond_timedwait(&s->changed, &s->mutex, &until) == ETIMEDOUT &&
+                s->slabs_done == s->slabs_reported && !s->stop)
+                report_locked(job, s, 1);
+        } else {
             pthread_cond_wait(&s->changed, &s->mutex);
+        }
     }
     if (!s->stop)
         report_locked(job, s, 0);
