@@ -15,56 +15,36 @@ Gaussian of sigma 1e9) must raise ValueError at once, before allocating
 sigma 3000) must run in a fresh process within 100 MiB of what importing
 took. Environment: CONVOLVE_BUILD_DIR, CONVOLVE_TEST_SEED.
 """
-import os
 import subprocess
 import sys
-import time
 
-try:
-    import numpy as np
-    import scipy.ndimage as ndi
-except ImportError as e:  # pragma: no cover
-    if os.environ.get("CONVOLVE_REQUIRE_PYTHON") == "1":
-        print("test_big_filters: FAILED: %s (numpy and scipy are required here)" % e)
-        sys.exit(1)
-    print("test_big_filters: SKIPPED: %s" % e)
-    sys.exit(77)
+from pkg_support import Checks, load, package_dir
 
-BUILD_PY = os.path.join(os.environ.get("CONVOLVE_BUILD_DIR", "build"), "python")
-sys.path.insert(0, BUILD_PY)
-try:
-    import convolve as cv
-except ImportError as e:  # pragma: no cover
-    if os.environ.get("CONVOLVE_REQUIRE_PYTHON") == "1":
-        print("test_big_filters: FAILED: the package cannot be imported: %s" % e)
-        sys.exit(1)
-    print("test_big_filters: SKIPPED: the package is not built (%s)" % e)
-    sys.exit(77)
-
-SEED = int(os.environ.get("CONVOLVE_TEST_SEED", time.time_ns() % 2**31))
+np, ndi, cv = load("test_big_filters")
+CHECKS = Checks("test_big_filters")
+SEED = CHECKS.seed
+BUILD_PY = package_dir()
 RNG = np.random.default_rng(SEED)
 MODES = ["reflect", "constant", "nearest", "mirror", "wrap"]
-FAILS = []
-COUNT = [0]
 
 
 def compare(name, x, ours, theirs):
     """ours (from x in x's type) against scipy: float64 to 1e-10 of the
     scale; float32 within twice scipy's own float32 error (against scipy on
     x in float64) plus an ulp of the scale; integers equal."""
-    COUNT[0] += 1
+    CHECKS.count()
     got = ours(x)
     if x.dtype.kind in "ui":
         ref = theirs(x)
         if got.dtype != ref.dtype or not np.array_equal(got, ref):
-            FAILS.append("%s: %s: %d of %d differ from scipy's" % (
+            CHECKS.fail("%s: %s: %d of %d differ from scipy's" % (
                 name, x.dtype, int(np.count_nonzero(got != ref)), ref.size))
         return
     ref = theirs(x.astype(np.float64))
     scale = max(float(np.abs(ref).max()), 1e-300)
     err = float(np.abs(got.astype(np.float64) - ref).max())
     if got.dtype != x.dtype:
-        FAILS.append("%s: dtype %s from %s" % (name, got.dtype, x.dtype))
+        CHECKS.fail("%s: dtype %s from %s" % (name, got.dtype, x.dtype))
     if x.dtype == np.float64:
         limit = 1e-10 * scale
         theirs_err = None
@@ -72,7 +52,7 @@ def compare(name, x, ours, theirs):
         theirs_err = float(np.abs(theirs(x).astype(np.float64) - ref).max())
         limit = 2 * theirs_err + 1.2e-7 * scale
     if not err <= limit:
-        FAILS.append("%s: %s: error %.3g (scale %.3g), limit %.3g (scipy's float32: %s)" % (
+        CHECKS.fail("%s: %s: error %.3g (scale %.3g), limit %.3g (scipy's float32: %s)" % (
             name, x.dtype, err, scale, limit, theirs_err))
 
 
@@ -170,42 +150,29 @@ print("rss_growth_kib", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - bef
 
 def test_refused_and_memory():
     for what in ("uniform", "gaussian", "uniform1d", "sigma3000"):
-        COUNT[0] += 1
+        CHECKS.count()
         r = subprocess.run([sys.executable, "-c", CHILD, BUILD_PY, what], capture_output=True,
                            text=True, timeout=300)
         out = dict(line.split(" ", 1) for line in r.stdout.split("\n") if " " in line)
         if r.returncode != 0 or "rss_growth_kib" not in out:
-            FAILS.append("%s: the process failed: %s" % (what, (r.stdout + r.stderr)[-800:]))
+            CHECKS.fail("%s: the process failed: %s" % (what, (r.stdout + r.stderr)[-800:]))
             continue
         growth = int(out["rss_growth_kib"]) / 1024.0
         if what == "sigma3000":
             if "ran" not in r.stdout or growth > 100:
-                FAILS.append("gaussian_filter (31, 40) sigma 3000: peak RSS grew %.0f MiB "
+                CHECKS.fail("gaussian_filter (31, 40) sigma 3000: peak RSS grew %.0f MiB "
                              "(at most 100), output: %s" % (growth, r.stdout[-300:]))
             continue
         msg = out.get("ValueError", "")
         if not msg or ("1000000000" not in msg and "1e+09" not in msg):
-            FAILS.append("%s of 1e9: no ValueError naming the size: %r" % (what, r.stdout))
+            CHECKS.fail("%s of 1e9: no ValueError naming the size: %r" % (what, r.stdout))
         if growth > 50 or float(out["seconds"]) > 5:
-            FAILS.append("%s of 1e9: peak RSS grew %.0f MiB (at most 50) in %s s before the "
+            CHECKS.fail("%s of 1e9: peak RSS grew %.0f MiB (at most 50) in %s s before the "
                          "error" % (what, growth, out["seconds"]))
 
 
 def main():
-    print("test_big_filters: seed %d (CONVOLVE_TEST_SEED replays it)" % SEED)
-    for t in (test_uniform, test_gaussian, test_refused_and_memory):
-        n0, f0 = COUNT[0], len(FAILS)
-        try:
-            t()
-        except Exception as e:
-            import traceback
-            traceback.print_exc()
-            FAILS.append("%s raised %s: %s" % (t.__name__, type(e).__name__, e))
-        print("%-24s %4d checks, %d failed" % (t.__name__, COUNT[0] - n0, len(FAILS) - f0))
-    for f in FAILS[:40]:
-        print("FAIL " + f)
-    print("%d passed, %d failed" % (COUNT[0] - len(FAILS), len(FAILS)))
-    return 1 if FAILS else 0
+    return CHECKS.run([test_uniform, test_gaussian, test_refused_and_memory])
 
 
 if __name__ == "__main__":

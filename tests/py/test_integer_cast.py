@@ -13,46 +13,26 @@ and convolve1d with integer and fractional weights, correlate with integer
 weights (sums past the type's range). Environment: CONVOLVE_BUILD_DIR,
 CONVOLVE_TEST_SEED.
 """
-import os
 import sys
-import time
 
-try:
-    import numpy as np
-    import scipy.ndimage as ndi
-except ImportError as e:  # pragma: no cover
-    if os.environ.get("CONVOLVE_REQUIRE_PYTHON") == "1":
-        print("test_integer_cast: FAILED: %s (numpy and scipy are required here)" % e)
-        sys.exit(1)
-    print("test_integer_cast: SKIPPED: %s" % e)
-    sys.exit(77)
+from pkg_support import Checks, load
 
-sys.path.insert(0, os.path.join(os.environ.get("CONVOLVE_BUILD_DIR", "build"), "python"))
-try:
-    import convolve as cv
-    from convolve import _engine
-except ImportError as e:  # pragma: no cover
-    if os.environ.get("CONVOLVE_REQUIRE_PYTHON") == "1":
-        print("test_integer_cast: FAILED: the package cannot be imported: %s" % e)
-        sys.exit(1)
-    print("test_integer_cast: SKIPPED: the package is not built (%s)" % e)
-    sys.exit(77)
-
-SEED = int(os.environ.get("CONVOLVE_TEST_SEED", time.time_ns() % 2**31))
+np, ndi, cv = load("test_integer_cast")
+from convolve import _engine  # noqa: E402 (after load: the built package)
+CHECKS = Checks("test_integer_cast")
+SEED = CHECKS.seed
 RNG = np.random.default_rng(SEED)
 MODES = ["reflect", "constant", "nearest", "mirror", "wrap"]
-FAILS = []
-COUNT = [0]
 
 
 def same(name, got, ref):
-    COUNT[0] += 1
+    CHECKS.count()
     if got.dtype != ref.dtype or got.shape != ref.shape:
-        FAILS.append("%s: %s %s, scipy %s %s" % (name, got.dtype, got.shape, ref.dtype, ref.shape))
+        CHECKS.fail("%s: %s %s, scipy %s %s" % (name, got.dtype, got.shape, ref.dtype, ref.shape))
     elif not np.array_equal(got, ref):
         bad = np.argwhere(got != ref)
         i = tuple(bad[0])
-        FAILS.append("%s: %d of %d differ, first at %s: %d, scipy %d" % (
+        CHECKS.fail("%s: %d of %d differ, first at %s: %d, scipy %d" % (
             name, len(bad), got.size, i, got[i], ref[i]))
 
 
@@ -68,9 +48,9 @@ def no_buffers(name, f):
     """Runs f, failing when it made an output buffer or an input copy."""
     b, c = _engine.stats["output_buffers"], _engine.stats["input_copies"]
     r = f()
-    COUNT[0] += 1
+    CHECKS.count()
     if _engine.stats["output_buffers"] != b or _engine.stats["input_copies"] != c:
-        FAILS.append("%s: %d output buffers, %d input copies" % (
+        CHECKS.fail("%s: %d output buffers, %d input copies" % (
             name, _engine.stats["output_buffers"] - b, _engine.stats["input_copies"] - c))
     return r
 
@@ -155,20 +135,7 @@ def test_types():
 
 
 def main():
-    print("test_integer_cast: seed %d (CONVOLVE_TEST_SEED replays it)" % SEED)
-    for t in (test_filters, test_types):
-        n0, f0 = COUNT[0], len(FAILS)
-        try:
-            t()
-        except Exception as e:
-            import traceback
-            traceback.print_exc()
-            FAILS.append("%s raised %s: %s" % (t.__name__, type(e).__name__, e))
-        print("%-16s %4d checks, %d failed" % (t.__name__, COUNT[0] - n0, len(FAILS) - f0))
-    for f in FAILS[:40]:
-        print("FAIL " + f)
-    print("%d passed, %d failed" % (COUNT[0] - len(FAILS), len(FAILS)))
-    return 1 if FAILS else 0
+    return CHECKS.run([test_filters, test_types])
 
 
 if __name__ == "__main__":

@@ -22,26 +22,10 @@ import subprocess
 import sys
 import time
 
-try:
-    import numpy as np
-    import scipy.ndimage as ndi
-except ImportError as e:  # pragma: no cover
-    if os.environ.get("CONVOLVE_REQUIRE_PYTHON") == "1":
-        print("test_python_signals: FAILED: %s (numpy and scipy are required here)" % e)
-        sys.exit(1)
-    print("test_python_signals: SKIPPED: %s" % e)
-    sys.exit(77)
+from pkg_support import load, package_dir
 
-PKG = os.path.join(os.path.abspath(os.environ.get("CONVOLVE_BUILD_DIR", "build")), "python")
-sys.path.insert(0, PKG)
-try:
-    import convolve as cv
-except ImportError as e:  # pragma: no cover
-    if os.environ.get("CONVOLVE_REQUIRE_PYTHON") == "1":
-        print("test_python_signals: FAILED: the package cannot be imported: %s" % e)
-        sys.exit(1)
-    print("test_python_signals: SKIPPED: the package is not built (%s)" % e)
-    sys.exit(77)
+np, ndi, cv = load("test_python_signals")
+PKG = package_dir()
 
 FAILS = []
 LIMIT_S = 2.0        # the bound asserted (the target is 0.2 s)
