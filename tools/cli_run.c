@@ -39,10 +39,11 @@ static int check_args(cli_run_args *a)
             return cli_fail(CLI_BAD_INPUT, "%s", a->weights
                             ? "give either --weights or --filter, not both"
                             : "no filter: give --weights FILE or --filter NAME (e.g. gaussian:2)");
-        if (a->time || a->have_repeat)
+        if (a->time || a->have_repeat || a->phases)
             return cli_fail(CLI_BAD_INPUT, "%s times one file's convolution and cannot be used "
                             "with --output-dir (the summary gives the batch's time)",
-                            a->time ? "--time" : "--repeat (or --warmup)");
+                            a->time ? "--time" : a->phases ? "--phases"
+                                               : "--repeat (or --warmup)");
         return CLI_OK;
     }
     const char *batch_only = batch_option_without_dir(a);
@@ -91,9 +92,14 @@ static int cmp_double(const void *x, const void *y)
 
 /* Plans and runs on in (layout Lin) into out (layout Lout); CLI_OK, an exit
  * code, or CLI_INTERRUPTED after the progress callback cancelled. */
+/* --phases: when each step of run() ended (cli_now_s). */
+typedef struct {
+    double start, opened, planned, filtered, saved;
+} phase_clock;
+
 static int compute(convolve_context *ctx, const cli_run_args *a, const convolve_options *o,
                    const convolve_filter *f, const convolve_layout *Lin, const void *in,
-                   const convolve_layout *Lout, void *out)
+                   const convolve_layout *Lout, void *out, phase_clock *clock)
 {
     convolve_plan *plan = NULL;
     convolve_status st;
@@ -110,6 +116,7 @@ static int compute(convolve_context *ctx, const cli_run_args *a, const convolve_
         return cli_fail(cli_exit_code(st), "--wisdom: %s", convolve_last_error(ctx));
     }
 
+    clock->planned = cli_now_s();
     double *ms = malloc((size_t)a->repeat * sizeof *ms);
     if (!ms) {
         convolve_plan_free(plan);
@@ -122,6 +129,7 @@ static int compute(convolve_context *ctx, const cli_run_args *a, const convolve_
         st = convolve_execute(plan, in, out);
         ms[r] = (cli_now_s() - t0) * 1e3;
     }
+    clock->filtered = cli_now_s();
     if (o->progress)
         cli_progress_finish(o->progress_user);
     int rc = CLI_OK;
@@ -236,6 +244,7 @@ static int run(convolve_context *ctx, cli_run_args *a)
     const int map = ofmt == CONVOLVE_FORMAT_NPY &&
                     (a->mmap == CLI_MMAP_ON || (a->mmap == CLI_MMAP_AUTO && !a->time));
 
+    phase_clock clock = {cli_now_s(), 0, 0, 0, 0};
     char msg[CLI_MSG_SIZE];
     run_files rf = {0};
     cli_mapped_in_init(&rf.min);
@@ -282,7 +291,9 @@ static int run(convolve_context *ctx, cli_run_args *a)
     o.progress = cli_progress_callback;
     o.progress_user = &prog;
     cli_defer_signals(1);
-    rc = compute(ctx, a, &o, f, L, in_data, &Lout, map ? rf.mout.data : convolve_array_data(rf.out));
+    clock.opened = cli_now_s();
+    rc = compute(ctx, a, &o, f, L, in_data, &Lout, map ? rf.mout.data : convolve_array_data(rf.out),
+                 &clock);
     int frc; /* a page of a mapped file failed (the run was cancelled then) */
     if ((rc == CLI_OK || rc == CLI_INTERRUPTED) &&
         (frc = cli_mapped_check(&rf.min, &rf.mout, msg)) != CLI_OK)
@@ -299,6 +310,13 @@ static int run(convolve_context *ctx, cli_run_args *a)
         if (st != CONVOLVE_OK)
             rc = cli_fail(st == CONVOLVE_ERROR_IO ? CLI_RESOURCE : cli_exit_code(st), "%s",
                           convolve_last_error(ctx));
+    }
+    if (rc == CLI_OK && a->phases) {
+        clock.saved = cli_now_s();
+        fprintf(stderr, "phases_ms: open %.1f plan %.1f filter %.1f save %.1f total %.1f\n",
+                (clock.opened - clock.start) * 1e3, (clock.planned - clock.opened) * 1e3,
+                (clock.filtered - clock.planned) * 1e3, (clock.saved - clock.filtered) * 1e3,
+                (clock.saved - clock.start) * 1e3);
     }
 done:
     cli_map_output_discard(&rf.mout);

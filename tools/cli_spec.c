@@ -181,6 +181,13 @@ static int set_time(void *t, const char *v)
     return CLI_OK;
 }
 
+static int set_phases(void *t, const char *v)
+{
+    (void)v;
+    ARGS(t)->phases = 1;
+    return CLI_OK;
+}
+
 static int set_repeat(void *t, const char *v)
 {
     if (!cli_parse_long(v, 1, 1000000, &ARGS(t)->repeat))
@@ -479,6 +486,16 @@ static const cli_option k_other_options[] = {
      "prints exactly one line on standard error, `time_ms: <median> (n=<N>)`: the median time "
      "of `convolve_execute` alone (no file I/O, plan creation excluded)",
      set_time, CLI_COMPLETE_NONE, NULL, 0},
+    {"phases", 0, NULL,
+     "print `phases_ms: open A plan B filter C save D total E` on standard error: each step's "
+     "wall time",
+     "prints one line on standard error, `phases_ms: open A plan B filter C save D total E`: "
+     "the wall time, in milliseconds, of opening (reading or mapping the input, reading the "
+     "weights, creating or mapping the output), planning, the convolution (every run of "
+     "`--repeat`), saving (encoding and writing, or syncing a mapped output to disk, then "
+     "renaming it over OUTPUT) and of them all; the single-file form only. docs/cli.md says "
+     "what bounds each step",
+     set_phases, CLI_COMPLETE_NONE, NULL, 0},
     {"repeat", 0, "N", "run the convolution N times for --time (default 1)",
      "runs the convolution N times for `--time` (default 1)", set_repeat, CLI_COMPLETE_NONE,
      NULL, 0},

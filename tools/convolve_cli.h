@@ -37,6 +37,7 @@ typedef struct cli_run_args {
     long max_pixels;             /* --max-pixels; -1: the library's default */
     int png_compression;         /* --png-compression; -1: the library's default */
     int time;
+    int phases;                  /* --phases: each step's wall time on stderr */
     long repeat;
     int have_repeat;
     long warmup;      /* untimed runs before --time's */

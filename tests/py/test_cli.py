@@ -385,6 +385,27 @@ class Options(CliCase):
         self.assertRegex(r.stderr, r"\Atime_ms: [0-9]+\.[0-9]+ \(n=2\)\n\Z")
         np.testing.assert_array_equal(np.load(self.path("o.npy")), once)
 
+    def test_phases(self):
+        """--phases: one line, each step's wall time, the steps adding up to the
+        total; the result as without it; mapped and read paths; not in batches."""
+        self.run_ok([self.path("x.npy"), self.path("ref.npy"), "--filter", "box:1"])
+        ref = np.load(self.path("ref.npy"))
+        for extra in ([], ["--mmap", "off"], ["--time"]):
+            out = self.path("p%d.npy" % len(extra))
+            r = self.run_ok([self.path("x.npy"), out, "--filter", "box:1", "--phases"] + extra)
+            lines = [l for l in r.stderr.splitlines() if l.startswith("phases_ms:")]
+            self.assertEqual(len(lines), 1, r.stderr)
+            m = re.fullmatch(r"phases_ms: open ([0-9.]+) plan ([0-9.]+) filter ([0-9.]+) "
+                             r"save ([0-9.]+) total ([0-9.]+)", lines[0])
+            self.assertIsNotNone(m, lines[0])
+            v = [float(x) for x in m.groups()]
+            self.assertAlmostEqual(sum(v[:4]), v[4], delta=0.3)
+            np.testing.assert_array_equal(np.load(out), ref)
+        r = run([self.path("x.npy"), "--filter", "box:1", "--phases",
+                          "--output-dir", self.path("d")])
+        self.assertEqual(r.returncode, 1)  # bad input
+        self.assertIn("--phases times one file's convolution", r.stderr)
+
     def test_help_version_info(self):
         r = self.run_ok(["--help"])
         for s in ("usage: convolve", "Exit codes", "--weights", "--filter", "Examples"):
