@@ -189,6 +189,9 @@ static int fft_layout(const cvi_problem *p, cvk_fft_plan *f)
     const double per = (double)f->rest * (double)f->n[0] * (double)f->n[1] * (double)f->n[2];
     long long g = (long long)((double)fft_group_points() / per);
     g = g < 1 ? 1 : g > f->tiles[a0] ? f->tiles[a0] : g;
+    /* as many groups as that takes, of even size: fewer padding tiles */
+    const long long groups = (f->tiles[a0] + g - 1) / g;
+    g = (f->tiles[a0] + groups - 1) / groups;
     f->group = g;
     long long held = (f->tiles[a0] + g - 1) / g;
     if (p->whole_rows) {
