@@ -36,9 +36,11 @@
 /* A CPU window has at least this many times the rows of work it repeats
  * (window_cost's extra: the separable passes' rows before it). */
 #define CVI_WINDOW_EXTRA_SHARE 16
-/* The pipelined executor's slab: about this much input plus output, unless
- * the budget holds less (many slabs keep the pipeline's fill and drain short). */
-#define CVI_DEVICE_SLAB_BYTES ((size_t)256 << 20)
+/* The pipelined executor's slab: at most about this much input plus output
+ * (many slabs keep the pipeline's fill and drain short; the staging, three
+ * slabs a device, stays within the pinned pool's limit, so that plans of
+ * any size share it: src/cuda/pinned_pool.h). */
+#define CVI_DEVICE_SLAB_BYTES ((size_t)64 << 20)
 /* Several devices: at least this many slabs per device (balance). */
 #define CVI_SLABS_PER_DEVICE 4
 /* ... in at least this many slabs, for the pipeline's fill and drain to be
@@ -591,6 +593,11 @@ int cvi_stream_next(cvi_stream_job *job, size_t *index)
     return ok;
 }
 
+int cvi_stream_stopped(const cvi_stream_job *job)
+{
+    return __atomic_load_n(&job->state->stop, __ATOMIC_ACQUIRE);
+}
+
 void cvi_stream_done(cvi_stream_job *job, const cvi_slab *slab)
 {
     struct cvi_stream_state *s = job->state;
@@ -611,7 +618,7 @@ convolve_status cvi_stream_fail(cvi_stream_job *job, int worker, convolve_status
         s->failed = status;
         s->failed_worker = worker;
     }
-    s->stop = 1;
+    __atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&s->changed);
     pthread_mutex_unlock(&s->mutex);
     return status;
@@ -646,7 +653,7 @@ static void report_locked(cvi_stream_job *job, struct cvi_stream_state *s, int f
     s->slabs_released = pr.slabs_done;
     if (stop && pr.slabs_done < pr.slabs_total) {
         s->cancelled = 1;
-        s->stop = 1;
+        __atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
     }
     pthread_cond_broadcast(&s->changed); /* workers waiting for the release */
 }

@@ -131,6 +131,10 @@ void cvi_stream_exchange(const cvi_stream_job *job, const cvi_slab *done, const 
  * (the CLI's mapped pages) bounds what the run holds however slow it is. */
 int cvi_stream_next(cvi_stream_job *job, size_t *index);
 
+/* 1 once the job stops (cancelled by the progress callback, or a worker
+ * failed): slabs in flight need not be waited for. Thread-safe, lock-free. */
+int cvi_stream_stopped(const cvi_stream_job *job);
+
 /* Worker reports: the slab's output is written (thread-safe). */
 void cvi_stream_done(cvi_stream_job *job, const cvi_slab *slab);
 

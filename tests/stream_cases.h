@@ -315,9 +315,13 @@ static void s_cancel_case(const s_case *c, int after)
     }
     CHECK(written_rows >= log.last.rows_done, "%s: %zu rows written, %zu reported", what,
           written_rows, log.last.rows_done);
-    /* the plan still works after a cancellation */
+    /* the plan still works after a cancellation (the slabs a cancelled CUDA
+     * execution left running are drained first), and a plan freed at once
+     * after one waits for them */
     log = (s_progress_log){0, -1, {0}, 1};
     CHECK_OK(ctx, convolve_execute(p, in, out));
+    log = (s_progress_log){0, after, {0}, 1};
+    CHECK_STATUS(ctx, convolve_execute(p, in, out), CONVOLVE_ERROR_CANCELLED);
     convolve_plan_free(p);
     convolve_filter_free(f);
     free(in), free(out);

@@ -27,17 +27,21 @@
  * scatter (host), the device times from CUDA events.
  */
 #include "backend.h"
+#include "pinned_pool.h"
 #include "plan.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SUBPLANS 6
 
 typedef struct {
-    void *h_in, *h_out;             /* pinned staging: packed extended input, exact output rows */
+    void *h_in, *h_out;             /* pinned staging: packed extended input, exact output rows,
+                                       from the process's pool (pinned_pool.h) for an execution */
+    size_t h_in_size, h_out_size;   /* their sizes (0: none held) */
     void *d_in, *d_out;             /* device images, lines `pitch` bytes apart */
     size_t in_pitch, out_pitch;
     cudaEvent_t copied_in, computed, copied_out;
@@ -65,6 +69,8 @@ typedef struct cvcu_stream_worker {
     int sub_turn;
     cudaEvent_t t_base;                 /* timeline only */
     int timed;                          /* the events below time */
+    int pending;                        /* a cancelled execution left slabs in flight: the
+                                           streams are drained before the next use */
 } worker_res;
 
 struct cvcu_stream_cache {
@@ -91,21 +97,20 @@ static void free_worker(worker_res *r)
     if (cudaGetDevice(&prev) != cudaSuccess)
         prev = r->device;
     (void)cudaSetDevice(r->device);
-    for (int i = 0; i < SUBPLANS; i++)
-        if (r->sub_rows[i])
-            cvcu_release(r->sub[i]);
+    /* the work in flight (a cancelled execution's) first */
     if (r->in_stream)
         (void)cudaStreamSynchronize(r->in_stream);
     if (r->compute)
         (void)cudaStreamSynchronize(r->compute);
     if (r->out_stream)
         (void)cudaStreamSynchronize(r->out_stream);
+    for (int i = 0; i < SUBPLANS; i++)
+        if (r->sub_rows[i])
+            cvcu_release(r->sub[i]);
     for (int i = 0; i < CVI_STREAM_BUFFERS; i++) {
         slot *s = &r->slots[i];
-        if (s->h_in)
-            (void)cudaFreeHost(s->h_in);
-        if (s->h_out)
-            (void)cudaFreeHost(s->h_out);
+        cvcu_pinned_give(s->h_in, s->h_in_size);
+        cvcu_pinned_give(s->h_out, s->h_out_size);
         if (s->d_in)
             (void)cudaFree(s->d_in);
         if (s->d_out)
@@ -191,9 +196,6 @@ static convolve_status make_worker(convolve_context *ctx, const worker_arg *a, w
                           (e = cudaEventCreate(&s->t_comp)) != cudaSuccess ||
                           (e = cudaEventCreate(&s->t_out)) != cudaSuccess)))
             return cvcu_error(ctx, e, "creating the events of the slab pipeline");
-        if ((e = cudaMallocHost(&s->h_in, job->max_ext_rows * job->in_row_bytes)) != cudaSuccess ||
-            (e = cudaMallocHost(&s->h_out, job->slab_rows * job->out_row_bytes)) != cudaSuccess)
-            return cvcu_error(ctx, e, "allocating pinned staging buffers");
         if ((e = alloc_lines(a->in_line * (job->axis == 2 ? job->max_ext_rows : 1),
                              job->axis == 2 ? 1 : in_lines, &s->d_in, &s->in_pitch)) !=
                 cudaSuccess ||
@@ -205,6 +207,70 @@ static convolve_status make_worker(convolve_context *ctx, const worker_arg *a, w
     r->max_ext_rows = job->max_ext_rows;
     r->slab_rows = job->slab_rows;
     return CONVOLVE_OK;
+}
+
+/* Takes the slots' pinned staging from the process's pool for an
+ * execution (buffers still held, too small ones given back first). */
+static convolve_status take_staging(convolve_context *ctx, const cvi_stream_job *job,
+                                   worker_res *r)
+{
+    const size_t in = job->max_ext_rows * job->in_row_bytes;
+    const size_t out = job->slab_rows * job->out_row_bytes;
+    for (int i = 0; i < CVI_STREAM_BUFFERS; i++) {
+        slot *s = &r->slots[i];
+        cudaError_t e = cudaSuccess;
+        if (s->h_in_size < in) {
+            cvcu_pinned_give(s->h_in, s->h_in_size);
+            s->h_in = NULL, s->h_in_size = 0;
+            e = cvcu_pinned_take(in, &s->h_in, &s->h_in_size);
+        }
+        if (e == cudaSuccess && s->h_out_size < out) {
+            cvcu_pinned_give(s->h_out, s->h_out_size);
+            s->h_out = NULL, s->h_out_size = 0;
+            e = cvcu_pinned_take(out, &s->h_out, &s->h_out_size);
+        }
+        if (e != cudaSuccess)
+            return cvcu_error(ctx, e, "allocating pinned staging buffers");
+    }
+    return CONVOLVE_OK;
+}
+
+/* Gives the slots' staging back to the pool (nothing in flight uses it). */
+static void give_staging(worker_res *r)
+{
+    for (int i = 0; i < CVI_STREAM_BUFFERS; i++) {
+        slot *s = &r->slots[i];
+        cvcu_pinned_give(s->h_in, s->h_in_size);
+        cvcu_pinned_give(s->h_out, s->h_out_size);
+        s->h_in = s->h_out = NULL;
+        s->h_in_size = s->h_out_size = 0;
+    }
+}
+
+/* Waits for event ev, as cudaEventSynchronize; *left = 1 (and cudaSuccess)
+ * instead where the job stops meanwhile and `may_leave`. It polls: the first
+ * millisecond without a pause (as the runtime's own spinning wait), then
+ * every 20 microseconds or so. */
+static cudaError_t wait_event(const cvi_stream_job *job, cudaEvent_t ev, int may_leave,
+                              int *left)
+{
+    *left = 0;
+    if (!may_leave)
+        return cudaEventSynchronize(ev);
+    const double t0 = cvi_now_s();
+    for (;;) {
+        cudaError_t e = cudaEventQuery(ev);
+        if (e != cudaErrorNotReady)
+            return e;
+        if (cvi_stream_stopped(job)) {
+            *left = 1;
+            return cudaSuccess;
+        }
+        if (cvi_now_s() - t0 > 1e-3) {
+            struct timespec pause = {0, 20000};
+            nanosleep(&pause, NULL);
+        }
+    }
 }
 
 /* The worker's sub-plan for buffers of ext_rows rows (made on first use). */
@@ -237,12 +303,19 @@ static convolve_status sub_plan(convolve_context *ctx, cvi_stream_job *job, int 
     return CONVOLVE_OK;
 }
 
-/* Waits for slot s's copy out (and reads its timeline's device times). */
-static convolve_status landed(convolve_context *ctx, worker_arg *a, slot *s)
+/* 1 if a stopped job's slabs in flight may be left to run on their own
+ * (cancelled): their copies out write staging, not the caller's output. */
+static int may_leave(const worker_arg *a) { return !a->out_direct; }
+
+/* Waits for slot s's copy out (and reads its timeline's device times);
+ * *left = 1 instead where the job stopped and may_leave. */
+static convolve_status landed(convolve_context *ctx, worker_arg *a, slot *s, int *left)
 {
-    cudaError_t e = cudaEventSynchronize(s->copied_out);
+    cudaError_t e = wait_event(a->job, s->copied_out, may_leave(a), left);
     if (e != cudaSuccess)
         return cvcu_error(ctx, e, "running a slab");
+    if (*left)
+        return CONVOLVE_OK;
     timeline_rec *t = a->recs ? &a->recs[s->rec] : NULL;
     if (t) {
         float ms[6] = {0};
@@ -259,20 +332,24 @@ static convolve_status landed(convolve_context *ctx, worker_arg *a, slot *s)
     return CONVOLVE_OK;
 }
 
-/* Waits for slot s's copy out, scatters its rows and reports them. */
-static convolve_status finish(convolve_context *ctx, worker_arg *a, slot *s, int deliver)
+/* Waits for slot s's copy out, scatters its rows and reports them; *left
+ * = 1 instead (the slot still busy) where the job stopped and may_leave. */
+static convolve_status finish(convolve_context *ctx, worker_arg *a, slot *s, int deliver,
+                              int *left)
 {
+    *left = 0;
     if (!s->busy)
         return CONVOLVE_OK;
-    s->busy = 0;
     if (!deliver) { /* after a failure: waited for, its error (if any) not the one reported */
+        s->busy = 0;
         (void)cudaEventSynchronize(s->copied_out);
         (void)cudaGetLastError();
         return CONVOLVE_OK;
     }
-    convolve_status st = landed(ctx, a, s);
-    if (st != CONVOLVE_OK)
+    convolve_status st = landed(ctx, a, s, left);
+    if (st != CONVOLVE_OK || *left)
         return st;
+    s->busy = 0;
     timeline_rec *t = a->recs ? &a->recs[s->rec] : NULL;
     if (t)
         t->scatter0 = (cvi_now_s() - a->t0) * 1e3;
@@ -442,7 +519,16 @@ static void *run_worker(void *p)
     }
     if (r->in_stream && r->timed != (a->recs != NULL)) /* timed events, or not */
         free_worker_keep_device(r);
+    if (r->pending) { /* a cancelled execution's slabs, left running: drained */
+        if (cudaStreamSynchronize(r->in_stream) != cudaSuccess ||
+            cudaStreamSynchronize(r->compute) != cudaSuccess ||
+            cudaStreamSynchronize(r->out_stream) != cudaSuccess)
+            (void)cudaGetLastError(); /* their errors are not this execution's */
+        r->pending = 0;
+    }
     if (!r->in_stream && (st = make_worker(ctx, a, r)) != CONVOLVE_OK)
+        goto out;
+    if ((st = take_staging(ctx, job, r)) != CONVOLVE_OK)
         goto out;
     if (a->recs) {
         /* the base: after the last execution's work, on the copy-in stream */
@@ -458,23 +544,25 @@ static void *run_worker(void *p)
     /* every row through the staging buffers: the scatter of a slot's last
      * slab and the gather of its next one run at once */
     const int staged = !a->in_direct && !a->out_direct && !job->in_place;
+    int left = 0; /* the job stopped while slabs were in flight: they are left */
     while (st == CONVOLVE_OK) {
         /* a free slot first, then a slab: a worker that took the next slab
          * while its slots were busy held it back from an idle device (3-D
          * 640^3 15^3 on two H100s: 4 of 6 slabs on one device) */
         slot *s = &r->slots[turn % CVI_STREAM_BUFFERS];
         if (!staged) {
-            if ((st = finish(ctx, a, s, 1)) != CONVOLVE_OK || !cvi_stream_next(job, &index))
+            if ((st = finish(ctx, a, s, 1, &left)) != CONVOLVE_OK || left ||
+                !cvi_stream_next(job, &index))
                 break;
             cvi_stream_slab(job, index, &s->slab);
         } else {
             /* the slot's copy out first (a slab is taken only once a slot
              * is free), then its scatter and the next slab's gather at once */
-            if (s->busy && (st = landed(ctx, a, s)) != CONVOLVE_OK)
+            if (s->busy && ((st = landed(ctx, a, s, &left)) != CONVOLVE_OK || left))
                 break;
             cvi_slab next;
             if (!cvi_stream_next(job, &index)) {
-                st = finish(ctx, a, s, 1);
+                st = finish(ctx, a, s, 1, &left);
                 break;
             }
             cvi_stream_slab(job, index, &next);
@@ -486,14 +574,28 @@ static void *run_worker(void *p)
             (st = start(ctx, a, s, plan, staged)) != CONVOLVE_OK)
             break;
     }
-    /* the slabs in flight finish (in the order they started), even when
-     * cancelled; after a failure they are only waited for */
+    /* the slabs in flight finish (in the order they started); after a
+     * failure they are only waited for; once the job stops (cancelled),
+     * those whose copies out write staging are left to run on their own
+     * (the next use of the worker drains them first), after their copies
+     * in from a pinned input (the caller's memory) have landed: a cancel
+     * returns within the monitor's tick, not after the slabs queued */
     for (size_t i = 0; i < CVI_STREAM_BUFFERS; i++) {
         slot *s = &r->slots[(turn + i) % CVI_STREAM_BUFFERS];
-        convolve_status fs = finish(ctx, a, s, st == CONVOLVE_OK);
+        convolve_status fs = CONVOLVE_OK;
+        if (!left && s->busy)
+            fs = finish(ctx, a, s, st == CONVOLVE_OK, &left);
+        if (left && s->busy) {
+            if (a->in_direct && cudaEventSynchronize(s->copied_in) != cudaSuccess)
+                (void)cudaGetLastError();
+            s->busy = 0;
+            r->pending = 1;
+        }
         if (st == CONVOLVE_OK)
             st = fs;
     }
+    if (st == CONVOLVE_OK && !r->pending)
+        give_staging(r); /* for the next execution of any plan */
 out:
     if (st != CONVOLVE_OK) {
         cvi_stream_fail(job, w, st);

@@ -23,6 +23,7 @@ typedef enum cudaError {
     cudaErrorNoDevice = 100,
     cudaErrorInsufficientDriver = 35,
     cudaErrorInvalidDeviceFunction = 98,
+    cudaErrorNotReady = 600,
     cudaErrorLaunchFailure = 719,
     cudaErrorHostMemoryAlreadyRegistered = 712,
     cudaErrorHostMemoryNotRegistered = 713
