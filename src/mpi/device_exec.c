@@ -3,21 +3,24 @@
  * GPU's memory, and the work runs on the caller's stream.
  *
  * The exchange is the host path's (the same lists, pieces and local plans),
- * staged through pinned host memory:
- *   1. every sub-box of the input box that a transfer reads (the faces a
- *      neighbour needs, the own elements of the edge pieces: its bounding
- *      box, a few planes thick) is copied to pinned host memory
+ * staged through pinned host memory, on a stream of the plan's (`side`)
+ * that starts where the caller's stream is and runs beside it:
+ *   1. on `side`: every sub-box of the input box that a transfer reads (the
+ *      faces a neighbour needs, the own elements of the edge pieces: its
+ *      bounding box, a few planes thick) is copied to pinned host memory
  *      (cudaMemcpyAsync / cudaMemcpy2DAsync), and an event is recorded;
- *   2. the interior plan is launched over the whole box on the stream: it
- *      runs on the GPU while the host waits for the faces, packs them (the
- *      boundary modes' reversed and wrapped runs are resolved here, by the
- *      same code as on the host path), sends them and receives the peers';
- *   3. each edge piece's input box, assembled in pinned host memory, is
- *      copied to the device, its plan launched, and the piece's outputs
- *      copied over the interior's in the output box (device to device).
- * Everything after the faces' event is ordered on the caller's stream, so
- * the pieces' outputs overwrite the interior plan's (wrong) shell. The call
- * returns once the last of it is enqueued.
+ *   2. on the caller's stream: the interior plan over the whole box. It runs
+ *      while the host waits for the faces, packs them (the boundary modes'
+ *      reversed and wrapped runs are resolved here, by the same code as on
+ *      the host path), sends them and receives the peers';
+ *   3. on `side`: each edge piece's input box, assembled in pinned host
+ *      memory, is copied to the device and its plan launched (beside the
+ *      interior); then, on the caller's stream after both, the pieces'
+ *      outputs are copied over the interior's in the output box (device to
+ *      device), and an event closes the call.
+ * So the pieces' outputs overwrite the interior plan's (wrong) shell, and the
+ * caller's stream, once past the call, has everything of it behind it. The
+ * call returns once the last of it is enqueued.
  *
  * No kernel lives here (CUDA code is src/cuda's): packing on the device would
  * need one for the reversed runs of reflect and mirror; the faces are thin,
@@ -47,9 +50,12 @@ struct cvmpi_device_state {
     unsigned char *host_in[6];/* pinned: the pieces' input boxes, assembled */
     void *din[6], *dout[6];   /* device: the pieces' input and output boxes */
     size_t in_bytes[6];
-    cudaEvent_t faces, done;
-    int have_faces, have_done, done_recorded;
+    cudaStream_t side;        /* the faces' copies and the pieces */
+    cudaEvent_t ev[4];        /* start, faces, pieces, done */
+    int have_side, nev, done_recorded;
 };
+
+enum { EV_START, EV_FACES, EV_PIECES, EV_DONE };
 
 static convolve_status cuda_fail(const convolve_context *ctx, cudaError_t e, const char *what)
 {
@@ -177,12 +183,12 @@ static convolve_status setup(convolve_mpi_plan *p)
             (e = cudaMalloc(&d->dout[k], count * p->user_out.esize)) != cudaSuccess)
             return cuda_fail(ctx, e, "cudaMalloc (an edge piece's boxes)");
     }
-    if ((e = cudaEventCreateWithFlags(&d->faces, cudaEventDisableTiming)) != cudaSuccess)
-        return cuda_fail(ctx, e, "cudaEventCreateWithFlags");
-    d->have_faces = 1;
-    if ((e = cudaEventCreateWithFlags(&d->done, cudaEventDisableTiming)) != cudaSuccess)
-        return cuda_fail(ctx, e, "cudaEventCreateWithFlags");
-    d->have_done = 1;
+    for (; d->nev < 4; d->nev++)
+        if ((e = cudaEventCreateWithFlags(&d->ev[d->nev], cudaEventDisableTiming)) != cudaSuccess)
+            return cuda_fail(ctx, e, "cudaEventCreateWithFlags");
+    if ((e = cudaStreamCreateWithFlags(&d->side, cudaStreamNonBlocking)) != cudaSuccess)
+        return cuda_fail(ctx, e, "cudaStreamCreateWithFlags");
+    d->have_side = 1;
     return CONVOLVE_OK;
 }
 
@@ -195,17 +201,19 @@ void cvmpi_device_release(convolve_mpi_plan *p)
     if (cudaGetDevice(&prev) != cudaSuccess || cudaSetDevice(p->device) != cudaSuccess)
         prev = -1;
     if (d->done_recorded)
-        (void)cudaEventSynchronize(d->done); /* nothing of ours still in flight */
+        (void)cudaEventSynchronize(d->ev[EV_DONE]); /* nothing of ours still in flight */
+    if (d->have_side)
+        (void)cudaStreamSynchronize(d->side);
     for (int k = 0; k < 6; k++) {
         (void)cudaFreeHost(d->host_in[k]);
         (void)cudaFree(d->din[k]);
         (void)cudaFree(d->dout[k]);
     }
     (void)cudaFreeHost(d->staging);
-    if (d->have_faces)
-        (void)cudaEventDestroy(d->faces);
-    if (d->have_done)
-        (void)cudaEventDestroy(d->done);
+    for (int k = 0; k < d->nev; k++)
+        (void)cudaEventDestroy(d->ev[k]);
+    if (d->have_side)
+        (void)cudaStreamDestroy(d->side);
     (void)cudaGetLastError();
     if (prev >= 0)
         (void)cudaSetDevice(prev);
@@ -323,7 +331,7 @@ convolve_status convolve_mpi_execute_device(convolve_mpi_plan *p, const void *in
     int usable = 1, err = MPI_SUCCESS, nreq = 0;
 
     /* the last call's uploads from the pinned buffers are done */
-    if (d->done_recorded && (e = cudaEventSynchronize(d->done)) != cudaSuccess) {
+    if (d->done_recorded && (e = cudaEventSynchronize(d->ev[EV_DONE])) != cudaSuccess) {
         st = cuda_fail(ctx, e, "cudaEventSynchronize (the last call)");
         usable = 0;
     }
@@ -334,19 +342,25 @@ convolve_status convolve_mpi_execute_device(convolve_mpi_plan *p, const void *in
         nreq += p->recvs[i].nreq;
         p->stats.bytes_received += p->recvs[i].bytes;
     }
-    /* 1. the faces and own elements to the host */
+    /* 1. the faces and own elements to the host, on `side` after what the
+     * caller's stream holds (what wrote `in`) */
+    if (usable && ((e = cudaEventRecord(d->ev[EV_START], s)) != cudaSuccess ||
+                   (e = cudaStreamWaitEvent(d->side, d->ev[EV_START], 0)) != cudaSuccess)) {
+        st = cuda_fail(ctx, e, "cudaEventRecord / cudaStreamWaitEvent (the call's start)");
+        usable = 0;
+    }
     for (int k = 0; k < d->nstage && usable; k++) {
         cvmpi_view v;
         packed_view(&p->user_in, d->stage[k].shape, &v);
         e = copy_box(d->staging + d->stage[k].offset, v.stride,
                      bin + offset_of(&p->user_in, d->stage[k].lo), p->user_in.stride,
-                     d->stage[k].shape, elem, cudaMemcpyDeviceToHost, s);
+                     d->stage[k].shape, elem, cudaMemcpyDeviceToHost, d->side);
         if (e != cudaSuccess) {
             st = cuda_fail(ctx, e, "cudaMemcpyAsync (a face to the host)");
             usable = 0;
         }
     }
-    if (usable && (e = cudaEventRecord(d->faces, s)) != cudaSuccess) {
+    if (usable && (e = cudaEventRecord(d->ev[EV_FACES], d->side)) != cudaSuccess) {
         st = cuda_fail(ctx, e, "cudaEventRecord");
         usable = 0;
     }
@@ -361,7 +375,7 @@ convolve_status convolve_mpi_execute_device(convolve_mpi_plan *p, const void *in
         }
     }
     const double t2 = MPI_Wtime();
-    if (usable && (e = cudaEventSynchronize(d->faces)) != cudaSuccess) {
+    if (usable && (e = cudaEventSynchronize(d->ev[EV_FACES])) != cudaSuccess) {
         st = cuda_fail(ctx, e, "cudaEventSynchronize (the faces)");
         usable = 0;
     }
@@ -407,24 +421,28 @@ convolve_status convolve_mpi_execute_device(convolve_mpi_plan *p, const void *in
     }
     const double t4 = MPI_Wtime();
 
-    /* 3. the edge pieces, after the interior on the stream */
+    /* 3. the edge pieces on `side`, beside the interior; their outputs over
+     * the interior's, on the caller's stream after both */
     if (usable) {
         for (int i = 0; i < p->nrecvs; i++)
             cvmpi_unpack(&p->recvs[i], p->recvs[i].buf, pr, &p->work, p->threads);
         for (int k = 0; k < p->work.npieces && st == CONVOLVE_OK; k++) {
-            const cvmpi_piece *pc = &p->work.piece[k];
             e = cudaMemcpyAsync(d->din[k], d->host_in[k], d->in_bytes[k],
-                                cudaMemcpyHostToDevice, s);
+                                cudaMemcpyHostToDevice, d->side);
             if (e != cudaSuccess) {
                 st = cuda_fail(ctx, e, "cudaMemcpyAsync (an edge piece to the device)");
                 break;
             }
             convolve_status c = convolve_execute_device(p->pr[k].plan, d->din[k], d->dout[k],
-                                                        stream);
-            if (c != CONVOLVE_OK) {
+                                                        d->side);
+            if (c != CONVOLVE_OK)
                 st = cvmpi_fail_core(ctx, c, "computing an edge piece");
-                break;
-            }
+        }
+        if (st == CONVOLVE_OK && ((e = cudaEventRecord(d->ev[EV_PIECES], d->side)) != cudaSuccess ||
+                                  (e = cudaStreamWaitEvent(s, d->ev[EV_PIECES], 0)) != cudaSuccess))
+            st = cuda_fail(ctx, e, "cudaEventRecord / cudaStreamWaitEvent (the pieces)");
+        for (int k = 0; k < p->work.npieces && st == CONVOLVE_OK; k++) {
+            const cvmpi_piece *pc = &p->work.piece[k];
             size_t ext[3], from[3], at[3], shape[3];
             for (int a = 0; a < 3; a++) {
                 ext[a] = (size_t)(pc->in[a].hi - pc->in[a].lo);
@@ -443,10 +461,19 @@ convolve_status convolve_mpi_execute_device(convolve_mpi_plan *p, const void *in
         }
         p->stats.pieces = p->work.npieces;
     }
-    if ((e = cudaEventRecord(d->done, s)) == cudaSuccess)
+    /* whatever failed, the caller's stream ends behind `side` (which reads
+     * `in`), and the next call waits for this event */
+    if ((e = cudaEventRecord(d->ev[EV_PIECES], d->side)) != cudaSuccess ||
+        (e = cudaStreamWaitEvent(s, d->ev[EV_PIECES], 0)) != cudaSuccess ||
+        (e = cudaEventRecord(d->ev[EV_DONE], s)) != cudaSuccess) {
+        if (st == CONVOLVE_OK)
+            st = cuda_fail(ctx, e, "cudaEventRecord (the call's end)");
+        d->done_recorded = 0;
+        (void)cudaStreamSynchronize(d->side);
+        (void)cudaStreamSynchronize(s);
+    } else {
         d->done_recorded = 1;
-    else if (st == CONVOLVE_OK)
-        st = cuda_fail(ctx, e, "cudaEventRecord");
+    }
     const double t5 = MPI_Wtime();
     if (prev >= 0)
         (void)cudaSetDevice(prev);

@@ -287,6 +287,7 @@ static void run_device(convolve_context *ctx, convolve_mpi_plan *plan, const cha
     CUDA_OK(cudaMalloc(&dout, out_bytes));
     CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     CUDA_OK(cudaMemcpy(din, in, in_bytes, cudaMemcpyHostToDevice));
+    unsigned char *first = malloc(out_bytes);
     for (int rep = 0; rep < 2; rep++) {
         CUDA_OK(cudaMemset(dout, 0xC3, out_bytes));
         CUDA_OK(cudaDeviceSynchronize());
@@ -294,8 +295,11 @@ static void run_device(convolve_context *ctx, convolve_mpi_plan *plan, const cha
         CHECK(st == CONVOLVE_OK, "%s: execute on the device: %s: %s", what,
               convolve_status_name(st), convolve_mpi_last_error(ctx));
         CUDA_OK(cudaStreamSynchronize(rep ? stream : NULL));
+        CUDA_OK(cudaMemcpy(rep ? out : first, dout, out_bytes, cudaMemcpyDeviceToHost));
     }
-    CUDA_OK(cudaMemcpy(out, dout, out_bytes, cudaMemcpyDeviceToHost));
+    CHECK(memcmp(first, out, out_bytes) == 0, "%s: the default stream's run differs from the "
+          "stream's", what);
+    free(first);
     CUDA_OK(cudaStreamDestroy(stream));
     CUDA_OK(cudaFree(din));
     CUDA_OK(cudaFree(dout));
