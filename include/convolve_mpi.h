@@ -132,10 +132,11 @@ CONVOLVE_MPI_API convolve_status convolve_mpi_execute(convolve_mpi_plan *plan, c
  * laid out as planned, with elements one after another along the last axis
  * (channels interleaved) and no negative stride. The work is enqueued on
  * `stream` (a cudaStream_t of that device; NULL for the default stream):
- * the faces the other ranks need are copied to pinned host memory, the
- * box's interior is launched, the faces are exchanged with MPI while it
- * runs, and the edge pieces are uploaded, computed and copied into `out`
- * (docs/scale.md, "Boxes on the device"). Returns when all of it is
+ * the box's interior is launched on it while, on a stream of the plan's
+ * that starts where `stream` is, the faces the other ranks need are copied
+ * to pinned host memory, exchanged with MPI, and the edge pieces uploaded
+ * and computed; `stream` then waits for those and copies the pieces'
+ * outputs into `out` (docs/scale.md, "Boxes on the device"). Returns when all of it is
  * enqueued: `out` is written when the stream reaches this point (as with
  * convolve_execute_device); `in` must not change until then. The staging
  * buffers are the plan's, made at the first call (each call first waits
