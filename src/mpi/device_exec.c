@@ -50,6 +50,10 @@ struct cvmpi_device_state {
     unsigned char *host_in[6];/* pinned: the pieces' input boxes, assembled */
     void *din[6], *dout[6];   /* device: the pieces' input and output boxes */
     size_t in_bytes[6];
+    size_t ext[6][3];         /* piece k's input box extents */
+    int direct[6];            /* piece k's transfers are all sub-boxes: its own
+                                 elements copied on the device, only its halos
+                                 uploaded */
     cudaStream_t side;        /* the faces' copies and the pieces */
     cudaEvent_t ev[4];        /* start, faces, pieces, done */
     int have_side, nev, done_recorded;
@@ -124,10 +128,33 @@ static int device_view_ok(const cvmpi_view *v)
            v->stride[1] >= 0;
 }
 
+/* 1 if a transfer's elements are a sub-box on both sides: one run along
+ * each axis, in order (positions always are consecutive within a run). */
+static int box_like(const cvmpi_transfer *t)
+{
+    for (int a = 0; a < 3; a++)
+        if (t->axis[a].nruns != 1 || (t->axis[a].runs[0].len > 1 && t->axis[a].runs[0].step != 1))
+            return 0;
+    return 1;
+}
+
+/* The sub-box of a box-like transfer: its first position and source index
+ * along each axis, and its extents. */
+static void transfer_box(const cvmpi_transfer *t, size_t *pos, size_t *src, size_t *shape)
+{
+    for (int a = 0; a < 3; a++) {
+        pos[a] = t->axis[a].runs[0].pos;
+        src[a] = t->axis[a].runs[0].src;
+        shape[a] = t->axis[a].runs[0].len;
+    }
+}
+
 static int add_stages(cvmpi_device_state *d, const cvmpi_link *l, int link, size_t *bytes,
                       size_t elem)
 {
     for (int k = 0; k < l->nt; k++) {
+        if (link < 0 && d->direct[l->t[k].piece])
+            continue; /* copied on the device */
         cvmpi_stage *g = &d->stage[d->nstage++];
         g->t = &l->t[k];
         g->link = link;
@@ -164,6 +191,13 @@ static convolve_status setup(convolve_mpi_plan *p)
     if (!d->stage)
         return cvmpi_fail(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for a plan");
     const size_t elem = p->user_in.channels * p->user_in.esize;
+    for (int k = 0; k < p->work.npieces; k++)
+        d->direct[k] = 1;
+    for (int i = 0; i <= p->nrecvs; i++) {
+        const cvmpi_link *l = i < p->nrecvs ? &p->recvs[i] : &p->self;
+        for (int k = 0; k < l->nt; k++)
+            d->direct[l->t[k].piece] &= box_like(&l->t[k]);
+    }
     size_t bytes = 0;
     for (int i = 0; i < p->nsends; i++)
         add_stages(d, &p->sends[i], i, &bytes, elem);
@@ -174,8 +208,10 @@ static convolve_status setup(convolve_mpi_plan *p)
     for (int k = 0; k < p->work.npieces; k++) {
         const cvmpi_piece *pc = &p->work.piece[k];
         size_t count = p->user_in.channels;
-        for (int a = 0; a < 3; a++)
-            count *= (size_t)(pc->in[a].hi - pc->in[a].lo);
+        for (int a = 0; a < 3; a++) {
+            d->ext[k][a] = (size_t)(pc->in[a].hi - pc->in[a].lo);
+            count *= d->ext[k][a];
+        }
         d->in_bytes[k] = count * p->user_in.esize;
         if ((e = cudaMallocHost((void **)&d->host_in[k], d->in_bytes[k])) != cudaSuccess)
             return cuda_fail(ctx, e, "cudaMallocHost (an edge piece's input)");
@@ -364,6 +400,23 @@ convolve_status convolve_mpi_execute_device(convolve_mpi_plan *p, const void *in
         st = cuda_fail(ctx, e, "cudaEventRecord");
         usable = 0;
     }
+    /* own elements of the pieces whose transfers are sub-boxes: on the device */
+    for (int k = 0; k < p->self.nt && usable; k++) {
+        const cvmpi_transfer *t = &p->self.t[k];
+        if (!d->direct[t->piece])
+            continue;
+        size_t pos[3], src[3], shape[3];
+        transfer_box(t, pos, src, shape);
+        cvmpi_view v;
+        packed_view(&p->user_in, d->ext[t->piece], &v);
+        e = copy_box((unsigned char *)d->din[t->piece] + offset_of(&v, pos), v.stride,
+                     bin + offset_of(&p->user_in, src), p->user_in.stride, shape, elem,
+                     cudaMemcpyDeviceToDevice, d->side);
+        if (e != cudaSuccess) {
+            st = cuda_fail(ctx, e, "cudaMemcpyAsync (own elements into an edge piece)");
+            usable = 0;
+        }
+    }
     const double t1 = MPI_Wtime();
 
     /* 2. the interior on the GPU, while the faces travel */
@@ -426,9 +479,26 @@ convolve_status convolve_mpi_execute_device(convolve_mpi_plan *p, const void *in
     if (usable) {
         for (int i = 0; i < p->nrecvs; i++)
             cvmpi_unpack(&p->recvs[i], p->recvs[i].buf, pr, &p->work, p->threads);
+        /* the halos of the pieces whose own elements are there already */
+        for (int i = 0; i < p->nrecvs && st == CONVOLVE_OK; i++)
+            for (int k = 0; k < p->recvs[i].nt && st == CONVOLVE_OK; k++) {
+                const cvmpi_transfer *t = &p->recvs[i].t[k];
+                if (!d->direct[t->piece])
+                    continue;
+                size_t pos[3], src[3], shape[3];
+                transfer_box(t, pos, src, shape);
+                cvmpi_view v;
+                packed_view(&p->user_in, d->ext[t->piece], &v);
+                e = copy_box((unsigned char *)d->din[t->piece] + offset_of(&v, pos), v.stride,
+                             d->host_in[t->piece] + offset_of(&v, pos), v.stride, shape, elem,
+                             cudaMemcpyHostToDevice, d->side);
+                if (e != cudaSuccess)
+                    st = cuda_fail(ctx, e, "cudaMemcpyAsync (halos to the device)");
+            }
         for (int k = 0; k < p->work.npieces && st == CONVOLVE_OK; k++) {
-            e = cudaMemcpyAsync(d->din[k], d->host_in[k], d->in_bytes[k],
-                                cudaMemcpyHostToDevice, d->side);
+            e = d->direct[k] ? cudaSuccess
+                             : cudaMemcpyAsync(d->din[k], d->host_in[k], d->in_bytes[k],
+                                               cudaMemcpyHostToDevice, d->side);
             if (e != cudaSuccess) {
                 st = cuda_fail(ctx, e, "cudaMemcpyAsync (an edge piece to the device)");
                 break;
