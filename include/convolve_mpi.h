@@ -24,7 +24,8 @@
  * rounding differs from one process's (differences of the FFT's accuracy).
  *
  * Collective calls (every rank of the communicator calls them, in the same
- * order): convolve_mpi_plan_create, convolve_mpi_execute, convolve_mpi_plan_free.
+ * order): convolve_mpi_plan_create, convolve_mpi_execute,
+ * convolve_mpi_execute_device, convolve_mpi_plan_free.
  * They return the same status on every rank: when one rank fails, all do,
  * and every rank's message names the failing rank and why.
  *
@@ -86,8 +87,10 @@ CONVOLVE_MPI_API convolve_status convolve_mpi_decompose(convolve_context *ctx, M
  * CPU, with strategy NULL/"auto"/"fast", the plan picks what the CPU's
  * `fast` strategy would, `separable` for a separable filter with taps along
  * 2+ axes, else `direct` (never `fft`, which would not be exact; name it to
- * have it). On the GPU (device (rank within its node) % (devices); data
- * and halos staged through host memory) the local plans prefer the
+ * have it). On the GPU (device (rank within its node) % (devices); boxes in
+ * host memory (convolve_mpi_execute) copied to it and back at each call,
+ * boxes in its memory (convolve_mpi_execute_device) left there, halos
+ * staged through host memory either way) the local plans prefer the
  * strategy one process would run on the whole array, and take their own
  * choice where that one cannot serve them. Wanting a GPU (CUDA, or AUTO in
  * a build with CUDA) makes the rank's device current for the calling thread.
@@ -116,10 +119,40 @@ CONVOLVE_MPI_API void convolve_mpi_plan_free(convolve_mpi_plan *plan);
  * (MPI_Init_thread), a helper thread drives them meanwhile (the environment
  * variable CONVOLVE_MPI_PROGRESS=0, read when plans are made, turns it off).
  * Collective. Errors: INVALID_ARGUMENT (NULL or overlapping pointers, on
- * any rank), the errors of convolve_execute, IO when an MPI call fails.
+ * any rank; device memory given to a plan on a GPU: see
+ * convolve_mpi_execute_device), the errors of convolve_execute, IO when an
+ * MPI call fails.
  */
 CONVOLVE_MPI_API convolve_status convolve_mpi_execute(convolve_mpi_plan *plan, const void *in,
                                                       void *out);
+
+/*
+ * Runs the plan on device memory: `in` and `out` point at element 0 of this
+ * rank's boxes in the memory of the plan's GPU (convolve_mpi_plan_device),
+ * laid out as planned, with elements one after another along the last axis
+ * (channels interleaved) and no negative stride. The work is enqueued on
+ * `stream` (a cudaStream_t of that device; NULL for the default stream):
+ * the box's interior is launched on it while, on a stream of the plan's
+ * that starts where `stream` is, the faces the other ranks need are copied
+ * to pinned host memory, exchanged with MPI, and the edge pieces uploaded
+ * and computed; `stream` then waits for those and copies the pieces'
+ * outputs into `out` (docs/scale.md, "Boxes on the device"). Returns when all of it is
+ * enqueued: `out` is written when the stream reaches this point (as with
+ * convolve_execute_device); `in` must not change until then. The staging
+ * buffers are the plan's, made at the first call (each call first waits
+ * for the previous call's work on its stream). The results are those of
+ * convolve_mpi_execute bit for bit. Collective.
+ * Errors: INVALID_ARGUMENT (NULL or overlapping pointers; memory that is not
+ * the plan's device's, as cudaPointerGetAttributes tells, on any rank),
+ * BAD_LAYOUT (boxes whose layout the copies cannot take: see above),
+ * UNSUPPORTED (a plan on the CPU, or a build without CUDA), DEVICE,
+ * DEVICE_OUT_OF_MEMORY, the errors of convolve_execute_device, IO when an
+ * MPI call fails. convolve_mpi_execute refuses device memory
+ * (INVALID_ARGUMENT) rather than read it from the host.
+ */
+CONVOLVE_MPI_API convolve_status convolve_mpi_execute_device(convolve_mpi_plan *plan,
+                                                             const void *in, void *out,
+                                                             void *stream);
 
 /* The backend and strategy this rank's local plans run ("auto" strategy
  * resolved where the plan resolves it; NULL for a NULL plan). */
@@ -128,7 +161,11 @@ CONVOLVE_MPI_API const char *convolve_mpi_plan_strategy(const convolve_mpi_plan 
 /* The CUDA device this rank uses, or -1 on the CPU. */
 CONVOLVE_MPI_API int convolve_mpi_plan_device(const convolve_mpi_plan *plan);
 
-/* What this rank did in the plan's last execution (times in milliseconds). */
+/* What this rank did in the plan's last execution (times in milliseconds).
+ * After convolve_mpi_execute_device, which returns before the GPU is done:
+ * post_ms is the faces' copy to the host, packing and sending; interior_ms
+ * launching the interior; wait_ms waiting for the halos; edges_ms unpacking
+ * them and launching the pieces; post_ms + wait_ms is the exchange. */
 typedef struct convolve_mpi_stats {
     double post_ms;       /* receives posted, halos packed and sent, own halo rows copied */
     double interior_ms;   /* the box's interior, computed while halos travel */

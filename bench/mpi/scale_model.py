@@ -25,6 +25,16 @@ neighbours), boxes as even as the grid allows, and no other traffic.
 
 usage: bench/mpi/scale_model.py [--alpha 2e-6] [--beta 25e9] [--pcie 50e9]
        [--tgpu 4.64e-12] [--tcpu 40e-12] [--radius 1]
+       [--kernel-ms MS --kernel-box AxBxC] [--exchange-ms MS --exchange-mb MB]
+
+--kernel-ms/--kernel-box take t_c of the GPU node from a measured
+single-GPU kernel time on a box (bench/mpi/mpi_device_scaling: kernel_ms,
+box0); --exchange-ms/--exchange-mb take the GPU node's staging cost from a
+measured device-resident halo exchange (exchange_ms) of that many MB
+received by a rank (rank_halo_MB): faces to the host, packing, MPI within
+the node, halos back, per byte, in place of 2 / pcie. The network's alpha
+and beta are still added on top (conservative: the measured exchange
+already includes the node's own MPI copy).
 """
 import argparse
 import math
@@ -94,8 +104,27 @@ def main():
     ap.add_argument("--tgpu", type=float, default=4.64e-12, help="s per output, GPU node")
     ap.add_argument("--tcpu", type=float, default=40e-12, help="s per output, CPU node")
     ap.add_argument("--radius", type=int, default=1, help="filter radius (K = 2r+1)")
+    ap.add_argument("--kernel-ms", type=float, help="measured single-GPU kernel time, ms")
+    ap.add_argument("--kernel-box", help="the box it was measured on, AxBxC")
+    ap.add_argument("--exchange-ms", type=float, help="measured device-resident exchange, ms")
+    ap.add_argument("--exchange-mb", type=float, help="halo MB a rank received in it")
     a = ap.parse_args()
     r = a.radius
+    if a.kernel_ms is not None:
+        if not a.kernel_box:
+            ap.error("--kernel-ms needs --kernel-box")
+        v = 1
+        for x in a.kernel_box.split("x"):
+            v *= int(x)
+        a.tgpu = a.kernel_ms * 1e-3 / v
+        print("t_c (GPU) from the measured kernel: %.4g ms on %s = %.3g ps/output"
+              % (a.kernel_ms, a.kernel_box, a.tgpu * 1e12))
+    if a.exchange_ms is not None:
+        if not a.exchange_mb:
+            ap.error("--exchange-ms needs --exchange-mb")
+        a.pcie = 2 * a.exchange_mb * 1e6 / (a.exchange_ms * 1e-3)
+        print("staging from the measured exchange: %.4g ms for %.4g MB = %.3g GB/s each way"
+              % (a.exchange_ms, a.exchange_mb, a.pcie / 1e9))
     # GPU node: one H200 with its own NIC, boxes resident on the device
     # (copies on the device, ~1 TB/s); CPU node: 64 cores, copies shared by
     # all of them as src/mpi/copy.c does (~100 GB/s copied)

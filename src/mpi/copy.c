@@ -66,29 +66,37 @@ static int threads_for(size_t bytes, int threads)
     return bytes < ((size_t)1 << 21) ? 1 : threads;
 }
 
+void cvmpi_pack_transfer(const cvmpi_transfer *t, const unsigned char *base,
+                         const cvmpi_view *v, const size_t *lo, unsigned char *dst, int threads)
+{
+    const size_t elem = v->channels * v->esize;
+    const cvmpi_list *l = t->axis;
+    const ptrdiff_t n0 = (ptrdiff_t)l[0].count, n1 = (ptrdiff_t)l[1].count;
+    const size_t n2 = l[2].count;
+    CVMPI_OMP(omp parallel for collapse(2) schedule(static)
+              num_threads(threads_for(t->count * elem, threads)))
+    for (ptrdiff_t j0 = 0; j0 < n0; j0++)
+        for (ptrdiff_t j1 = 0; j1 < n1; j1++) {
+            const unsigned char *row = base + (ptrdiff_t)(l[0].src[j0] - lo[0]) * v->stride[0] +
+                                       (ptrdiff_t)(l[1].src[j1] - lo[1]) * v->stride[1];
+            unsigned char *d = dst + (size_t)(j0 * n1 + j1) * n2 * elem;
+            for (size_t r = 0; r < l[2].nruns; r++) {
+                const cvmpi_run *u = &l[2].runs[r];
+                gather_row(d, row + (ptrdiff_t)(u->src - lo[2]) * v->stride[2], v, u->len,
+                           u->step);
+                d += u->len * elem;
+            }
+        }
+}
+
 void cvmpi_pack(const cvmpi_link *link, const unsigned char *base, const cvmpi_view *v,
                 unsigned char *dst, int threads)
 {
+    static const size_t zero[3] = {0, 0, 0};
     const size_t elem = v->channels * v->esize;
     for (int k = 0; k < link->nt; k++) {
-        const cvmpi_transfer *t = &link->t[k];
-        const cvmpi_list *l = t->axis;
-        const ptrdiff_t n0 = (ptrdiff_t)l[0].count, n1 = (ptrdiff_t)l[1].count;
-        const size_t n2 = l[2].count;
-        CVMPI_OMP(omp parallel for collapse(2) schedule(static)
-                  num_threads(threads_for(t->count * elem, threads)))
-        for (ptrdiff_t j0 = 0; j0 < n0; j0++)
-            for (ptrdiff_t j1 = 0; j1 < n1; j1++) {
-                const unsigned char *row = base + (ptrdiff_t)l[0].src[j0] * v->stride[0] +
-                                           (ptrdiff_t)l[1].src[j1] * v->stride[1];
-                unsigned char *d = dst + (size_t)(j0 * n1 + j1) * n2 * elem;
-                for (size_t r = 0; r < l[2].nruns; r++) {
-                    const cvmpi_run *u = &l[2].runs[r];
-                    gather_row(d, row + (ptrdiff_t)u->src * v->stride[2], v, u->len, u->step);
-                    d += u->len * elem;
-                }
-            }
-        dst += t->count * elem;
+        cvmpi_pack_transfer(&link->t[k], base, v, zero, dst, threads);
+        dst += link->t[k].count * elem;
     }
 }
 
@@ -120,31 +128,39 @@ void cvmpi_unpack(const cvmpi_link *link, const unsigned char *src, cvmpi_piece_
     }
 }
 
+void cvmpi_copy_self_transfer(const cvmpi_transfer *t, const unsigned char *base,
+                              const cvmpi_view *v, const size_t *lo, cvmpi_piece_run *pr,
+                              const cvmpi_work *w, int threads)
+{
+    const size_t elem = v->channels * v->esize;
+    const cvmpi_list *l = t->axis;
+    size_t e[3];
+    box_extents(&w->piece[t->piece], e);
+    unsigned char *box = pr[t->piece].in;
+    const ptrdiff_t n0 = (ptrdiff_t)l[0].count, n1 = (ptrdiff_t)l[1].count;
+    CVMPI_OMP(omp parallel for collapse(2) schedule(static)
+              num_threads(threads_for(t->count * elem, threads)))
+    for (ptrdiff_t j0 = 0; j0 < n0; j0++)
+        for (ptrdiff_t j1 = 0; j1 < n1; j1++) {
+            const unsigned char *from = base +
+                                        (ptrdiff_t)(l[0].src[j0] - lo[0]) * v->stride[0] +
+                                        (ptrdiff_t)(l[1].src[j1] - lo[1]) * v->stride[1];
+            unsigned char *row = box + (l[0].pos[j0] * e[1] + l[1].pos[j1]) * e[2] * elem;
+            for (size_t r = 0; r < l[2].nruns; r++) {
+                const cvmpi_run *u = &l[2].runs[r];
+                gather_row(row + u->pos * elem,
+                           from + (ptrdiff_t)(u->src - lo[2]) * v->stride[2], v, u->len,
+                           u->step);
+            }
+        }
+}
+
 void cvmpi_copy_self(const cvmpi_link *link, const unsigned char *base, const cvmpi_view *v,
                      cvmpi_piece_run *pr, const cvmpi_work *w, int threads)
 {
-    const size_t elem = v->channels * v->esize;
-    for (int k = 0; k < link->nt; k++) {
-        const cvmpi_transfer *t = &link->t[k];
-        const cvmpi_list *l = t->axis;
-        size_t e[3];
-        box_extents(&w->piece[t->piece], e);
-        unsigned char *box = pr[t->piece].in;
-        const ptrdiff_t n0 = (ptrdiff_t)l[0].count, n1 = (ptrdiff_t)l[1].count;
-        CVMPI_OMP(omp parallel for collapse(2) schedule(static)
-                  num_threads(threads_for(t->count * elem, threads)))
-        for (ptrdiff_t j0 = 0; j0 < n0; j0++)
-            for (ptrdiff_t j1 = 0; j1 < n1; j1++) {
-                const unsigned char *from = base + (ptrdiff_t)l[0].src[j0] * v->stride[0] +
-                                            (ptrdiff_t)l[1].src[j1] * v->stride[1];
-                unsigned char *row = box + (l[0].pos[j0] * e[1] + l[1].pos[j1]) * e[2] * elem;
-                for (size_t r = 0; r < l[2].nruns; r++) {
-                    const cvmpi_run *u = &l[2].runs[r];
-                    gather_row(row + u->pos * elem, from + (ptrdiff_t)u->src * v->stride[2], v,
-                               u->len, u->step);
-                }
-            }
-    }
+    static const size_t zero[3] = {0, 0, 0};
+    for (int k = 0; k < link->nt; k++)
+        cvmpi_copy_self_transfer(&link->t[k], base, v, zero, pr, w, threads);
 }
 
 void cvmpi_store_piece(const cvmpi_piece *pc, const cvmpi_piece_run *r, unsigned char *base,

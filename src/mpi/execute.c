@@ -19,34 +19,18 @@
 #include <string.h>
 #include <time.h>
 
-typedef int (*post_fn)(void *buf, int count, MPI_Datatype t, int peer, int tag, MPI_Comm comm,
-                       MPI_Request *req);
-
-/* Posts a link's messages: chunks of at most CVMPI_CHUNK_BYTES under one tag
- * (MPI keeps their order). */
-static int post(post_fn fn, cvmpi_link *l, MPI_Comm comm, MPI_Request *req)
+int cvmpi_post(int send, cvmpi_link *l, MPI_Comm comm, MPI_Request *req)
 {
     for (int i = 0; i < l->nreq; i++) {
         size_t off = (size_t)i * CVMPI_CHUNK_BYTES, len = l->bytes - off;
         if (len > CVMPI_CHUNK_BYTES)
             len = CVMPI_CHUNK_BYTES;
-        int err = fn(l->buf + off, (int)len, MPI_BYTE, l->rank, 0, comm, &req[i]);
+        int err = send ? MPI_Isend(l->buf + off, (int)len, MPI_BYTE, l->rank, 0, comm, &req[i])
+                       : MPI_Irecv(l->buf + off, (int)len, MPI_BYTE, l->rank, 0, comm, &req[i]);
         if (err != MPI_SUCCESS)
             return err;
     }
     return MPI_SUCCESS;
-}
-
-static int isend(void *buf, int count, MPI_Datatype t, int peer, int tag, MPI_Comm comm,
-                 MPI_Request *req)
-{
-    return MPI_Isend(buf, count, t, peer, tag, comm, req);
-}
-
-static int irecv(void *buf, int count, MPI_Datatype t, int peer, int tag, MPI_Comm comm,
-                 MPI_Request *req)
-{
-    return MPI_Irecv(buf, count, t, peer, tag, comm, req);
 }
 
 typedef struct {
@@ -71,8 +55,7 @@ static void *progress_main(void *arg)
     return NULL;
 }
 
-/* 1 if the byte spans of the caller's boxes overlap. */
-static int overlap(const convolve_mpi_plan *p, const void *in, const void *out)
+int cvmpi_boxes_overlap(const convolve_mpi_plan *p, const void *in, const void *out)
 {
     const cvmpi_view *v[2] = {&p->user_in, &p->user_out};
     const unsigned char *base[2] = {in, out};
@@ -110,24 +93,26 @@ convolve_status convolve_mpi_execute(convolve_mpi_plan *p, const void *in, void 
     if (!usable)
         st = cvmpi_fail(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_mpi_execute: %s is NULL",
                         in ? "out" : "in");
-    else if (overlap(p, in, out)) {
+    else if (cvmpi_boxes_overlap(p, in, out)) {
         usable = 0;
         st = cvmpi_fail(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                         "convolve_mpi_execute: the output box overlaps the input box");
+    } else if ((st = cvmpi_check_host_pointers(p, in, out)) != CONVOLVE_OK) {
+        usable = 0;
     }
 
     int nreq = 0, err = MPI_SUCCESS;
     for (int i = 0; i < p->nreq; i++)
         p->req[i] = MPI_REQUEST_NULL;
     for (int i = 0; i < p->nrecvs && err == MPI_SUCCESS; i++) {
-        err = post(irecv, &p->recvs[i], p->comm, &p->req[nreq]);
+        err = cvmpi_post(0, &p->recvs[i], p->comm, &p->req[nreq]);
         nreq += p->recvs[i].nreq;
         p->stats.bytes_received += p->recvs[i].bytes;
     }
     for (int i = 0; i < p->nsends && err == MPI_SUCCESS; i++) {
         if (usable)
             cvmpi_pack(&p->sends[i], in, &p->user_in, p->sends[i].buf, p->threads);
-        err = post(isend, &p->sends[i], p->comm, &p->req[nreq]);
+        err = cvmpi_post(1, &p->sends[i], p->comm, &p->req[nreq]);
         nreq += p->sends[i].nreq;
         p->stats.bytes_sent += p->sends[i].bytes;
     }

@@ -170,6 +170,9 @@ typedef struct cvmpi_piece_run {
     cvmpi_view in_view, out_view;
 } cvmpi_piece_run;
 
+/* The device-resident path's buffers (device_exec.c), made at its first call. */
+typedef struct cvmpi_device_state cvmpi_device_state;
+
 struct convolve_mpi_plan {
     convolve_context *ctx;
     MPI_Comm comm;
@@ -194,22 +197,47 @@ struct convolve_mpi_plan {
     char gpu_choice[64];            /* one process's GPU strategy, preferred ("": none) */
     int device;
     convolve_mpi_stats stats;
+    cvmpi_device_state *dev;        /* NULL until convolve_mpi_execute_device runs */
 };
 
 /* Packs the elements of `link` read from the sender's box at `base` (view
  * v) into dst. The copies below use up to `threads` OpenMP threads. */
 void cvmpi_pack(const cvmpi_link *link, const unsigned char *base, const cvmpi_view *v,
                 unsigned char *dst, int threads);
+/* The same for one transfer read from a copy of the sender's box that
+ * starts at its element lo[0..2] (base points at that element, view v). */
+void cvmpi_pack_transfer(const cvmpi_transfer *t, const unsigned char *base,
+                         const cvmpi_view *v, const size_t *lo, unsigned char *dst, int threads);
 /* Unpacks a link's packed elements into the receiver's piece input boxes. */
 void cvmpi_unpack(const cvmpi_link *link, const unsigned char *src, cvmpi_piece_run *pr,
                   const cvmpi_work *w, int threads);
 /* Copies own elements straight from the caller's box into own piece boxes. */
 void cvmpi_copy_self(const cvmpi_link *link, const unsigned char *base, const cvmpi_view *v,
                      cvmpi_piece_run *pr, const cvmpi_work *w, int threads);
+/* The same for one transfer of the own link, read from a copy of the box
+ * that starts at its element lo[0..2] (as cvmpi_pack_transfer). */
+void cvmpi_copy_self_transfer(const cvmpi_transfer *t, const unsigned char *base,
+                              const cvmpi_view *v, const size_t *lo, cvmpi_piece_run *pr,
+                              const cvmpi_work *w, int threads);
 /* Copies the region piece.out from a piece's output box into the caller's
  * output box (view v, box w->box). */
 void cvmpi_store_piece(const cvmpi_piece *piece, const cvmpi_piece_run *r, unsigned char *base,
                        const cvmpi_view *v, const cvmpi_work *w, int threads);
+
+/* Posts a link's receives (send 0) or sends (send 1): chunks of at most
+ * CVMPI_CHUNK_BYTES under one tag into req[0..link->nreq-1]. */
+int cvmpi_post(int send, cvmpi_link *l, MPI_Comm comm, MPI_Request *req);
+/* 1 if the byte spans of the caller's boxes at in and out overlap. */
+int cvmpi_boxes_overlap(const convolve_mpi_plan *p, const void *in, const void *out);
+
+/* ---- GPU choice (device.c) and device-resident runs (device_exec.c) ----------- */
+
+/* Frees the device-resident path's buffers (NULL state accepted). */
+void cvmpi_device_release(convolve_mpi_plan *p);
+/* For the host path of a plan on a GPU: CONVOLVE_OK, or INVALID_ARGUMENT
+ * (message recorded) when in or out is device memory. */
+convolve_status cvmpi_check_host_pointers(const convolve_mpi_plan *p, const void *in,
+                                          const void *out);
 
 /* ---- GPU choice (device.c) ---------------------------------------------------- */
 

@@ -270,6 +270,7 @@ oom:
 /* Frees what a plan holds, except its communicator. */
 static void release(convolve_mpi_plan *p)
 {
+    cvmpi_device_release(p);
     convolve_plan_free(p->interior);
     for (int k = 0; k < 6; k++) {
         convolve_plan_free(p->pr[k].plan);

@@ -20,14 +20,24 @@
  * CONVOLVE_TEST_BACKEND=cuda runs the random cases on the ranks' GPUs
  * (strategies chosen by the GPU, compared with one process on the GPU with
  * the strategy the distributed plan reports for its box).
+ * CONVOLVE_TEST_DEVICE=1 (builds with CUDA or its emulation) runs them on
+ * the GPUs with the boxes in device memory as well (convolve_mpi_execute_device,
+ * on the default stream and on a stream of the test's, its output poisoned),
+ * the boundary mode cycling through all five, and checks the device path's
+ * errors; it exits 77 (skipped) where no device is found.
  */
 #include "convolve_mpi.h"
 #include "harness.h"
 
 #include <stdint.h>
 
+#ifdef CONVOLVE_TEST_MPI_DEVICE
+#include <cuda_runtime_api.h>
+#endif
+
 static int g_rank, g_size;
 static convolve_backend g_backend = CONVOLVE_BACKEND_CPU; /* CONVOLVE_TEST_BACKEND=cuda: GPUs */
+static int g_device;  /* CONVOLVE_TEST_DEVICE=1: boxes in device memory too */
 
 typedef struct {
     int ndim;
@@ -252,6 +262,50 @@ static void extract(const unsigned char *global, const size_t *n, const size_t *
             }
 }
 
+#ifdef CONVOLVE_TEST_MPI_DEVICE
+#define CUDA_OK(call)                                                                      \
+    do {                                                                                   \
+        cudaError_t e_ = (call);                                                           \
+        if (e_ != cudaSuccess) {                                                           \
+            fprintf(stderr, "rank %d: %s:%d: %s: %s\n", g_rank, __FILE__, __LINE__, #call, \
+                    cudaGetErrorString(e_));                                               \
+            MPI_Abort(MPI_COMM_WORLD, 3);                                                  \
+        }                                                                                  \
+    } while (0)
+
+/* Runs the plan on copies of the boxes in device memory (the output poisoned
+ * with 0xC3 as on the host), twice: on the default stream, then on a stream
+ * of its own; copies the output box's bytes back to out. */
+static void run_device(convolve_context *ctx, convolve_mpi_plan *plan, const char *what,
+                       const unsigned char *in, size_t in_bytes, unsigned char *out,
+                       size_t out_bytes)
+{
+    CUDA_OK(cudaSetDevice(convolve_mpi_plan_device(plan)));
+    void *din, *dout;
+    cudaStream_t stream;
+    CUDA_OK(cudaMalloc(&din, in_bytes));
+    CUDA_OK(cudaMalloc(&dout, out_bytes));
+    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CUDA_OK(cudaMemcpy(din, in, in_bytes, cudaMemcpyHostToDevice));
+    unsigned char *first = malloc(out_bytes);
+    for (int rep = 0; rep < 2; rep++) {
+        CUDA_OK(cudaMemset(dout, 0xC3, out_bytes));
+        CUDA_OK(cudaDeviceSynchronize());
+        convolve_status st = convolve_mpi_execute_device(plan, din, dout, rep ? stream : NULL);
+        CHECK(st == CONVOLVE_OK, "%s: execute on the device: %s: %s", what,
+              convolve_status_name(st), convolve_mpi_last_error(ctx));
+        CUDA_OK(cudaStreamSynchronize(rep ? stream : NULL));
+        CUDA_OK(cudaMemcpy(rep ? out : first, dout, out_bytes, cudaMemcpyDeviceToHost));
+    }
+    CHECK(memcmp(first, out, out_bytes) == 0, "%s: the default stream's run differs from the "
+          "stream's", what);
+    free(first);
+    CUDA_OK(cudaStreamDestroy(stream));
+    CUDA_OK(cudaFree(din));
+    CUDA_OK(cudaFree(dout));
+}
+#endif
+
 /* Runs one case; returns 1 if this rank's box matched. */
 static int run_case(convolve_context *ctx, const tcase *c)
 {
@@ -294,6 +348,11 @@ static int run_case(convolve_context *ctx, const tcase *c)
             CHECK(st == CONVOLVE_OK, "%s: execute: %s: %s", what, convolve_status_name(st),
                   convolve_mpi_last_error(ctx));
         }
+#ifdef CONVOLVE_TEST_MPI_DEVICE
+        unsigned char *dev_out = g_device ? malloc(bout) : NULL;
+        if (g_device)
+            run_device(ctx, plan, what, bi, bin, dev_out, bout);
+#endif
         /* one process, the strategy the distributed plan ran */
         convolve_options one = c->opt;
         one.strategy = convolve_mpi_plan_strategy(plan);
@@ -308,6 +367,19 @@ static int run_case(convolve_context *ctx, const tcase *c)
             CHECK(0, "rank %d: %s: %zu of %zu bytes differ from one process's (%s)", g_rank,
                   what, diff, bout, one.strategy);
         }
+#ifdef CONVOLVE_TEST_MPI_DEVICE
+        if (dev_out) {
+            diff = 0;
+            for (size_t i = 0; i < bout; i++)
+                diff += dev_out[i] != want[i];
+            if (diff) {
+                ok = 0;
+                CHECK(0, "rank %d: %s: boxes on the device: %zu of %zu bytes differ from one "
+                      "process's (%s)", g_rank, what, diff, bout, one.strategy);
+            }
+            free(dev_out);
+        }
+#endif
         /* "auto" in one process is `fast`, which picks the FFT only from 64 taps */
         if (!c->strategy && c->k[0] * c->k[1] * c->k[2] < 64 && g_backend == CONVOLVE_BACKEND_CPU) {
             one.strategy = NULL;
@@ -521,6 +593,79 @@ static void error_paths(convolve_context *ctx)
     convolve_filter_free(f);
 }
 
+#ifdef CONVOLVE_TEST_MPI_DEVICE
+/* The device path's errors, alike on every rank, and a plan that still works. */
+static void device_errors(convolve_context *ctx)
+{
+    size_t n[2] = {(size_t)(4 * g_size + 1), 7}, start[2], shape[2], k[2] = {3, 3};
+    double w[9];
+    h_fill(w, 9);
+    convolve_filter *f;
+    CHECK_OK(ctx, convolve_filter_create(ctx, &f, 2, k, w));
+    CHECK_OK(ctx, convolve_mpi_decompose(ctx, MPI_COMM_WORLD, 2, n, NULL, start, shape));
+    convolve_layout l;
+    convolve_layout_init(&l, CONVOLVE_FLOAT32, 2, shape, 1);
+    const size_t cnt = shape[0] * shape[1], bytes = cnt * sizeof(float);
+    float *hin = malloc(bytes), *hout = malloc(bytes), *want = malloc(bytes);
+    h_fill_typed(CONVOLVE_FLOAT32, hin, cnt, 1.0);
+    convolve_options opt;
+    convolve_options_init(&opt);
+    opt.mode = CONVOLVE_MODE_WRAP;
+
+    /* a plan on the CPU */
+    opt.backend = CONVOLVE_BACKEND_CPU;
+    convolve_mpi_plan *plan = NULL;
+    CHECK_OK(ctx, convolve_mpi_plan_create(ctx, &plan, MPI_COMM_WORLD, n, start, &l, &l, f, &opt));
+    check_all_fail(ctx, convolve_mpi_execute_device(plan, hin, hout, NULL),
+                   CONVOLVE_ERROR_UNSUPPORTED, "a CPU plan on the device path");
+    CHECK_OK(ctx, convolve_mpi_execute(plan, hin, want));
+    convolve_mpi_plan_free(plan);
+
+    opt.backend = CONVOLVE_BACKEND_CUDA;
+    CHECK_OK(ctx, convolve_mpi_plan_create(ctx, &plan, MPI_COMM_WORLD, n, start, &l, &l, f, &opt));
+    if (!plan)
+        return;
+    CUDA_OK(cudaSetDevice(convolve_mpi_plan_device(plan)));
+    void *din, *dout, *pinned;
+    CUDA_OK(cudaMalloc(&din, bytes));
+    CUDA_OK(cudaMalloc(&dout, bytes));
+    CUDA_OK(cudaMallocHost(&pinned, bytes));
+    CUDA_OK(cudaMemcpy(din, hin, bytes, cudaMemcpyHostToDevice));
+    const int last = g_rank == g_size - 1;
+    check_all_fail(ctx, convolve_mpi_execute_device(plan, last ? pinned : din, dout, NULL),
+                   CONVOLVE_ERROR_INVALID_ARGUMENT, "pinned host memory on the last rank");
+    check_all_fail(ctx, convolve_mpi_execute_device(plan, din, last ? NULL : dout, NULL),
+                   CONVOLVE_ERROR_INVALID_ARGUMENT, "NULL output on the last rank");
+    check_all_fail(ctx, convolve_mpi_execute_device(plan, din, din, NULL),
+                   CONVOLVE_ERROR_INVALID_ARGUMENT, "output overlapping the input");
+#ifndef CONVOLVE_TEST_MPI_EMULATED /* the emulation's device memory is host memory */
+    check_all_fail(ctx, convolve_mpi_execute_device(plan, last ? (void *)hin : din, dout, NULL),
+                   CONVOLVE_ERROR_INVALID_ARGUMENT, "host memory on the device path");
+    check_all_fail(ctx, convolve_mpi_execute(plan, last ? din : (void *)hin, hout),
+                   CONVOLVE_ERROR_INVALID_ARGUMENT, "device memory on the host path");
+#endif
+    /* the plan still works, and matches the CPU's (a 3x3 float32 direct sum
+     * in the same order on both backends is not promised: close) */
+    CUDA_OK(cudaMemset(dout, 0xC3, bytes));
+    CHECK_OK(ctx, convolve_mpi_execute_device(plan, din, dout, NULL));
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemcpy(hout, dout, bytes, cudaMemcpyDeviceToHost));
+    h_diff d = h_compare(CONVOLVE_FLOAT32, hout, CONVOLVE_FLOAT32, want, cnt, 1e-5, 1e-5);
+    CHECK(d.bad == 0, "device path after errors: %zu elements off", d.bad);
+    convolve_mpi_stats s;
+    CHECK_OK(ctx, convolve_mpi_plan_stats(plan, &s));
+    CHECK(g_size == 1 || (s.bytes_received > 0 && s.pieces > 0), "no halo on %d ranks", g_size);
+    convolve_mpi_plan_free(plan);
+    CUDA_OK(cudaFree(din));
+    CUDA_OK(cudaFree(dout));
+    CUDA_OK(cudaFreeHost(pinned));
+    free(hin);
+    free(hout);
+    free(want);
+    convolve_filter_free(f);
+}
+#endif
+
 int main(int argc, char **argv)
 {
     int level; /* SERIALIZED: the plans' progress thread runs (CONVOLVE_MPI_PROGRESS=0: not) */
@@ -547,10 +692,29 @@ int main(int argc, char **argv)
     convolve_context *ctx;
     if (convolve_context_create(&ctx) != CONVOLVE_OK)
         MPI_Abort(MPI_COMM_WORLD, 2);
+    const char *device = getenv("CONVOLVE_TEST_DEVICE");
+    if (device && *device == '1') {
+        int count = 0, least = 0;
+#ifdef CONVOLVE_TEST_MPI_DEVICE
+        convolve_device_count(ctx, &count);
+#endif
+        MPI_Allreduce(&count, &least, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (!least) {
+            if (g_rank == 0)
+                printf("test_mpi_exact: no CUDA device (or no CUDA): skipped\n");
+            convolve_context_free(ctx);
+            MPI_Finalize();
+            return 77;
+        }
+        g_device = 1;
+        g_backend = CONVOLVE_BACKEND_CUDA;
+    }
     int matched = 0;
     for (int i = 0; i < cases; i++) {
         tcase c;
         random_case(&c, i % 8 < 4 ? i % 8 : 0);
+        if (g_device) /* every mode in turn */
+            convolve_mode_parse(k_mode_names[i % 5], &c.opt.mode);
         matched += run_case(ctx, &c);
     }
     fft_case(ctx, 1);
@@ -559,6 +723,10 @@ int main(int argc, char **argv)
     decompose_case(ctx, 0);
     decompose_case(ctx, 1);
     error_paths(ctx);
+#ifdef CONVOLVE_TEST_MPI_DEVICE
+    if (g_device)
+        device_errors(ctx); /* last: its draws differ by rank */
+#endif
     convolve_context_free(ctx);
 
     int fails = h_failures, all = 0, all_matched = 0;

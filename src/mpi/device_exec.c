@@ -1,0 +1,588 @@
+/*
+ * device_exec.c - convolve_mpi_execute_device: each rank's boxes stay in its
+ * GPU's memory, and the work runs on the caller's stream.
+ *
+ * The exchange is the host path's (the same lists, pieces and local plans),
+ * staged through pinned host memory, on a stream of the plan's (`side`)
+ * that starts where the caller's stream is and runs beside it:
+ *   1. on `side`: every sub-box of the input box that a transfer reads (the
+ *      faces a neighbour needs, the own elements of the edge pieces: its
+ *      bounding box, a few planes thick) is copied to pinned host memory
+ *      (cudaMemcpyAsync / cudaMemcpy2DAsync), and an event is recorded;
+ *   2. on the caller's stream: the interior plan over the whole box. It runs
+ *      while the host waits for the faces, packs them (the boundary modes'
+ *      reversed and wrapped runs are resolved here, by the same code as on
+ *      the host path), sends them and receives the peers';
+ *   3. on `side`: each edge piece's input box, assembled in pinned host
+ *      memory, is copied to the device and its plan launched (beside the
+ *      interior); then, on the caller's stream after both, the pieces'
+ *      outputs are copied over the interior's in the output box (device to
+ *      device), and an event closes the call.
+ * So the pieces' outputs overwrite the interior plan's (wrong) shell, and the
+ * caller's stream, once past the call, has everything of it behind it. The
+ * call returns once the last of it is enqueued.
+ *
+ * No kernel lives here (CUDA code is src/cuda's): packing on the device would
+ * need one for the reversed runs of reflect and mirror; the faces are thin,
+ * so the host packs them.
+ */
+#include "mpi_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef CONVOLVE_MPI_WITH_CUDA
+#include <cuda_runtime_api.h>
+
+/* One transfer read from this rank's input box, staged in pinned memory. */
+typedef struct {
+    const cvmpi_transfer *t;
+    int link;            /* index into p->sends; -1: the own link */
+    size_t lo[3];        /* the sub-box of the input box it reads */
+    size_t shape[3];
+    size_t offset;       /* bytes into the staging block */
+} cvmpi_stage;
+
+struct cvmpi_device_state {
+    int nstage;
+    cvmpi_stage *stage;
+    unsigned char *staging;   /* pinned: every stage's sub-box, packed C order */
+    unsigned char *host_in[6];/* pinned: the pieces' input boxes, assembled */
+    void *din[6], *dout[6];   /* device: the pieces' input and output boxes */
+    size_t in_bytes[6];
+    size_t ext[6][3];         /* piece k's input box extents */
+    int direct[6];            /* piece k's transfers are all sub-boxes: its own
+                                 elements copied on the device, only its halos
+                                 uploaded */
+    cudaStream_t side;        /* the faces' copies and the pieces */
+    cudaEvent_t ev[4];        /* start, faces, pieces, done */
+    int have_side, nev, done_recorded;
+};
+
+enum { EV_START, EV_FACES, EV_PIECES, EV_DONE };
+
+static convolve_status cuda_fail(const convolve_context *ctx, cudaError_t e, const char *what)
+{
+    (void)cudaGetLastError();
+    return cvmpi_fail(ctx,
+                      e == cudaErrorMemoryAllocation ? CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY
+                                                     : CONVOLVE_ERROR_DEVICE,
+                      "CUDA: %s failed: %s", what, cudaGetErrorString(e));
+}
+
+/* Copies a sub-box of shape[3] elements of `elem` bytes between two views
+ * with rows of packed elements and non-negative strides (bytes): one copy
+ * when rows (or planes) follow one another in both, else one 2-D copy per
+ * index along the shorter of axes 0 and 1. */
+static cudaError_t copy_box(unsigned char *dst, const ptrdiff_t *ds, const unsigned char *src,
+                            const ptrdiff_t *ss, const size_t *shape, size_t elem,
+                            enum cudaMemcpyKind kind, cudaStream_t s)
+{
+    if (!shape[0] || !shape[1] || !shape[2])
+        return cudaSuccess;
+    const size_t w = shape[2] * elem;
+    if (shape[1] == 1 || (ds[1] == (ptrdiff_t)w && ss[1] == (ptrdiff_t)w)) {
+        const size_t plane = w * shape[1];
+        if (shape[0] == 1 || (ds[0] == (ptrdiff_t)plane && ss[0] == (ptrdiff_t)plane))
+            return cudaMemcpyAsync(dst, src, plane * shape[0], kind, s);
+        return cudaMemcpy2DAsync(dst, (size_t)ds[0], src, (size_t)ss[0], plane, shape[0], kind,
+                                 s);
+    }
+    cudaError_t e = cudaSuccess;
+    if (shape[0] <= shape[1] || shape[0] == 1) {
+        for (size_t i = 0; i < shape[0] && e == cudaSuccess; i++)
+            e = cudaMemcpy2DAsync(dst + (ptrdiff_t)i * ds[0], (size_t)ds[1],
+                                  src + (ptrdiff_t)i * ss[0], (size_t)ss[1], w, shape[1], kind, s);
+    } else {
+        for (size_t i = 0; i < shape[1] && e == cudaSuccess; i++)
+            e = cudaMemcpy2DAsync(dst + (ptrdiff_t)i * ds[1], (size_t)ds[0],
+                                  src + (ptrdiff_t)i * ss[1], (size_t)ss[0], w, shape[0], kind, s);
+    }
+    return e;
+}
+
+/* A packed C-order view of a box of shape[3] elements like v's. */
+static void packed_view(const cvmpi_view *v, const size_t *shape, cvmpi_view *out)
+{
+    const size_t elem = v->channels * v->esize;
+    out->stride[2] = (ptrdiff_t)elem;
+    out->stride[1] = (ptrdiff_t)(shape[2] * elem);
+    out->stride[0] = (ptrdiff_t)(shape[1] * shape[2] * elem);
+    out->cstride = (ptrdiff_t)v->esize;
+    out->esize = v->esize;
+    out->channels = v->channels;
+}
+
+static ptrdiff_t offset_of(const cvmpi_view *v, const size_t *idx)
+{
+    return (ptrdiff_t)idx[0] * v->stride[0] + (ptrdiff_t)idx[1] * v->stride[1] +
+           (ptrdiff_t)idx[2] * v->stride[2];
+}
+
+/* Elements one after another along the last axis (channels interleaved),
+ * no negative stride: what the copies above take. */
+static int device_view_ok(const cvmpi_view *v)
+{
+    return v->stride[2] == (ptrdiff_t)(v->channels * v->esize) &&
+           (v->channels == 1 || v->cstride == (ptrdiff_t)v->esize) && v->stride[0] >= 0 &&
+           v->stride[1] >= 0;
+}
+
+/* 1 if a transfer's elements are a sub-box on both sides: one run along
+ * each axis, in order (positions always are consecutive within a run). */
+static int box_like(const cvmpi_transfer *t)
+{
+    for (int a = 0; a < 3; a++)
+        if (t->axis[a].nruns != 1 || (t->axis[a].runs[0].len > 1 && t->axis[a].runs[0].step != 1))
+            return 0;
+    return 1;
+}
+
+/* The sub-box of a box-like transfer: its first position and source index
+ * along each axis, and its extents. */
+static void transfer_box(const cvmpi_transfer *t, size_t *pos, size_t *src, size_t *shape)
+{
+    for (int a = 0; a < 3; a++) {
+        pos[a] = t->axis[a].runs[0].pos;
+        src[a] = t->axis[a].runs[0].src;
+        shape[a] = t->axis[a].runs[0].len;
+    }
+}
+
+static int add_stages(cvmpi_device_state *d, const cvmpi_link *l, int link, size_t *bytes,
+                      size_t elem)
+{
+    for (int k = 0; k < l->nt; k++) {
+        if (link < 0 && d->direct[l->t[k].piece])
+            continue; /* copied on the device */
+        cvmpi_stage *g = &d->stage[d->nstage++];
+        g->t = &l->t[k];
+        g->link = link;
+        size_t n = 1;
+        for (int a = 0; a < 3; a++) {
+            const cvmpi_list *x = &l->t[k].axis[a];
+            size_t lo = x->src[0], hi = x->src[0];
+            for (size_t i = 1; i < x->count; i++) {
+                lo = x->src[i] < lo ? x->src[i] : lo;
+                hi = x->src[i] > hi ? x->src[i] : hi;
+            }
+            g->lo[a] = lo;
+            g->shape[a] = hi - lo + 1;
+            n *= g->shape[a];
+        }
+        g->offset = *bytes;
+        *bytes += (n * elem + 63) / 64 * 64;
+    }
+    return 1;
+}
+
+/* The buffers of the device-resident path, with the plan's device current. */
+static convolve_status setup(convolve_mpi_plan *p)
+{
+    convolve_context *ctx = p->ctx;
+    cvmpi_device_state *d = calloc(1, sizeof *d);
+    if (!d)
+        return cvmpi_fail(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for a plan");
+    p->dev = d;
+    int n = p->self.nt;
+    for (int i = 0; i < p->nsends; i++)
+        n += p->sends[i].nt;
+    d->stage = calloc((size_t)n + 1, sizeof *d->stage);
+    if (!d->stage)
+        return cvmpi_fail(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for a plan");
+    const size_t elem = p->user_in.channels * p->user_in.esize;
+    for (int k = 0; k < p->work.npieces; k++)
+        d->direct[k] = 1;
+    for (int i = 0; i <= p->nrecvs; i++) {
+        const cvmpi_link *l = i < p->nrecvs ? &p->recvs[i] : &p->self;
+        for (int k = 0; k < l->nt; k++)
+            d->direct[l->t[k].piece] &= box_like(&l->t[k]);
+    }
+    size_t bytes = 0;
+    for (int i = 0; i < p->nsends; i++)
+        add_stages(d, &p->sends[i], i, &bytes, elem);
+    add_stages(d, &p->self, -1, &bytes, elem);
+    cudaError_t e = cudaSuccess;
+    if (bytes && (e = cudaMallocHost((void **)&d->staging, bytes)) != cudaSuccess)
+        return cuda_fail(ctx, e, "cudaMallocHost (the faces' staging buffer)");
+    for (int k = 0; k < p->work.npieces; k++) {
+        const cvmpi_piece *pc = &p->work.piece[k];
+        size_t count = p->user_in.channels;
+        for (int a = 0; a < 3; a++) {
+            d->ext[k][a] = (size_t)(pc->in[a].hi - pc->in[a].lo);
+            count *= d->ext[k][a];
+        }
+        d->in_bytes[k] = count * p->user_in.esize;
+        if ((e = cudaMallocHost((void **)&d->host_in[k], d->in_bytes[k])) != cudaSuccess)
+            return cuda_fail(ctx, e, "cudaMallocHost (an edge piece's input)");
+        if ((e = cudaMalloc(&d->din[k], d->in_bytes[k])) != cudaSuccess ||
+            (e = cudaMalloc(&d->dout[k], count * p->user_out.esize)) != cudaSuccess)
+            return cuda_fail(ctx, e, "cudaMalloc (an edge piece's boxes)");
+    }
+    for (; d->nev < 4; d->nev++)
+        if ((e = cudaEventCreateWithFlags(&d->ev[d->nev], cudaEventDisableTiming)) != cudaSuccess)
+            return cuda_fail(ctx, e, "cudaEventCreateWithFlags");
+    if ((e = cudaStreamCreateWithFlags(&d->side, cudaStreamNonBlocking)) != cudaSuccess)
+        return cuda_fail(ctx, e, "cudaStreamCreateWithFlags");
+    d->have_side = 1;
+    return CONVOLVE_OK;
+}
+
+void cvmpi_device_release(convolve_mpi_plan *p)
+{
+    cvmpi_device_state *d = p->dev;
+    if (!d)
+        return;
+    int prev = -1;
+    if (cudaGetDevice(&prev) != cudaSuccess || cudaSetDevice(p->device) != cudaSuccess)
+        prev = -1;
+    if (d->done_recorded)
+        (void)cudaEventSynchronize(d->ev[EV_DONE]); /* nothing of ours still in flight */
+    if (d->have_side)
+        (void)cudaStreamSynchronize(d->side);
+    for (int k = 0; k < 6; k++) {
+        (void)cudaFreeHost(d->host_in[k]);
+        (void)cudaFree(d->din[k]);
+        (void)cudaFree(d->dout[k]);
+    }
+    (void)cudaFreeHost(d->staging);
+    for (int k = 0; k < d->nev; k++)
+        (void)cudaEventDestroy(d->ev[k]);
+    if (d->have_side)
+        (void)cudaStreamDestroy(d->side);
+    (void)cudaGetLastError();
+    if (prev >= 0)
+        (void)cudaSetDevice(prev);
+    free(d->stage);
+    free(d);
+    p->dev = NULL;
+}
+
+/* ptr must be device memory of the plan's device (the emulation of
+ * tests/emu does not tag device memory: there, only pinned host memory is
+ * told apart). */
+static convolve_status check_device_pointer(const convolve_mpi_plan *p, const void *ptr,
+                                            const char *what)
+{
+    struct cudaPointerAttributes a;
+    memset(&a, 0, sizeof a);
+    cudaError_t e = cudaPointerGetAttributes(&a, ptr);
+    if (e != cudaSuccess)
+        return cuda_fail(p->ctx, e, "cudaPointerGetAttributes (the boxes)");
+#ifdef CONVOLVE_MPI_CUDA_EMULATED
+    const int device = a.type != cudaMemoryTypeHost;
+#else
+    const int device = a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+#endif
+    if (!device)
+        return cvmpi_fail(p->ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                          "convolve_mpi_execute_device: the %s box is host memory; pass device "
+                          "memory of device %d, or run host boxes with convolve_mpi_execute",
+                          what, p->device);
+    if (a.type == cudaMemoryTypeDevice && a.device != p->device)
+        return cvmpi_fail(p->ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                          "convolve_mpi_execute_device: the %s box is memory of device %d; this "
+                          "rank's plan runs on device %d", what, a.device, p->device);
+    return CONVOLVE_OK;
+}
+
+convolve_status cvmpi_check_host_pointers(const convolve_mpi_plan *p, const void *in,
+                                          const void *out)
+{
+    if (p->device < 0) /* a CPU plan: no CUDA context to ask (nor to pay for) */
+        return CONVOLVE_OK;
+    const void *ptr[2] = {in, out};
+    for (int k = 0; k < 2; k++) {
+        struct cudaPointerAttributes a;
+        memset(&a, 0, sizeof a);
+        if (cudaPointerGetAttributes(&a, ptr[k]) != cudaSuccess) {
+            (void)cudaGetLastError();
+            continue;
+        }
+        if (a.type == cudaMemoryTypeDevice)
+            return cvmpi_fail(p->ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                              "convolve_mpi_execute: the %s box is device memory; run "
+                              "device-resident boxes with convolve_mpi_execute_device",
+                              k ? "output" : "input");
+    }
+    return CONVOLVE_OK;
+}
+
+/* Checks done before any message moves (every rank agrees on them after). */
+static convolve_status check(convolve_mpi_plan *p, const void *in, const void *out)
+{
+    convolve_context *ctx = p->ctx;
+    if (p->backend != CONVOLVE_BACKEND_CUDA || p->device < 0)
+        return cvmpi_fail(ctx, CONVOLVE_ERROR_UNSUPPORTED,
+                          "convolve_mpi_execute_device needs a plan on a GPU; this one runs "
+                          "'%s' on the CPU", p->strategy);
+    if (!in || !out)
+        return cvmpi_fail(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                          "convolve_mpi_execute_device: %s is NULL", in ? "out" : "in");
+    if (!device_view_ok(&p->user_in) || !device_view_ok(&p->user_out))
+        return cvmpi_fail(ctx, CONVOLVE_ERROR_BAD_LAYOUT,
+                          "convolve_mpi_execute_device: device-resident boxes need elements "
+                          "one after another along the last axis (channels interleaved) and no "
+                          "negative stride");
+    if (cvmpi_boxes_overlap(p, in, out))
+        return cvmpi_fail(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                          "convolve_mpi_execute_device: the output box overlaps the input box");
+    convolve_status st = check_device_pointer(p, in, "input");
+    return st != CONVOLVE_OK ? st : check_device_pointer(p, out, "output");
+}
+
+convolve_status convolve_mpi_execute_device(convolve_mpi_plan *p, const void *in, void *out,
+                                            void *stream)
+{
+    if (!p)
+        return CONVOLVE_ERROR_INVALID_ARGUMENT;
+    convolve_context *ctx = p->ctx;
+    const double t0 = MPI_Wtime();
+    memset(&p->stats, 0, sizeof p->stats);
+    convolve_status st = check(p, in, out);
+    int prev = -1;
+    cudaError_t e = cudaSuccess;
+    if (st == CONVOLVE_OK) {
+        if ((e = cudaGetDevice(&prev)) != cudaSuccess ||
+            (e = cudaSetDevice(p->device)) != cudaSuccess) {
+            prev = -1;
+            st = cuda_fail(ctx, e, "cudaSetDevice (the plan's device)");
+        } else if (!p->dev) {
+            st = setup(p);
+            if (st != CONVOLVE_OK)
+                cvmpi_device_release(p);
+        }
+    }
+    /* every rank runs the exchange below, or none */
+    if ((st = cvmpi_agree(ctx, p->comm, st)) != CONVOLVE_OK) {
+        if (prev >= 0)
+            (void)cudaSetDevice(prev);
+        p->stats.total_ms = (MPI_Wtime() - t0) * 1e3;
+        return st;
+    }
+    cvmpi_device_state *d = p->dev;
+    cudaStream_t s = (cudaStream_t)stream;
+    const unsigned char *bin = in;
+    const size_t elem = p->user_in.channels * p->user_in.esize;
+    int usable = 1, err = MPI_SUCCESS, nreq = 0;
+
+    /* the last call's uploads from the pinned buffers are done */
+    if (d->done_recorded && (e = cudaEventSynchronize(d->ev[EV_DONE])) != cudaSuccess) {
+        st = cuda_fail(ctx, e, "cudaEventSynchronize (the last call)");
+        usable = 0;
+    }
+    for (int i = 0; i < p->nreq; i++)
+        p->req[i] = MPI_REQUEST_NULL;
+    for (int i = 0; i < p->nrecvs && err == MPI_SUCCESS; i++) {
+        err = cvmpi_post(0, &p->recvs[i], p->comm, &p->req[nreq]);
+        nreq += p->recvs[i].nreq;
+        p->stats.bytes_received += p->recvs[i].bytes;
+    }
+    /* 1. the faces and own elements to the host, on `side` after what the
+     * caller's stream holds (what wrote `in`) */
+    if (usable && ((e = cudaEventRecord(d->ev[EV_START], s)) != cudaSuccess ||
+                   (e = cudaStreamWaitEvent(d->side, d->ev[EV_START], 0)) != cudaSuccess)) {
+        st = cuda_fail(ctx, e, "cudaEventRecord / cudaStreamWaitEvent (the call's start)");
+        usable = 0;
+    }
+    for (int k = 0; k < d->nstage && usable; k++) {
+        cvmpi_view v;
+        packed_view(&p->user_in, d->stage[k].shape, &v);
+        e = copy_box(d->staging + d->stage[k].offset, v.stride,
+                     bin + offset_of(&p->user_in, d->stage[k].lo), p->user_in.stride,
+                     d->stage[k].shape, elem, cudaMemcpyDeviceToHost, d->side);
+        if (e != cudaSuccess) {
+            st = cuda_fail(ctx, e, "cudaMemcpyAsync (a face to the host)");
+            usable = 0;
+        }
+    }
+    if (usable && (e = cudaEventRecord(d->ev[EV_FACES], d->side)) != cudaSuccess) {
+        st = cuda_fail(ctx, e, "cudaEventRecord");
+        usable = 0;
+    }
+    /* own elements of the pieces whose transfers are sub-boxes: on the device */
+    for (int k = 0; k < p->self.nt && usable; k++) {
+        const cvmpi_transfer *t = &p->self.t[k];
+        if (!d->direct[t->piece])
+            continue;
+        size_t pos[3], src[3], shape[3];
+        transfer_box(t, pos, src, shape);
+        cvmpi_view v;
+        packed_view(&p->user_in, d->ext[t->piece], &v);
+        e = copy_box((unsigned char *)d->din[t->piece] + offset_of(&v, pos), v.stride,
+                     bin + offset_of(&p->user_in, src), p->user_in.stride, shape, elem,
+                     cudaMemcpyDeviceToDevice, d->side);
+        if (e != cudaSuccess) {
+            st = cuda_fail(ctx, e, "cudaMemcpyAsync (own elements into an edge piece)");
+            usable = 0;
+        }
+    }
+    const double t1 = MPI_Wtime();
+
+    /* 2. the interior on the GPU, while the faces travel */
+    if (usable && p->run_interior) {
+        convolve_status c = convolve_execute_device(p->interior, in, out, stream);
+        if (c != CONVOLVE_OK) {
+            st = cvmpi_fail_core(ctx, c, "computing this rank's box");
+            usable = 0;
+        }
+    }
+    const double t2 = MPI_Wtime();
+    if (usable && (e = cudaEventSynchronize(d->ev[EV_FACES])) != cudaSuccess) {
+        st = cuda_fail(ctx, e, "cudaEventSynchronize (the faces)");
+        usable = 0;
+    }
+    /* a failed rank still sends (stale buffers), so that no rank waits forever */
+    for (int i = 0, k = 0; i < p->nsends && err == MPI_SUCCESS; i++) {
+        unsigned char *dst = p->sends[i].buf;
+        for (; k < d->nstage && d->stage[k].link == i; k++) {
+            cvmpi_view v;
+            packed_view(&p->user_in, d->stage[k].shape, &v);
+            if (usable)
+                cvmpi_pack_transfer(d->stage[k].t, d->staging + d->stage[k].offset, &v,
+                                    d->stage[k].lo, dst, p->threads);
+            dst += d->stage[k].t->count * elem;
+        }
+        err = cvmpi_post(1, &p->sends[i], p->comm, &p->req[nreq]);
+        nreq += p->sends[i].nreq;
+        p->stats.bytes_sent += p->sends[i].bytes;
+    }
+    p->stats.peers_received = p->nrecvs;
+    p->stats.peers_sent = p->nsends;
+    if (err != MPI_SUCCESS) {
+        st = cvmpi_fail_mpi(ctx, err, "posting the halo messages");
+        usable = 0;
+    }
+    cvmpi_piece_run pr[6];
+    memcpy(pr, p->pr, sizeof pr);
+    for (int k = 0; k < p->work.npieces; k++)
+        pr[k].in = d->host_in[k];
+    for (int k = 0; k < d->nstage && usable; k++) {
+        if (d->stage[k].link != -1)
+            continue;
+        cvmpi_view v;
+        packed_view(&p->user_in, d->stage[k].shape, &v);
+        cvmpi_copy_self_transfer(d->stage[k].t, d->staging + d->stage[k].offset, &v,
+                                 d->stage[k].lo, pr, &p->work, p->threads);
+    }
+    const double t3 = MPI_Wtime();
+
+    if (p->nreq && (err = MPI_Waitall(p->nreq, p->req, MPI_STATUSES_IGNORE)) != MPI_SUCCESS &&
+        st == CONVOLVE_OK) {
+        st = cvmpi_fail_mpi(ctx, err, "MPI_Waitall (the halo messages)");
+        usable = 0;
+    }
+    const double t4 = MPI_Wtime();
+
+    /* 3. the edge pieces on `side`, beside the interior; their outputs over
+     * the interior's, on the caller's stream after both */
+    if (usable) {
+        for (int i = 0; i < p->nrecvs; i++)
+            cvmpi_unpack(&p->recvs[i], p->recvs[i].buf, pr, &p->work, p->threads);
+        /* the halos of the pieces whose own elements are there already */
+        for (int i = 0; i < p->nrecvs && st == CONVOLVE_OK; i++)
+            for (int k = 0; k < p->recvs[i].nt && st == CONVOLVE_OK; k++) {
+                const cvmpi_transfer *t = &p->recvs[i].t[k];
+                if (!d->direct[t->piece])
+                    continue;
+                size_t pos[3], src[3], shape[3];
+                transfer_box(t, pos, src, shape);
+                cvmpi_view v;
+                packed_view(&p->user_in, d->ext[t->piece], &v);
+                e = copy_box((unsigned char *)d->din[t->piece] + offset_of(&v, pos), v.stride,
+                             d->host_in[t->piece] + offset_of(&v, pos), v.stride, shape, elem,
+                             cudaMemcpyHostToDevice, d->side);
+                if (e != cudaSuccess)
+                    st = cuda_fail(ctx, e, "cudaMemcpyAsync (halos to the device)");
+            }
+        for (int k = 0; k < p->work.npieces && st == CONVOLVE_OK; k++) {
+            e = d->direct[k] ? cudaSuccess
+                             : cudaMemcpyAsync(d->din[k], d->host_in[k], d->in_bytes[k],
+                                               cudaMemcpyHostToDevice, d->side);
+            if (e != cudaSuccess) {
+                st = cuda_fail(ctx, e, "cudaMemcpyAsync (an edge piece to the device)");
+                break;
+            }
+            convolve_status c = convolve_execute_device(p->pr[k].plan, d->din[k], d->dout[k],
+                                                        d->side);
+            if (c != CONVOLVE_OK)
+                st = cvmpi_fail_core(ctx, c, "computing an edge piece");
+        }
+        if (st == CONVOLVE_OK && ((e = cudaEventRecord(d->ev[EV_PIECES], d->side)) != cudaSuccess ||
+                                  (e = cudaStreamWaitEvent(s, d->ev[EV_PIECES], 0)) != cudaSuccess))
+            st = cuda_fail(ctx, e, "cudaEventRecord / cudaStreamWaitEvent (the pieces)");
+        for (int k = 0; k < p->work.npieces && st == CONVOLVE_OK; k++) {
+            const cvmpi_piece *pc = &p->work.piece[k];
+            size_t ext[3], from[3], at[3], shape[3];
+            for (int a = 0; a < 3; a++) {
+                ext[a] = (size_t)(pc->in[a].hi - pc->in[a].lo);
+                from[a] = (size_t)(pc->out[a].lo - pc->in[a].lo);
+                at[a] = (size_t)(pc->out[a].lo - p->work.box[a].lo);
+                shape[a] = (size_t)(pc->out[a].hi - pc->out[a].lo);
+            }
+            cvmpi_view v;
+            packed_view(&p->user_out, ext, &v);
+            e = copy_box((unsigned char *)out + offset_of(&p->user_out, at), p->user_out.stride,
+                         (const unsigned char *)d->dout[k] + offset_of(&v, from), v.stride,
+                         shape, p->user_out.channels * p->user_out.esize,
+                         cudaMemcpyDeviceToDevice, s);
+            if (e != cudaSuccess)
+                st = cuda_fail(ctx, e, "cudaMemcpyAsync (an edge piece's outputs)");
+        }
+        p->stats.pieces = p->work.npieces;
+    }
+    /* whatever failed, the caller's stream ends behind `side` (which reads
+     * `in`), and the next call waits for this event */
+    if ((e = cudaEventRecord(d->ev[EV_PIECES], d->side)) != cudaSuccess ||
+        (e = cudaStreamWaitEvent(s, d->ev[EV_PIECES], 0)) != cudaSuccess ||
+        (e = cudaEventRecord(d->ev[EV_DONE], s)) != cudaSuccess) {
+        if (st == CONVOLVE_OK)
+            st = cuda_fail(ctx, e, "cudaEventRecord (the call's end)");
+        d->done_recorded = 0;
+        (void)cudaStreamSynchronize(d->side);
+        (void)cudaStreamSynchronize(s);
+    } else {
+        d->done_recorded = 1;
+    }
+    const double t5 = MPI_Wtime();
+    if (prev >= 0)
+        (void)cudaSetDevice(prev);
+
+    st = cvmpi_agree(ctx, p->comm, st);
+    p->stats.post_ms = (t1 - t0 + t3 - t2) * 1e3;
+    p->stats.interior_ms = (t2 - t1) * 1e3;
+    p->stats.wait_ms = (t4 - t3) * 1e3;
+    p->stats.edges_ms = (t5 - t4) * 1e3;
+    p->stats.total_ms = (MPI_Wtime() - t0) * 1e3;
+    return st;
+}
+
+#else /* no CUDA: no plan runs on a GPU */
+
+void cvmpi_device_release(convolve_mpi_plan *p)
+{
+    (void)p;
+}
+
+convolve_status cvmpi_check_host_pointers(const convolve_mpi_plan *p, const void *in,
+                                          const void *out)
+{
+    (void)p, (void)in, (void)out;
+    return CONVOLVE_OK;
+}
+
+convolve_status convolve_mpi_execute_device(convolve_mpi_plan *p, const void *in, void *out,
+                                            void *stream)
+{
+    (void)in, (void)out, (void)stream;
+    if (!p)
+        return CONVOLVE_ERROR_INVALID_ARGUMENT;
+    memset(&p->stats, 0, sizeof p->stats);
+    convolve_status st = cvmpi_fail(p->ctx, CONVOLVE_ERROR_UNSUPPORTED,
+                                    "convolve_mpi_execute_device needs a plan on a GPU; this "
+                                    "one runs '%s' on the CPU (libconvolve_mpi was built without "
+                                    "CUDA)", p->strategy);
+    return cvmpi_agree(p->ctx, p->comm, st);
+}
+
+#endif
