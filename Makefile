@@ -4,7 +4,7 @@
 #   make test-sanitize   the same tests, host code built with AddressSanitizer
 #               and UndefinedBehaviorSanitizer, without CUDA (in build-sanitize)
 #   make test-emu   the CUDA kernels' tests (small cases) on the CPU emulation of
-#               tests/emu, no GPU needed (in build-emu)
+#               tests/emu, and MPI with boxes on emulated devices, no GPU needed (in build-emu)
 #   make python          build the Python package into build/python (part of
 #               build; this builds the package and the static library only)
 #   make install-python  that, then copy it into the interpreter's site directory
@@ -62,6 +62,8 @@ test-emu:
 	cmake -S . -B build-emu -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONVOLVE_CUDA_EMULATOR=ON
 	cmake --build build-emu -j $(JOBS) --target test_gpu_strategies test_gpu_fast test_gpu_direct test_gpu_stream \
 	      test_gpu_cast
+	if cmake --build build-emu --target help | grep -q test_mpi_exact; then \
+	    cmake --build build-emu -j $(JOBS) --target test_mpi_exact; fi
 	cd build-emu && ctest -L emu --output-on-failure
 
 python:

@@ -1,8 +1,9 @@
 /*
  * pinned_pool.c - the process's pool of pinned host buffers (pinned_pool.h):
  * a list of free buffers under one mutex, best fit on take, the oldest
- * given freed first once the free bytes pass the limit. A buffer the pool
- * keeps stays pinned until the process ends.
+ * given freed first when an execution ends with the free bytes past the
+ * limit (cvcu_pinned_trim). A buffer the pool keeps stays pinned until
+ * the process ends.
  */
 #include "pinned_pool.h"
 
@@ -34,8 +35,8 @@ static size_t limit_locked(void)
         return pool_limit;
     size_t limit = (size_t)1024 << 20;
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && page > 0 && (size_t)pages / 16 < limit / (size_t)page)
-        limit = (size_t)pages / 16 * (size_t)page;
+    if (pages > 0 && page > 0)
+        limit = (size_t)pages / 8 * (size_t)page;
     const char *env = getenv("CONVOLVE_PINNED_POOL_MIB");
     if (env && *env) {
         char *end;
@@ -91,38 +92,43 @@ void cvcu_pinned_give(void *ptr, size_t size)
 {
     if (!ptr)
         return;
-    void *drop[POOL_SLOTS + 1];
+    void *drop = NULL;
+    pthread_mutex_lock(&pool_mutex);
+    if (pool_count == POOL_SLOTS) { /* full: the oldest goes */
+        int old = 0;
+        for (int i = 1; i < pool_count; i++)
+            if (pool[i].given < pool[old].given)
+                old = i;
+        drop = pool[old].ptr;
+        remove_locked(old);
+    }
+    pool[pool_count].ptr = ptr;
+    pool[pool_count].size = size;
+    pool[pool_count].given = ++pool_clock;
+    pool_count++;
+    pool_bytes += size;
+    pthread_mutex_unlock(&pool_mutex);
+    if (drop && cudaFreeHost(drop) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+void cvcu_pinned_trim(size_t keep)
+{
+    void *drop[POOL_SLOTS];
     int ndrop = 0;
     pthread_mutex_lock(&pool_mutex);
-    const size_t limit = limit_locked();
-    if (size > limit) {
-        drop[ndrop++] = ptr;
-    } else {
-        if (pool_count == POOL_SLOTS) { /* full: the oldest goes */
-            int old = 0;
-            for (int i = 1; i < pool_count; i++)
-                if (pool[i].given < pool[old].given)
-                    old = i;
-            drop[ndrop++] = pool[old].ptr;
-            remove_locked(old);
-        }
-        pool[pool_count].ptr = ptr;
-        pool[pool_count].size = size;
-        pool[pool_count].given = ++pool_clock;
-        pool_count++;
-        pool_bytes += size;
-        while (pool_bytes > limit) { /* the oldest first; the newest fits */
-            int old = 0;
-            for (int i = 1; i < pool_count; i++)
-                if (pool[i].given < pool[old].given)
-                    old = i;
-            drop[ndrop++] = pool[old].ptr;
-            remove_locked(old);
-        }
+    size_t limit = limit_locked();
+    limit = limit > keep ? limit : keep;
+    while (pool_bytes > limit && pool_count > 0) { /* the oldest first */
+        int old = 0;
+        for (int i = 1; i < pool_count; i++)
+            if (pool[i].given < pool[old].given)
+                old = i;
+        drop[ndrop++] = pool[old].ptr;
+        remove_locked(old);
     }
     pthread_mutex_unlock(&pool_mutex);
     for (int i = 0; i < ndrop; i++)
         if (cudaFreeHost(drop[i]) != cudaSuccess)
             (void)cudaGetLastError();
 }
-

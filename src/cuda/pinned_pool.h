@@ -18,9 +18,13 @@
 cudaError_t cvcu_pinned_take(size_t bytes, void **ptr, size_t *size);
 
 /* Gives back a buffer from cvcu_pinned_take (no copy may still use it;
- * NULL is ignored). The pool keeps the most recently given buffers up to
- * its limit (CONVOLVE_PINNED_POOL_MIB, default 1024 MiB or a sixteenth of
- * the host's memory, whichever is smaller) and frees older ones beyond it. */
+ * NULL is ignored): the pool keeps it for the next take. */
 void cvcu_pinned_give(void *ptr, size_t size);
+
+/* Frees the buffers given back longest ago while the free ones pass the
+ * larger of `keep` (an execution's own staging, given back last: kept for
+ * its next run) and the pool's limit (CONVOLVE_PINNED_POOL_MIB, default an
+ * eighth of the host's memory). Thread-safe. */
+void cvcu_pinned_trim(size_t keep);
 
 #endif

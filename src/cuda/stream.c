@@ -681,6 +681,11 @@ convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job
     cvi_stream_monitor(job, started);
     for (int w = 0; w < started; w++)
         pthread_join(threads[w], NULL);
+    /* the pool keeps this execution's staging (given back last) whatever its
+     * limit, for the plan's next run; older buffers past the limit go */
+    const size_t slot_bytes = job->max_ext_rows * job->in_row_bytes +
+                              job->slab_rows * job->out_row_bytes + ((size_t)2 << 20);
+    cvcu_pinned_trim(slot_bytes * CVI_STREAM_BUFFERS * (size_t)W);
     if (recs) {
         FILE *f = fopen(timeline, "a");
         if (f) { /* a measuring aid: a file that cannot be written is left out */
