@@ -598,6 +598,8 @@ int cvi_stream_stopped(const cvi_stream_job *job)
     return __atomic_load_n(&job->state->stop, __ATOMIC_ACQUIRE);
 }
 
+int cvi_stream_cancellable(const cvi_stream_job *job) { return job->state->progress != NULL; }
+
 void cvi_stream_done(cvi_stream_job *job, const cvi_slab *slab)
 {
     struct cvi_stream_state *s = job->state;

@@ -135,6 +135,9 @@ int cvi_stream_next(cvi_stream_job *job, size_t *index);
  * failed): slabs in flight need not be waited for. Thread-safe, lock-free. */
 int cvi_stream_stopped(const cvi_stream_job *job);
 
+/* 1 if the job has a progress callback (only then can it be cancelled). */
+int cvi_stream_cancellable(const cvi_stream_job *job);
+
 /* Worker reports: the slab's output is written (thread-safe). */
 void cvi_stream_done(cvi_stream_job *job, const cvi_slab *slab);
 

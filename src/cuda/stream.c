@@ -304,8 +304,13 @@ static convolve_status sub_plan(convolve_context *ctx, cvi_stream_job *job, int 
 }
 
 /* 1 if a stopped job's slabs in flight may be left to run on their own
- * (cancelled): their copies out write staging, not the caller's output. */
-static int may_leave(const worker_arg *a) { return !a->out_direct; }
+ * (cancelled): their copies out write staging, not the caller's output.
+ * Only a job with a progress callback can be cancelled: the others wait in
+ * cudaEventSynchronize, with no polling. */
+static int may_leave(const worker_arg *a)
+{
+    return !a->out_direct && cvi_stream_cancellable(a->job);
+}
 
 /* Waits for slot s's copy out (and reads its timeline's device times);
  * *left = 1 instead where the job stopped and may_leave. */
