@@ -21,6 +21,17 @@ enum { CVCPU_ROW_U8, CVCPU_ROW_U16, CVCPU_ROW_F32 };
 #define CVCPU_VROWS 4
 #define CVCPU_RING_ROWS_MAX 8
 
+/* M(kind) with kind the output kind of type t (CVCPU_OUT_*) as a constant:
+ * the kernels' code for each output type. */
+#define CVCPU_BY_OUT_KIND(t, M)                                                            \
+    do {                                                                                 \
+        switch (t) {                                                                     \
+        case CONVOLVE_UINT8: M(CVCPU_OUT_U8); break;                                     \
+        case CONVOLVE_UINT16: M(CVCPU_OUT_U16); break;                                   \
+        default: M(CVCPU_OUT_F32); break;                                                \
+        }                                                                                \
+    } while (0)
+
 typedef struct cvcpu_img_kernels {
     /* Separable filters of up to this many rows take the short path
      * (vrange, then hpass); taller ones, and all when 0, the ring path

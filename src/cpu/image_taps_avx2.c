@@ -184,11 +184,7 @@ CVCPU_AVX2 static void hpass(const cvcpu_img *g, char *d, const float *src, size
         else                                                                             \
             CVCPU_HP(K, 1, T);                                                           \
     } while (0)
-    switch (g->out_type) {
-    case CONVOLVE_UINT8: CVCPU_HP_TYPE(CVCPU_OUT_U8); break;
-    case CONVOLVE_UINT16: CVCPU_HP_TYPE(CVCPU_OUT_U16); break;
-    default: CVCPU_HP_TYPE(CVCPU_OUT_F32); break;
-    }
+    CVCPU_BY_OUT_KIND(g->out_type, CVCPU_HP_TYPE);
 #undef CVCPU_HP_TYPE
 #undef CVCPU_HP
 }
@@ -250,11 +246,9 @@ CVCPU_AVX2 static CVCPU_INLINE void dpass_t(const cvcpu_img *g, char *d0, char *
 CVCPU_AVX2 static void dpass(const cvcpu_img *g, char *d0, char *d1, const float *const *r,
                              size_t m, const float *w)
 {
-    switch (g->out_type) {
-    case CONVOLVE_UINT8: dpass_t(g, d0, d1, r, m, w, CVCPU_OUT_U8); break;
-    case CONVOLVE_UINT16: dpass_t(g, d0, d1, r, m, w, CVCPU_OUT_U16); break;
-    default: dpass_t(g, d0, d1, r, m, w, CVCPU_OUT_F32); break;
-    }
+#define CVCPU_DP(T) dpass_t(g, d0, d1, r, m, w, T)
+    CVCPU_BY_OUT_KIND(g->out_type, CVCPU_DP);
+#undef CVCPU_DP
 }
 
 /* ---- the ring path -------------------------------------------------------- */
@@ -358,11 +352,9 @@ CVCPU_AVX2 static void vemit(const cvcpu_img *g, char *const *d, const float *co
     const char *const *rows = (const char *const *)(const void *)r;
     char *d0 = d[0], *d1 = d[1];
 #define CVCPU_VEMIT(SYM, T) vemit_t(g, d0, d1, rows, m, w, K, SYM, T)
-    switch (g->out_type) {
-    case CONVOLVE_UINT8: sym ? CVCPU_VEMIT(1, CVCPU_OUT_U8) : CVCPU_VEMIT(0, CVCPU_OUT_U8); break;
-    case CONVOLVE_UINT16: sym ? CVCPU_VEMIT(1, CVCPU_OUT_U16) : CVCPU_VEMIT(0, CVCPU_OUT_U16); break;
-    default: sym ? CVCPU_VEMIT(1, CVCPU_OUT_F32) : CVCPU_VEMIT(0, CVCPU_OUT_F32); break;
-    }
+#define CVCPU_VEMIT_T(T) (sym ? CVCPU_VEMIT(1, T) : CVCPU_VEMIT(0, T))
+    CVCPU_BY_OUT_KIND(g->out_type, CVCPU_VEMIT_T);
+#undef CVCPU_VEMIT_T
 #undef CVCPU_VEMIT
 }
 

@@ -314,11 +314,7 @@ CVCPU_AVX512 static void vemit512(const cvcpu_img *g, char *const *d, const floa
     int all = !CVCPU_SANITIZED;
     for (int j = 0; j < VROWS512; j++)
         all &= d[j] != NULL;
-    switch (g->out_type) {
-    case CONVOLVE_UINT8: CVCPU_VE_K(CVCPU_OUT_U8); break;
-    case CONVOLVE_UINT16: CVCPU_VE_K(CVCPU_OUT_U16); break;
-    default: CVCPU_VE_K(CVCPU_OUT_F32); break;
-    }
+    CVCPU_BY_OUT_KIND(g->out_type, CVCPU_VE_K);
 #undef CVCPU_VE_K
 #undef CVCPU_VS
 #undef CVCPU_VE
