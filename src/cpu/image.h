@@ -122,20 +122,6 @@ int cvcpu_image_box_float(const cvi_problem *p);
 #define CVCPU_IMAGE_X86 1
 #define CVCPU_INLINE __attribute__((always_inline)) inline
 
-/* 1 in builds with AddressSanitizer: the kernels' compile-time
- * specialisations (the same sums as the generic code, with the filter length
- * and channels known) are left out there, as instrumenting them took clang
- * minutes for one file; the generic code they specialise is what runs. */
-#if defined(__SANITIZE_ADDRESS__)
-#define CVCPU_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CVCPU_SANITIZED 1
-#endif
-#endif
-#ifndef CVCPU_SANITIZED
-#define CVCPU_SANITIZED 0
-#endif
 #include <immintrin.h>
 #endif
 
