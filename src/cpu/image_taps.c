@@ -67,6 +67,7 @@ static const cvcpu_img_kernels *kernels(const cvcpu_img *g)
 }
 
 /* ---- drivers ------------------------------------------------------------ */
+
 static int symmetric(const double *t, size_t K)
 {
     for (size_t k = 0; k < K / 2; k++)

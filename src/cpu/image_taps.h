@@ -6,7 +6,8 @@
  *
  * A set has what its instruction set does better and NULL for the rest:
  * the table of an instruction set is the one below it with the non-NULL
- * entries replaced (AVX-512 keeps AVX2's dense pass and short path).
+ * kernels replaced and its own row counts (AVX-512 keeps AVX2's dense pass
+ * and, unused with short_rows 0, its short path).
  */
 #ifndef CONVOLVE_CPU_IMAGE_TAPS_H
 #define CONVOLVE_CPU_IMAGE_TAPS_H
