@@ -10,6 +10,7 @@
  * weights. Prints one line per radius: median, min and max in ms, and the
  * ratio to the copy.
  */
+#include "bench_util.h"
 #include "convolve.h"
 
 #include <stdio.h>
@@ -17,19 +18,6 @@
 #include <string.h>
 #include <time.h>
 #include <math.h>
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* Median time of copying `bytes` between two pre-faulted buffers. */
 static double copy_ms(size_t bytes, int runs)
@@ -43,12 +31,11 @@ static double copy_ms(size_t bytes, int runs)
     memset(a, 1, bytes);
     memset(b, 2, bytes);
     for (int i = 0; i < runs; i++) {
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         memcpy(b, a, bytes);
-        t[i] = now_ms() - t0;
+        t[i] = bench_now_ms() - t0;
     }
-    qsort(t, (size_t)runs, sizeof *t, cmp);
-    med = t[runs / 2];
+    med = bench_median(t, runs);
     free(a), free(b), free(t);
     return med;
 }

@@ -24,6 +24,8 @@
 #endif
 #include <stdint.h>
 
+#include "bench_util.h"
+
 #define CK(x)                                                                           \
     do {                                                                                \
         cudaError_t e_ = (x);                                                           \
@@ -32,25 +34,6 @@
             exit(1);                                                                    \
         }                                                                               \
     } while (0)
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static void report(const char *what, size_t bytes, double ms)
 {
@@ -163,61 +146,61 @@ int main(int argc, char **argv)
 
     /* pinned: one way, then both ways at once */
     for (int r = 0; r < runs; r++) {
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         CK(cudaMemcpyAsync(d_a, pin_a, bytes, cudaMemcpyHostToDevice, s1));
         CK(cudaStreamSynchronize(s1));
-        t[r] = now_ms() - t0;
+        t[r] = bench_now_ms() - t0;
     }
-    report("pinned host->device", bytes, median(t, runs));
+    report("pinned host->device", bytes, bench_median(t, runs));
     for (int r = 0; r < runs; r++) {
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         CK(cudaMemcpyAsync(pin_b, d_b, bytes, cudaMemcpyDeviceToHost, s2));
         CK(cudaStreamSynchronize(s2));
-        t[r] = now_ms() - t0;
+        t[r] = bench_now_ms() - t0;
     }
-    report("pinned device->host", bytes, median(t, runs));
+    report("pinned device->host", bytes, bench_median(t, runs));
     for (int r = 0; r < runs; r++) {
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         CK(cudaMemcpyAsync(d_a, pin_a, bytes, cudaMemcpyHostToDevice, s1));
         CK(cudaMemcpyAsync(pin_b, d_b, bytes, cudaMemcpyDeviceToHost, s2));
         CK(cudaStreamSynchronize(s1));
         CK(cudaStreamSynchronize(s2));
-        t[r] = now_ms() - t0;
+        t[r] = bench_now_ms() - t0;
     }
-    report("pinned both ways at once (bytes each way)", bytes, median(t, runs));
+    report("pinned both ways at once (bytes each way)", bytes, bench_median(t, runs));
 
     /* pageable cudaMemcpy */
     for (int r = 0; r < runs; r++) {
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         CK(cudaMemcpy(d_a, page_a, bytes, cudaMemcpyHostToDevice));
-        t[r] = now_ms() - t0;
+        t[r] = bench_now_ms() - t0;
     }
-    report("pageable cudaMemcpy host->device", bytes, median(t, runs));
+    report("pageable cudaMemcpy host->device", bytes, bench_median(t, runs));
     for (int r = 0; r < runs; r++) {
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         CK(cudaMemcpy(page_b, d_b, bytes, cudaMemcpyDeviceToHost));
-        t[r] = now_ms() - t0;
+        t[r] = bench_now_ms() - t0;
     }
-    report("pageable cudaMemcpy device->host", bytes, median(t, runs));
+    report("pageable cudaMemcpy device->host", bytes, bench_median(t, runs));
 
     /* host threads: pageable -> pinned (staging in), pinned -> pageable (out) */
     static const int threads[] = {1, 2, 4, 8, 16, 32};
     for (size_t k = 0; k < sizeof threads / sizeof *threads; k++) {
         char what[64];
         for (int r = 0; r < runs; r++) {
-            double t0 = now_ms();
+            double t0 = bench_now_ms();
             threaded_copy(pin_a, page_a, bytes, threads[k]);
-            t[r] = now_ms() - t0;
+            t[r] = bench_now_ms() - t0;
         }
         snprintf(what, sizeof what, "memcpy pageable->pinned, %d threads", threads[k]);
-        report(what, bytes, median(t, runs));
+        report(what, bytes, bench_median(t, runs));
         for (int r = 0; r < runs; r++) {
-            double t0 = now_ms();
+            double t0 = bench_now_ms();
             threaded_copy(page_b, pin_b, bytes, threads[k]);
-            t[r] = now_ms() - t0;
+            t[r] = bench_now_ms() - t0;
         }
         snprintf(what, sizeof what, "memcpy pinned->pageable, %d threads", threads[k]);
-        report(what, bytes, median(t, runs));
+        report(what, bytes, bench_median(t, runs));
     }
 
     /* the same with streaming stores, and both directions at once */
@@ -225,19 +208,19 @@ int main(int argc, char **argv)
     for (size_t k = 2; k < sizeof threads / sizeof *threads; k++) {
         char what[64];
         for (int r = 0; r < runs; r++) {
-            double t0 = now_ms();
+            double t0 = bench_now_ms();
             threaded_copy(pin_a, page_a, bytes, threads[k]);
-            t[r] = now_ms() - t0;
+            t[r] = bench_now_ms() - t0;
         }
         snprintf(what, sizeof what, "stream-store pageable->pinned, %d threads", threads[k]);
-        report(what, bytes, median(t, runs));
+        report(what, bytes, bench_median(t, runs));
         for (int r = 0; r < runs; r++) {
-            double t0 = now_ms();
+            double t0 = bench_now_ms();
             threaded_copy(page_b, pin_b, bytes, threads[k]);
-            t[r] = now_ms() - t0;
+            t[r] = bench_now_ms() - t0;
         }
         snprintf(what, sizeof what, "stream-store pinned->pageable, %d threads", threads[k]);
-        report(what, bytes, median(t, runs));
+        report(what, bytes, bench_median(t, runs));
     }
     g_stream_stores = 0;
 
@@ -245,30 +228,30 @@ int main(int argc, char **argv)
     for (size_t part = bytes >> 6; part <= bytes; part <<= 2) {
         double reg[64], unreg[64], cp[64];
         for (int r = 0; r < runs; r++) {
-            double t0 = now_ms();
+            double t0 = bench_now_ms();
             CK(cudaHostRegister(page_a, part, cudaHostRegisterDefault));
-            double t1 = now_ms();
+            double t1 = bench_now_ms();
             CK(cudaMemcpyAsync(d_a, page_a, part, cudaMemcpyHostToDevice, s1));
             CK(cudaStreamSynchronize(s1));
-            double t2 = now_ms();
+            double t2 = bench_now_ms();
             CK(cudaHostUnregister(page_a));
-            double t3 = now_ms();
+            double t3 = bench_now_ms();
             reg[r] = t1 - t0, cp[r] = t2 - t1, unreg[r] = t3 - t2;
         }
         char what[64];
         snprintf(what, sizeof what, "cudaHostRegister");
-        report(what, part, median(reg, runs));
+        report(what, part, bench_median(reg, runs));
         snprintf(what, sizeof what, "  copy of the registered range host->device");
-        report(what, part, median(cp, runs));
+        report(what, part, bench_median(cp, runs));
         snprintf(what, sizeof what, "  cudaHostUnregister");
-        report(what, part, median(unreg, runs));
+        report(what, part, bench_median(unreg, runs));
     }
     /* registering fresh (untouched) memory: a numpy result before it is written */
     {
         char *fresh = malloc(bytes);
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         CK(cudaHostRegister(fresh, bytes, cudaHostRegisterDefault));
-        double t1 = now_ms();
+        double t1 = bench_now_ms();
         CK(cudaHostUnregister(fresh));
         report("cudaHostRegister of untouched memory", bytes, t1 - t0);
         free(fresh);

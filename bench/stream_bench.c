@@ -29,6 +29,7 @@
  *   STREAM_BENCH_SIZE3 in the environment set N and M too.
  * Exit 77 without a usable GPU.
  */
+#include "bench_util.h"
 #include "convolve.h"
 
 #ifdef CONVOLVE_WITH_CUDA
@@ -41,25 +42,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static size_t parse_bytes(const char *s)
 {
@@ -146,8 +128,8 @@ static bandwidth measure_bandwidth(int dev, size_t bytes, int runs)
             bw.both_d2h += (double)bytes / (b * 1e6) / runs;
         }
     }
-    bw.h2d = (double)bytes / (median(t[0], runs) * 1e6);
-    bw.d2h = (double)bytes / (median(t[1], runs) * 1e6);
+    bw.h2d = (double)bytes / (bench_median(t[0], runs) * 1e6);
+    bw.d2h = (double)bytes / (bench_median(t[1], runs) * 1e6);
     CK(cudaFreeHost(h_a));
     CK(cudaFreeHost(h_b));
     CK(cudaFree(d_a));
@@ -187,7 +169,7 @@ static double measure_aggregate(int n, size_t bytes, int runs)
     double t[16];
     runs = runs > 16 ? 16 : runs;
     for (int r = 0; r < runs + 1; r++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         for (int d = 0; d < n; d++) {
             CK(cudaSetDevice(d));
             CK(cudaMemcpyAsync(d_a[d], h_a[d], bytes, cudaMemcpyHostToDevice, s1[d]));
@@ -198,7 +180,7 @@ static double measure_aggregate(int n, size_t bytes, int runs)
             CK(cudaDeviceSynchronize());
         }
         if (r)
-            t[r - 1] = now_s() - t0;
+            t[r - 1] = bench_now_s() - t0;
     }
     for (int d = 0; d < n; d++) {
         CK(cudaSetDevice(d));
@@ -210,7 +192,7 @@ static double measure_aggregate(int n, size_t bytes, int runs)
         CK(cudaStreamDestroy(s2[d]));
     }
     CK(cudaSetDevice(prev));
-    return 2.0 * (double)n * (double)bytes / (median(t, runs) * 1e9);
+    return 2.0 * (double)n * (double)bytes / (bench_median(t, runs) * 1e9);
 }
 #else
 static bandwidth measure_bandwidth(int dev, size_t bytes, int runs)
@@ -296,17 +278,17 @@ static double time_plan(const bench_case *c, const convolve_layout *l, const flo
             }
             setenv("CONVOLVE_STREAM_TIMELINE", timeline, 1);
         }
-        double t0 = now_s();
+        double t0 = bench_now_s();
         if ((st = convolve_execute(p, in, out)) != CONVOLVE_OK)
             fail("execute", st);
         if (r < runs)
-            t[r] = (now_s() - t0) * 1e3;
+            t[r] = (bench_now_s() - t0) * 1e3;
         unsetenv("CONVOLVE_STREAM_TIMELINE");
     }
     *slabs = sc.slabs;
     convolve_plan_free(p);
     convolve_filter_free(f);
-    return median(t, runs);
+    return bench_median(t, runs);
 }
 
 static void fill(float *v, size_t n)
@@ -464,7 +446,7 @@ static int run_huge(size_t bytes, size_t device_memory, int in_place)
     /* random bytes, 1 MiB chunks each from its own seed (the same whatever
      * the threads), written by all threads (it is hundreds of GiB) */
     const size_t chunk = (size_t)1 << 20, nchunks = (bytes + chunk - 1) / chunk;
-    double tf = now_s();
+    double tf = bench_now_s();
 #pragma omp parallel for schedule(static)
     for (size_t c = 0; c < nchunks; c++) {
         uint32_t st32 = 12345u + (uint32_t)c * 2654435761u;
@@ -477,7 +459,7 @@ static int run_huge(size_t bytes, size_t device_memory, int in_place)
         if (!in_place)
             memset(out + lo, 0xAB, hi - lo);
     }
-    printf("(filled in %.1f s)\n", now_s() - tf);
+    printf("(filled in %.1f s)\n", bench_now_s() - tf);
     size_t shape[2] = {rows, cols};
     convolve_layout l;
     convolve_layout_init(&l, CONVOLVE_UINT8, 2, shape, 1);
@@ -507,10 +489,10 @@ static int run_huge(size_t bytes, size_t device_memory, int in_place)
     convolve_plan *p;
     if ((st = convolve_plan_create(ctx, &p, &l, &l, f, &o)) != CONVOLVE_OK)
         fail("plan", st);
-    double t0 = now_s();
+    double t0 = bench_now_s();
     if ((st = convolve_execute(p, in, out)) != CONVOLVE_OK)
         fail("execute", st);
-    double ms = (now_s() - t0) * 1e3;
+    double ms = (bench_now_s() - t0) * 1e3;
     convolve_plan_free(p);
     int bad = 0;
     for (int k = 0; k < HUGE_SAMPLES; k++)

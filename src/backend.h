@@ -26,10 +26,12 @@ typedef struct cvi_backend {
     const cvi_strategy *(*pick)(const cvi_device *dev, const cvi_problem *p, char *why,
                                 size_t why_size);
 
-    /* Makes the per-plan state of strategy s (of this backend) for p: checks
-     * that s serves p (UNSUPPORTED naming why), and copies or keeps what it
-     * needs (p and its arrays outlive the state). Errors: UNSUPPORTED,
-     * OUT_OF_MEMORY, DEVICE, DEVICE_OUT_OF_MEMORY, with the message on ctx. */
+    /* Makes the per-plan state of strategy s (of this backend) for p, or for
+     * a slab of p (a streamed job's sub-problem), copying or keeping what it
+     * needs (p and its arrays outlive the state). s serves p on dev: the
+     * core checked (cvi_strategy_check, or the backend's own pick), and
+     * prepare does not check again. Errors: UNSUPPORTED, OUT_OF_MEMORY,
+     * DEVICE, DEVICE_OUT_OF_MEMORY, with the message on ctx. */
     convolve_status (*prepare)(convolve_context *ctx, const cvi_device *dev,
                                const cvi_strategy *s, const cvi_problem *p, void **state);
 

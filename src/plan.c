@@ -396,7 +396,6 @@ static convolve_status find_named(convolve_plan *plan, const convolve_options *o
     const cvi_problem *p = &plan->problem;
     const char *name = o->strategy;
     const cvi_strategy *s = cvi_strategy_find(backend, name);
-    char why[CVI_REASON_SIZE] = "";
     if (!s && backend == CONVOLVE_BACKEND_CPU && o->backend == CONVOLVE_BACKEND_AUTO &&
         cvi_strategy_find(CONVOLVE_BACKEND_CUDA, name))
         return cvi_error(ctx, CONVOLVE_ERROR_BACKEND_UNAVAILABLE,
@@ -418,14 +417,10 @@ static convolve_status find_named(convolve_plan *plan, const convolve_options *o
                          "no strategy '%s' on the %s backend; %d-D strategies there:%s", name,
                          convolve_backend_name(backend), p->ndim, list);
     }
-    if (!cvi_strategy_serves_ndim(s, p->ndim))
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                         "strategy '%s' does not serve %d-D arrays", name, p->ndim);
-    if (s->check && s->check(s, p, &ctx->cuda, why, sizeof why) != CONVOLVE_OK)
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED, "strategy '%s' cannot serve this "
-                         "case: %s", name, why);
-    *found = s;
-    return CONVOLVE_OK;
+    convolve_status st = cvi_strategy_check(ctx, s, p, &ctx->cuda);
+    if (st == CONVOLVE_OK)
+        *found = s;
+    return st;
 }
 
 /* Makes plan->state for strategy s: plan->strategy, ->backend and ->state

@@ -1,6 +1,7 @@
 /*
  * problem.c - what problem.h offers every module besides errors (error.c)
- * and spans (layout.c): the range check the backends' FFT strategies
+ * and spans (layout.c): whether a strategy serves a problem (its check,
+ * run here once for a plan), the range check the backends' FFT strategies
  * share, and the clock of timings and progress.
  */
 #include "problem.h"
@@ -15,6 +16,21 @@ double cvi_now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- strategies ------------------------------------------------------------ */
+
+convolve_status cvi_strategy_check(convolve_context *ctx, const cvi_strategy *s,
+                                   const cvi_problem *p, const cvi_device *dev)
+{
+    char why[CVI_REASON_SIZE] = "";
+    if (!cvi_strategy_serves_ndim(s, p->ndim))
+        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED, "strategy '%s' does not serve %d-D arrays",
+                         s->name, p->ndim);
+    if (s->check && s->check(s, p, dev, why, sizeof why) != CONVOLVE_OK)
+        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
+                         "strategy '%s' cannot serve this case: %s", s->name, why);
+    return CONVOLVE_OK;
 }
 
 /* ---- the FFT's range ------------------------------------------------------ */

@@ -185,6 +185,14 @@ static inline int cvi_strategy_serves_ndim(const cvi_strategy *s, int ndim)
     return ndim >= 1 && ndim <= 3 && (s->dims >> (ndim - 1) & 1u);
 }
 
+/* Whether strategy s serves p on device dev (NULL: not probed): its
+ * dimensions, then its check. The one place a strategy's check runs before
+ * a plan is prepared (named, timed by the autotune, or run on the devices
+ * of a streamed plan); the backends' prepare assumes it passed. Errors:
+ * UNSUPPORTED, the message on ctx saying why. */
+convolve_status cvi_strategy_check(convolve_context *ctx, const cvi_strategy *s,
+                                   const cvi_problem *p, const cvi_device *dev);
+
 /* Whether an FFT of p, computing in double (dbl) or float with transforms
  * of at most `points` points, stays within its type's range for inputs up
  * to magnitude xmax (and a finite cval where CONSTANT mode reads it). Its

@@ -1052,6 +1052,15 @@ convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const 
         }
         for (int w = 0; w < job.worker_count; w++)
             b->probe_index(job.devices[w], &probes[w]);
+        /* the plan's strategy was checked on the current device only */
+        for (int w = 0; w < job.worker_count && st == CONVOLVE_OK; w++)
+            if ((st = cvi_strategy_check(ctx, job.strategy, &plan->problem, &probes[w])) !=
+                CONVOLVE_OK)
+                cvi_error_prefix(ctx, st, "device %d: ", job.devices[w]);
+        if (st != CONVOLVE_OK) {
+            free(probes);
+            goto finish;
+        }
         plan->device_probes = probes;
     }
     wctx = calloc((size_t)job.worker_count, sizeof *wctx);

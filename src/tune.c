@@ -51,11 +51,9 @@ static void make_key(const convolve_context *ctx, const cvi_problem *p, const cv
 }
 
 /* 1 if s serves p (on the context's device). */
-static int serves(const convolve_context *ctx, const cvi_strategy *s, const cvi_problem *p)
+static int serves(convolve_context *ctx, const cvi_strategy *s, const cvi_problem *p)
 {
-    char why[CVI_REASON_SIZE];
-    return cvi_strategy_serves_ndim(s, p->ndim) &&
-           (!s->check || s->check(s, p, &ctx->cuda, why, sizeof why) == CONVOLVE_OK);
+    return cvi_strategy_check(ctx, s, p, &ctx->cuda) == CONVOLVE_OK;
 }
 
 /* The median time (ms) of strategy s on p: prepared, one warm-up run, then

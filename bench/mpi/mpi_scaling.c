@@ -28,6 +28,7 @@
  * cores, its growth with the ranks is the work the decomposition adds,
  * whoever got the cores.
  */
+#include "../bench_util.h"
 #include "convolve_mpi.h"
 
 #include <stdio.h>
@@ -41,18 +42,6 @@ static double cpu_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static void die(int rank, const char *what, convolve_status st, convolve_context *ctx)
@@ -191,7 +180,7 @@ int main(int argc, char **argv)
     }
     double med[PHASES];
     for (int p = 0; p < PHASES; p++)
-        med[p] = median(t + (size_t)p * (size_t)runs, runs);
+        med[p] = bench_median(t + (size_t)p * (size_t)runs, runs);
     convolve_mpi_stats s;
     convolve_mpi_plan_stats(plan, &s);
     unsigned long long bytes = s.bytes_sent, all_bytes = 0;
@@ -217,7 +206,7 @@ int main(int argc, char **argv)
         if (r >= 0)
             pt[r] = worst;
     }
-    double together = median(pt, runs), plain = 0.0;
+    double together = bench_median(pt, runs), plain = 0.0;
     if (rank == 0) {
         for (int r = -1; r < runs; r++) {
             double t0 = MPI_Wtime();
@@ -226,7 +215,7 @@ int main(int argc, char **argv)
             if (r >= 0)
                 pt[r] = (MPI_Wtime() - t0) * 1e3;
         }
-        plain = median(pt, runs);
+        plain = bench_median(pt, runs);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     free(pt);

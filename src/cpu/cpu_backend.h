@@ -13,9 +13,10 @@
  * threads (at least 1). Errors: OUT_OF_MEMORY (index tables). */
 convolve_status cvcpu_reference(const cvi_problem *p, int threads, const void *in, void *out);
 
-/* Caps the instruction set of the fast strategies: 0 portable C, 1 AVX2+FMA,
- * 2 AVX-512F; -1 removes the cap. For tests of every path on one machine;
- * not thread-safe (set it before planning). */
+/* Caps the instruction set of the fast and image strategies (cvcpu_isa):
+ * 0 portable C, 1 AVX2+FMA, 2 AVX-512F; -1 removes the cap (CONVOLVE_CPU_ISA
+ * still applies). For tests of every path on one machine: set it before
+ * planning, not while a plan runs. */
 void cvcpu_fast_limit_isa(int isa);
 
 #endif

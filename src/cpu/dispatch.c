@@ -116,11 +116,8 @@ typedef struct cpu_plan {
 static convolve_status prepare(convolve_context *ctx, const cvi_device *dev,
                                const cvi_strategy *s, const cvi_problem *p, void **state)
 {
-    char why[CVI_REASON_SIZE] = "";
+    (void)dev;
     *state = NULL;
-    if (s->check && s->check(s, p, dev, why, sizeof why) != CONVOLVE_OK)
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                         "strategy '%s' cannot serve this case: %s", s->name, why);
     cpu_plan *plan = malloc(sizeof *plan);
     if (!plan)
         return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for a plan");

@@ -31,8 +31,14 @@
 
 enum { CVCPU_ISA_PORTABLE = 0, CVCPU_ISA_AVX2 = 1, CVCPU_ISA_AVX512 = 2 };
 
-/* The best instruction set this CPU has, capped by cvcpu_fast_limit_isa. */
+/* The instruction set the kernels use (isa.c): the best this CPU has,
+ * capped by the environment's CONVOLVE_CPU_ISA (both read once per
+ * process, on the first call) and by cvcpu_fast_limit_isa. Thread-safe. */
 int cvcpu_isa(void);
+
+/* CONVOLVE_CPU_ISA's values: "portable" (or "scalar"), "avx2", "avx512" give
+ * CVCPU_ISA_*; anything else (NULL included) -1, which sets no cap. */
+int cvcpu_isa_parse(const char *name);
 
 /* The kernels' function attributes on x86-64: AVX2 with FMA; AVX-512F with
  * AVX2 and FMA as well, as the AVX-512 kernels also use their 256-bit forms

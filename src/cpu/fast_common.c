@@ -1,8 +1,8 @@
 /*
- * fast_common.c - the parts every fast CPU strategy shares: the choice of
- * instruction set, gathering extended input rows (type conversion, channel
- * and strides, the boundary mode), storing output rows with conversion
- * (non-temporal stores for large float32 outputs), and aligned scratch.
+ * fast_common.c - the parts every fast CPU strategy shares: gathering
+ * extended input rows (type conversion, channel and strides, the boundary
+ * mode), storing output rows with conversion (non-temporal stores for large
+ * float32 outputs), and aligned scratch.
  */
 #include "fast.h"
 
@@ -21,34 +21,6 @@
 #include <emmintrin.h>
 #define CVCPU_HAVE_SSE2 1
 #endif
-
-/* ---- instruction sets ------------------------------------------------- */
-
-static int g_isa_limit = CVCPU_ISA_AVX512;
-
-void cvcpu_fast_limit_isa(int isa)
-{
-    g_isa_limit = isa < 0 ? CVCPU_ISA_AVX512 : isa;
-}
-
-/* The best instruction set this CPU has, capped by cvcpu_fast_limit_isa. */
-static int best_isa(void)
-{
-    int isa = CVCPU_ISA_PORTABLE;
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
-        isa = CVCPU_ISA_AVX512;
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        isa = CVCPU_ISA_AVX2;
-#endif
-    return isa < g_isa_limit ? isa : g_isa_limit;
-}
-
-int cvcpu_isa(void)
-{
-    return best_isa();
-}
 
 /* ---- memory ------------------------------------------------------------- */
 
@@ -130,7 +102,7 @@ void cvcpu_exec_init(cvcpu_exec *e, const cvi_problem *p, int threads, const voi
      * digits that scipy's double sums keep */
     e->dbl = cvcpu_compute_double(p);
     e->es = e->dbl ? sizeof(double) : sizeof(float);
-    e->isa = best_isa();
+    e->isa = cvcpu_isa();
     e->corr = cvcpu_corr_kernel(e->dbl, e->isa);
     e->cvt = cvcpu_cvt_kernels(e->isa);
     e->threads = threads;

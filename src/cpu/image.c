@@ -75,7 +75,8 @@ convolve_status cvcpu_image_check(const cvi_problem *p, char *why, size_t why_si
     no = "the image strategy needs an x86-64 CPU with AVX2 and FMA";
 #else
     if (cvcpu_isa() < CVCPU_ISA_AVX2)
-        no = "the image strategy needs AVX2 and FMA, which this CPU lacks";
+        no = "the image strategy needs AVX2 and FMA, which this CPU lacks (or "
+             "CONVOLVE_CPU_ISA excludes)";
 #endif
     if (!no && p->ndim > 2)
         no = "the image strategy takes 1-D and 2-D arrays";

@@ -14,12 +14,15 @@
  *     a pass), then the horizontal pass on a piece of row in L1; taller
  *     ones the horizontal pass first (each input row converted once) into
  *     a ring of float rows, then the vertical pass on the ring, symmetric
- *     taps folded (x[k] + x[K-1-k] added before the multiply);
+ *     taps folded (x[k] + x[K-1-k] added before the multiply).
  *     With AVX-512 every separable filter takes the ring path (kernels
  *     of its own: shifted vectors from aligned loads and valignd, eight
  *     output rows per vertical pass with each ring row loaded once);
  *   - dense (image_taps.c): small non-separable filters on a ring of
  *     converted input rows, two output rows per pass over the ring.
+ * image_taps.c drives the last two; their kernels are one file per
+ * instruction set (image_taps_avx2.c, image_taps_avx512.c), reached through
+ * a table (image_taps.h).
  * Work is split into column tiles whose rings stay in L2 and bands of rows,
  * spread over OpenMP threads.
  *
@@ -119,20 +122,6 @@ int cvcpu_image_box_float(const cvi_problem *p);
 #define CVCPU_IMAGE_X86 1
 #define CVCPU_INLINE __attribute__((always_inline)) inline
 
-/* 1 in builds with AddressSanitizer: the kernels' compile-time
- * specialisations (the same sums as the generic code, with the filter length
- * and channels known) are left out there, as instrumenting them took clang
- * minutes for one file; the generic code they specialise is what runs. */
-#if defined(__SANITIZE_ADDRESS__)
-#define CVCPU_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CVCPU_SANITIZED 1
-#endif
-#endif
-#ifndef CVCPU_SANITIZED
-#define CVCPU_SANITIZED 0
-#endif
 #include <immintrin.h>
 #endif
 
@@ -151,7 +140,7 @@ typedef struct cvcpu_img {
     size_t K1, K2;          /* filter extents: vertical, horizontal */
     size_t lo1, lo2;        /* rows / pixels of the window before the output's own */
     int threads;
-    int avx512;             /* AVX-512 kernels (else AVX2) */
+    int avx512;             /* AVX-512 kernels (else AVX2): cvcpu_isa() once an execution */
     cvcpu_img_scratch *scratch; /* the plan's row buffers, or NULL */
 } cvcpu_img;
 

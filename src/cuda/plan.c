@@ -207,10 +207,7 @@ convolve_status cvcu_prepare(convolve_context *ctx, const cvi_device *dev,
     if (!cvi_strategy_serves_ndim(s, p->ndim))
         return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
                          "strategy '%s' does not serve %d-D arrays", s->name, p->ndim);
-    char why[CVI_REASON_SIZE] = "";
-    if (s->check && s->check(s, p, dev, why, sizeof why) != CONVOLVE_OK)
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
-                         "strategy '%s' cannot serve this case: %s", s->name, why);
+    (void)dev; /* s serves p on dev: the core checked (cvi_strategy_check) */
 
     cvcu_plan *plan = calloc(1, sizeof *plan);
     if (!plan || !copy_problem(plan, p)) {
