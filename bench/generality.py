@@ -76,10 +76,13 @@ class Case:
     (dense weights, or per-axis taps), mode, planar channels."""
 
     def __init__(self, name, shape, channels, dtype, mode, dense=None, taps=None, planar=False,
-                 out_dtype=None):
+                 out_dtype=None, cast=False, divisor=0.0):
         self.name, self.shape, self.C, self.dtype = name, tuple(shape), channels, dtype
         self.mode, self.dense, self.taps, self.planar = mode, dense, taps, planar
         self.out_dtype = out_dtype or dtype
+        # scipy's cast (CONVOLVE_CAST_TRUNCATE) and its divisor, as the
+        # Python package runs each pass of an integer image
+        self.cast, self.divisor = cast, divisor
 
     @property
     def ndim(self):
@@ -95,7 +98,7 @@ class Case:
 
     def flops_per_output(self):
         if self.taps is not None:
-            return 2 * sum(len(t) for t in self.taps)
+            return 2 * sum(len(t) for t in self.taps if len(t) > 1)
         return 2 * self.dense.size
 
 
@@ -152,6 +155,9 @@ class Ours:
         opt.operation = 1  # correlate, as CuPy's correlate
         opt.mode = cc.MODES.index(case.mode)
         opt.backend = cc.BACKEND_CUDA
+        if case.cast:
+            opt.integer_cast = 1
+            opt.divisor = case.divisor
         if strategy:
             opt.strategy = strategy.encode()
         plan = C.c_void_p()
@@ -195,6 +201,7 @@ def cases(quick):
         w = rng.uniform(0.1, 1.0, shape)
         return w / w.sum()
     box2 = [np.full(5, 0.2)] * 2
+    one = np.ones(1)
     out = [
         # the issue's table
         Case(f"f64 {N2}^2 dense 3x3", (N2, N2), 1, np.float64, "reflect", dense(3, 3)),
@@ -242,6 +249,21 @@ def cases(quick):
              dense(7, 7, 7)),
         Case(f"u16 3-D {N3b}^3 3x3x3 mirror", (N3b, N3b, N3b), 1, np.uint16, "mirror",
              dense(3, 3, 3)),
+        # scipy's cast: the 1-D passes the Python package runs for integer
+        # images (gaussian_filter(rgb, (s, s, 0)): y on rows of W x C
+        # elements, then x on pixels of C channels), and a fused pair
+        Case(f"u8 RGB {N2b}^2 gaussian:2 y pass, cast", (N2b, N2b * 3), 1, np.uint8, "reflect",
+             taps=[gaussian_taps(2.0), one], cast=True),
+        Case(f"u8 RGB {N2b}^2 gaussian:2 x pass, cast", (N2b, N2b), 3, np.uint8, "reflect",
+             taps=[one, gaussian_taps(2.0)], cast=True),
+        Case(f"u8 RGB {N2b}^2 gaussian:2 both, cast", (N2b, N2b), 3, np.uint8, "reflect",
+             taps=[gaussian_taps(2.0)] * 2, cast=True),
+        Case(f"u16 RGB {N2b}^2 gaussian:3 x pass, cast", (N2b, N2b), 3, np.uint16, "reflect",
+             taps=[one, gaussian_taps(3.0)], cast=True),
+        Case(f"u8 gray {N2}^2 uniform 9 x pass, cast", (N2, N2), 1, np.uint8, "reflect",
+             taps=[one, np.ones(9)], cast=True, divisor=9.0),
+        Case(f"u8 RGBA {N2b}^2 gaussian:1 y pass, cast", (N2b, N2b * 4), 1, np.uint8, "nearest",
+             taps=[gaussian_taps(1.0), one], cast=True),
         Case(f"f32 3-D {N3b}^3 2x4x6 even", (N3b, N3b, N3b), 1, np.float32, "nearest",
              dense(2, 4, 6)),
     ]
@@ -271,15 +293,19 @@ def cupy_ref(case, xc):
         w = w.reshape((1,) + w.shape) if case.planar else w.reshape(w.shape + (1,))
     wc = cp.asarray(w)
     if case.taps is not None:
+        # a divisor (scipy's uniform filters) as taps divided by it: the same
+        # sums to rounding, for the timing and the agreement within a level
+        taps = [t / case.divisor if case.divisor and len(t) > 1 else t for t in case.taps]
         def run():
             y = xc
             axes = range(1, case.ndim + 1) if case.planar else range(case.ndim)
-            for a, t in zip(axes, case.taps):
-                y = cndi.correlate1d(y, cp.asarray(t), axis=a, mode=case.mode)
+            for a, t in zip(axes, taps):
+                if len(t) > 1:
+                    y = cndi.correlate1d(y, cp.asarray(t), axis=a, mode=case.mode)
             return y
         ref = xc.astype(cp.float64)
         axes = range(1, case.ndim + 1) if case.planar else range(case.ndim)
-        for a, t in zip(axes, case.taps):
+        for a, t in zip(axes, taps):
             ref = cndi.correlate1d(ref, cp.asarray(t), axis=a, mode=case.mode)
     else:
         def run():

@@ -5,7 +5,8 @@
 #
 # Configures and builds (Release, sm_90), runs the GPU tests (the chapter's
 # strategies and the fast path), compute-sanitizer (memcheck, racecheck,
-# initcheck) on `test_gpu_strategies --small` and `test_gpu_fast --small`,
+# initcheck) on `test_gpu_strategies --small` and `test_gpu_fast --small`
+# (memcheck and racecheck also on test_gpu_direct and test_gpu_cast),
 # `convolve bench` for every 2-D strategy on 8192x8192 float32 at radii
 # 1,2,3,7, bench/peers.py (cuDNN and CuPy against the fast path on the
 # issue's target shapes), the CPU tests, short 1-D and 3-D benches, the
@@ -223,6 +224,9 @@ if want sanitize; then
             "$CS" --tool "$tool" --error-exitcode 99 --print-limit 20 "$FAST" --small
         [ -x "$DIRECT" ] && step "sanitizer $tool direct" "$OUT/sanitizer.log" 120 \
             "$CS" --tool "$tool" --error-exitcode 99 --print-limit 20 "$DIRECT" --small --cases 12
+        # scipy's cast: the integer-image kernel (src/cuda/fast_cast.cu)
+        [ -x "$BUILD/tests/test_gpu_cast" ] && step "sanitizer $tool cast" "$OUT/sanitizer.log" 120 \
+            "$CS" --tool "$tool" --error-exitcode 99 --print-limit 20 "$BUILD/tests/test_gpu_cast" --small
     done
 fi
 want bench && step "bench 2-D 8192x8192 f32" "$OUT/bench.txt" 120 \
@@ -259,6 +263,9 @@ if want python; then
     done
     step "python peers (GPU)" "$OUT/python.txt" 120 env PYTHONUNBUFFERED=1 \
         CONVOLVE_BUILD_DIR="$BUILD" "$PY" "$ROOT/bench/python_peers.py" --gpu
+    # integer images with scipy's cast: CuPy arrays against cupyx, numpy against scipy
+    step "python integer images (GPU)" "$OUT/python.txt" 150 env PYTHONUNBUFFERED=1 \
+        CONVOLVE_BUILD_DIR="$BUILD" "$PY" "$ROOT/bench/python_gpu_integer.py" --runs 7
 fi
 if want lazy && [ -x "$BUILD/convolve" ]; then
     # issue 15: the CLI on the bundled photo, whole-process wall time by

@@ -1,10 +1,16 @@
 /*
  * test_gpu_cast.c - scipy's integer cast (CONVOLVE_CAST_TRUNCATE) on the
- * GPU: random cases (cast_cases.h) on basic and constant, which sum in
- * double and must serve it, on auto, which must pick one that serves, and
- * on the fast strategies, which must refuse it; each result equal to the
- * model of the cast on the CPU reference's float64 sums. --small: fewer
- * and smaller cases (the CPU emulation of CUDA, label emu).
+ * GPU, each result equal to the model of the cast on the CPU reference's
+ * float64 sums (cast_cases.h):
+ * - random cases of every kind (cc_case) on basic and constant, which sum
+ *   in double and must serve them, on auto, which must pick one that
+ *   serves, and on the others, which refuse them or (direct, separable:
+ *   the integer-image kernel, src/cuda/fast_cast.cu) compute them exactly;
+ *   fft and tiled-out, which compute in float, must refuse every one;
+ * - random integer images (cc_image_case) that kernel serves: direct must
+ *   serve each (separable those of separable filters in 2-D and 3-D), and
+ *   auto must pick direct or separable.
+ * --small: fewer and smaller cases (the CPU emulation of CUDA, label emu).
  */
 #include "cast_cases.h"
 
@@ -33,7 +39,27 @@ int main(int argc, char **argv)
         cc_case(ctx, CONVOLVE_BACKEND_CUDA, strategies, 7, "basic", small ? 12 : 64, served);
     CHECK(served[0] == cases && served[1] == cases && served[2] == cases,
           "basic %d, constant %d, auto %d of %d", served[0], served[1], served[2], cases);
-    CHECK(served[3] + served[4] + served[5] + served[6] == 0, "a float strategy served");
+    CHECK(served[5] + served[6] == 0, "a float strategy served");
+
+    static const char *const kernel[] = {"direct", "separable", NULL, "fft"};
+    int kserved[4] = {0}, expected = 0, picked_kernel = 0;
+    const int images = small ? 24 : 400;
+    for (int i = 0; i < images; i++) {
+        const char *picked = NULL;
+        const int expect = cc_image_case(ctx, CONVOLVE_BACKEND_CUDA, kernel, 4, "direct",
+                                         small ? 20 : 80, kserved, &picked);
+        expected += expect;
+        if (expect && picked && (strcmp(picked, "direct") == 0 || strcmp(picked, "separable") == 0))
+            picked_kernel++;
+        else
+            CHECK(!expect, "auto picked '%s' for an integer image the kernel serves",
+                  picked ? picked : "(none)");
+    }
+    CHECK(kserved[0] == expected && kserved[2] == images && kserved[3] == 0 && expected > 0,
+          "direct served %d of %d, auto %d of %d, fft %d", kserved[0], expected, kserved[2],
+          images, kserved[3]);
+    printf("test_gpu_cast: %d integer images, %d on the kernel (separable served %d), auto "
+           "chose it %d times\n", images, expected, kserved[1], picked_kernel);
     convolve_context_free(ctx);
     return h_finish("test_gpu_cast");
 }

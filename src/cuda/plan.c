@@ -8,6 +8,7 @@
  */
 #include "plan.h"
 #include "backend.h"
+#include "fast_cast.h"
 #include "fast_direct.h"
 #include "fast_direct3d.h"
 #include "strategies.h"
@@ -190,6 +191,8 @@ static convolve_status prepare_kernels(convolve_context *ctx, cvcu_plan *plan)
         return upload_weights(ctx, plan);
     case CVK_DIRECT:
     case CVK_SEPARABLE:
+        if (cvi_truncates(p)) /* fast_cast.cu: the taps go with each launch */
+            return CONVOLVE_OK;
         if (use_generated(plan->strategy->id, p))
             return cvcu_gen_prepare(ctx, p, plan->strategy->id == CVK_SEPARABLE, &plan->gen);
         return p->kcount <= bank_cap ? fill_bank(ctx, plan) : upload_weights(ctx, plan);
@@ -350,6 +353,38 @@ static cudaError_t launch_direct(const cvcu_plan *plan, const cvk_args *a, cudaS
     return two ? cvk_direct2d_launch(&g, stream) : cvk_direct1d_launch(&g, stream);
 }
 
+/* scipy's cast on integer images (fast_cast.cu): the plan's taps along y
+ * and x (strategies.c's cvcu_cast_serves has checked the case), the tap of
+ * axis 0 folded into those along y; a filter along one axis that is not
+ * separable has its weights as that axis's taps. */
+static cudaError_t launch_cast(const cvcu_plan *plan, const cvk_args *a, cudaStream_t stream)
+{
+    const cvi_problem *p = &plan->p;
+    cvk_cast_args g;
+    memset(&g, 0, sizeof g);
+    g.in = a->in;
+    g.out = a->out;
+    g.planes = a->n[0], g.height = a->n[1], g.width = a->n[2];
+    for (int i = 0; i < 3; i++) {
+        g.is[i] = a->is[i];
+        g.os[i] = a->os[i];
+    }
+    g.ics = a->ics, g.ocs = a->ocs;
+    g.channels = (int)a->channels;
+    g.type = (int)p->in_type;
+    g.ky = (int)p->ksize[1], g.kx = (int)p->ksize[2];
+    g.koffy = (int)p->koff[1], g.koffx = (int)p->koff[2];
+    g.mode = p->mode;
+    g.cval = p->cval;
+    g.divisor = p->divisor;
+    g.snap = p->snap;
+    for (int k = 0; k < g.ky; k++)
+        g.ty[k] = p->separable ? p->taps[0][0] * p->taps[1][k] : g.kx == 1 ? p->weights[k] : 1.0;
+    for (int k = 0; k < g.kx; k++)
+        g.tx[k] = p->separable ? p->taps[2][k] : g.kx == 1 ? 1.0 : p->weights[k];
+    return cvk_cast_launch(&g, stream);
+}
+
 /* 1 if the arrays of a are rows of interleaved channels, contiguous along x. */
 static int rows_interleaved(const cvk_args *a)
 {
@@ -366,6 +401,8 @@ cudaError_t cvcu_launch(cvcu_plan *plan, const cvk_args *a, cudaStream_t stream)
         return launch_fft(plan, a, stream);
     case CVK_DIRECT:
     case CVK_SEPARABLE:
+        if (cvi_truncates(&plan->p))
+            return launch_cast(plan, a, stream);
         if (plan->gen)
             return cvcu_gen_launch(plan->gen, a->in, a->out, a->is, a->ics, a->os, a->ocs, stream);
         if (!rows_interleaved(a)) /* the chapter's constant (or basic) kernel: any layout */

@@ -6,6 +6,7 @@
  */
 #include "strategies.h"
 #include "backend.h"
+#include "fast_cast.h"
 #include "fast_fft.h"
 #include "gen_plan.h"
 #include "kernels.h"
@@ -125,16 +126,46 @@ static convolve_status check_shared(int strategy, const cvi_problem *p,
     return CONVOLVE_OK;
 }
 
-/* scipy's cast (CONVOLVE_CAST_TRUNCATE) sums in double: only basic and
- * constant have double instances for integer inputs. */
+/* scipy's cast (CONVOLVE_CAST_TRUNCATE) sums in double: basic and constant
+ * have double instances for integer inputs; direct and separable run the
+ * integer-image kernel (fast_cast.cu) where cvcu_cast_serves says so (their
+ * checks); the others refuse it. */
 static convolve_status check_cast(const cvi_strategy *s, const cvi_problem *p, char *why,
                                   size_t why_size)
 {
     if (!cvi_truncates(p) || s->id == CVK_BASIC || s->id == CVK_CONSTANT)
         return CONVOLVE_OK;
     snprintf(why, why_size, "it computes integer data in float: scipy's cast "
-             "(CONVOLVE_CAST_TRUNCATE), which sums in double, runs on 'basic' or 'constant'");
+             "(CONVOLVE_CAST_TRUNCATE), which sums in double, runs on 'basic' or 'constant' "
+             "(and on 'direct' and 'separable' for uint8 or uint16 images of 1 to %d channels "
+             "filtered along y and x by separable or one-axis filters of up to %d taps an axis)",
+             CVK_CAST_MAX_CHANNELS, CVK_CAST_MAX_K);
     return CONVOLVE_ERROR_UNSUPPORTED;
+}
+
+int cvcu_cast_serves(const cvi_problem *p, char *why, size_t n)
+{
+    const size_t K0 = p->ksize[0], K1 = p->ksize[1], K2 = p->ksize[2];
+    if (p->in_type != p->out_type ||
+        (p->in_type != CONVOLVE_UINT8 && p->in_type != CONVOLVE_UINT16))
+        snprintf(why, n, "its kernel for scipy's cast takes uint8 to uint8 or uint16 to "
+                 "uint16; this is %s to %s", convolve_dtype_name(p->in_type),
+                 convolve_dtype_name(p->out_type));
+    else if (p->channels > CVK_CAST_MAX_CHANNELS)
+        snprintf(why, n, "its kernel for scipy's cast takes 1 to %d interleaved channels, not "
+                 "%zu", CVK_CAST_MAX_CHANNELS, p->channels);
+    else if (K0 != 1)
+        snprintf(why, n, "its kernel for scipy's cast filters along y and x only; this filter "
+                 "has %zu taps along axis 0", K0);
+    else if (K1 > CVK_CAST_MAX_K || K2 > CVK_CAST_MAX_K || p->folded)
+        snprintf(why, n, "its kernel for scipy's cast takes up to %d taps an axis; this filter "
+                 "is %zux%zu", CVK_CAST_MAX_K, K1, K2);
+    else if (!p->separable && K1 > 1 && K2 > 1)
+        snprintf(why, n, "its kernel for scipy's cast takes separable filters (or filters "
+                 "along one axis); this %zux%zu filter is dense", K1, K2);
+    else
+        return 1;
+    return 0;
 }
 
 static convolve_status check_basic(const cvi_strategy *s, const cvi_problem *p,
@@ -175,22 +206,27 @@ static convolve_status check_banked(const cvi_strategy *s, const cvi_problem *p,
 static convolve_status check_direct(const cvi_strategy *s, const cvi_problem *p,
                                     const cvi_device *dev, char *why, size_t n)
 {
-    (void)dev;
-    if (check_cast(s, p, why, n) != CONVOLVE_OK)
-        return CONVOLVE_ERROR_UNSUPPORTED;
+    (void)s, (void)dev;
+    if (cvi_truncates(p))
+        return cvcu_cast_serves(p, why, n) ? CONVOLVE_OK : CONVOLVE_ERROR_UNSUPPORTED;
     return cvcu_gen_serves(p, 0, why, n) ? CONVOLVE_OK : CONVOLVE_ERROR_UNSUPPORTED;
 }
 
 static convolve_status check_separable(const cvi_strategy *s, const cvi_problem *p,
                                        const cvi_device *dev, char *why, size_t n)
 {
-    (void)dev;
-    if (check_cast(s, p, why, n) != CONVOLVE_OK)
-        return CONVOLVE_ERROR_UNSUPPORTED;
+    (void)s, (void)dev;
     if (p->ndim < 2) {
         snprintf(why, n, "a 1-D filter is its own separable form; use 'direct'");
         return CONVOLVE_ERROR_UNSUPPORTED;
     }
+    if (cvi_truncates(p) && !p->separable) {
+        snprintf(why, n, "the filter is not separable (under scipy's cast, dense weights are "
+                 "summed as given)");
+        return CONVOLVE_ERROR_UNSUPPORTED;
+    }
+    if (cvi_truncates(p))
+        return cvcu_cast_serves(p, why, n) ? CONVOLVE_OK : CONVOLVE_ERROR_UNSUPPORTED;
     return cvcu_gen_serves(p, 1, why, n) ? CONVOLVE_OK : CONVOLVE_ERROR_UNSUPPORTED;
 }
 

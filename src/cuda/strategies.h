@@ -17,4 +17,12 @@ size_t cvcu_acc_size(const cvi_problem *p);
  * SIZE_MAX if it overflows. */
 size_t cvcu_dynamic_shared(int strategy, const cvi_problem *p);
 
+/* 1 if the integer-image kernel of scipy's cast (fast_cast.cu), which the
+ * strategies direct and separable run under CONVOLVE_CAST_TRUNCATE, serves
+ * p (a truncating problem): uint8 to uint8 or uint16 to uint16, 1 to
+ * CVK_CAST_MAX_CHANNELS channels, any strides, one tap along axis 0, up to
+ * CVK_CAST_MAX_K taps along each of axes 1 and 2 (not folded), separable or
+ * with taps along one axis only. Else 0, and why says why. */
+int cvcu_cast_serves(const cvi_problem *p, char *why, size_t n);
+
 #endif
