@@ -9,6 +9,8 @@
 #               build; this builds the package and the static library only)
 #   make install-python  that, then copy it into the interpreter's site directory
 #               (docs/python.md; PYTHON=/path/to/python3 picks the interpreter)
+#   make format  rewrite the tracked C, C++ and CUDA files with clang-format 14
+#               as .clang-format says (scripts/check_format.sh checks them; CI)
 # Variables: BUILD (the build folder), JOBS, CMAKE_FLAGS (more -D options),
 #   PYTHON (above: a path, or a name looked up on PATH, that must exist; the
 #   choice stays in $(BUILD)'s CMake cache, and a later PYTHON replaces it,
@@ -39,7 +41,7 @@ else ifeq ($(origin CUDA),command line)
 $(error CUDA=$(CUDA): give ON or OFF)
 endif
 
-.PHONY: all build demo test test-sanitize test-emu clean python install-python
+.PHONY: all build demo test test-sanitize test-emu clean python install-python format
 all: build
 
 build:
@@ -72,6 +74,9 @@ python:
 
 install-python: python
 	cmake --install $(BUILD) --component python
+
+format:
+	CONVOLVE_REQUIRE_FORMAT=1 bash scripts/check_format.sh --fix
 
 clean:
 	rm -rf $(BUILD) build-sanitize build-emu build-pip
