@@ -26,13 +26,13 @@
 
 #include "bench_util.h"
 
-#define CK(x)                                                                           \
-    do {                                                                                \
-        cudaError_t e_ = (x);                                                           \
-        if (e_ != cudaSuccess) {                                                        \
-            fprintf(stderr, "link_bench: %s: %s\n", #x, cudaGetErrorString(e_));        \
-            exit(1);                                                                    \
-        }                                                                               \
+#define CK(x)                                                                    \
+    do {                                                                         \
+        cudaError_t e_ = (x);                                                    \
+        if (e_ != cudaSuccess) {                                                 \
+            fprintf(stderr, "link_bench: %s: %s\n", #x, cudaGetErrorString(e_)); \
+            exit(1);                                                             \
+        }                                                                        \
     } while (0)
 
 static void report(const char *what, size_t bytes, double ms)

@@ -48,9 +48,12 @@ static size_t parse_bytes(const char *s)
     char *end;
     double v = strtod(s, &end);
     switch (*end) {
-    case 'k': case 'K': v *= 1024.0; break;
-    case 'm': case 'M': v *= 1048576.0; break;
-    case 'g': case 'G': v *= 1073741824.0; break;
+    case 'k':
+    case 'K': v *= 1024.0; break;
+    case 'm':
+    case 'M': v *= 1048576.0; break;
+    case 'g':
+    case 'G': v *= 1073741824.0; break;
     default: break;
     }
     return (size_t)v;
@@ -63,13 +66,13 @@ typedef struct {
 } bandwidth;
 
 #ifdef CONVOLVE_WITH_CUDA
-#define CK(x)                                                                         \
-    do {                                                                              \
-        cudaError_t e_ = (x);                                                         \
-        if (e_ != cudaSuccess) {                                                      \
-            fprintf(stderr, "stream_bench: %s: %s\n", #x, cudaGetErrorString(e_));     \
-            exit(2);                                                                  \
-        }                                                                             \
+#define CK(x)                                                                      \
+    do {                                                                           \
+        cudaError_t e_ = (x);                                                      \
+        if (e_ != cudaSuccess) {                                                   \
+            fprintf(stderr, "stream_bench: %s: %s\n", #x, cudaGetErrorString(e_)); \
+            exit(2);                                                               \
+        }                                                                          \
     } while (0)
 
 static bandwidth measure_bandwidth(int dev, size_t bytes, int runs)
@@ -300,8 +303,8 @@ static void fill(float *v, size_t n)
     }
 }
 
-static void run_case(const bench_case *c, size_t budget, int devices, const bandwidth *bw,
-                     int runs, const char *timeline)
+static void run_case(const bench_case *c, size_t budget, int devices, const bandwidth *bw, int runs,
+                     const char *timeline)
 {
     convolve_layout l;
     convolve_layout_init(&l, CONVOLVE_FLOAT32, c->ndim, c->shape, 1);
@@ -318,8 +321,9 @@ static void run_case(const bench_case *c, size_t budget, int devices, const band
     memset(two, 0xFF, bytes);
     /* the ideal: input and output bytes at the pinned bandwidth, both
      * directions at once, on `d` devices */
-    printf("\n## %s: %.2f GiB in + %.2f GiB out, filter %zu^%d, float32, reflect, strategy direct\n",
-           c->name, bytes / 1073741824.0, bytes / 1073741824.0, c->k, c->ndim);
+    printf(
+        "\n## %s: %.2f GiB in + %.2f GiB out, filter %zu^%d, float32, reflect, strategy direct\n",
+        c->name, bytes / 1073741824.0, bytes / 1073741824.0, c->k, c->ndim);
     printf("| run | devices | slabs | ms | GB/s (in+out) | ideal ms | ratio | identical |\n");
     printf("|---|---|---|---|---|---|---|---|\n");
     size_t slabs;
@@ -333,8 +337,7 @@ static void run_case(const bench_case *c, size_t budget, int devices, const band
            2.0 * (double)bytes / (ms * 1e6), ideal1, ideal1 > 0 ? ms / ideal1 : 0);
     fflush(stdout);
     int dev0[1] = {0};
-    ms = time_plan(c, &l, in, two, budget, dev0, 1, runs, &slabs, timeline,
-                   "streamed, 1 device");
+    ms = time_plan(c, &l, in, two, budget, dev0, 1, runs, &slabs, timeline, "streamed, 1 device");
     printf("| streamed (budget %zu MiB) | 1 | %zu | %.1f | %.2f | %.1f | %.2f | %s |\n",
            budget >> 20, slabs, ms, 2.0 * (double)bytes / (ms * 1e6), ideal1,
            ideal1 > 0 ? ms / ideal1 : 0, memcmp(one, two, bytes) == 0 ? "yes" : "NO");
@@ -346,9 +349,9 @@ static void run_case(const bench_case *c, size_t budget, int devices, const band
             ms = time_plan(c, &l, in, two, budget, dev0, 1, runs, &slabs, timeline,
                            "streamed, arrays pinned, 1 device");
             printf("| streamed, arrays pinned (budget %zu MiB) | 1 | %zu | %.1f | %.2f | %.1f | "
-                   "%.2f | %s |\n", budget >> 20, slabs, ms, 2.0 * (double)bytes / (ms * 1e6),
-                   ideal1, ideal1 > 0 ? ms / ideal1 : 0,
-                   memcmp(one, two, bytes) == 0 ? "yes" : "NO");
+                   "%.2f | %s |\n",
+                   budget >> 20, slabs, ms, 2.0 * (double)bytes / (ms * 1e6), ideal1,
+                   ideal1 > 0 ? ms / ideal1 : 0, memcmp(one, two, bytes) == 0 ? "yes" : "NO");
             fflush(stdout);
             convolve_host_unregister(ctx, two);
         }
@@ -375,8 +378,9 @@ static void run_case(const bench_case *c, size_t budget, int devices, const band
                 snprintf(label, sizeof label, "streamed, arrays pinned, %d devices", d);
                 ms = time_plan(c, &l, in, two, 0, list, d, runs, &slabs, timeline, label);
                 printf("| streamed, arrays pinned (automatic budget) | %d | %zu | %.1f | %.2f | "
-                       "%.1f | %.2f | %s |\n", d, slabs, ms, 2.0 * (double)bytes / (ms * 1e6),
-                       ideal1 / d, ideal1 > 0 ? ms / (ideal1 / d) : 0,
+                       "%.1f | %.2f | %s |\n",
+                       d, slabs, ms, 2.0 * (double)bytes / (ms * 1e6), ideal1 / d,
+                       ideal1 > 0 ? ms / (ideal1 / d) : 0,
                        memcmp(one, two, bytes) == 0 ? "yes" : "NO");
                 fflush(stdout);
                 convolve_host_unregister(ctx, two);
@@ -425,9 +429,10 @@ static int run_huge(size_t bytes, size_t device_memory, int in_place)
     const int arrays = in_place ? 1 : 2;
     long pages = sysconf(_SC_AVPHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     if (pages > 0 && psize > 0 && (double)bytes * arrays > (double)pages * (double)psize) {
-        fprintf(stderr, "stream_bench: %d x %.1f GiB do not fit the host's %.1f GiB of free "
-                "memory\n", arrays, bytes / 1073741824.0,
-                (double)pages * (double)psize / 1073741824.0);
+        fprintf(stderr,
+                "stream_bench: %d x %.1f GiB do not fit the host's %.1f GiB of free "
+                "memory\n",
+                arrays, bytes / 1073741824.0, (double)pages * (double)psize / 1073741824.0);
         return 2;
     }
     unsigned char *in = malloc(bytes), *out = in_place ? in : malloc(bytes);
@@ -440,9 +445,9 @@ static int run_huge(size_t bytes, size_t device_memory, int in_place)
         return 2;
     }
     printf("\n## larger than the device: uint8 %zux%zu (%.1f GiB in, %.1f GiB out%s; the "
-           "device has %.1f GiB), 3x3 box, reflect\n", rows, cols, bytes / 1073741824.0,
-           bytes / 1073741824.0, in_place ? ", in place: the same array" : "",
-           device_memory / 1073741824.0);
+           "device has %.1f GiB), 3x3 box, reflect\n",
+           rows, cols, bytes / 1073741824.0, bytes / 1073741824.0,
+           in_place ? ", in place: the same array" : "", device_memory / 1073741824.0);
     /* random bytes, 1 MiB chunks each from its own seed (the same whatever
      * the threads), written by all threads (it is hundreds of GiB) */
     const size_t chunk = (size_t)1 << 20, nchunks = (bytes + chunk - 1) / chunk;
@@ -563,11 +568,11 @@ int main(int argc, char **argv)
         printf("stream_bench: skipped: %s\n", info.reason);
         return 77;
     }
-    printf("# stream_bench: %s x%d, libconvolve %s, runs %d (median after a warm-up)\n",
-           info.name, devices, convolve_version_string(), runs);
+    printf("# stream_bench: %s x%d, libconvolve %s, runs %d (median after a warm-up)\n", info.name,
+           devices, convolve_version_string(), runs);
     if (huge) /* auto: 1.5 times the device's memory */
-        return run_huge(huge == (size_t)-1 ? info.total_memory / 2 * 3 : huge,
-                        info.total_memory, in_place);
+        return run_huge(huge == (size_t)-1 ? info.total_memory / 2 * 3 : huge, info.total_memory,
+                        in_place);
     printf("\n## pinned host<->device bandwidth (%zu MiB copies), GB/s\n", bw_bytes >> 20);
     printf("| device | H2D alone | D2H alone | H2D, both at once | D2H, both at once |\n");
     printf("|---|---|---|---|---|\n");
@@ -576,14 +581,14 @@ int main(int argc, char **argv)
         bandwidth bw = measure_bandwidth(d, bw_bytes, 5);
         if (d == 0)
             bw0 = bw;
-        printf("| %d | %.2f | %.2f | %.2f | %.2f |\n", d, bw.h2d, bw.d2h, bw.both_h2d,
-               bw.both_d2h);
+        printf("| %d | %.2f | %.2f | %.2f | %.2f |\n", d, bw.h2d, bw.d2h, bw.both_h2d, bw.both_d2h);
     }
     if (devices > 1) {
         /* what the host moves with several devices copying at once: the
          * ceiling of a streamed run over them */
         printf("\n## the host's aggregate: devices 0..n-1 each copying %zu MiB in and out at "
-               "once, GB/s (in + out, all devices)\n", bw_bytes >> 20);
+               "once, GB/s (in + out, all devices)\n",
+               bw_bytes >> 20);
         printf("| devices | GB/s | x one device |\n|---|---|---|\n");
         double one = 0;
         for (int n = 1; n <= devices; n++) {

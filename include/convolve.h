@@ -73,11 +73,11 @@ typedef enum convolve_status {
     CONVOLVE_ERROR_BACKEND_UNAVAILABLE = 8, /* backend not built in, or no usable device */
     CONVOLVE_ERROR_DEVICE = 9,              /* a CUDA call failed */
     CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY = 10,
-    CONVOLVE_ERROR_IO = 11,                 /* opening, reading or writing a file failed */
-    CONVOLVE_ERROR_FORMAT = 12,             /* file content malformed or of an unsupported kind */
-    CONVOLVE_ERROR_INTERNAL = 13,           /* a bug in libconvolve: please report it */
-    CONVOLVE_ERROR_CANCELLED = 14,          /* the progress callback asked to stop */
-    CONVOLVE_ERROR_LIMIT = 15               /* an image declares more pixels than the limit */
+    CONVOLVE_ERROR_IO = 11,        /* opening, reading or writing a file failed */
+    CONVOLVE_ERROR_FORMAT = 12,    /* file content malformed or of an unsupported kind */
+    CONVOLVE_ERROR_INTERNAL = 13,  /* a bug in libconvolve: please report it */
+    CONVOLVE_ERROR_CANCELLED = 14, /* the progress callback asked to stop */
+    CONVOLVE_ERROR_LIMIT = 15      /* an image declares more pixels than the limit */
 } convolve_status;
 
 /* The enumerator's name, e.g. "CONVOLVE_ERROR_BAD_LAYOUT";
@@ -117,11 +117,11 @@ CONVOLVE_API convolve_status convolve_dtype_parse(const char *name, convolve_dty
  */
 typedef struct convolve_layout {
     convolve_dtype dtype;
-    int ndim;                               /* 1 to 3 spatial dimensions */
-    size_t shape[CONVOLVE_MAX_DIMS];        /* extents, slowest first; entries past ndim ignored */
-    size_t channels;                        /* >= 1 */
-    ptrdiff_t strides[CONVOLVE_MAX_DIMS];   /* bytes between neighbours along each axis */
-    ptrdiff_t channel_stride;               /* bytes between the channels of one element */
+    int ndim;                             /* 1 to 3 spatial dimensions */
+    size_t shape[CONVOLVE_MAX_DIMS];      /* extents, slowest first; entries past ndim ignored */
+    size_t channels;                      /* >= 1 */
+    ptrdiff_t strides[CONVOLVE_MAX_DIMS]; /* bytes between neighbours along each axis */
+    ptrdiff_t channel_stride;             /* bytes between the channels of one element */
 } convolve_layout;
 
 /*
@@ -164,7 +164,7 @@ CONVOLVE_API const char *convolve_last_error(const convolve_context *ctx);
  * Errors: INVALID_ARGUMENT (NULL context).
  */
 CONVOLVE_API convolve_status convolve_context_set_max_pixels(convolve_context *ctx,
-                                                              size_t max_pixels);
+                                                             size_t max_pixels);
 /* The context's pixel limit (0: none); 0 for NULL. */
 CONVOLVE_API size_t convolve_context_max_pixels(const convolve_context *ctx);
 
@@ -181,8 +181,7 @@ CONVOLVE_API size_t convolve_context_max_pixels(const convolve_context *ctx);
  * 8.9 MB, 6 (libpng's default) 2.4 s and 7.2 MB, 9 34 s and 6.6 MB.
  * Errors: INVALID_ARGUMENT (NULL context, a level outside 0..9).
  */
-CONVOLVE_API convolve_status convolve_context_set_png_compression(convolve_context *ctx,
-                                                                   int level);
+CONVOLVE_API convolve_status convolve_context_set_png_compression(convolve_context *ctx, int level);
 /* The context's PNG compression level; -1 for NULL. */
 CONVOLVE_API int convolve_context_png_compression(const convolve_context *ctx);
 
@@ -191,7 +190,8 @@ CONVOLVE_API int convolve_context_png_compression(const convolve_context *ctx);
 /* ------------------------------------------------------------------------ */
 
 typedef enum convolve_backend {
-    CONVOLVE_BACKEND_AUTO = 0, /* CUDA when built in, a device is usable and the work pays; else CPU */
+    CONVOLVE_BACKEND_AUTO =
+        0, /* CUDA when built in, a device is usable and the work pays; else CPU */
     CONVOLVE_BACKEND_CPU = 1,
     CONVOLVE_BACKEND_CUDA = 2
 } convolve_backend;
@@ -204,11 +204,11 @@ CONVOLVE_API int convolve_backend_built(convolve_backend backend);
 
 /* A named way of computing the convolution on one backend. */
 typedef struct convolve_strategy_info {
-    const char *name;          /* e.g. "tiled-in"; unique per backend */
-    convolve_backend backend;  /* CPU or CUDA */
-    unsigned dims;             /* bit d-1 set when it serves d-dimensional arrays */
-    const char *summary;       /* one line */
-    unsigned tile[3];          /* the thread block's tile extents (x, y, z) it uses, 0 if none */
+    const char *name;         /* e.g. "tiled-in"; unique per backend */
+    convolve_backend backend; /* CPU or CUDA */
+    unsigned dims;            /* bit d-1 set when it serves d-dimensional arrays */
+    const char *summary;      /* one line */
+    unsigned tile[3];         /* the thread block's tile extents (x, y, z) it uses, 0 if none */
 } convolve_strategy_info;
 
 /* Number of strategies built into this library. */
@@ -217,19 +217,20 @@ CONVOLVE_API size_t convolve_strategy_count(void);
 CONVOLVE_API convolve_status convolve_strategy_get(size_t index, convolve_strategy_info *info);
 
 typedef struct convolve_device_info {
-    int available;              /* 1 if a CUDA device can be used */
+    int available; /* 1 if a CUDA device can be used */
     int device_count;
-    char name[256];             /* of the current device */
-    size_t total_memory;        /* bytes */
+    char name[256];      /* of the current device */
+    size_t total_memory; /* bytes */
     int compute_major, compute_minor;
     int multiprocessors;
-    char reason[256];           /* why not available, when available == 0 */
+    char reason[256]; /* why not available, when available == 0 */
 } convolve_device_info;
 
 /* Describes the CUDA device the context uses. Succeeds with available = 0
  * (and a reason) when CUDA is not built in or no device is usable.
  * Errors: INVALID_ARGUMENT. */
-CONVOLVE_API convolve_status convolve_device_query(convolve_context *ctx, convolve_device_info *info);
+CONVOLVE_API convolve_status convolve_device_query(convolve_context *ctx,
+                                                   convolve_device_info *info);
 
 /* Number of CUDA devices of the host (*count = 0, and CONVOLVE_OK, when CUDA
  * is not built in or no device can be found). Errors: INVALID_ARGUMENT. */
@@ -253,8 +254,7 @@ CONVOLVE_API convolve_status convolve_device_query_index(convolve_context *ctx, 
  * registered), BACKEND_UNAVAILABLE (CUDA not built in, or no device),
  * DEVICE.
  */
-CONVOLVE_API convolve_status convolve_host_register(convolve_context *ctx, void *ptr,
-                                                    size_t bytes);
+CONVOLVE_API convolve_status convolve_host_register(convolve_context *ctx, void *ptr, size_t bytes);
 /* Unpins memory pinned by convolve_host_register at ptr (its start).
  * Errors: INVALID_ARGUMENT (NULL, not registered there), BACKEND_UNAVAILABLE,
  * DEVICE. */
@@ -306,10 +306,10 @@ CONVOLVE_API convolve_status convolve_filter_create_named(convolve_context *ctx,
 
 /* A named filter, as convolve_filter_create_named knows it. */
 typedef struct convolve_named_filter_info {
-    const char *name;      /* e.g. "gaussian"; unique */
-    const char *argument;  /* what follows "NAME:" (e.g. "SIGMA"), or NULL when it takes none */
-    unsigned dims;         /* bit d-1 set when it has a d-dimensional form */
-    const char *summary;   /* one line: what it computes and what its argument means */
+    const char *name;     /* e.g. "gaussian"; unique */
+    const char *argument; /* what follows "NAME:" (e.g. "SIGMA"), or NULL when it takes none */
+    unsigned dims;        /* bit d-1 set when it has a d-dimensional form */
+    const char *summary;  /* one line: what it computes and what its argument means */
 } convolve_named_filter_info;
 
 /* Number of named filters. */
@@ -337,8 +337,8 @@ CONVOLVE_API convolve_status convolve_filter_weights(const convolve_filter *filt
 /* ------------------------------------------------------------------------ */
 
 typedef enum convolve_operation {
-    CONVOLVE_OP_CONVOLVE = 0,   /* true convolution: weights flipped, scipy.ndimage.convolve */
-    CONVOLVE_OP_CORRELATE = 1   /* scipy.ndimage.correlate */
+    CONVOLVE_OP_CONVOLVE = 0, /* true convolution: weights flipped, scipy.ndimage.convolve */
+    CONVOLVE_OP_CORRELATE = 1 /* scipy.ndimage.correlate */
 } convolve_operation;
 
 /* How the input is extended past its edges (the chapter's ghost cells).
@@ -369,9 +369,9 @@ CONVOLVE_API convolve_status convolve_mode_parse(const char *name, convolve_mode
  */
 typedef struct convolve_progress {
     size_t slabs_done, slabs_total;
-    size_t rows_done, rows_total;   /* along the slowest axis (outputs written) */
-    size_t bytes_done;              /* input plus output bytes of the slabs done */
-    double elapsed_s;               /* seconds since convolve_execute began */
+    size_t rows_done, rows_total; /* along the slowest axis (outputs written) */
+    size_t bytes_done;            /* input plus output bytes of the slabs done */
+    double elapsed_s;             /* seconds since convolve_execute began */
 } convolve_progress;
 
 /*
@@ -428,14 +428,15 @@ typedef struct convolve_options {
      * those past it: a program built against an older convolve.h runs with
      * a newer library of the same SONAME (docs/architecture.md, "ABI"). */
     size_t size;
-    convolve_operation operation;       /* default CONVOLVE_OP_CONVOLVE */
-    convolve_mode mode;                 /* default CONVOLVE_MODE_REFLECT */
-    double cval;                        /* value past the edges in CONSTANT mode; default 0 */
-    ptrdiff_t origin[CONVOLVE_MAX_DIMS]; /* per axis, as scipy: -(K/2) <= origin <= (K-1)/2; default 0 */
-    convolve_backend backend;           /* default AUTO */
-    const char *strategy;               /* NULL or "auto" (default), or a strategy name */
-    int threads;                        /* CPU threads; 0 = all available */
-    int autotune;                       /* 1: with no strategy named, time the
+    convolve_operation operation; /* default CONVOLVE_OP_CONVOLVE */
+    convolve_mode mode;           /* default CONVOLVE_MODE_REFLECT */
+    double cval;                  /* value past the edges in CONSTANT mode; default 0 */
+    ptrdiff_t
+        origin[CONVOLVE_MAX_DIMS]; /* per axis, as scipy: -(K/2) <= origin <= (K-1)/2; default 0 */
+    convolve_backend backend;      /* default AUTO */
+    const char *strategy;          /* NULL or "auto" (default), or a strategy name */
+    int threads;                   /* CPU threads; 0 = all available */
+    int autotune;                  /* 1: with no strategy named, time the
                                            strategies that serve and keep the
                                            fastest (see convolve_wisdom_save); default 0 */
     /* Bytes of device memory a CUDA plan executed on host memory may use on
@@ -487,7 +488,7 @@ CONVOLVE_API void convolve_options_init_size(convolve_options *options, size_t s
  * this header's sizeof(convolve_options). The macro is what C callers use;
  * the function of the same name (this library's size) serves bindings that
  * cannot expand macros. */
-CONVOLVE_API void (convolve_options_init)(convolve_options *options);
+CONVOLVE_API void(convolve_options_init)(convolve_options *options);
 #define convolve_options_init(options) \
     convolve_options_init_size((options), sizeof(convolve_options))
 
@@ -571,10 +572,10 @@ CONVOLVE_API convolve_status convolve_run(convolve_context *ctx, const convolve_
 /* ------------------------------------------------------------------------ */
 
 typedef struct convolve_timing {
-    double median_ms;   /* median time of one execution */
+    double median_ms; /* median time of one execution */
     double min_ms;
     double max_ms;
-    int runs;           /* timed runs, after warm-up */
+    int runs; /* timed runs, after warm-up */
 } convolve_timing;
 
 /*
@@ -639,12 +640,15 @@ CONVOLVE_API size_t convolve_array_bytes(const convolve_array *array);
 
 typedef enum convolve_format {
     CONVOLVE_FORMAT_AUTO = 0, /* by the file name's extension (and, on load, its magic bytes) */
-    CONVOLVE_FORMAT_NPY = 1,  /* numpy .npy: float32/64, uint8/16, 1 to 3 dims (+1 on save for channels) */
+    CONVOLVE_FORMAT_NPY =
+        1, /* numpy .npy: float32/64, uint8/16, 1 to 3 dims (+1 on save for channels) */
     CONVOLVE_FORMAT_PNG = 2,  /* 8/16-bit gray, gray+alpha, RGB, RGBA */
     CONVOLVE_FORMAT_JPEG = 3, /* 8-bit gray or RGB */
     CONVOLVE_FORMAT_PNM = 4,  /* PGM/PPM (P2, P3, P5, P6), 8 or 16 bits */
-    CONVOLVE_FORMAT_TEXT = 5, /* whitespace-separated numbers; a line a row, a blank line ends a plane */
-    CONVOLVE_FORMAT_TIFF = 6  /* uint8/16, float32/64; 1 to 4 channels; a page a 2-D image, pages a 3-D stack */
+    CONVOLVE_FORMAT_TEXT =
+        5, /* whitespace-separated numbers; a line a row, a blank line ends a plane */
+    CONVOLVE_FORMAT_TIFF =
+        6 /* uint8/16, float32/64; 1 to 4 channels; a page a 2-D image, pages a 3-D stack */
 } convolve_format;
 
 /*
@@ -699,8 +703,7 @@ CONVOLVE_API int convolve_format_is_image(convolve_format format);
  * format AUTO or unknown), BAD_LAYOUT (ndim outside 1..3, a zero extent or
  * zero channels), SIZE_OVERFLOW (the array's byte count overflows).
  */
-CONVOLVE_API convolve_status convolve_format_can_hold(convolve_context *ctx,
-                                                      convolve_format format,
+CONVOLVE_API convolve_status convolve_format_can_hold(convolve_context *ctx, convolve_format format,
                                                       const convolve_layout *layout);
 
 /*
@@ -747,10 +750,10 @@ CONVOLVE_API convolve_status convolve_array_save(convolve_context *ctx, const co
  * order); otherwise convolve_array_load converts them.
  */
 typedef struct convolve_npy_info {
-    convolve_layout layout;  /* as convolve_array_load gives it: C order, 1 channel */
-    size_t data_offset;      /* bytes from the start of the file to the first element */
-    int byte_swapped;        /* the data is stored in the other byte order */
-    int fortran_order;       /* the data is stored in Fortran order (2-D, 3-D) */
+    convolve_layout layout; /* as convolve_array_load gives it: C order, 1 channel */
+    size_t data_offset;     /* bytes from the start of the file to the first element */
+    int byte_swapped;       /* the data is stored in the other byte order */
+    int fortran_order;      /* the data is stored in Fortran order (2-D, 3-D) */
 } convolve_npy_info;
 
 /* convolve_npy_header never writes more bytes than this. */
@@ -799,16 +802,16 @@ CONVOLVE_API int convolve_temp_file_open(const char *path, int need_name, char *
  * ".BASE.XXXXXX" beside path, written into name (name_size as above), so
  * that it can be renamed over path. 0, or -1 with errno set.
  */
-CONVOLVE_API int convolve_temp_file_name(int fd, const char *path, char *name,
-                                         size_t name_size);
+CONVOLVE_API int convolve_temp_file_name(int fd, const char *path, char *name, size_t name_size);
 
 /*
  * Converts an array to another element type: float to integer rounds to
  * nearest (ties to even) and saturates; NaN becomes 0. Errors: INVALID_ARGUMENT,
  * OUT_OF_MEMORY.
  */
-CONVOLVE_API convolve_status convolve_array_convert(convolve_context *ctx, const convolve_array *src,
-                                                    convolve_dtype dtype, convolve_array **dst);
+CONVOLVE_API convolve_status convolve_array_convert(convolve_context *ctx,
+                                                    const convolve_array *src, convolve_dtype dtype,
+                                                    convolve_array **dst);
 
 #ifdef __cplusplus
 }

@@ -167,14 +167,14 @@ CONVOLVE_MPI_API int convolve_mpi_plan_device(const convolve_mpi_plan *plan);
  * launching the interior; wait_ms waiting for the halos; edges_ms unpacking
  * them and launching the pieces; post_ms + wait_ms is the exchange. */
 typedef struct convolve_mpi_stats {
-    double post_ms;       /* receives posted, halos packed and sent, own halo rows copied */
-    double interior_ms;   /* the box's interior, computed while halos travel */
-    double wait_ms;       /* waiting for the halos still in flight after that */
-    double edges_ms;      /* the edges: unpacking halos, computing, storing */
-    double total_ms;      /* the whole call, including the final agreement on status */
-    size_t bytes_sent, bytes_received;  /* halo bytes, this rank */
-    int peers_sent, peers_received;     /* ranks sent to, received from */
-    int pieces;                         /* edge pieces computed after the halos */
+    double post_ms;     /* receives posted, halos packed and sent, own halo rows copied */
+    double interior_ms; /* the box's interior, computed while halos travel */
+    double wait_ms;     /* waiting for the halos still in flight after that */
+    double edges_ms;    /* the edges: unpacking halos, computing, storing */
+    double total_ms;    /* the whole call, including the final agreement on status */
+    size_t bytes_sent, bytes_received; /* halo bytes, this rank */
+    int peers_sent, peers_received;    /* ranks sent to, received from */
+    int pieces;                        /* edge pieces computed after the halos */
 } convolve_mpi_stats;
 
 /* Fills *stats for the last execution (zeros before the first).

@@ -14,7 +14,7 @@
 
 typedef struct cvi_backend {
     convolve_backend id;
-    const cvi_strategy *strategies;     /* strategy_count entries (NULL, 0: none) */
+    const cvi_strategy *strategies; /* strategy_count entries (NULL, 0: none) */
     size_t strategy_count;
 
     /* Fills *dev (info.available = 0 with a reason when no device can be
@@ -32,18 +32,17 @@ typedef struct cvi_backend {
      * core checked (cvi_strategy_check, or the backend's own pick), and
      * prepare does not check again. Errors: UNSUPPORTED, OUT_OF_MEMORY,
      * DEVICE, DEVICE_OUT_OF_MEMORY, with the message on ctx. */
-    convolve_status (*prepare)(convolve_context *ctx, const cvi_device *dev,
-                               const cvi_strategy *s, const cvi_problem *p, void **state);
+    convolve_status (*prepare)(convolve_context *ctx, const cvi_device *dev, const cvi_strategy *s,
+                               const cvi_problem *p, void **state);
 
     /* Runs on host memory laid out as the problem says; returns when out is
      * written. */
-    convolve_status (*execute_host)(convolve_context *ctx, void *state, const void *in,
-                                    void *out);
+    convolve_status (*execute_host)(convolve_context *ctx, void *state, const void *in, void *out);
 
     /* Runs on device memory laid out as the problem says, on a cudaStream_t,
      * asynchronously. NULL for a backend without a device. */
-    convolve_status (*execute_device)(convolve_context *ctx, void *state, const void *in,
-                                      void *out, void *stream);
+    convolve_status (*execute_device)(convolve_context *ctx, void *state, const void *in, void *out,
+                                      void *stream);
 
     /* Times `runs` executions on resident data where the backend computes
      * (host memory for the CPU, device memory for CUDA) after `warmup`;

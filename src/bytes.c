@@ -110,8 +110,7 @@ static int write_all(int fd, const unsigned char *p, size_t size)
 static void temp_name(const char *path, size_t dirlen, char *tmp)
 {
     static atomic_uint_fast64_t counter;
-    static const char k_chars[] =
-        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    static const char k_chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t r = mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)getpid() ^

@@ -25,7 +25,8 @@ int cvi_cuda_usable(convolve_context *ctx)
 convolve_status convolve_device_query(convolve_context *ctx, convolve_device_info *info)
 {
     if (!ctx || !info)
-        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_device_query: NULL argument");
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                         "convolve_device_query: NULL argument");
     cvi_cuda_usable(ctx);
     *info = ctx->cuda.info;
     return cvi_ok(ctx);
@@ -50,7 +51,8 @@ convolve_status convolve_device_query_index(convolve_context *ctx, int index,
     if (index < 0 || index >= count)
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                          "convolve_device_query_index: device %d; this host has %d CUDA "
-                         "device%s", index, count, count == 1 ? "" : "s");
+                         "device%s",
+                         index, count, count == 1 ? "" : "s");
     cvi_device dev;
     memset(&dev, 0, sizeof dev);
     cvcu_backend.probe_index(index, &dev);
@@ -74,7 +76,9 @@ convolve_status convolve_host_register(convolve_context *ctx, void *ptr, size_t 
 {
     if (!ctx || !ptr || !bytes)
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_host_register: %s",
-                         !ctx ? "NULL context" : !ptr ? "NULL pointer" : "0 bytes");
+                         !ctx   ? "NULL context"
+                         : !ptr ? "NULL pointer"
+                                : "0 bytes");
     convolve_status st = need_cuda(ctx, "convolve_host_register");
     if (st == CONVOLVE_OK)
         st = cvcu_backend.host_register(ctx, ptr, bytes);

@@ -209,8 +209,8 @@ convolve_status convolve_filter_create_separable(convolve_context *ctx, convolve
     for (int a = 0; a < ndim; a++) {
         if (!(f->taps[a] = malloc(lengths[a] * sizeof(double)))) {
             convolve_filter_free(f);
-            return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY,
-                             "out of memory for %zu filter taps", lengths[a]);
+            return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for %zu filter taps",
+                             lengths[a]);
         }
         memcpy(f->taps[a], taps[a], lengths[a] * sizeof(double));
     }

@@ -32,7 +32,8 @@ static convolve_status check_weights(convolve_context *ctx, const char *spec, si
         if (n > CVI_NAMED_MAX_WEIGHTS)
             return cvi_error(ctx, CONVOLVE_ERROR_BAD_FILTER,
                              "%s: %zu taps per axis in %d dimensions is more than the limit of "
-                             "%zu weights", spec, len, ndim, CVI_NAMED_MAX_WEIGHTS);
+                             "%zu weights",
+                             spec, len, ndim, CVI_NAMED_MAX_WEIGHTS);
     }
     return CONVOLVE_OK;
 }
@@ -82,9 +83,9 @@ typedef convolve_status (*named_make)(convolve_context *ctx, convolve_filter **f
 
 struct named_filter {
     convolve_named_filter_info info;
-    const char *argument_rule;   /* what a valid argument is, for messages */
+    const char *argument_rule; /* what a valid argument is, for messages */
     named_make make;
-    const double *kernel3;       /* the 3x3 weights of fixed 2-D kernels */
+    const double *kernel3; /* the 3x3 weights of fixed 2-D kernels */
 };
 
 /* Builds the separable filter of len taps per axis that fill() computes from
@@ -142,13 +143,14 @@ static convolve_status make_gaussian(convolve_context *ctx, convolve_filter **fi
 {
     double sigma;
     if (!parse_double(rq->arg, &sigma) || !(sigma > 0))
-        return cvi_error(ctx, CONVOLVE_ERROR_BAD_FILTER,
-                         "gaussian:%s: sigma must be a number > 0", rq->arg);
+        return cvi_error(ctx, CONVOLVE_ERROR_BAD_FILTER, "gaussian:%s: sigma must be a number > 0",
+                         rq->arg);
     double rr = floor(4.0 * sigma + 0.5); /* scipy: int(truncate * sigma + 0.5) */
     if (rr > CVI_NAMED_MAX_RADIUS)
-        return cvi_error(ctx, CONVOLVE_ERROR_BAD_FILTER,
-                         "gaussian:%s: radius %.0f exceeds %d", rq->arg, rr, CVI_NAMED_MAX_RADIUS);
-    return separable_taps(ctx, filter, rq->spec, rq->ndim, 2 * (size_t)rr + 1, fill_gaussian, sigma);
+        return cvi_error(ctx, CONVOLVE_ERROR_BAD_FILTER, "gaussian:%s: radius %.0f exceeds %d",
+                         rq->arg, rr, CVI_NAMED_MAX_RADIUS);
+    return separable_taps(ctx, filter, rq->spec, rq->ndim, 2 * (size_t)rr + 1, fill_gaussian,
+                          sigma);
 }
 
 static convolve_status make_identity(convolve_context *ctx, convolve_filter **filter,
@@ -183,27 +185,39 @@ static convolve_status make_kernel3(convolve_context *ctx, convolve_filter **fil
     return convolve_filter_create(ctx, filter, 2, shape, rq->nf->kernel3);
 }
 
-#define ALL_DIMS 7u  /* 1-D, 2-D and 3-D */
+#define ALL_DIMS 7u /* 1-D, 2-D and 3-D */
 #define ONLY_2D 2u
 
 /* In the order messages and listings show them. */
 static const named_filter k_named[] = {
     {{"box", "R", ALL_DIMS, "(2R+1) taps per axis, all equal, summing to 1 (separable)"},
-     "radius, an integer >= 0", make_box, NULL},
+     "radius, an integer >= 0",
+     make_box,
+     NULL},
     {{"gaussian", "SIGMA", ALL_DIMS,
       "scipy's sampled Gaussian of sigma SIGMA > 0, radius int(4*SIGMA + 0.5), normalised "
       "(separable)"},
-     "a number > 0", make_gaussian, NULL},
+     "a number > 0",
+     make_gaussian,
+     NULL},
     {{"identity", NULL, ALL_DIMS, "a single 1: the input unchanged"}, NULL, make_identity, NULL},
     {{"laplacian", NULL, ALL_DIMS,
       "the discrete Laplacian: [1 -2 1] in 1-D, 3x3 4-neighbour in 2-D, 6-neighbour in 3-D"},
-     NULL, make_laplacian, NULL},
-    {{"sobel-x", NULL, ONLY_2D, "3x3 Sobel derivative along x (axis 1)"}, NULL, make_kernel3,
+     NULL,
+     make_laplacian,
+     NULL},
+    {{"sobel-x", NULL, ONLY_2D, "3x3 Sobel derivative along x (axis 1)"},
+     NULL,
+     make_kernel3,
      k_sobel_x},
-    {{"sobel-y", NULL, ONLY_2D, "3x3 Sobel derivative along y (axis 0)"}, NULL, make_kernel3,
+    {{"sobel-y", NULL, ONLY_2D, "3x3 Sobel derivative along y (axis 0)"},
+     NULL,
+     make_kernel3,
      k_sobel_y},
     {{"sharpen", NULL, ONLY_2D, "3x3 sharpening kernel (5 at the centre, -1 at its 4 neighbours)"},
-     NULL, make_kernel3, k_sharpen},
+     NULL,
+     make_kernel3,
+     k_sharpen},
     {{"emboss", NULL, ONLY_2D, "3x3 emboss kernel"}, NULL, make_kernel3, k_emboss},
 };
 
@@ -266,8 +280,10 @@ convolve_status convolve_filter_create_named(convolve_context *ctx, convolve_fil
         return unknown_filter(ctx, spec);
     const char *name = nf->info.name, *arg = colon ? colon + 1 : NULL;
     if (nf->info.argument && (!arg || !*arg))
-        return cvi_error(ctx, CONVOLVE_ERROR_BAD_FILTER, "filter '%s' needs an argument: %s:%s "
-                         "(%s)", spec, name, nf->info.argument, nf->argument_rule);
+        return cvi_error(ctx, CONVOLVE_ERROR_BAD_FILTER,
+                         "filter '%s' needs an argument: %s:%s "
+                         "(%s)",
+                         spec, name, nf->info.argument, nf->argument_rule);
     if (!nf->info.argument && arg)
         return cvi_error(ctx, CONVOLVE_ERROR_BAD_FILTER, "filter '%s' takes no argument", name);
     if (!(nf->info.dims >> (ndim - 1) & 1)) {

@@ -14,12 +14,12 @@
 /* ---- context ---------------------------------------------------------- */
 
 struct convolve_context {
-    char message[CVI_MESSAGE_SIZE];     /* last error; "" after a success */
-    int cuda_probed;                    /* 1 once the device was looked at */
-    cvi_device cuda;                    /* what the probe found */
-    struct cvi_wisdom *wisdom;          /* autotune results (wisdom.c), or NULL */
-    size_t max_pixels;                  /* image readers' limit; 0: none (io/array.c) */
-    int png_compression;                /* zlib level of PNG writes (io/png.c) */
+    char message[CVI_MESSAGE_SIZE]; /* last error; "" after a success */
+    int cuda_probed;                /* 1 once the device was looked at */
+    cvi_device cuda;                /* what the probe found */
+    struct cvi_wisdom *wisdom;      /* autotune results (wisdom.c), or NULL */
+    size_t max_pixels;              /* image readers' limit; 0: none (io/array.c) */
+    int png_compression;            /* zlib level of PNG writes (io/png.c) */
 };
 
 /* Probes the CUDA device once; returns ctx->cuda.info.available. */
@@ -30,11 +30,11 @@ int cvi_cuda_usable(convolve_context *ctx);
 struct convolve_filter {
     int ndim;
     size_t shape[CONVOLVE_MAX_DIMS];
-    size_t count;                       /* product of shape */
-    double *dense;                      /* count weights, C order; NULL when made separable */
-    int separable;                      /* taps[] valid: given separable, or rank one found */
-    int given_separable;                /* made by convolve_filter_create_separable */
-    double *taps[CONVOLVE_MAX_DIMS];    /* shape[a] weights each, when separable */
+    size_t count;                    /* product of shape */
+    double *dense;                   /* count weights, C order; NULL when made separable */
+    int separable;                   /* taps[] valid: given separable, or rank one found */
+    int given_separable;             /* made by convolve_filter_create_separable */
+    double *taps[CONVOLVE_MAX_DIMS]; /* shape[a] weights each, when separable */
 };
 
 /* ---- strategies --------------------------------------------------------- */
@@ -48,23 +48,23 @@ struct convolve_plan {
     convolve_context *ctx;
     convolve_layout in, out;
     cvi_problem problem;
-    double *weights;            /* owned storage behind problem.weights */
-    double *taps[3];            /* owned storage behind problem.taps */
+    double *weights; /* owned storage behind problem.weights */
+    double *taps[3]; /* owned storage behind problem.taps */
     const cvi_strategy *strategy;
-    const struct cvi_backend *backend;  /* strategy's backend (src/backend.h) */
-    void *state;                /* what its prepare made */
-    int cpu_fallback;           /* AUTO, no strategy named: on device out of
+    const struct cvi_backend *backend; /* strategy's backend (src/backend.h) */
+    void *state;                       /* what its prepare made */
+    int cpu_fallback;                  /* AUTO, no strategy named: on device out of
                                    memory, move to the CPU (convolve_execute) */
-    size_t budget;              /* options.device_memory_budget */
-    int *devices, device_count; /* a CUDA plan's devices (0: the current one) */
-    cvi_device *device_probes;  /* what probing them found: made by the first
+    size_t budget;                     /* options.device_memory_budget */
+    int *devices, device_count;        /* a CUDA plan's devices (0: the current one) */
+    cvi_device *device_probes;         /* what probing them found: made by the first
                                    streamed execution, kept (stream.c) */
-    convolve_progress_fn progress;  /* options.progress and its pointer */
+    convolve_progress_fn progress;     /* options.progress and its pointer */
     void *progress_user;
-    size_t in_place_extra;      /* the last in-place execution: host bytes it took
+    size_t in_place_extra; /* the last in-place execution: host bytes it took
                                    beyond the array (the store and slab buffers, or
                                    the temporary copy) */
-    size_t in_place_store;      /* ... of which the store of rows other slabs read */
+    size_t in_place_store; /* ... of which the store of rows other slabs read */
 };
 
 /* ---- streamed execution (stream.c) ----------------------------------------- */
@@ -94,8 +94,8 @@ convolve_status cvi_stream_in_place_bytes(convolve_plan *plan, size_t slab_rows,
  * saved, once each, before any slab is written. *wrote = 1 once a slab may
  * have written output rows. Errors: the backend's, OUT_OF_MEMORY,
  * CANCELLED. */
-convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const void *in,
-                                   void *out, int *wrote);
+convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const void *in, void *out,
+                                   int *wrote);
 
 /* Sorts times[0..runs-1] and summarises them (min, median, max) in *t
  * (measure.c). */

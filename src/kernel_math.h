@@ -29,12 +29,7 @@ typedef unsigned short uint16_t;
 /* Mirror convolve_dtype and convolve_mode (include/convolve.h) for code that
  * does not include the public header (the kernels); kept numerically equal
  * (static assertions in src/names.c). */
-enum {
-    CVI_DTYPE_FLOAT32 = 0,
-    CVI_DTYPE_FLOAT64 = 1,
-    CVI_DTYPE_UINT8 = 2,
-    CVI_DTYPE_UINT16 = 3
-};
+enum { CVI_DTYPE_FLOAT32 = 0, CVI_DTYPE_FLOAT64 = 1, CVI_DTYPE_UINT8 = 2, CVI_DTYPE_UINT16 = 3 };
 
 enum {
     CVI_MODE_REFLECT = 0,
@@ -61,10 +56,8 @@ CVI_HD ptrdiff_t cvi_boundary_index(ptrdiff_t j, ptrdiff_t n, int mode)
     if (j >= 0 && j < n)
         return j;
     switch (mode) {
-    case CVI_MODE_CONSTANT:
-        return -1;
-    case CVI_MODE_NEAREST:
-        return j < 0 ? 0 : n - 1;
+    case CVI_MODE_CONSTANT: return -1;
+    case CVI_MODE_NEAREST: return j < 0 ? 0 : n - 1;
     case CVI_MODE_WRAP: {
         ptrdiff_t m = j % n;
         return m < 0 ? m + n : m;

@@ -146,7 +146,8 @@ convolve_status cvi_check_layout(convolve_context *ctx, const convolve_layout *l
                          (int)l->dtype);
     if (l->ndim < 1 || l->ndim > CONVOLVE_MAX_DIMS)
         return cvi_error(ctx, CONVOLVE_ERROR_BAD_LAYOUT,
-                         "%s layout: ndim is %d; convolve handles 1 to 3 dimensions", what, l->ndim);
+                         "%s layout: ndim is %d; convolve handles 1 to 3 dimensions", what,
+                         l->ndim);
     if (l->channels == 0)
         return cvi_error(ctx, CONVOLVE_ERROR_BAD_LAYOUT, "%s layout: channels is 0", what);
     for (int a = 0; a < l->ndim; a++) {
@@ -159,7 +160,8 @@ convolve_status cvi_check_layout(convolve_context *ctx, const convolve_layout *l
         if (l->strides[a] % (ptrdiff_t)esize != 0)
             return cvi_error(ctx, CONVOLVE_ERROR_BAD_LAYOUT,
                              "%s layout: stride %td of axis %d is not a multiple of the %zu-byte "
-                             "element", what, l->strides[a], a, esize);
+                             "element",
+                             what, l->strides[a], a, esize);
     }
     if (l->channel_stride % (ptrdiff_t)esize != 0)
         return cvi_error(ctx, CONVOLVE_ERROR_BAD_LAYOUT,
@@ -176,6 +178,7 @@ convolve_status cvi_check_layout(convolve_context *ctx, const convolve_layout *l
     if (is_output && !elements_disjoint(l))
         return cvi_error(ctx, CONVOLVE_ERROR_BAD_LAYOUT,
                          "%s layout: strides make elements overlap (an output element would be "
-                         "written twice)", what);
+                         "written twice)",
+                         what);
     return CONVOLVE_OK;
 }

@@ -30,7 +30,7 @@ void convolve_options_init_size(convolve_options *o, size_t size)
     o->size = size;
 }
 
-void (convolve_options_init)(convolve_options *o)
+void(convolve_options_init)(convolve_options *o)
 {
     convolve_options_init_size(o, sizeof *o);
 }
@@ -45,14 +45,14 @@ static convolve_status copy_options(convolve_context *ctx, const convolve_option
     const size_t n = src->size;
     if (n <= sizeof src->size)
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
-                         "options->size is %zu: fill options with convolve_options_init first",
-                         n);
+                         "options->size is %zu: fill options with convolve_options_init first", n);
     for (size_t i = sizeof *dst; i < n; i++)
         if (((const unsigned char *)src)[i])
             return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                              "options set a field this library does not know (byte %zu of "
                              "%zu; it knows %zu): the program was built against a newer "
-                             "convolve.h", i, n, sizeof *dst);
+                             "convolve.h",
+                             i, n, sizeof *dst);
     convolve_options_init(dst);
     memcpy(dst, src, n < sizeof *dst ? n : sizeof *dst);
     dst->size = sizeof *dst;
@@ -80,15 +80,16 @@ static convolve_status check_options(convolve_context *ctx, const convolve_optio
         o->integer_cast != CONVOLVE_CAST_TRUNCATE)
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                          "unknown integer_cast %d; use CONVOLVE_CAST_ROUND_SATURATE (0) or "
-                         "CONVOLVE_CAST_TRUNCATE (1)", (int)o->integer_cast);
+                         "CONVOLVE_CAST_TRUNCATE (1)",
+                         (int)o->integer_cast);
     if (!(isfinite(o->divisor) && o->divisor >= 0.0))
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
-                         "divisor is %g; use a finite positive number (0 or 1: none)",
-                         o->divisor);
+                         "divisor is %g; use a finite positive number (0 or 1: none)", o->divisor);
     if (o->device_count < -1)
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                          "device_count is %d; use -1 for every device, 0 for the current one, "
-                         "or the number of entries of devices", o->device_count);
+                         "or the number of entries of devices",
+                         o->device_count);
     if (o->device_count > 0 && !o->devices)
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                          "device_count is %d but devices is NULL", o->device_count);
@@ -124,8 +125,8 @@ static convolve_status choose_devices(convolve_plan *plan, const convolve_option
         int d = o->device_count < 0 ? i : o->devices[i];
         if (d >= have)
             return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
-                             "devices[%d] is %d, and this host has %d CUDA device%s", i, d,
-                             have, have == 1 ? "" : "s");
+                             "devices[%d] is %d, and this host has %d CUDA device%s", i, d, have,
+                             have == 1 ? "" : "s");
         plan->devices[i] = d;
     }
     plan->device_count = n;
@@ -182,7 +183,7 @@ static convolve_status fold_taps(cvi_problem *p, int a, double **t)
 {
     const size_t K = p->ksize[a], n = p->shape[a];
     const ptrdiff_t koff = p->koff[a];
-    size_t P = 0;   /* the period, or 0 */
+    size_t P = 0; /* the period, or 0 */
     ptrdiff_t dlo = -koff, dhi = (ptrdiff_t)K - 1 - koff;
     switch (p->mode) {
     case CVI_MODE_WRAP: P = n; break;
@@ -250,7 +251,8 @@ static convolve_status build_problem(convolve_plan *plan, const convolve_filter 
     } else if (o->divisor != 0.0 && o->divisor != 1.0) {
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                          "divisor %g applies to integer outputs with CONVOLVE_CAST_TRUNCATE "
-                         "only; here it must be 0 or 1", o->divisor);
+                         "only; here it must be 0 or 1",
+                         o->divisor);
     }
     int flip = o->operation == CONVOLVE_OP_CONVOLVE;
     for (int a = 0; a < 3; a++) {
@@ -264,7 +266,8 @@ static convolve_status build_problem(convolve_plan *plan, const convolve_filter 
         if (origin < lo || origin > hi)
             return cvi_error(ctx, CONVOLVE_ERROR_BAD_ORIGIN,
                              "origin %td on axis %d is outside the filter: with extent %zu it must "
-                             "lie in [%td, %td]", origin, a, K, lo, hi);
+                             "lie in [%td, %td]",
+                             origin, a, K, lo, hi);
         if (flip)
             origin = -origin - (K % 2 == 0 ? 1 : 0);
         p->shape[a + pad] = plan->in.shape[a];
@@ -300,8 +303,8 @@ static convolve_status build_problem(convolve_plan *plan, const convolve_filter 
         size_t K = f->shape[a];
         double *t = malloc(K * sizeof(double));
         if (!t)
-            return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY,
-                             "out of memory for %zu filter taps", K);
+            return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for %zu filter taps",
+                             K);
         for (size_t i = 0; i < K; i++)
             t[i] = f->taps[a][flip ? K - 1 - i : i];
         plan->taps[a] = t;
@@ -311,8 +314,8 @@ static convolve_status build_problem(convolve_plan *plan, const convolve_filter 
         for (size_t i = 1; box && i < K; i++)
             box = memcmp(&t[i], &t[0], sizeof t[0]) == 0;
         if (!box && fold_taps(p, a + pad, &plan->taps[a]) != CONVOLVE_OK)
-            return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY,
-                             "out of memory for %zu filter taps", K);
+            return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for %zu filter taps",
+                             K);
         folded |= p->ksize[a + pad] != K;
         p->taps[a + pad] = plan->taps[a];
     }
@@ -328,8 +331,7 @@ static convolve_status build_problem(convolve_plan *plan, const convolve_filter 
         for (size_t i = 0; i < count; i++)
             plan->weights[i] = f->dense[flip ? count - 1 - i : i];
     } else {
-        if (count > SIZE_MAX / sizeof(double) ||
-            !(plan->weights = malloc(count * sizeof(double))))
+        if (count > SIZE_MAX / sizeof(double) || !(plan->weights = malloc(count * sizeof(double))))
             return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY,
                              "out of memory for the separable filter's %zu dense weights (%zu x "
                              "%zu x %zu after folding onto the array)",
@@ -488,15 +490,15 @@ static convolve_status choose(convolve_plan *plan, const convolve_options *o)
 
 convolve_status convolve_plan_create(convolve_context *ctx, convolve_plan **out_plan,
                                      const convolve_layout *in, const convolve_layout *out,
-                                     const convolve_filter *filter,
-                                     const convolve_options *options)
+                                     const convolve_filter *filter, const convolve_options *options)
 {
     if (!out_plan)
-        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_plan_create: plan is NULL");
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                         "convolve_plan_create: plan is NULL");
     *out_plan = NULL;
     if (!ctx || !filter)
-        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
-                         "convolve_plan_create: %s is NULL", ctx ? "filter" : "context");
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_plan_create: %s is NULL",
+                         ctx ? "filter" : "context");
     convolve_options copy;
     convolve_status st;
     if (!options)
@@ -516,8 +518,8 @@ convolve_status convolve_plan_create(convolve_context *ctx, convolve_plan **out_
     for (int a = 0; a < in->ndim; a++)
         if (in->shape[a] != out->shape[a])
             return cvi_error(ctx, CONVOLVE_ERROR_BAD_LAYOUT,
-                             "input and output differ along axis %d (%zu and %zu)", a,
-                             in->shape[a], out->shape[a]);
+                             "input and output differ along axis %d (%zu and %zu)", a, in->shape[a],
+                             out->shape[a]);
     if (filter->ndim != in->ndim)
         return cvi_error(ctx, CONVOLVE_ERROR_BAD_FILTER,
                          "the filter has %d dimension%s and the input %d; they must match",

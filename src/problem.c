@@ -25,8 +25,8 @@ convolve_status cvi_strategy_check(convolve_context *ctx, const cvi_strategy *s,
 {
     char why[CVI_REASON_SIZE] = "";
     if (!cvi_strategy_serves_ndim(s, p->ndim))
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED, "strategy '%s' does not serve %d-D arrays",
-                         s->name, p->ndim);
+        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
+                         "strategy '%s' does not serve %d-D arrays", s->name, p->ndim);
     if (s->check && s->check(s, p, dev, why, sizeof why) != CONVOLVE_OK)
         return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
                          "strategy '%s' cannot serve this case: %s", s->name, why);
@@ -43,8 +43,8 @@ static void format_pow2(char *buf, size_t size, double l2)
     snprintf(buf, size, "%.3ge%+d", pow(10.0, d - e), (int)e);
 }
 
-convolve_status cvi_fft_range(const cvi_problem *p, int dbl, double points, double xmax,
-                              char *why, size_t why_size)
+convolve_status cvi_fft_range(const cvi_problem *p, int dbl, double points, double xmax, char *why,
+                              size_t why_size)
 {
     if (why_size)
         why[0] = '\0';

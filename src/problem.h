@@ -46,8 +46,8 @@ convolve_status cvi_ok(convolve_context *ctx);
 
 /* What a context knows of the CUDA device (probed once, when first needed). */
 typedef struct cvi_device {
-    convolve_device_info info;          /* info.available = 0: none usable (info.reason) */
-    size_t shared_memory_per_block;     /* opt-in maximum, bytes */
+    convolve_device_info info;      /* info.available = 0: none usable (info.reason) */
+    size_t shared_memory_per_block; /* opt-in maximum, bytes */
 } cvi_device;
 
 /* ---- checked size arithmetic ------------------------------------------ */
@@ -77,23 +77,23 @@ static inline int cvi_add_size(size_t a, size_t b, size_t *r)
  * convolution's flip o -> -o - (K even).
  */
 typedef struct cvi_problem {
-    int ndim;                       /* the user's 1..3 */
-    size_t shape[3];                /* padded to 3 axes: {1,1,n}, {1,h,w}, {d,h,w} */
+    int ndim;        /* the user's 1..3 */
+    size_t shape[3]; /* padded to 3 axes: {1,1,n}, {1,h,w}, {d,h,w} */
     size_t channels;
     convolve_dtype in_type, out_type;
-    ptrdiff_t in_strides[3], in_cstride;    /* bytes, padded axes get 0 */
+    ptrdiff_t in_strides[3], in_cstride; /* bytes, padded axes get 0 */
     ptrdiff_t out_strides[3], out_cstride;
-    size_t ksize[3];                /* filter extents, padded with 1 */
-    ptrdiff_t koff[3];              /* 0 <= koff < ksize */
-    size_t kcount;                  /* product of ksize */
-    const double *weights;          /* kcount weights, correlation form, C order */
-    int separable;                  /* taps valid */
-    int folded;                     /* taps longer than the array were folded onto it
+    size_t ksize[3];       /* filter extents, padded with 1 */
+    ptrdiff_t koff[3];     /* 0 <= koff < ksize */
+    size_t kcount;         /* product of ksize */
+    const double *weights; /* kcount weights, correlation form, C order */
+    int separable;         /* taps valid */
+    int folded;            /* taps longer than the array were folded onto it
                                        (plan.c): each tap sums many */
-    const double *taps[3];          /* per padded axis, correlation form; {1.0} on padded axes */
-    int mode;                       /* CVI_MODE_* */
+    const double *taps[3]; /* per padded axis, correlation form; {1.0} on padded axes */
+    int mode;              /* CVI_MODE_* */
     double cval;
-    int threads;                    /* CPU threads, 0 = all */
+    int threads; /* CPU threads, 0 = all */
     /* CVI_CAST_*: TRUNCATE only with an integer output (the core sets
      * ROUND_SATURATE for float outputs); then the sums are computed in
      * double and divided by `divisor` (1 for none) before the cast. */
@@ -144,8 +144,7 @@ static inline int cvi_truncates(const cvi_problem *p)
  * p: float64 data, or scipy's cast (its sums are double). */
 static inline int cvi_needs_double(const cvi_problem *p)
 {
-    return p->in_type == CONVOLVE_FLOAT64 || p->out_type == CONVOLVE_FLOAT64 ||
-           cvi_truncates(p);
+    return p->in_type == CONVOLVE_FLOAT64 || p->out_type == CONVOLVE_FLOAT64 || cvi_truncates(p);
 }
 
 /* Byte offsets, relative to element 0, of the lowest byte (lo <= 0) and one
@@ -172,11 +171,11 @@ typedef convolve_status (*cvi_check_fn)(const cvi_strategy *s, const cvi_problem
 struct cvi_strategy {
     const char *name;
     convolve_backend backend;
-    unsigned dims;              /* CVI_DIMS_* */
-    int id;                     /* the backend's own number for it */
+    unsigned dims; /* CVI_DIMS_* */
+    int id;        /* the backend's own number for it */
     const char *summary;
-    cvi_check_fn check;         /* NULL: serves every problem of its dims */
-    unsigned tile[3];           /* tile extents (x, y, z) of its thread block, 0 if none */
+    cvi_check_fn check; /* NULL: serves every problem of its dims */
+    unsigned tile[3];   /* tile extents (x, y, z) of its thread block, 0 if none */
 };
 
 /* 1 if s serves ndim-dimensional problems. */
@@ -203,8 +202,8 @@ convolve_status cvi_strategy_check(convolve_context *ctx, const cvi_strategy *s,
  * at most the square root of the FFT type's (half its exponent range for
  * the input, half for the filter: float inputs are not bounded otherwise).
  * CONVOLVE_OK, or UNSUPPORTED with why (problem.c). */
-convolve_status cvi_fft_range(const cvi_problem *p, int dbl, double points, double xmax,
-                              char *why, size_t why_size);
+convolve_status cvi_fft_range(const cvi_problem *p, int dbl, double points, double xmax, char *why,
+                              size_t why_size);
 
 /* Seconds on the monotonic clock, for intervals (problem.c). */
 double cvi_now_s(void);

@@ -17,10 +17,8 @@ int convolve_backend_built(convolve_backend backend)
 {
     switch (backend) {
     case CONVOLVE_BACKEND_AUTO:
-    case CONVOLVE_BACKEND_CPU:
-        return 1;
-    case CONVOLVE_BACKEND_CUDA:
-        return cvcu_backend.prepare != NULL;
+    case CONVOLVE_BACKEND_CPU: return 1;
+    case CONVOLVE_BACKEND_CUDA: return cvcu_backend.prepare != NULL;
     }
     return 0;
 }

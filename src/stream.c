@@ -57,15 +57,15 @@
 struct cvi_stream_state {
     pthread_mutex_t mutex;
     pthread_cond_t changed;
-    size_t next;                    /* the next slab to hand out */
+    size_t next; /* the next slab to hand out */
     size_t slabs_done, rows_done, bytes_done;
-    size_t slabs_reported;          /* passed to the callback... */
-    size_t slabs_released;          /* ...and returned from */
-    int monitored;                  /* workers on their own threads, a monitor reporting */
+    size_t slabs_reported; /* passed to the callback... */
+    size_t slabs_released; /* ...and returned from */
+    int monitored;         /* workers on their own threads, a monitor reporting */
     int stop, cancelled;
-    convolve_status failed;         /* the first worker failure */
+    convolve_status failed; /* the first worker failure */
     int failed_worker;
-    int exited;                     /* workers that have ended */
+    int exited; /* workers that have ended */
     convolve_progress_fn progress;
     void *progress_user;
     double t0;
@@ -231,8 +231,8 @@ static void gather_span(const cvi_stream_job *job, const cvi_slab *slab, size_t 
                       threads);
     const long count = (long)(row_end - row_begin);
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(threads) schedule(static) \
-    if (count > 1 && (packed ? rb >= ((size_t)1 << 20) : count > 16))
+#pragma omp parallel for num_threads(threads) \
+    schedule(static) if (count > 1 && (packed ? rb >= ((size_t)1 << 20) : count > 16))
 #endif
     for (long i = 0; i < count; i++) {
         ptrdiff_t b = (ptrdiff_t)row_begin + i;
@@ -400,8 +400,8 @@ static void gather_halo(const cvi_stream_job *job, const cvi_slab *slab, size_t 
             const cvi_store_run *r = find_run(job, g);
             while (e < b1 && g + (e - b) < r->hi && array_row(job, slab, e) == g + (e - b))
                 e++;
-            parallel_copy(buf + b * rb, job->halo_store + (r->at + (g - r->lo)) * rb,
-                          (e - b) * rb, threads);
+            parallel_copy(buf + b * rb, job->halo_store + (r->at + (g - r->lo)) * rb, (e - b) * rb,
+                          threads);
         }
         b = e;
     }
@@ -598,7 +598,10 @@ int cvi_stream_stopped(const cvi_stream_job *job)
     return __atomic_load_n(&job->state->stop, __ATOMIC_ACQUIRE);
 }
 
-int cvi_stream_cancellable(const cvi_stream_job *job) { return job->state->progress != NULL; }
+int cvi_stream_cancellable(const cvi_stream_job *job)
+{
+    return job->state->progress != NULL;
+}
 
 void cvi_stream_done(cvi_stream_job *job, const cvi_slab *slab)
 {
@@ -695,8 +698,8 @@ void cvi_stream_monitor(cvi_stream_job *job, int workers)
 #define SUBPLAN_CACHE 6
 
 typedef struct {
-    size_t ext_rows;            /* 0: empty */
-    cvi_problem problem;        /* what state was made for (it may keep a pointer) */
+    size_t ext_rows;     /* 0: empty */
+    cvi_problem problem; /* what state was made for (it may keep a pointer) */
     void *state;
 } subplan;
 
@@ -711,7 +714,8 @@ static convolve_status run_in_turn(convolve_context *ctx, const cvi_backend *b,
     size_t max_ext = job->max_ext_rows;
     char *in = NULL, *out = NULL;
     convolve_status st = CONVOLVE_OK;
-    if (!(in = malloc(max_ext * job->in_row_bytes)) || !(out = malloc(max_ext * job->out_row_bytes))) {
+    if (!(in = malloc(max_ext * job->in_row_bytes)) ||
+        !(out = malloc(max_ext * job->out_row_bytes))) {
         st = cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for the slab buffers");
         goto done;
     }
@@ -730,8 +734,7 @@ static convolve_status run_in_turn(convolve_context *ctx, const cvi_backend *b,
                 b->release(sp->state);
             sp->ext_rows = 0;
             cvi_stream_subproblem(job, slab.ext_rows, &sp->problem);
-            if ((st = b->prepare(ctx, dev, job->strategy, &sp->problem, &sp->state)) !=
-                CONVOLVE_OK)
+            if ((st = b->prepare(ctx, dev, job->strategy, &sp->problem, &sp->state)) != CONVOLVE_OK)
                 goto done;
             sp->ext_rows = slab.ext_rows;
         }
@@ -792,9 +795,12 @@ static size_t parse_bytes(const char *text)
     if (end == text)
         return 0;
     switch (*end) {
-    case 'k': case 'K': shift = 10, end++; break;
-    case 'm': case 'M': shift = 20, end++; break;
-    case 'g': case 'G': shift = 30, end++; break;
+    case 'k':
+    case 'K': shift = 10, end++; break;
+    case 'm':
+    case 'M': shift = 20, end++; break;
+    case 'g':
+    case 'G': shift = 30, end++; break;
     default: break;
     }
     if (*end == 'B' || *end == 'b')
@@ -849,8 +855,8 @@ convolve_status cvi_stream_choose(convolve_plan *plan, int in_place, size_t *sla
             rows = CVI_CPU_SLAB_BYTES / job.in_row_bytes;
             const double ms = plan->backend->plan_estimate_ms
                                   ? plan->backend->plan_estimate_ms(plan->state)
-                                  : plan->backend->estimate_ms ? plan->backend->estimate_ms(p, 1)
-                                                               : 0.0;
+                              : plan->backend->estimate_ms ? plan->backend->estimate_ms(p, 1)
+                                                           : 0.0;
             if (ms > CVI_CPU_SLAB_MS && (double)n * CVI_CPU_SLAB_MS / ms < (double)rows)
                 rows = (size_t)((double)n * CVI_CPU_SLAB_MS / ms);
             rows = rows < CVI_WINDOW_EXTRA_SHARE * extra ? CVI_WINDOW_EXTRA_SHARE * extra : rows;
@@ -923,8 +929,8 @@ convolve_status cvi_stream_choose(convolve_plan *plan, int in_place, size_t *sla
                              "the device memory budget of %zu bytes holds no slab: strategy "
                              "'%s' computes slabs of multiples of %zu rows (%d buffers of %zu "
                              "rows need %zu bytes)",
-                             budget, plan->strategy->name, align, CVI_STREAM_BUFFERS,
-                             rows + halo, (rows + halo) * per_row);
+                             budget, plan->strategy->name, align, CVI_STREAM_BUFFERS, rows + halo,
+                             (rows + halo) * per_row);
     }
     *slab_rows = rows < n ? rows : n;
     return CONVOLVE_OK;
@@ -987,8 +993,8 @@ convolve_status cvi_stream_in_place_bytes(convolve_plan *plan, size_t slab_rows,
     return CONVOLVE_OK;
 }
 
-convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const void *in,
-                                   void *out, int *wrote)
+convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const void *in, void *out,
+                                   int *wrote)
 {
     convolve_context *ctx = plan->ctx;
     const cvi_backend *b = plan->backend;
@@ -1082,8 +1088,8 @@ convolve_status cvi_stream_execute(convolve_plan *plan, size_t slab_rows, const 
         st = state.failed;
         cvi_error(ctx, st, "%s", convolve_last_error(wctx[state.failed_worker]));
         if (job.worker_count > 1)
-            cvi_error_prefix(ctx, st, "device %d: ",
-                             job.devices ? job.devices[state.failed_worker] : 0);
+            cvi_error_prefix(ctx, st,
+                             "device %d: ", job.devices ? job.devices[state.failed_worker] : 0);
     }
 finish:
     *wrote = state.next > 0; /* a slab handed out may have written its rows */

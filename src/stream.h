@@ -48,10 +48,10 @@ extern "C" {
 
 typedef struct cvi_slab {
     size_t index;
-    size_t r0, r1;          /* output rows [r0, r1) along the slab axis */
-    ptrdiff_t ext_lo;       /* the first extended input row (may lie outside) */
-    size_t ext_rows;        /* rows in the buffer */
-    size_t out_first;       /* the buffer's first exact output row (r0 - ext_lo) */
+    size_t r0, r1;    /* output rows [r0, r1) along the slab axis */
+    ptrdiff_t ext_lo; /* the first extended input row (may lie outside) */
+    size_t ext_rows;  /* rows in the buffer */
+    size_t out_first; /* the buffer's first exact output row (r0 - ext_lo) */
 } cvi_slab;
 
 /* In place: array rows [lo, hi) along the slab axis, saved at store rows
@@ -64,30 +64,30 @@ typedef struct cvi_stream_job cvi_stream_job;
 
 struct cvi_stream_job {
     /* what the backend reads */
-    const cvi_problem *problem;     /* the whole problem, in the caller's layouts */
-    const cvi_strategy *strategy;   /* the plan's strategy: every slab runs it */
-    const void *in;                 /* the caller's arrays */
+    const cvi_problem *problem;   /* the whole problem, in the caller's layouts */
+    const cvi_strategy *strategy; /* the plan's strategy: every slab runs it */
+    const void *in;               /* the caller's arrays */
     void *out;
-    int axis;                       /* the slab axis: 3 - ndim */
-    size_t rows;                    /* the problem's extent along it */
-    size_t slab_rows;               /* output rows per slab (the last may have fewer) */
+    int axis;         /* the slab axis: 3 - ndim */
+    size_t rows;      /* the problem's extent along it */
+    size_t slab_rows; /* output rows per slab (the last may have fewer) */
     size_t slab_count;
-    size_t max_ext_rows;            /* the most rows a slab's buffer holds */
-    size_t row_elems;               /* values per row: the other axes' extents x channels */
+    size_t max_ext_rows;                /* the most rows a slab's buffer holds */
+    size_t row_elems;                   /* values per row: the other axes' extents x channels */
     size_t in_row_bytes, out_row_bytes; /* a packed row of input, of output */
-    int in_packed, out_packed;      /* the caller's rows are packed C order (a row of
+    int in_packed, out_packed;          /* the caller's rows are packed C order (a row of
                                        the input starts in + row * in_row_bytes) */
-    int worker_count;               /* one worker per device */
-    const int *devices;             /* worker w runs on devices[w]; NULL: the current one */
+    int worker_count;                   /* one worker per device */
+    const int *devices;                 /* worker w runs on devices[w]; NULL: the current one */
     const cvi_device *worker_device;    /* worker_count probes (one per device) */
-    convolve_context **worker_ctx;  /* worker w's own context (errors, sub-plans) */
-    int host_threads;               /* CPU threads a worker may use to gather and scatter */
-    void *backend_state;            /* the plan's state from the backend's prepare (the
+    convolve_context **worker_ctx;      /* worker w's own context (errors, sub-plans) */
+    int host_threads;                   /* CPU threads a worker may use to gather and scatter */
+    void *backend_state;                /* the plan's state from the backend's prepare (the
                                        executor may keep resources there) */
-    int in_place;                   /* in == out: a slab reads only its own rows
+    int in_place;                       /* in == out: a slab reads only its own rows
                                        [r0, r1) from the array, its other rows
                                        from halo_store (cvi_stream_gather) */
-    const char *halo_store;         /* in place: the rows of store_runs, packed,
+    const char *halo_store;             /* in place: the rows of store_runs, packed,
                                        saved before any slab ran (NULL: none) */
     const cvi_store_run *store_runs;    /* in place: which array rows the store holds */
     size_t store_run_count;

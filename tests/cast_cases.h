@@ -70,10 +70,10 @@ static void cc_run(convolve_context *ctx, const convolve_filter *f, const convol
         convolve_plan *plan = NULL;
         convolve_status st = convolve_plan_create(ctx, &plan, &ls_in, &ls_out, f, &o);
         if (st != CONVOLVE_OK) {
-            CHECK(st == CONVOLVE_ERROR_UNSUPPORTED, "%s: %s: %s", name,
-                  convolve_status_name(st), convolve_last_error(ctx));
-            CHECK(!must_serve || strcmp(must_serve, name) != 0,
-                  "'%s' refused scipy's cast: %s", name, convolve_last_error(ctx));
+            CHECK(st == CONVOLVE_ERROR_UNSUPPORTED, "%s: %s: %s", name, convolve_status_name(st),
+                  convolve_last_error(ctx));
+            CHECK(!must_serve || strcmp(must_serve, name) != 0, "'%s' refused scipy's cast: %s",
+                  name, convolve_last_error(ctx));
             continue;
         }
         served[s]++;
@@ -90,11 +90,12 @@ static void cc_run(convolve_context *ctx, const convolve_filter *f, const convol
             if (got != cc_model(ref[i], dv, kc, out_t) && bad++ == 0)
                 first = i;
         }
-        CHECK(bad == 0, "%s (%s) %dD %zu ch, %s -> %s, layout %d, mode %s, cval %g, "
-              "divisor %g: %zu of %zu differ, first %zu: %llu, model %llu (sum %.17g)", name,
-              convolve_plan_strategy(plan), nd, C, convolve_dtype_name(in_t),
-              convolve_dtype_name(out_t), kind, convolve_mode_name(o.mode), o.cval, o.divisor,
-              bad, count, first,
+        CHECK(bad == 0,
+              "%s (%s) %dD %zu ch, %s -> %s, layout %d, mode %s, cval %g, "
+              "divisor %g: %zu of %zu differ, first %zu: %llu, model %llu (sum %.17g)",
+              name, convolve_plan_strategy(plan), nd, C, convolve_dtype_name(in_t),
+              convolve_dtype_name(out_t), kind, convolve_mode_name(o.mode), o.cval, o.divisor, bad,
+              count, first,
               out_t == CONVOLVE_UINT8 ? (unsigned long long)((uint8_t *)out)[first]
                                       : (unsigned long long)((uint16_t *)out)[first],
               cc_model(ref[first], o.divisor ? o.divisor : 1.0, kc, out_t), ref[first]);
@@ -144,8 +145,7 @@ static void cc_case(convolve_context *ctx, convolve_backend backend, const char 
     for (int a = 0; a < nd; a++) {
         taps[a] = malloc(K[a] * sizeof(double));
         for (size_t k = 0; k < K[a]; k++)
-            taps[a][k] = kind == 0 ? (double)h_randint(-3, 3) : kind == 1 ? 1.0
-                                                                          : h_uniform(-2, 2);
+            taps[a][k] = kind == 0 ? (double)h_randint(-3, 3) : kind == 1 ? 1.0 : h_uniform(-2, 2);
         if (kind == 0 && K[a] == 1 && taps[a][0] == 0.0)
             taps[a][0] = 1.0;
     }
@@ -160,7 +160,8 @@ static void cc_case(convolve_context *ctx, convolve_backend backend, const char 
     }
     convolve_filter *f = NULL;
     if (sep)
-        CHECK_OK(ctx, convolve_filter_create_separable(ctx, &f, nd, K, (const double *const *)taps));
+        CHECK_OK(ctx,
+                 convolve_filter_create_separable(ctx, &f, nd, K, (const double *const *)taps));
     else
         CHECK_OK(ctx, convolve_filter_create(ctx, &f, nd, K, dense));
 
@@ -201,9 +202,9 @@ static void cc_case(convolve_context *ctx, convolve_backend backend, const char 
  * that runs the kernel) required to serve unless the filter is dense along
  * both axes (then summed as given, which the kernel does not do); *picked
  * receives auto's choice. Returns 1 if `kernel` had to serve. */
-static int cc_image_case(convolve_context *ctx, convolve_backend backend,
-                         const char *const *strategies, int nstrat, const char *kernel,
-                         size_t max_extent, int *served, const char **picked)
+static inline int cc_image_case(convolve_context *ctx, convolve_backend backend,
+                                const char *const *strategies, int nstrat, const char *kernel,
+                                size_t max_extent, int *served, const char **picked)
 {
     const int r = (int)h_randint(0, 9);
     const int nd = r == 0 ? 1 : r == 1 ? 3 : 2;
@@ -244,8 +245,7 @@ static int cc_image_case(convolve_context *ctx, convolve_backend backend,
     for (int a = 0; a < nd; a++) {
         taps[a] = malloc(K[a] * sizeof(double));
         for (size_t k = 0; k < K[a]; k++)
-            taps[a][k] = kind == 0 ? (double)h_randint(-3, 3) : kind == 1 ? 1.0
-                                                                          : h_uniform(-1, 2);
+            taps[a][k] = kind == 0 ? (double)h_randint(-3, 3) : kind == 1 ? 1.0 : h_uniform(-1, 2);
         if (K[a] == 1 && kind != 1) /* a tap that scales */
             taps[a][0] = kind == 0 ? (double)h_randint(1, 2) : h_uniform(0.5, 1.5);
     }
@@ -262,15 +262,16 @@ static int cc_image_case(convolve_context *ctx, convolve_backend backend,
     if (dense)
         CHECK_OK(ctx, convolve_filter_create(ctx, &f, nd, K, w));
     else
-        CHECK_OK(ctx, convolve_filter_create_separable(ctx, &f, nd, K, (const double *const *)taps));
+        CHECK_OK(ctx,
+                 convolve_filter_create_separable(ctx, &f, nd, K, (const double *const *)taps));
     convolve_layout li, lo;
     CHECK_OK(ctx, convolve_layout_init(&li, t, nd, shape, C));
     CHECK_OK(ctx, convolve_layout_init(&lo, t, nd, shape, C));
     void *in = malloc(n * C * 2);
     h_fill_typed(t, in, n * C, 1.0);
     const int expect = !(dense && nd > 1 && K[ya] > 1 && K[xa] > 1);
-    cc_run(ctx, f, &li, &lo, in, &o, kc, strategies, nstrat, expect ? kernel : NULL, served,
-           picked, (int)h_randint(0, H_LAYOUT_KINDS - 1));
+    cc_run(ctx, f, &li, &lo, in, &o, kc, strategies, nstrat, expect ? kernel : NULL, served, picked,
+           (int)h_randint(0, H_LAYOUT_KINDS - 1));
     convolve_filter_free(f);
     for (int a = 0; a < nd; a++)
         free(taps[a]);

@@ -20,33 +20,33 @@
 static int h_failures = 0;
 static int h_checks = 0;
 
-#define CHECK(cond, ...)                                                          \
-    do {                                                                          \
-        h_checks++;                                                               \
-        if (!(cond)) {                                                            \
-            h_failures++;                                                         \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);       \
-            fprintf(stderr, __VA_ARGS__);                                         \
-            fputc('\n', stderr);                                                  \
-        }                                                                         \
+#define CHECK(cond, ...)                                                    \
+    do {                                                                    \
+        h_checks++;                                                         \
+        if (!(cond)) {                                                      \
+            h_failures++;                                                   \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                   \
+            fputc('\n', stderr);                                            \
+        }                                                                   \
     } while (0)
 
 /* Checks a status; prints the context's message on failure. */
-#define CHECK_OK(ctx, expr)                                                       \
-    do {                                                                          \
-        convolve_status h_st_ = (expr);                                           \
-        CHECK(h_st_ == CONVOLVE_OK, "%s: %s", convolve_status_name(h_st_),        \
-              convolve_last_error(ctx));                                          \
+#define CHECK_OK(ctx, expr)                                                \
+    do {                                                                   \
+        convolve_status h_st_ = (expr);                                    \
+        CHECK(h_st_ == CONVOLVE_OK, "%s: %s", convolve_status_name(h_st_), \
+              convolve_last_error(ctx));                                   \
     } while (0)
 
 /* Checks that expr fails with the given status and leaves a message. */
-#define CHECK_STATUS(ctx, expr, want)                                             \
-    do {                                                                          \
-        convolve_status h_st_ = (expr);                                           \
-        CHECK(h_st_ == (want), "got %s, want %s (%s)", convolve_status_name(h_st_),\
-              convolve_status_name(want), convolve_last_error(ctx));              \
-        if (h_st_ == (want) && (want) != CONVOLVE_OK && (ctx))                    \
-            CHECK(convolve_last_error(ctx)[0] != '\0', "no error message");       \
+#define CHECK_STATUS(ctx, expr, want)                                               \
+    do {                                                                            \
+        convolve_status h_st_ = (expr);                                             \
+        CHECK(h_st_ == (want), "got %s, want %s (%s)", convolve_status_name(h_st_), \
+              convolve_status_name(want), convolve_last_error(ctx));                \
+        if (h_st_ == (want) && (want) != CONVOLVE_OK && (ctx))                      \
+            CHECK(convolve_last_error(ctx)[0] != '\0', "no error message");         \
     } while (0)
 
 static uint64_t h_rng_state = 0;
@@ -80,8 +80,8 @@ static inline void h_seed(const char *test)
     if (seed == 0)
         seed = 1;
     h_rng_state = seed * 0x9E3779B97F4A7C15ull | 1;
-    printf("%s: seed %llu (replay with CONVOLVE_TEST_SEED=%llu)\n", test,
-           (unsigned long long)seed, (unsigned long long)seed);
+    printf("%s: seed %llu (replay with CONVOLVE_TEST_SEED=%llu)\n", test, (unsigned long long)seed,
+           (unsigned long long)seed);
 }
 
 /* Fills n doubles with random values in [-1, 1), never all zero. */
@@ -141,11 +141,11 @@ static inline void h_layout_extent(const convolve_layout *l, size_t *bytes, size
 /* Layout kinds the GPU tests draw: how an array of `shape` x C channels lies
  * in memory. */
 enum {
-    H_PACKED = 0,   /* C order, channels interleaved */
-    H_PITCHED,      /* rows padded by 5 elements, planes by one row */
-    H_REVERSED,     /* pitched, rows in reverse order (negative stride) */
-    H_PLANAR,       /* channels in planes of their own */
-    H_STEPPED,      /* every other element of a larger array along x */
+    H_PACKED = 0, /* C order, channels interleaved */
+    H_PITCHED,    /* rows padded by 5 elements, planes by one row */
+    H_REVERSED,   /* pitched, rows in reverse order (negative stride) */
+    H_PLANAR,     /* channels in planes of their own */
+    H_STEPPED,    /* every other element of a larger array along x */
     H_LAYOUT_KINDS
 };
 
@@ -220,16 +220,16 @@ static inline double h_get(convolve_dtype t, const void *data, size_t i)
 }
 
 typedef struct {
-    size_t bad;         /* elements outside tol + |ref| * eps (NaN counts) */
+    size_t bad; /* elements outside tol + |ref| * eps (NaN counts) */
     size_t first_bad;
-    double max_abs;     /* largest |out - ref| */
-    double rel_l2;      /* ||out - ref|| / ||ref|| */
+    double max_abs;        /* largest |out - ref| */
+    double rel_l2;         /* ||out - ref|| / ||ref|| */
     double l2_err, l2_ref; /* ||out - ref||, ||ref|| */
 } h_diff;
 
 /* Compares n elements of out (type to) with ref (type tr). */
-static inline h_diff h_compare(convolve_dtype to, const void *out, convolve_dtype tr, const void *ref,
-                        size_t n, double tol, double eps)
+static inline h_diff h_compare(convolve_dtype to, const void *out, convolve_dtype tr,
+                               const void *ref, size_t n, double tol, double eps)
 {
     h_diff d = {0, 0, 0.0, 0.0, 0.0, 0.0};
     double num = 0.0, den = 0.0;

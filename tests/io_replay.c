@@ -55,10 +55,9 @@ static void replay_file(convolve_context *ctx, const char *path)
         return;
     }
     files++;
-    static const convolve_format formats[] = {CONVOLVE_FORMAT_AUTO, CONVOLVE_FORMAT_NPY,
-                                              CONVOLVE_FORMAT_PNG, CONVOLVE_FORMAT_JPEG,
-                                              CONVOLVE_FORMAT_PNM, CONVOLVE_FORMAT_TEXT,
-                                              CONVOLVE_FORMAT_TIFF};
+    static const convolve_format formats[] = {
+        CONVOLVE_FORMAT_AUTO, CONVOLVE_FORMAT_NPY,  CONVOLVE_FORMAT_PNG, CONVOLVE_FORMAT_JPEG,
+        CONVOLVE_FORMAT_PNM,  CONVOLVE_FORMAT_TEXT, CONVOLVE_FORMAT_TIFF};
     for (size_t k = 0; k < sizeof formats / sizeof *formats; k++) {
         convolve_array *a = NULL;
         convolve_status st = convolve_array_load_memory(ctx, &a, data, size, formats[k]);

@@ -14,7 +14,7 @@
 #include "harness.h"
 
 typedef struct {
-    int calls, cancel_at;   /* cancel_at >= 0: return 1 on call number cancel_at + 1 */
+    int calls, cancel_at; /* cancel_at >= 0: return 1 on call number cancel_at + 1 */
     convolve_progress last;
     int monotonic;
 } s_progress_log;
@@ -22,9 +22,9 @@ typedef struct {
 static int s_on_progress(void *user, const convolve_progress *p)
 {
     s_progress_log *log = user;
-    if (log->calls > 0 && (p->slabs_done < log->last.slabs_done ||
-                           p->rows_done < log->last.rows_done ||
-                           p->bytes_done < log->last.bytes_done))
+    if (log->calls > 0 &&
+        (p->slabs_done < log->last.slabs_done || p->rows_done < log->last.rows_done ||
+         p->bytes_done < log->last.bytes_done))
         log->monotonic = 0;
     if (p->slabs_done > p->slabs_total || p->rows_done > p->rows_total)
         log->monotonic = 0;
@@ -35,7 +35,7 @@ static int s_on_progress(void *user, const convolve_progress *p)
 
 typedef struct {
     convolve_backend backend;
-    const char *strategy;       /* NULL: auto */
+    const char *strategy; /* NULL: auto */
     convolve_dtype in_type, out_type;
     int ndim;
     size_t shape[3], channels;
@@ -44,19 +44,19 @@ typedef struct {
     convolve_mode mode;
     double cval;
     ptrdiff_t origin[3];
-    int layout;                 /* H_PACKED, H_PITCHED, ... for both arrays */
-    size_t budget;              /* the streamed plan's device budget (0: automatic) */
-    const int *devices;         /* the streamed plan's devices */
+    int layout;         /* H_PACKED, H_PITCHED, ... for both arrays */
+    size_t budget;      /* the streamed plan's device budget (0: automatic) */
+    const int *devices; /* the streamed plan's devices */
     int device_count;
-    int exact;                  /* 1: byte for byte; 0: within a tolerance (FFT) */
-    int min_slabs;              /* the streamed run must report at least this many slabs */
-    int max_slabs;              /* and at most this many (0: any) */
-    int pin;                    /* register the streamed run's arrays (convolve_host_register) */
-    int in_place;               /* the streamed run writes over its input (out == in; the
+    int exact;         /* 1: byte for byte; 0: within a tolerance (FFT) */
+    int min_slabs;     /* the streamed run must report at least this many slabs */
+    int max_slabs;     /* and at most this many (0: any) */
+    int pin;           /* register the streamed run's arrays (convolve_host_register) */
+    int in_place;      /* the streamed run writes over its input (out == in; the
                                    types' sizes must match) */
-    const char *route;          /* in place: CONVOLVE_IN_PLACE ("slabs", "copy"; NULL:
+    const char *route; /* in place: CONVOLVE_IN_PLACE ("slabs", "copy"; NULL:
                                    the library's choice) */
-    int fft_groups;             /* CUDA FFT: groups of one tile (CONVOLVE_FFT_GROUP_POINTS=1),
+    int fft_groups;    /* CUDA FFT: groups of one tile (CONVOLVE_FFT_GROUP_POINTS=1),
                                    min_slabs holds for it too */
 } s_case;
 
@@ -87,16 +87,16 @@ static inline size_t s_plan_k0(const s_case *c)
 
 static const char *s_describe(const s_case *c, char *buf, size_t size)
 {
-    snprintf(buf, size, "%s/%s %s->%s %dD %zux%zux%zu C%zu k%zux%zux%zu%s %s cval %g origin "
+    snprintf(buf, size,
+             "%s/%s %s->%s %dD %zux%zux%zu C%zu k%zux%zux%zu%s %s cval %g origin "
              "%td,%td,%td layout %d budget %zu devices %d%s%s%s",
              convolve_backend_name(c->backend), c->strategy ? c->strategy : "auto",
              convolve_dtype_name(c->in_type), convolve_dtype_name(c->out_type), c->ndim,
-             c->shape[0], c->ndim > 1 ? c->shape[1] : 1, c->ndim > 2 ? c->shape[2] : 1,
-             c->channels, c->ksize[0], c->ndim > 1 ? c->ksize[1] : 1,
-             c->ndim > 2 ? c->ksize[2] : 1, c->separable ? " sep" : "",
-             convolve_mode_name(c->mode), c->cval, c->origin[0], c->origin[1], c->origin[2],
-             c->layout, c->budget, c->device_count, c->pin ? " pinned" : "",
-             c->in_place ? " in place" : "",
+             c->shape[0], c->ndim > 1 ? c->shape[1] : 1, c->ndim > 2 ? c->shape[2] : 1, c->channels,
+             c->ksize[0], c->ndim > 1 ? c->ksize[1] : 1, c->ndim > 2 ? c->ksize[2] : 1,
+             c->separable ? " sep" : "", convolve_mode_name(c->mode), c->cval, c->origin[0],
+             c->origin[1], c->origin[2], c->layout, c->budget, c->device_count,
+             c->pin ? " pinned" : "", c->in_place ? " in place" : "",
              c->in_place && c->route ? (strcmp(c->route, "copy") ? " (slabs)" : " (copy)") : "");
     return buf;
 }
@@ -216,12 +216,10 @@ static int s_run_case(const s_case *c)
             strcmp(convolve_plan_strategy(p2), "fft") == 0)
             min_slabs = 1;
         CHECK(log.monotonic && log.calls >= 2 && log.last.slabs_done == log.last.slabs_total &&
-                  log.last.rows_done == log.last.rows_total &&
-                  log.last.slabs_total >= min_slabs &&
+                  log.last.rows_done == log.last.rows_total && log.last.slabs_total >= min_slabs &&
                   (c->max_slabs == 0 || log.last.slabs_total <= (size_t)c->max_slabs),
               "%s: progress: %d calls, %zu/%zu slabs, %zu/%zu rows", what, log.calls,
-              log.last.slabs_done, log.last.slabs_total, log.last.rows_done,
-              log.last.rows_total);
+              log.last.slabs_done, log.last.slabs_total, log.last.rows_done, log.last.rows_total);
         if (c->exact) {
             int same = !c->in_place && memcmp(one, two, obytes) == 0;
             if (!same) {
@@ -236,7 +234,8 @@ static int s_run_case(const s_case *c)
                 }
                 CHECK(bad == 0 && (same || c->in_place),
                       "%s: streamed differs from one shot: %zu of %zu elements (first %zu: "
-                      "%.17g vs %.17g), or the gaps", what, bad, n, first,
+                      "%.17g vs %.17g), or the gaps",
+                      what, bad, n, first,
                       h_get(c->out_type, one + oorigin + h_layout_offset(&lo, first), 0),
                       h_get(c->out_type, two + oorigin + h_layout_offset(&lo, first), 0));
             }
@@ -259,8 +258,8 @@ static int s_run_case(const s_case *c)
             if (c->out_type == CONVOLVE_UINT8 || c->out_type == CONVOLVE_UINT16)
                 tol += 1.0;
             h_diff d = h_compare(c->out_type, b, c->out_type, a, n, tol, eps);
-            CHECK(d.bad == 0, "%s: %zu elements differ (max %g, rel L2 %g)", what, d.bad,
-                  d.max_abs, d.rel_l2);
+            CHECK(d.bad == 0, "%s: %zu elements differ (max %g, rel L2 %g)", what, d.bad, d.max_abs,
+                  d.rel_l2);
             free(a), free(b);
         }
     }

@@ -104,18 +104,22 @@ int main(void)
     /* tuning, and remembering per class */
     CHECK(convolve_wisdom_count(ctx) == 0, "a new context has wisdom");
     char first[64];
-    snprintf(first, sizeof first, "%s", tuned(ctx, CONVOLVE_BACKEND_CPU, 301, 257, 5, 0, "5x5 dense"));
-    CHECK(convolve_wisdom_count(ctx) == 1, "one class tuned, %zu entries", convolve_wisdom_count(ctx));
+    snprintf(first, sizeof first, "%s",
+             tuned(ctx, CONVOLVE_BACKEND_CPU, 301, 257, 5, 0, "5x5 dense"));
+    CHECK(convolve_wisdom_count(ctx) == 1, "one class tuned, %zu entries",
+          convolve_wisdom_count(ctx));
     const char *again = tuned(ctx, CONVOLVE_BACKEND_CPU, 300, 260, 5, 0, "5x5 dense, same class");
     CHECK(!strcmp(again, first), "same class: '%s' then '%s'", first, again);
     CHECK(convolve_wisdom_count(ctx) == 1, "same class added an entry");
     tuned(ctx, CONVOLVE_BACKEND_CPU, 301, 257, 9, 1, "9x9 separable");
-    CHECK(convolve_wisdom_count(ctx) == 2, "a second class: %zu entries", convolve_wisdom_count(ctx));
+    CHECK(convolve_wisdom_count(ctx) == 2, "a second class: %zu entries",
+          convolve_wisdom_count(ctx));
 
     /* save, edit the dense entry to another strategy that serves, load */
     CHECK_OK(ctx, convolve_wisdom_save(ctx, path));
     char *text = read_text(path);
-    CHECK(text && !strncmp(text, "convolve-wisdom 1\n", 18), "saved wisdom: %s", text ? text : "(none)");
+    CHECK(text && !strncmp(text, "convolve-wisdom 1\n", 18), "saved wisdom: %s",
+          text ? text : "(none)");
     const char *other = strcmp(first, "fft") ? "fft" : "direct";
     if (text) {
         char edited[1 << 16] = "", *save = NULL;
@@ -167,15 +171,15 @@ int main(void)
 
     /* malformed wisdom: refused, nothing changed */
     static const char *bad[] = {
-        "",                                              /* empty */
-        "convolve-wisdom 2\n",                           /* other version */
-        "hello\n",                                       /* not wisdom */
-        "convolve-wisdom 1\nkey only\n",                 /* no tabs */
-        "convolve-wisdom 1\nk\tfast\n",                  /* two fields */
-        "convolve-wisdom 1\nk\tfast\tabc\n",             /* not a number */
-        "convolve-wisdom 1\nk\tfa st\t1\n",              /* bad name */
-        "convolve-wisdom 1\nk\tfast\t-1\n",              /* negative time */
-        "convolve-wisdom 1\nk\tfast\t1\textra\n",        /* four fields */
+        "",                                       /* empty */
+        "convolve-wisdom 2\n",                    /* other version */
+        "hello\n",                                /* not wisdom */
+        "convolve-wisdom 1\nkey only\n",          /* no tabs */
+        "convolve-wisdom 1\nk\tfast\n",           /* two fields */
+        "convolve-wisdom 1\nk\tfast\tabc\n",      /* not a number */
+        "convolve-wisdom 1\nk\tfa st\t1\n",       /* bad name */
+        "convolve-wisdom 1\nk\tfast\t-1\n",       /* negative time */
+        "convolve-wisdom 1\nk\tfast\t1\textra\n", /* four fields */
     };
     size_t before = convolve_wisdom_count(ctx);
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {

@@ -39,8 +39,8 @@ static int run_captured(const char *const *args, char *buf, size_t size)
 int main(void)
 {
     static char out[1 << 16];
-    const char *json[] = {"bench", "--backend", "cpu", "--shape", "64x64", "--radius", "1",
-                          "--strategy", "reference", "--runs", "20", "--json", NULL};
+    const char *json[] = {"bench",      "--backend", "cpu",    "--shape", "64x64",  "--radius", "1",
+                          "--strategy", "reference", "--runs", "20",      "--json", NULL};
     int rc = run_captured(json, out, sizeof out);
     CHECK(rc == 0, "json run exit %d:\n%s", rc, out);
     CHECK(strstr(out, "\"strategy\": \"reference\"") && strstr(out, "\"median_ms\": ") &&
@@ -51,20 +51,18 @@ int main(void)
           "reduction table wrong:\n%s", out);
     printf("%s", out);
 
-    const char *text[] = {"bench", "--backend=cpu", "--shape", "300", "--radius", "0..2,5",
-                          "--runs", "20", NULL};
+    const char *text[] = {"bench",  "--backend=cpu", "--shape", "300", "--radius",
+                          "0..2,5", "--runs",        "20",      NULL};
     rc = run_captured(text, out, sizeof out);
     CHECK(rc == 0, "1-D text run exit %d:\n%s", rc, out);
     CHECK(strstr(out, "reference") && strstr(out, "median ms") && strstr(out, "OUT_TILE"),
           "text output lacks its table:\n%s", out);
     printf("%s", out);
 
-    const char *bad[][8] = {{"bench", "--runs", "5", NULL},
-                            {"bench", "--shape", "0x4", NULL},
-                            {"bench", "--shape", "2x3x4x5", NULL},
-                            {"bench", "--radius", "3..1", NULL},
-                            {"bench", "--dtype", "int7", NULL},
-                            {"bench", "--frobnicate", NULL}};
+    const char *bad[][8] = {
+        {"bench", "--runs", "5", NULL},        {"bench", "--shape", "0x4", NULL},
+        {"bench", "--shape", "2x3x4x5", NULL}, {"bench", "--radius", "3..1", NULL},
+        {"bench", "--dtype", "int7", NULL},    {"bench", "--frobnicate", NULL}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rc = run_captured(bad[i], out, sizeof out);
         CHECK(rc == 1, "'%s %s' should be refused (exit 1: usage), got %d", bad[i][1],
@@ -77,8 +75,8 @@ int main(void)
     convolve_device_query(ctx, &dev);
     convolve_context_free(ctx);
     if (convolve_backend_built(CONVOLVE_BACKEND_CUDA) && dev.available) {
-        const char *gpu[] = {"bench", "--shape", "256x256", "--radius", "1,2,16", "--runs", "20",
-                             NULL};
+        const char *gpu[] = {"bench",  "--shape", "256x256", "--radius",
+                             "1,2,16", "--runs",  "20",      NULL};
         rc = run_captured(gpu, out, sizeof out);
         CHECK(rc == 0, "CUDA run exit %d:\n%s", rc, out);
         CHECK(strstr(out, "tiled-in") && strstr(out, "cannot serve"),

@@ -91,8 +91,8 @@ int main(void)
     if (convolve_context_create(&ctx) != CONVOLVE_OK)
         return 1;
     validation(ctx);
-    static const char *const strategies[] = {"reference", "fast", "direct", "separable",
-                                             "fft", "image", NULL};
+    static const char *const strategies[] = {"reference", "fast",  "direct", "separable",
+                                             "fft",       "image", NULL};
     int served[6] = {0};
     for (int i = 0; i < 150; i++)
         cc_case(ctx, CONVOLVE_BACKEND_CPU, strategies, 6, "fast", 40, served);

@@ -138,7 +138,7 @@ typedef struct {
     int ndim;
     size_t shape[3], kshape[3], channels;
     int separable;
-    int positive;       /* data and weights in [0, 1): relative L2 <= eps strictly */
+    int positive; /* data and weights in [0, 1): relative L2 <= eps strictly */
     convolve_dtype tin, tout;
     int in_kind, out_kind;
     convolve_options opt;
@@ -151,8 +151,7 @@ static void describe(const fcase *c, char *s, size_t n)
              "origin=%td,%td,%td threads=%d",
              c->ndim, c->shape[0], c->shape[1], c->shape[2], c->channels, c->kshape[0],
              c->kshape[1], c->kshape[2], c->separable ? " sep" : "", convolve_dtype_name(c->tin),
-             convolve_dtype_name(c->tout), c->in_kind, c->out_kind,
-             convolve_mode_name(c->opt.mode),
+             convolve_dtype_name(c->tout), c->in_kind, c->out_kind, convolve_mode_name(c->opt.mode),
              c->opt.operation == CONVOLVE_OP_CORRELATE ? "correlate" : "convolve", c->opt.cval,
              c->opt.origin[0], c->opt.origin[1], c->opt.origin[2], c->opt.threads);
 }
@@ -291,8 +290,8 @@ static int run_case(const fcase *c, const char *only)
             /* within 1 of the reference's rounding; further only where the
              * float sum lies within tolerance of a rounding boundary */
             h_diff d = h_compare(CONVOLVE_FLOAT64, got, CONVOLVE_FLOAT64, reft, count, 1.0, 0.0);
-            CHECK(d.bad == 0, "%s: %s: %zu integers off by more than 1 (first %zu: %g vs %g)",
-                  tag, k_strategies[s], d.bad, d.first_bad, d.bad ? got[d.first_bad] : 0.0,
+            CHECK(d.bad == 0, "%s: %s: %zu integers off by more than 1 (first %zu: %g vs %g)", tag,
+                  k_strategies[s], d.bad, d.first_bad, d.bad ? got[d.first_bad] : 0.0,
                   d.bad ? reft[d.first_bad] : 0.0);
             size_t off = 0;
             for (size_t i = 0; i < count; i++)
@@ -454,9 +453,10 @@ static void larger(const char *only)
  * tails alike (a unit filter passes the values through). */
 static void integer_edges(void)
 {
-    static const float v[] = {-1e30f, -INFINITY, NAN, -0.5f, -0.0f, 0.5f, 1.5f, 2.5f, 3.49f,
-                              127.5f, 128.5f, 254.5f, 255.49f, 255.5f, 256.0f, 1000.0f, 3e9f,
-                              INFINITY, 65534.5f, 65535.49f, 65535.5f, 65536.0f, 1e10f, 7.0f};
+    static const float v[] = {-1e30f,   -INFINITY, NAN,      -0.5f,    -0.0f,  0.5f,
+                              1.5f,     2.5f,      3.49f,    127.5f,   128.5f, 254.5f,
+                              255.49f,  255.5f,    256.0f,   1000.0f,  3e9f,   INFINITY,
+                              65534.5f, 65535.49f, 65535.5f, 65536.0f, 1e10f,  7.0f};
     const size_t nv = sizeof v / sizeof v[0], n = 5 * nv + 3;
     float *x = malloc(n * sizeof *x);
     for (size_t i = 0; i < n; i++)
@@ -549,8 +549,8 @@ static void exact_rows(void)
 static void threads_for_load(void)
 {
     static const int k_cases[][3] = {/* threads, free cores, want */
-                                     {2, -1, 2}, {2, 2, 2}, {2, 5, 2}, {2, 1, 1},
-                                     {2, 0, 1}, {4, 0, 1}, {16, 15, 15}, {16, 3, 3}};
+                                     {2, -1, 2}, {2, 2, 2}, {2, 5, 2},    {2, 1, 1},
+                                     {2, 0, 1},  {4, 0, 1}, {16, 15, 15}, {16, 3, 3}};
     for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) {
         int got = cvcpu_threads_for_free(k_cases[i][0], k_cases[i][1]);
         CHECK(got == k_cases[i][2], "%d threads, %d free cores: %d, want %d", k_cases[i][0],
@@ -660,8 +660,7 @@ static void huge_weights(void)
         o.backend = CONVOLVE_BACKEND_CPU;
         o.strategy = "fft";
         convolve_plan *p = NULL;
-        CHECK_STATUS(ctx, convolve_plan_create(ctx, &p, &L, &L, f, &o),
-                     CONVOLVE_ERROR_UNSUPPORTED);
+        CHECK_STATUS(ctx, convolve_plan_create(ctx, &p, &L, &L, f, &o), CONVOLVE_ERROR_UNSUPPORTED);
         CHECK(strstr(convolve_last_error(ctx), "overflow") &&
                   strstr(convolve_last_error(ctx), "'direct'"),
               "%zu x %zu weights of 1e%d: the message says why and what to use: %s", k[0], k[1],
@@ -670,8 +669,8 @@ static void huge_weights(void)
             size_t c[3];
             CHECK_OK(ctx, convolve_execute(p, x, got));
             count_values(got, n, c);
-            printf("fft with %zu x %zu weights of 1e%d: %zu NaN, %zu inf, %zu finite\n", k[0],
-                   k[1], v ? 307 : 308, c[0], c[1], c[2]);
+            printf("fft with %zu x %zu weights of 1e%d: %zu NaN, %zu inf, %zu finite\n", k[0], k[1],
+                   v ? 307 : 308, c[0], c[1], c[2]);
             convolve_plan_free(p);
         }
         o.strategy = "direct";
@@ -683,8 +682,8 @@ static void huge_weights(void)
         count_values(got, n, cg);
         CHECK(cw[0] == 0 && cw[2] > 0 && memcmp(got, want, n * sizeof *got) == 0,
               "%zu x %zu weights of 1e%d: auto (%zu NaN, %zu inf, %zu finite) differs from "
-              "direct (%zu NaN, %zu inf, %zu finite)", k[0], k[1], v ? 307 : 308, cg[0], cg[1],
-              cg[2], cw[0], cw[1], cw[2]);
+              "direct (%zu NaN, %zu inf, %zu finite)",
+              k[0], k[1], v ? 307 : 308, cg[0], cg[1], cg[2], cw[0], cw[1], cw[2]);
         /* float32: float transforms; ordinary weights: the FFT serves */
         convolve_layout L32;
         convolve_layout_init(&L32, CONVOLVE_FLOAT32, 2, shape, 1);

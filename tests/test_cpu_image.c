@@ -31,33 +31,33 @@
 static convolve_context *ctx;
 
 enum {
-    F_GAUSS,        /* gaussian:S */
-    F_BOX,          /* box:R (taps 1/(2R+1)): exact */
-    F_EQUAL,        /* all taps equal to some a (per axis), any extent */
-    F_SEP,          /* random signed separable taps */
-    F_SYM,          /* random positive symmetric taps */
-    F_DYADIC,       /* taps k / 2^p: float sums exact, so outputs exact */
-    F_DENSE,        /* random signed dense weights */
-    F_INTDENSE,     /* dense integer weights: exact */
+    F_GAUSS,    /* gaussian:S */
+    F_BOX,      /* box:R (taps 1/(2R+1)): exact */
+    F_EQUAL,    /* all taps equal to some a (per axis), any extent */
+    F_SEP,      /* random signed separable taps */
+    F_SYM,      /* random positive symmetric taps */
+    F_DYADIC,   /* taps k / 2^p: float sums exact, so outputs exact */
+    F_DENSE,    /* random signed dense weights */
+    F_INTDENSE, /* dense integer weights: exact */
     F_KINDS
 };
 
-static const char *k_kind_names[F_KINDS] = {"gauss", "box", "equal", "sep", "sym", "dyadic",
-                                            "dense", "intdense"};
+static const char *k_kind_names[F_KINDS] = {"gauss", "box",    "equal", "sep",
+                                            "sym",   "dyadic", "dense", "intdense"};
 
 typedef struct {
     int ndim;
     size_t H, W, C;
     convolve_dtype tin, tout;
     int kind;
-    size_t K1, K2;          /* extents (K1 = 1 for 1-D) */
-    double sigma;           /* F_GAUSS */
-    int radius;             /* F_BOX */
-    size_t ipad, opad;      /* extra elements per row */
-    int ineg, oneg;         /* rows in reverse order in memory */
-    int narrow;             /* input values in [0, 16) (ties more likely) */
+    size_t K1, K2;     /* extents (K1 = 1 for 1-D) */
+    double sigma;      /* F_GAUSS */
+    int radius;        /* F_BOX */
+    size_t ipad, opad; /* extra elements per row */
+    int ineg, oneg;    /* rows in reverse order in memory */
+    int narrow;        /* input values in [0, 16) (ties more likely) */
     convolve_options opt;
-    double grid;            /* F_DYADIC, F_INTDENSE: 2^p * sum|w| (all weights are
+    double grid; /* F_DYADIC, F_INTDENSE: 2^p * sum|w| (all weights are
                                multiples of 2^-p), set by make_filter */
 } icase;
 
@@ -69,9 +69,9 @@ static void describe(const icase *c, char *s, size_t n)
              c->ndim, c->H, c->W, c->C, k_kind_names[c->kind], c->K1, c->K2,
              convolve_dtype_name(c->tin), convolve_dtype_name(c->tout),
              convolve_mode_name(c->opt.mode), c->opt.cval,
-             c->opt.operation == CONVOLVE_OP_CORRELATE ? "correlate" : "convolve",
-             c->opt.origin[0], c->opt.origin[1], c->opt.threads, c->ipad, c->opad, c->ineg,
-             c->oneg, c->narrow ? " narrow" : "");
+             c->opt.operation == CONVOLVE_OP_CORRELATE ? "correlate" : "convolve", c->opt.origin[0],
+             c->opt.origin[1], c->opt.threads, c->ipad, c->opad, c->ineg, c->oneg,
+             c->narrow ? " narrow" : "");
 }
 
 /* The filter of a case (NULL on failure, which is checked). */
@@ -132,9 +132,9 @@ static convolve_filter *make_filter(icase *c)
         c->grid *= sum * (double)(1 << p);
     }
     const double *const taps2[2] = {t[0], t[1]};
-    CHECK_OK(ctx, convolve_filter_create_separable(ctx, &f, c->ndim,
-                                                   c->ndim == 2 ? shape : shape + 1,
-                                                   c->ndim == 2 ? taps2 : taps2 + 1));
+    CHECK_OK(ctx,
+             convolve_filter_create_separable(ctx, &f, c->ndim, c->ndim == 2 ? shape : shape + 1,
+                                              c->ndim == 2 ? taps2 : taps2 + 1));
     free(t[0]);
     free(t[1]);
     return f;
@@ -239,7 +239,7 @@ static int untouched_outside(const icase *c, const convolve_layout *l, const uns
     return ok;
 }
 
-static double g_worst_ratio = 0;     /* largest |got - exact| / bound seen (float32 out) */
+static double g_worst_ratio = 0; /* largest |got - exact| / bound seen (float32 out) */
 static size_t g_cases = 0, g_off_by_one = 0, g_outputs = 0;
 
 /* Runs one case; returns 1 if it ran. */
@@ -278,8 +278,7 @@ static int run_case(icase *c)
     /* exact values: the reference into float64 */
     convolve_layout lref;
     size_t shape[2] = {c->H, c->W};
-    convolve_layout_init(&lref, CONVOLVE_FLOAT64, c->ndim, c->ndim == 2 ? shape : shape + 1,
-                         c->C);
+    convolve_layout_init(&lref, CONVOLVE_FLOAT64, c->ndim, c->ndim == 2 ? shape : shape + 1, c->C);
     double *exact = malloc(count * sizeof *exact);
     convolve_options ro = c->opt;
     ro.backend = CONVOLVE_BACKEND_CPU;
@@ -340,8 +339,8 @@ static int run_case(icase *c)
             to.strategy = "fast";
         memset(obuf2, 0xAB, obytes);
         CHECK_OK(ctx, convolve_run(ctx, &li, in, &lo, obuf2 + obase, f, &to));
-        CHECK(memcmp(obuf, obuf2, obytes) == 0, "%s: %s with %d threads differs", tag,
-              to.strategy, to.threads);
+        CHECK(memcmp(obuf, obuf2, obytes) == 0, "%s: %s with %d threads differs", tag, to.strategy,
+              to.threads);
     }
     convolve_plan_free(plan);
     convolve_filter_free(f);
@@ -373,7 +372,9 @@ static icase random_case(int big)
     c.tin = h_randint(0, 2) ? CONVOLVE_UINT8 : CONVOLVE_UINT16;
     c.tout = h_randint(0, 1) ? c.tin : k_out[h_randint(0, 2)];
     static const size_t tiny[6] = {1, 1, 2, 3, 5, 7};
-    c.H = c.ndim == 1 ? 1 : h_randint(0, 3) ? (size_t)h_randint(1, big ? 150 : 40) : tiny[h_randint(0, 5)];
+    c.H = c.ndim == 1       ? 1
+          : h_randint(0, 3) ? (size_t)h_randint(1, big ? 150 : 40)
+                            : tiny[h_randint(0, 5)];
     c.W = h_randint(0, 3) ? (size_t)h_randint(1, big ? 900 : 60) : tiny[h_randint(0, 5)];
     c.kind = (int)h_randint(0, F_KINDS - 1);
     c.K1 = c.ndim == 2 ? (size_t)h_randint(1, big ? 21 : 9) : 1;
@@ -391,9 +392,18 @@ static icase random_case(int big)
             c.K2--;
     }
     switch (h_randint(0, 5)) {
-    case 0: c.opt.mode = CONVOLVE_MODE_CONSTANT; c.opt.cval = (double)h_randint(0, 255); break;
-    case 1: c.opt.mode = CONVOLVE_MODE_CONSTANT; c.opt.cval = h_uniform(-3, 300); break;
-    default: c.opt.mode = (convolve_mode)h_randint(0, 4); c.opt.cval = -2; break;
+    case 0:
+        c.opt.mode = CONVOLVE_MODE_CONSTANT;
+        c.opt.cval = (double)h_randint(0, 255);
+        break;
+    case 1:
+        c.opt.mode = CONVOLVE_MODE_CONSTANT;
+        c.opt.cval = h_uniform(-3, 300);
+        break;
+    default:
+        c.opt.mode = (convolve_mode)h_randint(0, 4);
+        c.opt.cval = -2;
+        break;
     }
     c.opt.operation = h_randint(0, 1) ? CONVOLVE_OP_CORRELATE : CONVOLVE_OP_CONVOLVE;
     if (c.ndim == 2) {
@@ -457,8 +467,7 @@ static void refusals(void)
  * and bands, every channel count the benchmark uses, every mode. */
 static void larger(void)
 {
-    static const char *filters[] = {"gaussian:0.5", "gaussian:2", "gaussian:4", "box:1",
-                                    "box:15"};
+    static const char *filters[] = {"gaussian:0.5", "gaussian:2", "gaussian:4", "box:1", "box:15"};
     for (int i = 0; i < 5; i++) {
         icase c;
         memset(&c, 0, sizeof c);
@@ -466,7 +475,7 @@ static void larger(void)
         c.ndim = 2;
         c.C = (size_t)(i % 3 == 0 ? 1 : i % 3 == 1 ? 3 : 4);
         c.H = 61 + (size_t)i;
-        c.W = (i == 4 ? 4400 : 2300) + (size_t)i;  /* box: wider than a box tile */
+        c.W = (i == 4 ? 4400 : 2300) + (size_t)i; /* box: wider than a box tile */
         c.tin = CONVOLVE_UINT8;
         c.tout = i == 2 ? CONVOLVE_UINT16 : CONVOLVE_UINT8;
         c.opt.mode = (convolve_mode)i;

@@ -31,8 +31,8 @@ int main(int argc, char **argv)
         return 77;
     }
     h_seed("test_gpu_cast");
-    static const char *const strategies[] = {"basic", "constant", NULL, "direct", "separable",
-                                             "fft", "tiled-out"};
+    static const char *const strategies[] = {"basic",     "constant", NULL,       "direct",
+                                             "separable", "fft",      "tiled-out"};
     int served[7] = {0};
     const int cases = small ? 12 : 200;
     for (int i = 0; i < cases; i++)
@@ -56,10 +56,11 @@ int main(int argc, char **argv)
                   picked ? picked : "(none)");
     }
     CHECK(kserved[0] == expected && kserved[2] == images && kserved[3] == 0 && expected > 0,
-          "direct served %d of %d, auto %d of %d, fft %d", kserved[0], expected, kserved[2],
-          images, kserved[3]);
+          "direct served %d of %d, auto %d of %d, fft %d", kserved[0], expected, kserved[2], images,
+          kserved[3]);
     printf("test_gpu_cast: %d integer images, %d on the kernel (separable served %d), auto "
-           "chose it %d times\n", images, expected, kserved[1], picked_kernel);
+           "chose it %d times\n",
+           images, expected, kserved[1], picked_kernel);
     convolve_context_free(ctx);
     return h_finish("test_gpu_cast");
 }

@@ -31,7 +31,7 @@ static convolve_context *ctx;
 static int g_small = 0, g_cases = 0;
 
 typedef struct {
-    const char *strategy;     /* "direct", "separable", or NULL for auto */
+    const char *strategy; /* "direct", "separable", or NULL for auto */
     int ndim;
     size_t shape[3], C;
     size_t K[3];
@@ -41,8 +41,8 @@ typedef struct {
     double cval;
     int correlate;
     ptrdiff_t origin[3];
-    int lin, lout;            /* layout kinds (harness.h) */
-    int device;               /* also run convolve_execute_device */
+    int lin, lout; /* layout kinds (harness.h) */
+    int device;    /* also run convolve_execute_device */
 } dcase;
 
 static const convolve_dtype k_types[4] = {CONVOLVE_FLOAT32, CONVOLVE_FLOAT64, CONVOLVE_UINT8,
@@ -98,16 +98,18 @@ static void compare(const dcase *c, const char *tag, int pass, const void *got, 
     const int exact = c->tin == CONVOLVE_FLOAT64 && c->tout == CONVOLVE_FLOAT64;
     const double tol = (exact ? 1e-10 : 2e-5) * scale, eps = exact ? 1e-10 : 1e-5;
     h_diff d = h_compare(c->tout, got, CONVOLVE_FLOAT64, ref, n, tol, eps);
-    CHECK(d.bad == 0, "%s pass %d: %zu of %zu differ (first %zu: got %.9g want %.9g, max err %g, "
-          "tol %g)", tag, pass, d.bad, n, d.first_bad, h_get(c->tout, got, d.first_bad),
-          ref[d.first_bad], d.max_abs, tol);
+    CHECK(d.bad == 0,
+          "%s pass %d: %zu of %zu differ (first %zu: got %.9g want %.9g, max err %g, "
+          "tol %g)",
+          tag, pass, d.bad, n, d.first_bad, h_get(c->tout, got, d.first_bad), ref[d.first_bad],
+          d.max_abs, tol);
     if (c->tout == CONVOLVE_FLOAT32 && n > 16)
         CHECK(d.rel_l2 <= 1e-5 || scale * 1e-6 > d.max_abs, "%s: relative L2 %g", tag, d.rel_l2);
 }
 
 /* Runs the plan on device memory: copies the laid-out buffers over and back. */
-static void run_device(convolve_plan *plan, const char *tag, const char *hin, size_t ib,
-                       size_t io, char *hout, size_t ob, size_t oo)
+static void run_device(convolve_plan *plan, const char *tag, const char *hin, size_t ib, size_t io,
+                       char *hout, size_t ob, size_t oo)
 {
 #ifdef CONVOLVE_WITH_CUDA
     void *din = NULL, *dout = NULL;
@@ -130,12 +132,13 @@ static void run_device(convolve_plan *plan, const char *tag, const char *hin, si
 static void run_case(const dcase *c)
 {
     char tag[320];
-    snprintf(tag, sizeof tag, "%s %dD %zux%zux%zu C=%zu K=%zux%zux%zu%s %s->%s %s cval=%g "
+    snprintf(tag, sizeof tag,
+             "%s %dD %zux%zux%zu C=%zu K=%zux%zux%zu%s %s->%s %s cval=%g "
              "origin=%td,%td,%td %s layouts=%d,%d",
              c->strategy ? c->strategy : "auto", c->ndim, c->shape[0], c->shape[1], c->shape[2],
              c->C, c->K[0], c->K[1], c->K[2], c->separable ? " sep" : "",
-             convolve_dtype_name(c->tin), convolve_dtype_name(c->tout),
-             convolve_mode_name(c->mode), c->cval, c->origin[0], c->origin[1], c->origin[2],
+             convolve_dtype_name(c->tin), convolve_dtype_name(c->tout), convolve_mode_name(c->mode),
+             c->cval, c->origin[0], c->origin[1], c->origin[2],
              c->correlate ? "correlate" : "convolve", c->lin, c->lout);
     g_cases++;
     size_t n = c->C, kn = 1;
@@ -194,8 +197,8 @@ static void run_case(const dcase *c)
     }
     if (plan && c->strategy == NULL)
         CHECK(strcmp(convolve_plan_strategy(plan), "direct") == 0 ||
-              strcmp(convolve_plan_strategy(plan), "separable") == 0 ||
-              strcmp(convolve_plan_strategy(plan), "fft") == 0,
+                  strcmp(convolve_plan_strategy(plan), "separable") == 0 ||
+                  strcmp(convolve_plan_strategy(plan), "fft") == 0,
               "%s: auto chose the chapter's '%s'", tag, convolve_plan_strategy(plan));
     convolve_plan_free(plan);
     convolve_filter_free(f);
@@ -259,7 +262,8 @@ static void random_case(dcase *c)
     }
     for (int a = 0; a < c->ndim; a++) {
         size_t hi = lim[3 - c->ndim + a] / (c->C > 4 ? 4 : 1);
-        c->shape[a] = h_randint(0, 7) == 0 ? (size_t)h_randint(1, 4) : (size_t)h_randint(1, (long)hi);
+        c->shape[a] = h_randint(0, 7) == 0 ? (size_t)h_randint(1, 4)
+                                           : (size_t)h_randint(1, (long)hi);
     }
 }
 

@@ -37,8 +37,8 @@ typedef struct {
     convolve_mode mode;
     int correlate;
     ptrdiff_t origin[3];
-    int layout;  /* H_PACKED, H_PITCHED, H_REVERSED or H_PLANAR (harness.h) */
-    int device;  /* run convolve_execute_device too */
+    int layout; /* H_PACKED, H_PITCHED, H_REVERSED or H_PLANAR (harness.h) */
+    int device; /* run convolve_execute_device too */
 } fcase;
 
 static const char *dt(convolve_dtype t)
@@ -49,7 +49,8 @@ static const char *dt(convolve_dtype t)
 static void run_case(const fcase *c)
 {
     char tag[256];
-    snprintf(tag, sizeof tag, "%s %dD %zux%zux%zu C=%zu K=%zux%zux%zu%s %s->%s %s cval origin=%td,%td,%td "
+    snprintf(tag, sizeof tag,
+             "%s %dD %zux%zux%zu C=%zu K=%zux%zux%zu%s %s->%s %s cval origin=%td,%td,%td "
              "%s layout=%d",
              c->strategy, c->ndim, c->shape[0], c->shape[1], c->shape[2], c->C, c->K[0], c->K[1],
              c->K[2], c->separable ? " sep" : "", dt(c->tin), dt(c->tout),
@@ -115,7 +116,8 @@ static void run_case(const fcase *c)
     convolve_layout lin, lout;
     size_t ib, io, ob, oo;
     h_make_layout(&lin, c->tin, c->ndim, c->shape, c->C, c->layout, &ib, &io);
-    h_make_layout(&lout, c->tout, c->ndim, c->shape, c->C, c->layout == 2 ? 1 : c->layout, &ob, &oo);
+    h_make_layout(&lout, c->tout, c->ndim, c->shape, c->C, c->layout == 2 ? 1 : c->layout, &ob,
+                  &oo);
     char *hin = malloc(ib), *hout = malloc(ob), *got = malloc(n * oes);
     h_scatter(&lin, hin + io, xin, n);
 
@@ -154,9 +156,9 @@ static void run_case(const fcase *c)
                 want[i] = v < 0 ? 0 : v > top ? top : v;
             }
             h_diff d = h_compare(c->tout, got, CONVOLVE_FLOAT64, want, n, 1.0, 0.0);
-            CHECK(d.bad == 0, "%s pass %d: %zu of %zu off by more than 1 (first %zu: got %g want %g)",
-                  tag, pass, d.bad, n, d.first_bad, h_get(c->tout, got, d.first_bad),
-                  want[d.first_bad]);
+            CHECK(d.bad == 0,
+                  "%s pass %d: %zu of %zu off by more than 1 (first %zu: got %g want %g)", tag,
+                  pass, d.bad, n, d.first_bad, h_get(c->tout, got, d.first_bad), want[d.first_bad]);
             free(want);
         } else {
             if (c->tin == CONVOLVE_FLOAT64 && c->tout == CONVOLVE_FLOAT64) {
@@ -167,9 +169,11 @@ static void run_case(const fcase *c)
                 eps = 1e-5;
             }
             h_diff d = h_compare(c->tout, got, CONVOLVE_FLOAT64, ref, n, tol, eps);
-            CHECK(d.bad == 0, "%s pass %d: %zu of %zu differ (first %zu: got %.9g want %.9g, max "
-                  "err %g, tol %g)", tag, pass, d.bad, n, d.first_bad,
-                  h_get(c->tout, got, d.first_bad), ref[d.first_bad], d.max_abs, tol);
+            CHECK(d.bad == 0,
+                  "%s pass %d: %zu of %zu differ (first %zu: got %.9g want %.9g, max "
+                  "err %g, tol %g)",
+                  tag, pass, d.bad, n, d.first_bad, h_get(c->tout, got, d.first_bad),
+                  ref[d.first_bad], d.max_abs, tol);
             if (c->tout == CONVOLVE_FLOAT32 && n > 16)
                 CHECK(d.rel_l2 <= 1e-5 || scale * 1e-6 > d.max_abs, "%s: relative L2 %g", tag,
                       d.rel_l2);
@@ -190,8 +194,8 @@ static ptrdiff_t any_origin(size_t K)
     return h_randint(-(long)(K / 2), (long)((K - 1) / 2));
 }
 
-static void base_case(fcase *c, const char *s, int ndim, size_t d0, size_t d1, size_t d2,
-                      size_t C, size_t K, convolve_dtype tin)
+static void base_case(fcase *c, const char *s, int ndim, size_t d0, size_t d1, size_t d2, size_t C,
+                      size_t K, convolve_dtype tin)
 {
     memset(c, 0, sizeof *c);
     c->strategy = s;

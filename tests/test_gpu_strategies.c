@@ -73,8 +73,8 @@ static const char *k_kind_names[] = {"packed", "pitched", "planar", "reversed", 
 
 typedef struct {
     convolve_layout l;
-    size_t bytes;   /* buffer size */
-    size_t origin;  /* byte offset of element 0 in the buffer */
+    size_t bytes;  /* buffer size */
+    size_t origin; /* byte offset of element 0 in the buffer */
 } tlayout;
 
 /* A layout of one of the kinds above (REVERSED and BROADCAST: inputs only;
@@ -166,8 +166,8 @@ typedef struct {
     convolve_mode mode;
     double cval;
     int in_kind, out_kind;
-    int positive;       /* weights >= 0 summing to 1 */
-    int device;         /* also run on device memory */
+    int positive; /* weights >= 0 summing to 1 */
+    int device;   /* also run on device memory */
 } gcase;
 
 typedef struct {
@@ -235,11 +235,13 @@ static int judge(const char *what, const gcase *c, const tlayout *out, const uns
     h_diff d = h_compare(c->tout, flat, tref, ref, n, tl.tol, tl.eps);
     size_t gaps = gap_damage(out, buf, poison_copy, n);
     int int_out = c->tout == CONVOLVE_UINT8 || c->tout == CONVOLVE_UINT16;
-    double den = d.l2_ref > tl.l2_floor * sqrt((double)n) ? d.l2_ref : tl.l2_floor * sqrt((double)n);
+    double den = d.l2_ref > tl.l2_floor * sqrt((double)n) ? d.l2_ref
+                                                          : tl.l2_floor * sqrt((double)n);
     int ok = d.bad == 0 && gaps == 0 && (int_out || !(d.l2_err > tl.l2 * den));
     if (!ok) {
         double o = h_get(c->tout, flat, d.first_bad), r = h_get(tref, ref, d.first_bad);
-        CHECK(0, "%s: %zu of %zu elements off (first at %zu: got %.9g, want %.9g), max |err| "
+        CHECK(0,
+              "%s: %zu of %zu elements off (first at %zu: got %.9g, want %.9g), max |err| "
               "%.3g, rel L2 %.3g (limit %.1g), tol %.3g eps %.1g, %zu gap bytes written",
               what, d.bad, n, d.first_bad, o, r, d.max_abs, d.rel_l2, tl.l2, tl.tol, tl.eps, gaps);
     } else {
@@ -281,8 +283,8 @@ static int run_on_device(convolve_plan *plan, const char *what, const tlayout *i
     }
     convolve_status st = convolve_execute_device(plan, (const char *)d_in + in->origin,
                                                  (char *)d_out + out->origin, stream);
-    CHECK(st == CONVOLVE_OK, "%s: convolve_execute_device: %s: %s", what,
-          convolve_status_name(st), convolve_last_error(ctx));
+    CHECK(st == CONVOLVE_OK, "%s: convolve_execute_device: %s: %s", what, convolve_status_name(st),
+          convolve_last_error(ctx));
     if (st != CONVOLVE_OK)
         goto done;
     if ((e = cudaStreamSynchronize(stream)) != cudaSuccess ||
@@ -314,8 +316,9 @@ static void run_case(const gcase *c)
     tlayout in, out;
     make_layout(&in, c->tin, c->ndim, c->shape, c->channels, c->in_kind);
     make_layout(&out, c->tout, c->ndim, c->shape, c->channels, c->out_kind);
-    convolve_dtype tref =
-        c->tout == CONVOLVE_UINT8 || c->tout == CONVOLVE_UINT16 ? c->tout : CONVOLVE_FLOAT64;
+    convolve_dtype tref = c->tout == CONVOLVE_UINT8 || c->tout == CONVOLVE_UINT16
+                              ? c->tout
+                              : CONVOLVE_FLOAT64;
     convolve_layout ref_layout;
     convolve_layout_init(&ref_layout, tref, c->ndim, c->shape, c->channels);
 
@@ -381,8 +384,10 @@ static void run_case(const gcase *c)
         st = convolve_plan_create(ctx, &plan, &in.l, &out.l, f, &o);
         int want = name ? expect_support(name, c->ndim, K, c->tin) : 1;
         if (st == CONVOLVE_ERROR_UNSUPPORTED) {
-            CHECK(want != 1, "%s: UNSUPPORTED, but the documented limits say it serves this "
-                  "case: %s", what, convolve_last_error(ctx));
+            CHECK(want != 1,
+                  "%s: UNSUPPORTED, but the documented limits say it serves this "
+                  "case: %s",
+                  what, convolve_last_error(ctx));
             CHECK(strlen(convolve_last_error(ctx)) > 0, "%s: UNSUPPORTED without a reason", what);
             if (g_verbose)
                 printf("  %s: unsupported: %s\n", what, convolve_last_error(ctx));
@@ -817,8 +822,9 @@ int main(int argc, char **argv)
     convolve_device_query(ctx, &dev);
     if (!convolve_backend_built(CONVOLVE_BACKEND_CUDA) || !dev.available) {
         printf("test_gpu_strategies: SKIPPED: no usable CUDA device (%s)\n",
-               convolve_backend_built(CONVOLVE_BACKEND_CUDA) ? dev.reason
-                                                             : "libconvolve was built without CUDA");
+               convolve_backend_built(CONVOLVE_BACKEND_CUDA)
+                   ? dev.reason
+                   : "libconvolve was built without CUDA");
         convolve_context_free(ctx);
         return 77;
     }
@@ -843,7 +849,8 @@ int main(int argc, char **argv)
         full_cases();
     }
     printf("test_gpu_strategies: %zu cases, %zu runs compared, %zu refusals as documented, %zu "
-           "failing cases\n", g_tally.cases, g_tally.runs, g_tally.unsupported, g_tally.failures);
+           "failing cases\n",
+           g_tally.cases, g_tally.runs, g_tally.unsupported, g_tally.failures);
     convolve_context_free(ctx);
     return h_finish("test_gpu_strategies");
 }

@@ -169,7 +169,8 @@ static void fft_slabs(void)
         c.budget = budget_for(&c, k_geo[i % ng].rows);
         c.min_slabs = c.fft_groups ? 2 : 1;
         c.pin = i % 5 == 1;
-        c.in_place = i % 6 == 4 && convolve_dtype_size(c.in_type) == convolve_dtype_size(c.out_type);
+        c.in_place = i % 6 == 4 &&
+                     convolve_dtype_size(c.in_type) == convolve_dtype_size(c.out_type);
         s_run_case(&c);
     }
 }
@@ -421,14 +422,15 @@ static void slow_callback(void)
     CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o));
     CHECK_OK(ctx, convolve_execute(p, in, out));
     CHECK(memcmp(out, want, n * sizeof *out) == 0, "slow callback: the result differs from "
-          "the one-shot run's");
+                                                   "the one-shot run's");
     CHECK(log.last == shape[0] / 2, "slow callback: %zu slabs reported of %zu", log.last,
           shape[0] / 2);
-    CHECK(log.max_jump <= (size_t)devices * 5, "slow callback: %zu slabs done between two "
-          "calls, more than 5 a device (%d device%s)", log.max_jump, devices,
-          devices > 1 ? "s" : "");
-    printf("test_gpu_stream: slow callback: %d calls, at most %zu slabs between two\n",
-           log.calls, log.max_jump);
+    CHECK(log.max_jump <= (size_t)devices * 5,
+          "slow callback: %zu slabs done between two "
+          "calls, more than 5 a device (%d device%s)",
+          log.max_jump, devices, devices > 1 ? "s" : "");
+    printf("test_gpu_stream: slow callback: %d calls, at most %zu slabs between two\n", log.calls,
+           log.max_jump);
     convolve_plan_free(p);
     convolve_filter_free(f);
     free(in), free(want), free(out);

@@ -126,18 +126,18 @@ static convolve_status load_mem(const void *d, size_t n, convolve_format f, conv
     return st;
 }
 
-#define EXPECT_MEM(data, size, fmt, want, what)                                          \
+#define EXPECT_MEM(data, size, fmt, want, what)                                           \
     do {                                                                                  \
         convolve_status st_ = load_mem(data, size, fmt, NULL);                            \
         CHECK(st_ == (want), "%s: got %s (%s), want %s", what, convolve_status_name(st_), \
-              convolve_last_error(ctx), convolve_status_name(want));                     \
+              convolve_last_error(ctx), convolve_status_name(want));                      \
         if (st_ != CONVOLVE_OK)                                                           \
-            CHECK(convolve_last_error(ctx)[0] != '\0', "%s: no message", what);            \
+            CHECK(convolve_last_error(ctx)[0] != '\0', "%s: no message", what);           \
     } while (0)
 
 /* The message of the last failure contains s. */
-#define EXPECT_MSG(s)                                                                     \
-    CHECK(strstr(convolve_last_error(ctx), s) != NULL, "message '%s' lacks '%s'",         \
+#define EXPECT_MSG(s)                                                             \
+    CHECK(strstr(convolve_last_error(ctx), s) != NULL, "message '%s' lacks '%s'", \
           convolve_last_error(ctx), s)
 
 /* ---- arrays ------------------------------------------------------------------ */
@@ -148,8 +148,7 @@ static void arrays(void)
     convolve_array *a = NULL;
     CHECK_OK(ctx, convolve_array_create(ctx, &a, CONVOLVE_UINT16, 3, shape, 2));
     const convolve_layout *L = convolve_array_layout(a);
-    CHECK(L->ndim == 3 && L->channels == 2 && L->strides[2] == 4 && L->strides[0] == 48,
-          "layout");
+    CHECK(L->ndim == 3 && L->channels == 2 && L->strides[2] == 4 && L->strides[0] == 48, "layout");
     CHECK(convolve_array_bytes(a) == 96, "bytes %zu", convolve_array_bytes(a));
     const unsigned char *p = convolve_array_const_data(a);
     int zero = 1;
@@ -187,7 +186,8 @@ static void arrays(void)
     CHECK(convolve_format_from_path("a/x.TIFF") == CONVOLVE_FORMAT_TIFF, "tiff ext");
     CHECK(convolve_format_from_path("x.tf") == CONVOLVE_FORMAT_AUTO, "unknown ext");
     CHECK(strcmp(convolve_format_name(CONVOLVE_FORMAT_TIFF), "tiff") == 0 &&
-              convolve_format_name((convolve_format)7) == NULL, "tiff name");
+              convolve_format_name((convolve_format)7) == NULL,
+          "tiff name");
     CHECK(convolve_format_from_path("dir.png/x") == CONVOLVE_FORMAT_AUTO, "dir ext");
     CHECK(convolve_format_from_path(".png") == CONVOLVE_FORMAT_AUTO, "hidden file");
     CHECK(convolve_format_from_path(NULL) == CONVOLVE_FORMAT_AUTO, "NULL path");
@@ -203,8 +203,7 @@ static void arrays(void)
         for (const char *e; (e = convolve_format_extension((convolve_format)f, n)) != NULL; n++) {
             char path[32];
             snprintf(path, sizeof path, "x.%s", e);
-            CHECK(convolve_format_from_path(path) == (convolve_format)f, "%s: format %d", path,
-                  f);
+            CHECK(convolve_format_from_path(path) == (convolve_format)f, "%s: format %d", path, f);
         }
         CHECK(n > 0, "format %s has no extension", convolve_format_name((convolve_format)f));
     }
@@ -216,8 +215,8 @@ static void conversion(void)
     size_t n = 12;
     convolve_array *a = NULL, *b = NULL;
     CHECK_OK(ctx, convolve_array_create(ctx, &a, CONVOLVE_FLOAT64, 1, &n, 1));
-    const double v[12] = {0.5, 1.5, 2.5, -0.5, -3, 254.5, 255.5, 1e300, NAN, -INFINITY, 3.49999,
-                          65535.5};
+    const double v[12] = {0.5,   1.5,   2.5, -0.5,      -3,      254.5,
+                          255.5, 1e300, NAN, -INFINITY, 3.49999, 65535.5};
     const uint8_t want8[12] = {0, 2, 2, 0, 0, 254, 255, 255, 0, 0, 3, 255};
     const uint16_t want16[12] = {0, 2, 2, 0, 0, 254, 256, 65535, 0, 0, 3, 65535};
     memcpy(convolve_array_data(a), v, sizeof v);
@@ -271,7 +270,8 @@ static void expect_identical(const convolve_array *a, const convolve_array *b, c
           "%s: layout differs", what);
     if (b && same_layout(convolve_array_layout(a), convolve_array_layout(b)))
         CHECK(memcmp(convolve_array_const_data(a), convolve_array_const_data(b),
-                     convolve_array_bytes(a)) == 0, "%s: data differs", what);
+                     convolve_array_bytes(a)) == 0,
+              "%s: data differs", what);
 }
 
 static void round_trips(void)
@@ -293,7 +293,8 @@ static void round_trips(void)
             size_t n;
             unsigned char *bytes = read_bytes(tpath(name), &n);
             CHECK(bytes && n == 128 + convolve_array_bytes(a) && bytes[6] == 1 &&
-                      bytes[127] == '\n', "%s: header layout", name);
+                      bytes[127] == '\n',
+                  "%s: header layout", name);
             /* and it loads from memory with the format sniffed */
             if (bytes) {
                 CHECK_OK(ctx, load_mem(bytes, n, CONVOLVE_FORMAT_AUTO, &b));
@@ -309,7 +310,8 @@ static void round_trips(void)
         convolve_array *b = round_trip(a, "rgb.npy", CONVOLVE_FORMAT_NPY, 0);
         const convolve_layout *L = b ? convolve_array_layout(b) : NULL;
         CHECK(L && L->ndim == 3 && L->shape[0] == 4 && L->shape[1] == 5 && L->shape[2] == 3 &&
-                  L->channels == 1, "rgb.npy shape");
+                  L->channels == 1,
+              "rgb.npy shape");
         if (L)
             CHECK(memcmp(convolve_array_data(b), convolve_array_data(a), 60) == 0, "rgb.npy data");
         convolve_array_free(b);
@@ -360,8 +362,8 @@ static void round_trips(void)
                     p[(y * w + x) * ch + c] = (uint8_t)(40 + 3 * x + 2 * y + 20 * c);
         snprintf(name, sizeof name, "rt_%zu.jpg", ch);
         convolve_array *b = round_trip(a, name, CONVOLVE_FORMAT_AUTO, 100);
-        CHECK(b && same_layout(convolve_array_layout(a), convolve_array_layout(b)),
-              "%s layout", name);
+        CHECK(b && same_layout(convolve_array_layout(a), convolve_array_layout(b)), "%s layout",
+              name);
         if (b) {
             const uint8_t *q = convolve_array_data(b);
             int maxd = 0;
@@ -394,8 +396,7 @@ static void round_trips(void)
 /* ---- hand-made files --------------------------------------------------------- */
 
 /* A .npy file from a header dict (padded to 64 bytes) and raw data. */
-static size_t make_npy(unsigned char *out, int major, const char *dict, const void *data,
-                       size_t n)
+static size_t make_npy(unsigned char *out, int major, const char *dict, const void *data, size_t n)
 {
     size_t pre = major == 1 ? 10 : 12, hl = strlen(dict);
     size_t total = pre + hl + 1;
@@ -429,8 +430,8 @@ static void expect_inspect_as_load(const unsigned char *data, size_t n, const ch
     CHECK(got == want, "%s: inspect %s, load %s", what, convolve_status_name(got),
           convolve_status_name(want));
     if (got == want && want != CONVOLVE_OK)
-        CHECK(!strcmp(convolve_last_error(ctx), want_msg), "%s: inspect says '%s', load '%s'",
-              what, convolve_last_error(ctx), want_msg);
+        CHECK(!strcmp(convolve_last_error(ctx), want_msg), "%s: inspect says '%s', load '%s'", what,
+              convolve_last_error(ctx), want_msg);
     if (got == want && want == CONVOLVE_OK)
         CHECK(same_layout(&info.layout, convolve_array_layout(a)), "%s: layout", what);
     convolve_array_free(a);
@@ -447,7 +448,8 @@ static void npy_inputs(void)
     n = make_npy(buf, 2, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", d6, 48);
     CHECK_OK(ctx, load_mem(buf, n, CONVOLVE_FORMAT_NPY, &a));
     CHECK(a && convolve_array_layout(a)->ndim == 2 && convolve_array_layout(a)->shape[1] == 3 &&
-              ((double *)convolve_array_data(a))[5] == 6, "v2.0");
+              ((double *)convolve_array_data(a))[5] == 6,
+          "v2.0");
     convolve_array_free(a);
     n = make_npy(buf, 3, "{\"shape\":(6,),\"descr\":\"=f8\",\"fortran_order\":False}", d6, 48);
     CHECK_OK(ctx, load_mem(buf, n, CONVOLVE_FORMAT_AUTO, &a));
@@ -464,17 +466,18 @@ static void npy_inputs(void)
             for (int b = 0; b < 8; b++)
                 be[i * 8 + b] = le[7 - b];
         }
-        n = make_npy(buf, 1, "{'descr': '>f8', 'fortran_order': False, 'shape': (3,), }",
-                     be, 24);
+        n = make_npy(buf, 1, "{'descr': '>f8', 'fortran_order': False, 'shape': (3,), }", be, 24);
         CHECK_OK(ctx, load_mem(buf, n, CONVOLVE_FORMAT_NPY, &a));
         CHECK(a && ((double *)convolve_array_data(a))[1] == -2.25 &&
-                  ((double *)convolve_array_data(a))[2] == 1e10, "big-endian f8");
+                  ((double *)convolve_array_data(a))[2] == 1e10,
+              "big-endian f8");
         convolve_array_free(a);
         const unsigned char u2[4] = {0x01, 0x02, 0xFF, 0x00};
         n = make_npy(buf, 1, "{'descr': '>u2', 'fortran_order': False, 'shape': (2,), }", u2, 4);
         CHECK_OK(ctx, load_mem(buf, n, CONVOLVE_FORMAT_NPY, &a));
         CHECK(a && ((uint16_t *)convolve_array_data(a))[0] == 0x0102 &&
-                  ((uint16_t *)convolve_array_data(a))[1] == 0xFF00, "big-endian u2");
+                  ((uint16_t *)convolve_array_data(a))[1] == 0xFF00,
+              "big-endian u2");
         convolve_array_free(a);
         n = make_npy(buf, 1, "{'descr': '<u1', 'fortran_order': False, 'shape': (2, 2), }", u2, 4);
         CHECK_OK(ctx, load_mem(buf, n, CONVOLVE_FORMAT_NPY, &a));
@@ -494,17 +497,20 @@ static void npy_inputs(void)
                     for (size_t k = 0; k < d2; k++) {
                         uint16_t v = (uint16_t)h_randint(0, 65535);
                         want[(i * d1 + j) * d2 + k] = v;
-                        f[i + d0 * (j + d1 * k)] =
-                            big ? (uint16_t)(v >> 8 | v << 8) : v; /* host is little-endian */
+                        f[i + d0 * (j + d1 * k)] = big ? (uint16_t)(v >> 8 | v << 8)
+                                                       : v; /* host is little-endian */
                     }
             char dict[128];
-            snprintf(dict, sizeof dict, "{'descr': '%cu2', 'fortran_order': True, 'shape': "
-                     "(%zu, %zu%s), }", big ? '>' : '<', d0, d1, nd == 3 ? ", 5" : "");
+            snprintf(dict, sizeof dict,
+                     "{'descr': '%cu2', 'fortran_order': True, 'shape': "
+                     "(%zu, %zu%s), }",
+                     big ? '>' : '<', d0, d1, nd == 3 ? ", 5" : "");
             n = make_npy(buf, 1, dict, f, count * 2);
             CHECK_OK(ctx, load_mem(buf, n, CONVOLVE_FORMAT_NPY, &a));
             const convolve_layout *L = a ? convolve_array_layout(a) : NULL;
             CHECK(L && L->ndim == nd && L->shape[0] == d0 && L->shape[1] == d1 &&
-                      (nd == 2 || L->shape[2] == d2), "Fortran %d-D shape", nd);
+                      (nd == 2 || L->shape[2] == d2),
+                  "Fortran %d-D shape", nd);
             if (L)
                 CHECK(memcmp(convolve_array_data(a), want, count * 2) == 0,
                       "Fortran %d-D (%s-endian) values", nd, big ? "big" : "little");
@@ -523,18 +529,18 @@ static void npy_inputs(void)
         convolve_status want;
         const char *msg;
     } bad[] = {
-        {1, "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }", 40,
-         CONVOLVE_ERROR_FORMAT, "truncated"},
+        {1, "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }", 40, CONVOLVE_ERROR_FORMAT,
+         "truncated"},
         {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (), }", 8, CONVOLVE_ERROR_FORMAT,
          "0-dimensional"},
         {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1, 1, 2, 3), }", 48,
          CONVOLVE_ERROR_FORMAT, "4 dimensions"},
-        {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (0, 3), }", 0,
-         CONVOLVE_ERROR_FORMAT, "empty"},
-        {1, "{'descr': '<i8', 'fortran_order': False, 'shape': (6,), }", 48,
-         CONVOLVE_ERROR_FORMAT, "'<i8' is not supported"},
-        {1, "{'descr': '|f4', 'fortran_order': False, 'shape': (6,), }", 24,
-         CONVOLVE_ERROR_FORMAT, "not supported"},
+        {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (0, 3), }", 0, CONVOLVE_ERROR_FORMAT,
+         "empty"},
+        {1, "{'descr': '<i8', 'fortran_order': False, 'shape': (6,), }", 48, CONVOLVE_ERROR_FORMAT,
+         "'<i8' is not supported"},
+        {1, "{'descr': '|f4', 'fortran_order': False, 'shape': (6,), }", 24, CONVOLVE_ERROR_FORMAT,
+         "not supported"},
         {1, "{'descr': [('a', '<f8')], 'fortran_order': False, 'shape': (6,), }", 48,
          CONVOLVE_ERROR_FORMAT, "structured"},
         {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", 40,
@@ -627,8 +633,9 @@ static void npy_inspect(void)
                           hlen + convolve_array_bytes(a) == n && memcmp(bytes, header, hlen) == 0,
                       "npy header %s %d-D %zu ch", convolve_dtype_name(types[t]), nd, ch);
                 size_t short_len = 1;
-                CHECK_STATUS(ctx, convolve_npy_header(ctx, convolve_array_layout(a), header,
-                                                      hlen - 1, &short_len),
+                CHECK_STATUS(ctx,
+                             convolve_npy_header(ctx, convolve_array_layout(a), header, hlen - 1,
+                                                 &short_len),
                              CONVOLVE_ERROR_INVALID_ARGUMENT);
                 CHECK(short_len == 0, "npy header: size set on failure");
                 convolve_npy_info info;
@@ -776,8 +783,8 @@ static void png_inputs(void)
     k = 8;
     unsigned char ih2[13] = {0, 0, 0, 2, 0, 0, 0, 2, 16, 4, 0, 0, 0};
     k += png_chunk(f + k, "IHDR", ih2, 13);
-    unsigned char rows[2 * 9] = {0, 0x12, 0x34, 0xFF, 0xFF, 0, 1, 0, 2,
-                                 0, 0xAB, 0xCD, 0, 0, 0x80, 0, 0x7F, 0xFF};
+    unsigned char rows[2 * 9] = {0, 0x12, 0x34, 0xFF, 0xFF, 0,    1, 0,    2,
+                                 0, 0xAB, 0xCD, 0,    0,    0x80, 0, 0x7F, 0xFF};
     zn = sizeof z;
     compress(z, &zn, rows, sizeof rows);
     k += png_chunk(f + k, "IDAT", z, zn);
@@ -903,7 +910,8 @@ static void pnm_inputs(void)
     if (a) {
         const uint8_t *p = convolve_array_data(a);
         CHECK(convolve_array_layout(a)->shape[0] == 2 && convolve_array_layout(a)->shape[1] == 3 &&
-                  p[0] == 0 && p[4] == 4 && p[5] == 9, "P2 values");
+                  p[0] == 0 && p[4] == 4 && p[5] == 9,
+              "P2 values");
         convolve_array_free(a);
     }
     const char *p3 = "P3\n2 1\n1000\n1 2 3 1000 999 0\n";
@@ -971,12 +979,14 @@ static void text_inputs(void)
     const char *t1 = "\n 0.25\t0.5   -1e-3\r\n\n";
     CHECK_OK(ctx, load_mem(t1, strlen(t1), CONVOLVE_FORMAT_TEXT, &a));
     CHECK(a && convolve_array_layout(a)->ndim == 1 && convolve_array_layout(a)->shape[0] == 3 &&
-              ((double *)convolve_array_data(a))[2] == -1e-3, "1-D text");
+              ((double *)convolve_array_data(a))[2] == -1e-3,
+          "1-D text");
     convolve_array_free(a);
     const char *t2 = "1\n2\n# comment lines do not end a plane\n3";
     CHECK_OK(ctx, load_mem(t2, strlen(t2), CONVOLVE_FORMAT_TEXT, &a));
     CHECK(a && convolve_array_layout(a)->ndim == 2 && convolve_array_layout(a)->shape[0] == 3 &&
-              convolve_array_layout(a)->shape[1] == 1, "column text");
+              convolve_array_layout(a)->shape[1] == 1,
+          "column text");
     convolve_array_free(a);
     struct {
         const char *data;
@@ -1007,12 +1017,12 @@ static void text_inputs(void)
 
 /* How a hand-made TIFF is laid out (libtiff writes it). */
 typedef struct {
-    const char *mode;          /* "w" little-endian, "wb" big-endian, "w8" BigTIFF */
-    uint16_t compression;      /* COMPRESSION_* */
-    uint16_t predictor;        /* 0: none */
-    int planar;                /* samples in separate planes */
-    uint32_t tile;             /* square tiles of this side; 0: strips */
-    uint32_t rps;              /* rows per strip */
+    const char *mode;     /* "w" little-endian, "wb" big-endian, "w8" BigTIFF */
+    uint16_t compression; /* COMPRESSION_* */
+    uint16_t predictor;   /* 0: none */
+    int planar;           /* samples in separate planes */
+    uint32_t tile;        /* square tiles of this side; 0: strips */
+    uint32_t rps;         /* rows per strip */
 } tiff_spec;
 
 /* Writes one page (h x w pixels of spp interleaved samples of dtype t, host
@@ -1022,10 +1032,12 @@ static int tiff_put_page(TIFF *tif, const tiff_spec *s, convolve_dtype t, uint32
 {
     const size_t es = convolve_dtype_size(t);
     const int fl = t == CONVOLVE_FLOAT32 || t == CONVOLVE_FLOAT64;
-    int ok = TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, w) && TIFFSetField(tif, TIFFTAG_IMAGELENGTH, h) &&
+    int ok = TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, w) &&
+             TIFFSetField(tif, TIFFTAG_IMAGELENGTH, h) &&
              TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, (uint16_t)(es * 8)) &&
              TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, spp) &&
-             TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, fl ? SAMPLEFORMAT_IEEEFP : SAMPLEFORMAT_UINT) &&
+             TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT,
+                          fl ? SAMPLEFORMAT_IEEEFP : SAMPLEFORMAT_UINT) &&
              TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, photometric) &&
              TIFFSetField(tif, TIFFTAG_PLANARCONFIG,
                           s->planar ? PLANARCONFIG_SEPARATE : PLANARCONFIG_CONTIG) &&
@@ -1137,16 +1149,16 @@ static void tiff_layouts(void)
 {
     static const convolve_dtype types[4] = {CONVOLVE_UINT8, CONVOLVE_UINT16, CONVOLVE_FLOAT32,
                                             CONVOLVE_FLOAT64};
-    static const uint16_t schemes[] = {COMPRESSION_NONE, COMPRESSION_LZW,
-                                       COMPRESSION_ADOBE_DEFLATE, COMPRESSION_PACKBITS,
-                                       COMPRESSION_ZSTD, COMPRESSION_LZMA, COMPRESSION_DEFLATE};
+    static const uint16_t schemes[] = {
+        COMPRESSION_NONE, COMPRESSION_LZW,  COMPRESSION_ADOBE_DEFLATE, COMPRESSION_PACKBITS,
+        COMPRESSION_ZSTD, COMPRESSION_LZMA, COMPRESSION_DEFLATE};
     static const char *const modes[3] = {"w", "wb", "w8"};
     int made = 0, n = 0;
     for (int t = 0; t < 4; t++)
         for (uint16_t spp = 1; spp <= 4; spp++)
             for (int variant = 0; variant < 4; variant++, n++) {
-                tiff_spec s = {modes[n % 3], schemes[n % 7], 0, variant & 1,
-                               (variant & 2) ? 16 : 0, (uint32_t)(1 + n % 5)};
+                tiff_spec s = {modes[n % 3], schemes[n % 7],         0,
+                               variant & 1,  (variant & 2) ? 16 : 0, (uint32_t)(1 + n % 5)};
                 if (!TIFFIsCODECConfigured(s.compression))
                     s.compression = COMPRESSION_LZW;
                 /* (libtiff 4.5 writes the floating-point predictor wrongly in a
@@ -1221,8 +1233,8 @@ static void tiff_writer(void)
                 size_t shape[3] = {4, 9 + ch, 13};
                 convolve_array *a = make_array(types[t], nd, nd == 3 ? shape : shape + 1, ch);
                 char name[64];
-                snprintf(name, sizeof name, "w_%s_%zu_%d.tiff", convolve_dtype_name(types[t]),
-                         ch, nd);
+                snprintf(name, sizeof name, "w_%s_%zu_%d.tiff", convolve_dtype_name(types[t]), ch,
+                         nd);
                 convolve_array *b = round_trip(a, name, CONVOLVE_FORMAT_AUTO, 0);
                 expect_identical(a, b, name);
                 convolve_array_free(b);
@@ -1319,10 +1331,11 @@ static void tiff_inputs(void)
         convolve_array *p1 = make_array(CONVOLVE_UINT16, 2, (size_t[]){5, 6}, 1);
         convolve_array *p2 = make_array(k ? CONVOLVE_UINT8 : CONVOLVE_UINT16, 2,
                                         (size_t[]){5, k ? 6 : 7}, 1);
-        int ok = tif && tiff_put_page(tif, &plain, CONVOLVE_UINT16, 5, 6, 1,
-                                      convolve_array_data(p1), PHOTOMETRIC_MINISBLACK) &&
-                 tiff_put_page(tif, &plain, k ? CONVOLVE_UINT8 : CONVOLVE_UINT16, 5, k ? 6 : 7,
-                               1, convolve_array_data(p2), PHOTOMETRIC_MINISBLACK);
+        int ok = tif &&
+                 tiff_put_page(tif, &plain, CONVOLVE_UINT16, 5, 6, 1, convolve_array_data(p1),
+                               PHOTOMETRIC_MINISBLACK) &&
+                 tiff_put_page(tif, &plain, k ? CONVOLVE_UINT8 : CONVOLVE_UINT16, 5, k ? 6 : 7, 1,
+                               convolve_array_data(p2), PHOTOMETRIC_MINISBLACK);
         if (tif)
             TIFFClose(tif);
         CHECK(ok, "libtiff could not write mixed pages");
@@ -1348,8 +1361,8 @@ static void tiff_inputs(void)
             CHECK(0, "libtiff could not write a JBIG TIFF");
         } else {
             convolve_array *b = NULL;
-            CHECK_STATUS(ctx, convolve_array_load(ctx, &b, tpath("jbig.tif"),
-                                                  CONVOLVE_FORMAT_AUTO), CONVOLVE_ERROR_FORMAT);
+            CHECK_STATUS(ctx, convolve_array_load(ctx, &b, tpath("jbig.tif"), CONVOLVE_FORMAT_AUTO),
+                         CONVOLVE_ERROR_FORMAT);
             EXPECT_MSG("JBIG compression holds bilevel");
             CHECK(b == NULL, "array set on failure");
             convolve_array_free(b);
@@ -1364,8 +1377,9 @@ static void tiff_inputs(void)
         TIFF *tif = TIFFOpen(tpath("thumb.tif"), "w");
         convolve_array *big = make_array(CONVOLVE_UINT8, 2, (size_t[]){8, 10}, 3);
         convolve_array *small = make_array(CONVOLVE_UINT8, 2, (size_t[]){2, 3}, 3);
-        int ok = tif && tiff_put_page(tif, &plain, CONVOLVE_UINT8, 8, 10, 3,
-                                      convolve_array_data(big), PHOTOMETRIC_RGB) &&
+        int ok = tif &&
+                 tiff_put_page(tif, &plain, CONVOLVE_UINT8, 8, 10, 3, convolve_array_data(big),
+                               PHOTOMETRIC_RGB) &&
                  TIFFSetField(tif, TIFFTAG_SUBFILETYPE, (uint32_t)FILETYPE_REDUCEDIMAGE) &&
                  tiff_put_page(tif, &plain, CONVOLVE_UINT8, 2, 3, 3, convolve_array_data(small),
                                PHOTOMETRIC_RGB);
@@ -1423,7 +1437,8 @@ static void tiff_inputs(void)
     if (d) {
         CHECK(tiff_patch(d, n, TIFFTAG_IMAGEWIDTH, 40000) &&
                   tiff_patch(d, n, TIFFTAG_IMAGELENGTH, 40000) &&
-                  tiff_patch(d, n, TIFFTAG_ROWSPERSTRIP, 40000), "patching huge.tif");
+                  tiff_patch(d, n, TIFFTAG_ROWSPERSTRIP, 40000),
+              "patching huge.tif");
         EXPECT_MEM(d, n, CONVOLVE_FORMAT_TIFF, CONVOLVE_ERROR_FORMAT, "huge claim");
         EXPECT_MSG("cannot hold 40000x40000 pixels");
         free(d);
@@ -1472,9 +1487,7 @@ static void tiff_inputs(void)
 
 #else /* built without libtiff */
 
-static void tiff_layouts(void)
-{
-}
+static void tiff_layouts(void) {}
 
 static void tiff_writer(void)
 {
@@ -1482,16 +1495,15 @@ static void tiff_writer(void)
     CHECK_STATUS(ctx, convolve_array_save(ctx, a, tpath("x.tif"), CONVOLVE_FORMAT_AUTO, 0),
                  CONVOLVE_ERROR_UNSUPPORTED);
     EXPECT_MSG("built without TIFF");
-    CHECK_STATUS(ctx, convolve_array_load_memory(ctx, &b, "II*\0\x08\0\0\0", 8,
-                                                 CONVOLVE_FORMAT_AUTO), CONVOLVE_ERROR_FORMAT);
+    CHECK_STATUS(ctx,
+                 convolve_array_load_memory(ctx, &b, "II*\0\x08\0\0\0", 8, CONVOLVE_FORMAT_AUTO),
+                 CONVOLVE_ERROR_FORMAT);
     EXPECT_MSG("built without TIFF");
     convolve_array_free(a);
     printf("test_io: built without TIFF; only its refusal is tested\n");
 }
 
-static void tiff_inputs(void)
-{
-}
+static void tiff_inputs(void) {}
 
 #endif
 
@@ -1540,7 +1552,8 @@ static void load_errors(void)
                  CONVOLVE_ERROR_FORMAT);
     /* a NULL context is accepted (no message) */
     CHECK(convolve_array_load(NULL, &a, tpath("missing.npy"), CONVOLVE_FORMAT_AUTO) ==
-              CONVOLVE_ERROR_IO, "NULL context");
+              CONVOLVE_ERROR_IO,
+          "NULL context");
 }
 
 /* ---- formats: detection and what each can hold --------------------------------- */
@@ -1596,8 +1609,7 @@ static void format_detection(void)
     };
     for (size_t i = 0; i < sizeof k_files / sizeof k_files[0]; i++) {
         convolve_array *a = make_array(k_files[i].dtype, 2, (size_t[]){5, 7}, 1);
-        CHECK_OK(ctx, convolve_array_save(ctx, a, tpath(k_files[i].name), CONVOLVE_FORMAT_AUTO,
-                                          0));
+        CHECK_OK(ctx, convolve_array_save(ctx, a, tpath(k_files[i].name), CONVOLVE_FORMAT_AUTO, 0));
         size_t n = 0;
         unsigned char *d = read_bytes(tpath(k_files[i].name), &n);
         convolve_format want = k_files[i].format == CONVOLVE_FORMAT_TEXT ? CONVOLVE_FORMAT_AUTO
@@ -1608,8 +1620,8 @@ static void format_detection(void)
         CHECK(d && n > CONVOLVE_FORMAT_DETECT_BYTES &&
                   convolve_format_detect(d, CONVOLVE_FORMAT_DETECT_BYTES) == want,
               "%s from its first bytes", k_files[i].name);
-        CHECK(convolve_format_from_path(tpath(k_files[i].name)) == k_files[i].format,
-              "%s by name", k_files[i].name);
+        CHECK(convolve_format_from_path(tpath(k_files[i].name)) == k_files[i].format, "%s by name",
+              k_files[i].name);
         free(d);
         convolve_array_free(a);
         unlink(tpath(k_files[i].name));
@@ -1629,11 +1641,11 @@ static void format_detection(void)
  * extents, the order of the checks, and bad arguments. */
 static void format_capacity(void)
 {
-    const convolve_format formats[] = {CONVOLVE_FORMAT_NPY, CONVOLVE_FORMAT_PNG,
-                                       CONVOLVE_FORMAT_JPEG, CONVOLVE_FORMAT_PNM,
-                                       CONVOLVE_FORMAT_TEXT,
+    const convolve_format formats[] = {
+        CONVOLVE_FORMAT_NPY,  CONVOLVE_FORMAT_PNG,  CONVOLVE_FORMAT_JPEG,
+        CONVOLVE_FORMAT_PNM,  CONVOLVE_FORMAT_TEXT,
 #ifdef CONVOLVE_HAVE_TIFF
-                                       CONVOLVE_FORMAT_TIFF,
+        CONVOLVE_FORMAT_TIFF,
 #endif
     };
     const int nformats = (int)(sizeof formats / sizeof formats[0]);
@@ -1650,13 +1662,13 @@ static void format_capacity(void)
                     convolve_status hold = convolve_format_can_hold(ctx, formats[f], L);
                     char reason[512];
                     snprintf(reason, sizeof reason, "%s", convolve_last_error(ctx));
-                    convolve_status save = convolve_array_save(ctx, a, tpath("cap.out"),
-                                                               formats[f], 0);
-                    CHECK(hold == save && (hold == CONVOLVE_OK ||
-                                           hold == CONVOLVE_ERROR_UNSUPPORTED),
+                    convolve_status save = convolve_array_save(ctx, a, tpath("cap.out"), formats[f],
+                                                               0);
+                    CHECK(hold == save &&
+                              (hold == CONVOLVE_OK || hold == CONVOLVE_ERROR_UNSUPPORTED),
                           "%s, %s, %d-D, %zu channels: can_hold %s (%s), save %s (%s)",
-                          convolve_format_name(formats[f]), convolve_dtype_name(L->dtype), nd,
-                          ch, convolve_status_name(hold), reason, convolve_status_name(save),
+                          convolve_format_name(formats[f]), convolve_dtype_name(L->dtype), nd, ch,
+                          convolve_status_name(hold), reason, convolve_status_name(save),
                           convolve_last_error(ctx));
                     if (hold == CONVOLVE_ERROR_UNSUPPORTED) {
                         char want[600];
@@ -1813,8 +1825,8 @@ static void temp_files(void)
         unlink(name);
     }
     errno = 0;
-    CHECK(convolve_temp_file_open(target, 0, name, strlen(target) + 8) < 0 &&
-              errno == ENAMETOOLONG, "a small name buffer: errno %d", errno);
+    CHECK(convolve_temp_file_open(target, 0, name, strlen(target) + 8) < 0 && errno == ENAMETOOLONG,
+          "a small name buffer: errno %d", errno);
     errno = 0;
     CHECK(convolve_temp_file_open(tpath("dir/"), 0, name, sizeof name) < 0 && errno == EISDIR,
           "a path ending in '/': errno %d", errno);
@@ -1872,18 +1884,21 @@ static void save_errors(void)
     CHECK(file_equals(target, old, sizeof old), "old file changed by a failed save");
 
     /* I/O failures: a missing directory; a directory in the way */
-    CHECK_STATUS(ctx, convolve_array_save(ctx, u8, tpath("no/such/dir/x.png"),
-                                          CONVOLVE_FORMAT_AUTO, 0), CONVOLVE_ERROR_IO);
+    CHECK_STATUS(ctx,
+                 convolve_array_save(ctx, u8, tpath("no/such/dir/x.png"), CONVOLVE_FORMAT_AUTO, 0),
+                 CONVOLVE_ERROR_IO);
     EXPECT_MSG("no/such/dir/x.png");
     mkdir(tpath("adir.png"), 0755);
     CHECK_STATUS(ctx, convolve_array_save(ctx, u8, tpath("adir.png"), CONVOLVE_FORMAT_AUTO, 0),
                  CONVOLVE_ERROR_IO);
     rmdir(tpath("adir.png"));
     /* unwritable even for root: under a regular file, and in /proc */
-    CHECK_STATUS(ctx, convolve_array_save(ctx, u8, tpath("keep.png/x.png"), CONVOLVE_FORMAT_AUTO,
-                                          0), CONVOLVE_ERROR_IO);
-    CHECK_STATUS(ctx, convolve_array_save(ctx, u8, "/proc/convolve_test_io.png",
-                                          CONVOLVE_FORMAT_AUTO, 0), CONVOLVE_ERROR_IO);
+    CHECK_STATUS(ctx,
+                 convolve_array_save(ctx, u8, tpath("keep.png/x.png"), CONVOLVE_FORMAT_AUTO, 0),
+                 CONVOLVE_ERROR_IO);
+    CHECK_STATUS(
+        ctx, convolve_array_save(ctx, u8, "/proc/convolve_test_io.png", CONVOLVE_FORMAT_AUTO, 0),
+        CONVOLVE_ERROR_IO);
     CHECK_STATUS(ctx, convolve_array_save(ctx, u8, tpath("sub/"), CONVOLVE_FORMAT_PNG, 0),
                  CONVOLVE_ERROR_INVALID_ARGUMENT);
     /* a directory that is not writable (root may write anyway) */
@@ -1891,8 +1906,9 @@ static void save_errors(void)
     write_bytes(tpath("ro/keep.png"), old, sizeof old);
     chmod(tpath("ro"), 0555);
     if (geteuid() != 0) {
-        CHECK_STATUS(ctx, convolve_array_save(ctx, u8, tpath("ro/keep.png"), CONVOLVE_FORMAT_AUTO,
-                                              0), CONVOLVE_ERROR_IO);
+        CHECK_STATUS(ctx,
+                     convolve_array_save(ctx, u8, tpath("ro/keep.png"), CONVOLVE_FORMAT_AUTO, 0),
+                     CONVOLVE_ERROR_IO);
         EXPECT_MSG("ro/keep.png");
         CHECK(file_equals(tpath("ro/keep.png"), old, sizeof old), "read-only dir: file changed");
     } else {
@@ -1981,7 +1997,8 @@ static unsigned char *saved_bytes(const convolve_array *a, const char *name, con
 static void file_settings(void)
 {
     CHECK(convolve_context_max_pixels(ctx) == CONVOLVE_DEFAULT_MAX_PIXELS &&
-              CONVOLVE_DEFAULT_MAX_PIXELS == ((size_t)1 << 28), "default pixel limit");
+              CONVOLVE_DEFAULT_MAX_PIXELS == ((size_t)1 << 28),
+          "default pixel limit");
     CHECK(convolve_context_png_compression(ctx) == CONVOLVE_DEFAULT_PNG_COMPRESSION,
           "default PNG level");
     CHECK(convolve_context_max_pixels(NULL) == 0 && convolve_context_png_compression(NULL) == -1,
@@ -1995,7 +2012,8 @@ static void file_settings(void)
     CHECK_STATUS(ctx, convolve_context_set_png_compression(ctx, -1),
                  CONVOLVE_ERROR_INVALID_ARGUMENT);
     CHECK(strcmp(convolve_status_name(CONVOLVE_ERROR_LIMIT), "CONVOLVE_ERROR_LIMIT") == 0 &&
-              CONVOLVE_ERROR_LIMIT == 15, "LIMIT is status 15 and has a name");
+              CONVOLVE_ERROR_LIMIT == 15,
+          "LIMIT is status 15 and has a name");
 
     /* each image format is refused from its header past the limit, accepted
      * at it; .npy is not limited */
@@ -2003,15 +2021,18 @@ static void file_settings(void)
         convolve_format f;
         const char *name;
         size_t channels;
-    } k[] = {{CONVOLVE_FORMAT_PNG, "lim.png", 3}, {CONVOLVE_FORMAT_JPEG, "lim.jpg", 3},
-             {CONVOLVE_FORMAT_PNM, "lim.ppm", 3}, {CONVOLVE_FORMAT_NPY, "lim.npy", 1}
+    } k[] = {{CONVOLVE_FORMAT_PNG, "lim.png", 3},
+             {CONVOLVE_FORMAT_JPEG, "lim.jpg", 3},
+             {CONVOLVE_FORMAT_PNM, "lim.ppm", 3},
+             {CONVOLVE_FORMAT_NPY, "lim.npy", 1}
 #ifdef CONVOLVE_HAVE_TIFF
-             , {CONVOLVE_FORMAT_TIFF, "lim.tif", 3}
+             ,
+             {CONVOLVE_FORMAT_TIFF, "lim.tif", 3}
 #endif
     };
     for (size_t i = 0; i < sizeof k / sizeof *k; i++) {
         convolve_array *a = make_array(k[i].f == CONVOLVE_FORMAT_NPY ? CONVOLVE_FLOAT32
-                                                                      : CONVOLVE_UINT8,
+                                                                     : CONVOLVE_UINT8,
                                        2, (size_t[]){11, 13}, k[i].channels);
         size_t n = 0;
         unsigned char *d = a ? saved_bytes(a, k[i].name, k[i].f, &n) : NULL;

@@ -29,20 +29,15 @@ static ptrdiff_t ext_index(ptrdiff_t j, ptrdiff_t n, convolve_mode mode)
     if (j >= 0 && j < n)
         return j;
     switch (mode) {
-    case CONVOLVE_MODE_CONSTANT:
-        return -1;
-    case CONVOLVE_MODE_NEAREST:
-        return j < 0 ? 0 : n - 1;
-    case CONVOLVE_MODE_WRAP:
-        return ((j % n) + n) % n;
+    case CONVOLVE_MODE_CONSTANT: return -1;
+    case CONVOLVE_MODE_NEAREST: return j < 0 ? 0 : n - 1;
+    case CONVOLVE_MODE_WRAP: return ((j % n) + n) % n;
     case CONVOLVE_MODE_MIRROR:
         if (n == 1)
             return 0;
         j = ((j % (2 * n - 2)) + (2 * n - 2)) % (2 * n - 2);
         return j < n ? j : 2 * n - 2 - j;
-    default: /* reflect */
-        j = ((j % (2 * n)) + 2 * n) % (2 * n);
-        return j < n ? j : 2 * n - 1 - j;
+    default: /* reflect */ j = ((j % (2 * n)) + 2 * n) % (2 * n); return j < n ? j : 2 * n - 1 - j;
     }
 }
 
@@ -55,7 +50,7 @@ typedef struct {
     int convolve;
     convolve_dtype tin, tout;
     int threads;
-    int box;            /* taps all equal (one value per axis) */
+    int box; /* taps all equal (one value per axis) */
 } lcase;
 
 /* out[i][c] (doubles, C order, channels last) for taps t[a] (K[a] each):
@@ -85,8 +80,8 @@ static void oracle(const lcase *c, double *const *t, const double *x, double *ou
                 for (size_t ch = 0; ch < C; ch++) {
                     double s = 0;
                     for (size_t k0 = 0; k0 < K[0]; k0++) {
-                        ptrdiff_t j0 = ext_index((ptrdiff_t)(i0 + k0) - koff[0],
-                                                 (ptrdiff_t)sh[0], c->mode);
+                        ptrdiff_t j0 = ext_index((ptrdiff_t)(i0 + k0) - koff[0], (ptrdiff_t)sh[0],
+                                                 c->mode);
                         double w0 = tp[0][c->convolve && pad == 0 ? K[0] - 1 - k0 : k0];
                         for (size_t k1 = 0; k1 < K[1]; k1++) {
                             ptrdiff_t j1 = ext_index((ptrdiff_t)(i1 + k1) - koff[1],
@@ -99,7 +94,9 @@ static void oracle(const lcase *c, double *const *t, const double *x, double *ou
                                 double v = j0 < 0 || j1 < 0 || j2 < 0
                                                ? c->cval
                                                : x[((size_t)j0 * sh[1] * sh[2] +
-                                                    (size_t)j1 * sh[2] + (size_t)j2) * C + ch];
+                                                    (size_t)j1 * sh[2] + (size_t)j2) *
+                                                       C +
+                                                   ch];
                                 s += w0 * w1 * w2 * v;
                             }
                         }
@@ -110,12 +107,13 @@ static void oracle(const lcase *c, double *const *t, const double *x, double *ou
 
 static void describe(const lcase *c, char *s, size_t n)
 {
-    snprintf(s, n, "%dD %zux%zux%zu c%zu K=%zux%zux%zu%s %s->%s %s %s cval=%g origin=%td,%td,%td "
-             "threads=%d", c->ndim, c->shape[0], c->shape[1], c->shape[2], c->channels, c->K[0],
-             c->K[1], c->K[2], c->box ? " box" : "", convolve_dtype_name(c->tin),
-             convolve_dtype_name(c->tout), convolve_mode_name(c->mode),
-             c->convolve ? "convolve" : "correlate", c->cval, c->origin[0], c->origin[1],
-             c->origin[2], c->threads);
+    snprintf(s, n,
+             "%dD %zux%zux%zu c%zu K=%zux%zux%zu%s %s->%s %s %s cval=%g origin=%td,%td,%td "
+             "threads=%d",
+             c->ndim, c->shape[0], c->shape[1], c->shape[2], c->channels, c->K[0], c->K[1], c->K[2],
+             c->box ? " box" : "", convolve_dtype_name(c->tin), convolve_dtype_name(c->tout),
+             convolve_mode_name(c->mode), c->convolve ? "convolve" : "correlate", c->cval,
+             c->origin[0], c->origin[1], c->origin[2], c->threads);
 }
 
 static void run_case(const lcase *c)
@@ -135,8 +133,8 @@ static void run_case(const lcase *c)
         wabs *= sum;
     }
     convolve_filter *f = NULL;
-    CHECK_OK(ctx, convolve_filter_create_separable(ctx, &f, c->ndim, c->K,
-                                                   (const double *const *)t));
+    CHECK_OK(ctx,
+             convolve_filter_create_separable(ctx, &f, c->ndim, c->K, (const double *const *)t));
     size_t count = c->channels;
     for (int a = 0; a < c->ndim; a++)
         count *= c->shape[a];
@@ -175,8 +173,7 @@ static void run_case(const lcase *c)
         convolve_status st = convolve_plan_create(ctx, &plan, &li, &lo, f, &o);
         if (st == CONVOLVE_ERROR_UNSUPPORTED && !strcmp(k_strategies[s], "fft"))
             continue;
-        CHECK(st == CONVOLVE_OK, "%s: plan %s: %s", tag, k_strategies[s],
-              convolve_last_error(ctx));
+        CHECK(st == CONVOLVE_OK, "%s: plan %s: %s", tag, k_strategies[s], convolve_last_error(ctx));
         if (st != CONVOLVE_OK)
             continue;
         memcpy(out, clean, count * oes + 64);
@@ -236,13 +233,14 @@ static lcase random_case(int box)
         size_t maxn = c.ndim == 1 ? 60 : c.ndim == 2 ? 17 : 6;
         c.shape[a] = h_randint(0, 5) ? (size_t)h_randint(1, (long)maxn) : 1;
         if (box) /* one axis: long or short, past the line's end or not */
-            c.K[a] = a != along ? 1 : h_randint(0, 1) ? (size_t)h_randint(2, 300)
-                                                      : (size_t)h_randint(46, 4 * c.shape[a] + 60);
+            c.K[a] = a != along        ? 1
+                     : h_randint(0, 1) ? (size_t)h_randint(2, 300)
+                                       : (size_t)h_randint(46, 4 * c.shape[a] + 60);
         else if (a == along || (c.ndim == 2 && h_randint(0, 1))) /* folded: >= 128 taps */
             c.K[a] = (size_t)h_randint(128, (long)(8 * c.shape[a] + 160));
         else /* longer than the array, but short enough to stay unfolded */
             c.K[a] = (size_t)h_randint(1, c.ndim == 3 || h_randint(0, 1) ? 2 * (long)c.shape[a] + 1
-                                                                   : 40);
+                                                                         : 40);
         ptrdiff_t lo = -(ptrdiff_t)(c.K[a] / 2), hi = (ptrdiff_t)((c.K[a] - 1) / 2);
         long pick = h_randint(0, 2);
         c.origin[a] = pick == 0 ? lo : pick == 1 ? hi : (ptrdiff_t)h_randint(lo, hi);

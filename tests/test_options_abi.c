@@ -73,8 +73,8 @@ int main(void)
     convolve_options_init_size((convolve_options *)(void *)buf, sizeof *old);
     CHECK(old->size == sizeof *old, "size %zu, expected %zu", old->size, sizeof *old);
     CHECK(old->operation == CONVOLVE_OP_CONVOLVE && old->mode == CONVOLVE_MODE_REFLECT &&
-              old->backend == CONVOLVE_BACKEND_AUTO && old->strategy == NULL &&
-              old->threads == 0 && old->cval == 0,
+              old->backend == CONVOLVE_BACKEND_AUTO && old->strategy == NULL && old->threads == 0 &&
+              old->cval == 0,
           "the older struct's fields are not the defaults");
     for (size_t i = sizeof *old; i < sizeof buf; i++)
         if (buf[i] != 0xA5) {
@@ -121,8 +121,7 @@ int main(void)
     size_t bad = 0;
     for (size_t i = 0; i < (size_t)H * W; i++)
         bad += !(fabs(out_old[i] - ref[i]) <= 1e-5 + 1e-5 * fabs(ref[i]));
-    CHECK(bad == 0, "%zu of %d outputs differ from the double-precision correlation", bad,
-          H * W);
+    CHECK(bad == 0, "%zu of %d outputs differ from the double-precision correlation", bad, H * W);
 
     /* a newer program's larger struct: its extra fields 0, then one set */
     unsigned char big[sizeof(convolve_options) + 16];

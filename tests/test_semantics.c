@@ -54,11 +54,11 @@ static void hand_checked(void)
     expect_1d("convolve1d even", x8, 8, w2, 2, CONVOLVE_OP_CONVOLVE, CONVOLVE_MODE_REFLECT, 0, 0,
               (const double[]){14, 24, 4, 13, 12, 36, 27, 0});
     const double ones9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1}, x12[2] = {1, 2};
-    expect_1d("long filter reflect", x12, 2, ones9, 9, CONVOLVE_OP_CORRELATE,
-              CONVOLVE_MODE_REFLECT, 0, 0, (const double[]){13, 14});
+    expect_1d("long filter reflect", x12, 2, ones9, 9, CONVOLVE_OP_CORRELATE, CONVOLVE_MODE_REFLECT,
+              0, 0, (const double[]){13, 14});
     const double ar5[5] = {0, 1, 2, 3, 4}, x5[1] = {5};
-    expect_1d("long filter mirror n=1", x5, 1, ar5, 5, CONVOLVE_OP_CORRELATE,
-              CONVOLVE_MODE_MIRROR, 0, 0, (const double[]){50});
+    expect_1d("long filter mirror n=1", x5, 1, ar5, 5, CONVOLVE_OP_CORRELATE, CONVOLVE_MODE_MIRROR,
+              0, 0, (const double[]){50});
 
     /* Digit-coded weights make each output spell the samples it read:
      * w = 1,10,100,1000,10000 at offsets -2..2, x = 1 2 3 4. */
@@ -149,8 +149,8 @@ static void integer_rounding(void)
     const double unit = 1.0;
     CHECK_OK(ctx, convolve_filter_create(ctx, &f, 1, &one, &unit));
     CHECK_OK(ctx, convolve_run(ctx, &ld, xd, &l16, o16, f, &o));
-    CHECK(o16[0] == 65535 && o16[1] == 0 && o16[2] == 2 && o16[3] == 65535, "f64 -> u16: %d %d %d %d",
-          o16[0], o16[1], o16[2], o16[3]);
+    CHECK(o16[0] == 65535 && o16[1] == 0 && o16[2] == 2 && o16[3] == 65535,
+          "f64 -> u16: %d %d %d %d", o16[0], o16[1], o16[2], o16[3]);
     convolve_filter_free(f);
 }
 
@@ -184,8 +184,8 @@ static void exact_rank_one_factors(void)
         int ndim = c < 3 ? 2 : 3;
         size_t k2[2] = {2, 3}, k3[3] = {2, 2, 2};
         convolve_filter *f;
-        CHECK_OK(ctx, convolve_filter_create(ctx, &f, ndim, ndim == 2 ? k2 : k3,
-                                             c < 3 ? w2[c] : w3));
+        CHECK_OK(ctx,
+                 convolve_filter_create(ctx, &f, ndim, ndim == 2 ? k2 : k3, c < 3 ? w2[c] : w3));
         CHECK(convolve_filter_is_separable(f), "case %d is rank one", c);
         convolve_layout lay;
         convolve_layout_init(&lay, CONVOLVE_UINT16, ndim, ndim == 2 ? shape + 1 : shape, 1);
@@ -510,7 +510,8 @@ static void errors(void)
     CHECK(strcmp(convolve_status_name(CONVOLVE_ERROR_BAD_ORIGIN), "CONVOLVE_ERROR_BAD_ORIGIN") == 0,
           "status name");
     CHECK(CONVOLVE_ERROR_INTERNAL == 13 && CONVOLVE_ERROR_CANCELLED == 14 &&
-              CONVOLVE_ERROR_LIMIT == 15, "status numbers are fixed");
+              CONVOLVE_ERROR_LIMIT == 15,
+          "status numbers are fixed");
     CHECK(strcmp(convolve_status_name((convolve_status)99), "CONVOLVE_STATUS_UNKNOWN") == 0,
           "unknown status");
     CHECK(convolve_version_number() == CONVOLVE_VERSION_NUMBER, "runtime version");
@@ -549,7 +550,8 @@ static void named_filters(void)
     CHECK_OK(ctx, convolve_filter_create_named(ctx, &g, "gaussian:1e-200", 2));
     double one = 0;
     CHECK(convolve_filter_extent(g, 0) == 1 && convolve_filter_weights(g, &one, 1) == CONVOLVE_OK &&
-              one == 1.0, "gaussian:1e-200 is the identity");
+              one == 1.0,
+          "gaussian:1e-200 is the identity");
     convolve_filter_free(g);
     /* a dense rank-one filter is found separable; a Laplacian is not */
     CHECK_OK(ctx, convolve_filter_create_named(ctx, &g, "sobel-x", 2));
@@ -599,7 +601,8 @@ static void named_filter_table(void)
         CHECK(info.dims != 0 && info.dims < 8, "%s: dims %#x", info.name, info.dims);
         for (size_t j = 0; j < i; j++)
             CHECK(convolve_named_filter_get(j, &other) == CONVOLVE_OK &&
-                      strcmp(other.name, info.name) != 0, "%s listed twice", info.name);
+                      strcmp(other.name, info.name) != 0,
+                  "%s listed twice", info.name);
         char spec[64], bad[64];
         snprintf(spec, sizeof spec, "%s%s", info.name, info.argument ? ":1" : "");
         snprintf(bad, sizeof bad, "%s%s", info.name, info.argument ? "" : ":1");
@@ -614,19 +617,21 @@ static void named_filter_table(void)
             convolve_filter *g = NULL;
             convolve_status st = convolve_filter_create_named(ctx, &g, spec, d);
             if (info.dims >> (d - 1) & 1) {
-                CHECK(st == CONVOLVE_OK && convolve_filter_ndim(g) == d, "%s in %d-D: %s", spec,
-                      d, convolve_last_error(ctx));
+                CHECK(st == CONVOLVE_OK && convolve_filter_ndim(g) == d, "%s in %d-D: %s", spec, d,
+                      convolve_last_error(ctx));
             } else {
-                CHECK(st == CONVOLVE_ERROR_BAD_FILTER && g == NULL, "%s in %d-D should be "
-                      "refused", spec, d);
+                CHECK(st == CONVOLVE_ERROR_BAD_FILTER && g == NULL,
+                      "%s in %d-D should be "
+                      "refused",
+                      spec, d);
                 CHECK(strstr(convolve_last_error(ctx), "-D; the input has") != NULL, "%s",
                       convolve_last_error(ctx));
             }
             convolve_filter_free(g);
             CHECK_STATUS(ctx, convolve_filter_create_named(ctx, &g, bad, d),
                          CONVOLVE_ERROR_BAD_FILTER);
-            CHECK(strstr(convolve_last_error(ctx), info.argument ? "needs an argument"
-                                                                 : "takes no argument") != NULL,
+            CHECK(strstr(convolve_last_error(ctx),
+                         info.argument ? "needs an argument" : "takes no argument") != NULL,
                   "%s: %s", bad, convolve_last_error(ctx));
         }
     }

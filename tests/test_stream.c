@@ -20,7 +20,6 @@ static convolve_context *ctx;
 
 #include "stream_cases.h"
 
-
 static void api(void)
 {
     convolve_options o;
@@ -50,8 +49,7 @@ static void api(void)
     }
     CHECK_STATUS(ctx, convolve_device_query_index(ctx, count, &info),
                  CONVOLVE_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(ctx, convolve_device_query_index(ctx, -1, &info),
-                 CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_device_query_index(ctx, -1, &info), CONVOLVE_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(ctx, convolve_device_query_index(ctx, 0, NULL), CONVOLVE_ERROR_INVALID_ARGUMENT);
 
     /* pinning host memory needs a usable GPU */
@@ -153,8 +151,8 @@ static void progress_one_slab(void)
 /* The CPU's strategies (NULL: auto), and which of them give, run in place
  * (sub-problems of other sizes), results equal to the one-shot run's to
  * rounding only: those that pick their method or their FFT tiles by size. */
-static const char *const k_cpu_strategies[] = {"reference", "fast", "direct", "separable",
-                                               "fft", "image", NULL};
+static const char *const k_cpu_strategies[] = {"reference", "fast",  "direct", "separable",
+                                               "fft",       "image", NULL};
 #define CPU_STRATEGY_CHOICES 7
 
 static int sized_by_slab(const char *strategy)
@@ -324,8 +322,8 @@ static void cpu_window_rows(void)
                     for (size_t k = 0; k < k_shapes[i].ksize[a]; k++)
                         taps[a][k] = 0.5 * taps[a][k] + 0.6; /* integer outputs in range */
                 }
-                CHECK_OK(ctx, convolve_filter_create_separable(
-                                  ctx, &f, nd, k_shapes[i].ksize, (const double *const *)taps));
+                CHECK_OK(ctx, convolve_filter_create_separable(ctx, &f, nd, k_shapes[i].ksize,
+                                                               (const double *const *)taps));
                 for (int a = 0; a < nd; a++)
                     free(taps[a]);
             } else {
@@ -400,7 +398,7 @@ static void cpu_slab_choice(void)
         int ndim;
         size_t shape[3], ksize[3];
         const char *strategy;
-        size_t want;            /* rows per slab; 0: one shot */
+        size_t want; /* rows per slab; 0: one shot */
     } k_cases[] = {
         /* 4096 doubles a row: 2048 rows of 64 MiB */
         {2, {4096, 4096}, {5, 5}, "direct", 2048},
@@ -646,8 +644,9 @@ static void in_place_store(void)
     static const convolve_mode modes[] = {CONVOLVE_MODE_REFLECT, CONVOLVE_MODE_MIRROR,
                                           CONVOLVE_MODE_NEAREST, CONVOLVE_MODE_WRAP,
                                           CONVOLVE_MODE_CONSTANT};
-    static const struct { size_t n, k, slab; } cases[] = {
-        {10, 13, 3}, {40, 5, 8}, {23, 47, 2}, {9, 3, 9}};
+    static const struct {
+        size_t n, k, slab;
+    } cases[] = {{10, 13, 3}, {40, 5, 8}, {23, 47, 2}, {9, 3, 9}};
     const size_t cols = 7, rb = cols * sizeof(double);
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
         for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
@@ -697,26 +696,28 @@ static void in_place_store(void)
             setenv("CONVOLVE_IN_PLACE", "slabs", 1);
             memcpy(buf, in, n * rb);
             CHECK_OK(ctx, convolve_execute(p, buf, buf));
-            CHECK(memcmp(buf, want, n * rb) == 0, "%zu rows, %zu taps, slabs of %zu, %s: in "
-                  "place in slabs differs from out of place", n, K, S, convolve_mode_name(o.mode));
+            CHECK(memcmp(buf, want, n * rb) == 0,
+                  "%zu rows, %zu taps, slabs of %zu, %s: in "
+                  "place in slabs differs from out of place",
+                  n, K, S, convolve_mode_name(o.mode));
             const size_t buffers = 2 * (S + K - 1) * rb;
             CHECK(p->in_place_store == rows * rb && p->in_place_store <= n * rb &&
                       p->in_place_extra == p->in_place_store + buffers,
                   "%zu rows, %zu taps, slabs of %zu, %s: a store of %zu bytes (want %zu rows: "
-                  "%zu bytes; every slab's halo: %zu rows), %zu bytes in all (want %zu)", n, K,
-                  S, convolve_mode_name(o.mode), p->in_place_store, rows, rows * rb, halo_sum,
+                  "%zu bytes; every slab's halo: %zu rows), %zu bytes in all (want %zu)",
+                  n, K, S, convolve_mode_name(o.mode), p->in_place_store, rows, rows * rb, halo_sum,
                   p->in_place_extra, rows * rb + buffers);
             /* the automatic choice: in slabs only when they take less than
              * a copy of the array */
             unsetenv("CONVOLVE_IN_PLACE");
             memcpy(buf, in, n * rb);
             CHECK_OK(ctx, convolve_execute(p, buf, buf));
-            CHECK(memcmp(buf, want, n * rb) == 0, "%zu rows, %zu taps, %s: in place differs",
-                  n, K, convolve_mode_name(o.mode));
+            CHECK(memcmp(buf, want, n * rb) == 0, "%zu rows, %zu taps, %s: in place differs", n, K,
+                  convolve_mode_name(o.mode));
             CHECK(p->in_place_extra <= n * rb + 64 &&
                       (p->in_place_store == 0 || rows * rb + buffers <= n * rb),
-                  "%zu rows, %zu taps, slabs of %zu, %s: %zu bytes beyond the array's %zu", n,
-                  K, S, convolve_mode_name(o.mode), p->in_place_extra, n * rb);
+                  "%zu rows, %zu taps, slabs of %zu, %s: %zu bytes beyond the array's %zu", n, K, S,
+                  convolve_mode_name(o.mode), p->in_place_extra, n * rb);
             unsetenv("CONVOLVE_CPU_SLAB_BYTES");
             convolve_plan_free(p);
             convolve_filter_free(f);

@@ -35,19 +35,19 @@ typedef struct {
     convolve_mode mode;
     convolve_backend backend;
     int runs, warmup, json;
-    size_t channels;             /* interleaved channels, each filtered alone */
-    int gaussian;                /* separable Gaussian of radius r instead of dense weights */
-    char *strategy_arg;          /* --strategy's list, split in place (owned) */
+    size_t channels;    /* interleaved channels, each filtered alone */
+    int gaussian;       /* separable Gaussian of radius r instead of dense weights */
+    char *strategy_arg; /* --strategy's list, split in place (owned) */
 } bench_options;
 
 #define BENCH "convolve bench"
 
 typedef struct {
     const char *strategy;
-    char ran[32];               /* the strategy the plan ran ("auto" resolved) */
+    char ran[32]; /* the strategy the plan ran ("auto" resolved) */
     int radius;
     size_t taps;
-    int served;                 /* 1 timed, 0 cannot serve, -1 failed */
+    int served; /* 1 timed, 0 cannot serve, -1 failed */
     char reason[512];
     convolve_timing t;
     double gbps, pct_copy, gflops, op_per_byte;
@@ -249,12 +249,12 @@ static convolve_status make_filter(convolve_context *ctx, int ndim, size_t K, in
 /* What one run measures, shared by its steps. */
 typedef struct {
     convolve_device_info dev;
-    int gpu;                     /* a usable GPU in a CUDA build */
-    convolve_backend listed;     /* the backend whose strategies are timed */
+    int gpu;                 /* a usable GPU in a CUDA build */
+    convolve_backend listed; /* the backend whose strategies are timed */
     convolve_layout layout;
-    size_t count, esize, wsize;  /* elements; input and weight bytes each */
-    double bytes;                /* input read once, output written once */
-    double copy_gbps;            /* NAN when not measured */
+    size_t count, esize, wsize; /* elements; input and weight bytes each */
+    double bytes;               /* input read once, output written once */
+    double copy_gbps;           /* NAN when not measured */
     char copy_note[300];
     bench_row *rows;
     size_t nrows;
@@ -285,8 +285,7 @@ static int setup(convolve_context *ctx, bench_options *o, bench_run *b)
                 o->nstrategies < BENCH_MAX_STRATEGIES)
                 o->strategies[o->nstrategies++] = info.name;
         }
-    convolve_status st = convolve_layout_init(&b->layout, o->dtype, o->ndim, o->shape,
-                                              o->channels);
+    convolve_status st = convolve_layout_init(&b->layout, o->dtype, o->ndim, o->shape, o->channels);
     if (st != CONVOLVE_OK)
         return cli_error(BENCH, CLI_BAD_INPUT, "bad shape: %s", convolve_status_description(st));
     b->count = convolve_layout_count(&b->layout);
@@ -360,8 +359,9 @@ static int time_row(convolve_context *ctx, const bench_options *o, const bench_r
         row->gflops = flops * (double)b->count / s * 1e-9;
     } else {
         row->served = st == CONVOLVE_ERROR_UNSUPPORTED ? 0 : -1;
-        snprintf(row->reason, sizeof row->reason, "%s", convolve_last_error(ctx)[0]
-                 ? convolve_last_error(ctx) : convolve_status_description(st));
+        snprintf(row->reason, sizeof row->reason, "%s",
+                 convolve_last_error(ctx)[0] ? convolve_last_error(ctx)
+                                             : convolve_status_description(st));
     }
     convolve_plan_free(plan);
     convolve_filter_free(f);
@@ -382,8 +382,8 @@ static int time_rows(convolve_context *ctx, const bench_options *o, bench_run *b
             found = info.backend == b->listed && strcmp(info.name, o->strategies[si]) == 0;
         }
         for (int ri = 0; ri < o->nradii; ri++, r++)
-            failures += time_row(ctx, o, b, found ? &info : NULL, o->strategies[si],
-                                 o->radii[ri], &b->rows[r]);
+            failures += time_row(ctx, o, b, found ? &info : NULL, o->strategies[si], o->radii[ri],
+                                 &b->rows[r]);
     }
     return failures;
 }
@@ -398,8 +398,9 @@ static void print_json(const bench_options *o, const bench_run *b, double floor_
     for (int a = 0; a < o->ndim; a++)
         printf("%s%zu", a ? ", " : "", o->shape[a]);
     printf("], \"channels\": %zu, \"filter\": \"%s\", \"dtype\": \"%s\", \"mode\": \"%s\", "
-           "\"runs\": %d, \"warmup\": %d", o->channels, o->gaussian ? "gaussian" : "dense",
-           convolve_dtype_name(o->dtype), convolve_mode_name(o->mode), o->runs, o->warmup);
+           "\"runs\": %d, \"warmup\": %d",
+           o->channels, o->gaussian ? "gaussian" : "dense", convolve_dtype_name(o->dtype),
+           convolve_mode_name(o->mode), o->runs, o->warmup);
     printf(", \"bytes_moved\": %.0f, \"copy_gbps\": ", b->bytes);
     json_number(stdout, b->copy_gbps);
     printf(", \"floor_ms\": ");
@@ -434,8 +435,8 @@ static void print_json(const bench_options *o, const bench_run *b, double floor_
     int first = 1;
     for (int m = 0; m < 2; m++)
         for (int t = 0; t < 4; t++, first = 0)
-            printf("%s{\"mask\": %d, \"tile\": %d, \"ratio\": %.4g}", first ? "" : ", ",
-                   k_masks[m], k_tiles[t], reduction_ratio(k_tiles[t], k_masks[m]));
+            printf("%s{\"mask\": %d, \"tile\": %d, \"ratio\": %.4g}", first ? "" : ", ", k_masks[m],
+                   k_tiles[t], reduction_ratio(k_tiles[t], k_masks[m]));
     printf("]}\n");
 }
 
@@ -444,15 +445,15 @@ static void print_text(const bench_options *o, const bench_run *b, double floor_
     char shape[96];
     shape_text(o, shape, sizeof shape);
     printf("convolve bench: %s backend%s%s, %d-D %s %s x%zu channel%s, %s filter, mode %s, "
-           "median of %d runs after %d warm-up\n", convolve_backend_name(b->listed),
-           b->gpu ? " on " : "", b->gpu ? b->dev.name : "", o->ndim, shape,
-           convolve_dtype_name(o->dtype), o->channels, o->channels == 1 ? "" : "s",
+           "median of %d runs after %d warm-up\n",
+           convolve_backend_name(b->listed), b->gpu ? " on " : "", b->gpu ? b->dev.name : "",
+           o->ndim, shape, convolve_dtype_name(o->dtype), o->channels, o->channels == 1 ? "" : "s",
            o->gaussian ? "separable gaussian" : "dense", convolve_mode_name(o->mode), o->runs,
            o->warmup);
     if (isfinite(b->copy_gbps))
         printf("device copy bandwidth %.1f GB/s (read + write; %s); floor for this shape "
-               "%.3f ms (%.0f MB moved)\n", b->copy_gbps, b->copy_note, floor_ms,
-               b->bytes * 1e-6);
+               "%.3f ms (%.0f MB moved)\n",
+               b->copy_gbps, b->copy_note, floor_ms, b->bytes * 1e-6);
     else
         printf("device copy bandwidth: n/a (%s)\n", b->copy_note);
     printf("%-12s %3s %6s %11s %9s %7s %9s %8s\n", "strategy", "r", "taps", "median ms", "GB/s",
@@ -477,7 +478,8 @@ static void print_text(const bench_options *o, const bench_run *b, double floor_
         }
     }
     printf("\nglobal-memory access reduction of the tiled kernel (chapter): "
-           "(OUT_TILE^2 * MASK^2) / (OUT_TILE + MASK - 1)^2\n%-10s", "OUT_TILE");
+           "(OUT_TILE^2 * MASK^2) / (OUT_TILE + MASK - 1)^2\n%-10s",
+           "OUT_TILE");
     for (int t = 0; t < 4; t++)
         printf(" %7d", k_tiles[t]);
     printf("\n");
@@ -610,8 +612,8 @@ static int show_help(void *t, const char *v)
 #define STR(x) STR_(x)
 
 static const cli_option k_bench_options[] = {
-    {"shape", 0, "N | HxW | DxHxW", "array extents (default 8192x8192; 512x512 on the CPU)",
-     NULL, set_shape, CLI_COMPLETE_NONE, NULL, 0},
+    {"shape", 0, "N | HxW | DxHxW", "array extents (default 8192x8192; 512x512 on the CPU)", NULL,
+     set_shape, CLI_COMPLETE_NONE, NULL, 0},
     {"radius", 0, "LIST",
      "filter radii, e.g. 1,2,3,7 or 1..7 (default 1..7); the filter is (2r+1) per axis, dense, "
      "random weights",
@@ -634,10 +636,10 @@ static const cli_option k_bench_options[] = {
      cli_words_backend, 0},
     {"runs", 0, "N", "timed runs, median reported (default and minimum " STR(BENCH_MIN_RUNS) ")",
      NULL, set_runs, CLI_COMPLETE_NONE, NULL, 0},
-    {"warmup", 0, "N", "untimed runs first (default 3)", NULL, set_warmup, CLI_COMPLETE_NONE,
+    {"warmup", 0, "N", "untimed runs first (default 3)", NULL, set_warmup, CLI_COMPLETE_NONE, NULL,
+     0},
+    {"json", 0, NULL, "one JSON object instead of the tables", NULL, set_json, CLI_COMPLETE_NONE,
      NULL, 0},
-    {"json", 0, NULL, "one JSON object instead of the tables", NULL, set_json,
-     CLI_COMPLETE_NONE, NULL, 0},
     {"help", 'h', NULL, "this text", "the usage text", show_help, CLI_COMPLETE_NONE, NULL, 0},
 };
 
@@ -663,9 +665,12 @@ const cli_command cli_bench_command = {
     "the device's copy bandwidth measured in the same run, GFLOP/s and the arithmetic intensity "
     "the convolution chapter derives for the strategy; then the chapter's table of the tiled "
     "kernel's reduction in global-memory accesses.",
-    NULL, 0,
-    k_bench_groups, 1,
-    k_bench_after, 1,
+    NULL,
+    0,
+    k_bench_groups,
+    1,
+    k_bench_after,
+    1,
     28,
     NULL,
 };

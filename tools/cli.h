@@ -28,8 +28,8 @@
 /* Exit codes (documented in --help, docs/cli.md and the man page). */
 enum {
     CLI_OK = 0,
-    CLI_BAD_INPUT = 1,  /* bad usage, options, files, filters, unsupported combinations */
-    CLI_RESOURCE = 2,   /* out of memory, device failure, writing the output failed */
+    CLI_BAD_INPUT = 1,    /* bad usage, options, files, filters, unsupported combinations */
+    CLI_RESOURCE = 2,     /* out of memory, device failure, writing the output failed */
     CLI_INTERRUPTED = 130 /* SIGINT (Ctrl-C) cancelled the run: 128 + SIGINT */
 };
 
@@ -57,8 +57,8 @@ double cli_now_s(void);
 /* What an option's apply function returns, besides CLI_OK and an exit code
  * (after it printed a message). */
 enum {
-    CLI_DONE = -1,      /* the option answered the command (--help, --version): exit 0 */
-    CLI_BAD_VALUE = -2  /* the value is invalid: the parser says so ("bad value ...") */
+    CLI_DONE = -1,     /* the option answered the command (--help, --version): exit 0 */
+    CLI_BAD_VALUE = -2 /* the value is invalid: the parser says so ("bad value ...") */
 };
 
 /* Applies an option to the command's argument struct `target`; value is NULL
@@ -71,43 +71,43 @@ typedef const char *(*cli_words_fn)(size_t index);
 
 /* What completes an option's value in a shell. */
 typedef enum cli_complete {
-    CLI_COMPLETE_NONE = 0,  /* free text (a number, a list) */
-    CLI_COMPLETE_FILE,      /* a file name */
-    CLI_COMPLETE_DIR,       /* a folder name */
-    CLI_COMPLETE_WORDS      /* one of words() */
+    CLI_COMPLETE_NONE = 0, /* free text (a number, a list) */
+    CLI_COMPLETE_FILE,     /* a file name */
+    CLI_COMPLETE_DIR,      /* a folder name */
+    CLI_COMPLETE_WORDS     /* one of words() */
 } cli_complete;
 
 /* Flags of an option. */
 enum {
-    CLI_HELP_LISTS_WORDS = 1  /* --help lists words() after the help text */
+    CLI_HELP_LISTS_WORDS = 1 /* --help lists words() after the help text */
 };
 
 typedef struct cli_option {
-    const char *name;        /* long name, without "--" */
-    char short_name;         /* a one-letter alias ('h' for -h), or 0 */
-    const char *value_name;  /* "FILE", "M": takes a value; NULL: a flag */
-    const char *help;        /* --help: plain text, wrapped when printed */
-    const char *doc;         /* docs/cli.md and the man page: may use `code`; NULL: help */
+    const char *name;       /* long name, without "--" */
+    char short_name;        /* a one-letter alias ('h' for -h), or 0 */
+    const char *value_name; /* "FILE", "M": takes a value; NULL: a flag */
+    const char *help;       /* --help: plain text, wrapped when printed */
+    const char *doc;        /* docs/cli.md and the man page: may use `code`; NULL: help */
     cli_apply_fn apply;
     cli_complete complete;
-    cli_words_fn words;      /* with CLI_COMPLETE_WORDS or CLI_HELP_LISTS_WORDS */
+    cli_words_fn words; /* with CLI_COMPLETE_WORDS or CLI_HELP_LISTS_WORDS */
     unsigned flags;
 } cli_option;
 
 /* Options shown together under one title. */
 typedef struct cli_option_group {
-    const char *title;       /* "Filter (exactly one)"; NULL: no title */
-    const char *note;        /* printed after the title in --help, in parentheses; or NULL */
+    const char *title; /* "Filter (exactly one)"; NULL: no title */
+    const char *note;  /* printed after the title in --help, in parentheses; or NULL */
     const cli_option *options;
     size_t count;
 } cli_option_group;
 
 /* A block of prose in the usage text and the man page. */
 typedef struct cli_text {
-    const char *title;       /* "Exit codes"; NULL: none */
-    const char *note;        /* printed after the title in --help, in parentheses; or NULL */
-    const char *text;        /* a paragraph (wrapped), or lines kept as they are */
-    int verbatim;            /* 1: lines kept as they are */
+    const char *title; /* "Exit codes"; NULL: none */
+    const char *note;  /* printed after the title in --help, in parentheses; or NULL */
+    const char *text;  /* a paragraph (wrapped), or lines kept as they are */
+    int verbatim;      /* 1: lines kept as they are */
 } cli_text;
 
 /* A command: its synopsis, prose and options. Each group's apply functions
@@ -123,9 +123,9 @@ typedef struct cli_command {
     size_t nbefore;
     const cli_option_group *groups;
     size_t ngroups;
-    const cli_text *after;   /* prose after the options */
+    const cli_text *after; /* prose after the options */
     size_t nafter;
-    int help_column;         /* where --help starts the options' help text */
+    int help_column; /* where --help starts the options' help text */
     /* takes one positional argument; NULL: the command takes none */
     int (*positional)(void *target, const char *arg);
 } cli_command;
@@ -151,8 +151,7 @@ void cli_markdown_filters(FILE *f);
 
 /* A man page (troff, man macros, section 1) for cmd, with the `extra`
  * commands (subcommands such as `convolve bench`) described after it. */
-void cli_man_page(const cli_command *cmd, const cli_command *const *extra, size_t nextra,
-                  FILE *f);
+void cli_man_page(const cli_command *cmd, const cli_command *const *extra, size_t nextra, FILE *f);
 
 /* A bash completion script for cmd: its options, and the values each option
  * completes; `subcommands` complete as the first argument; each `extra`
@@ -166,8 +165,8 @@ void cli_bash_completion(const cli_command *cmd, const char *const *subcommands,
 const char *cli_words_mode(size_t i);
 const char *cli_words_backend(size_t i);
 const char *cli_words_dtype(size_t i);
-const char *cli_words_strategy(size_t i);      /* "auto", then each distinct name */
-const char *cli_words_named_filter(size_t i);  /* "box:R", "identity", ... */
-const char *cli_words_extension(size_t i);     /* "npy", "png", ...: the library's */
+const char *cli_words_strategy(size_t i);     /* "auto", then each distinct name */
+const char *cli_words_named_filter(size_t i); /* "box:R", "identity", ... */
+const char *cli_words_extension(size_t i);    /* "npy", "png", ...: the library's */
 
 #endif

@@ -29,14 +29,14 @@
 /* One file to convolve. */
 typedef struct member {
     const char *input;
-    char *output;            /* DIR/NAME, malloc'd */
-    convolve_format format;  /* the output's */
+    char *output;           /* DIR/NAME, malloc'd */
+    convolve_format format; /* the output's */
 } member;
 
 /* A plan for one pair of layouts (element type, dimensions, extents, channels). */
 typedef struct plan_entry {
     convolve_layout in, out;
-    convolve_plan *plan;     /* NULL in the GPU lane: the planner left these layouts to the CPU */
+    convolve_plan *plan; /* NULL in the GPU lane: the planner left these layouts to the CPU */
     struct plan_entry *next;
 } plan_entry;
 
@@ -44,10 +44,10 @@ typedef struct plan_entry {
 typedef struct engine {
     struct batch *b;
     convolve_context *ctx;
-    convolve_filter *filter[CONVOLVE_MAX_DIMS];   /* by ndim - 1, made on first use */
-    convolve_options opt[CONVOLVE_MAX_DIMS];      /* with that ndim's origins */
+    convolve_filter *filter[CONVOLVE_MAX_DIMS]; /* by ndim - 1, made on first use */
+    convolve_options opt[CONVOLVE_MAX_DIMS];    /* with that ndim's origins */
     plan_entry *plans;
-    size_t wisdom_start;     /* wisdom entries after loading --wisdom */
+    size_t wisdom_start; /* wisdom entries after loading --wisdom */
     pthread_t thread;
 } engine;
 
@@ -59,14 +59,14 @@ enum {
 
 typedef struct batch {
     const cli_run_args *a;
-    const cli_weights *w;    /* NULL for --filter */
+    const cli_weights *w; /* NULL for --filter */
     member *m;
     size_t n;
-    int threads;             /* CPU threads of each plan */
+    int threads; /* CPU threads of each plan */
     int lane_mode;
     engine lane;
-    pthread_mutex_t lane_lock;  /* held while the lane's context is in use */
-    pthread_mutex_t lock;       /* guards the counters below */
+    pthread_mutex_t lane_lock; /* held while the lane's context is in use */
+    pthread_mutex_t lock;      /* guards the counters below */
     size_t next, done, failed, plans;
     int worst;
 } batch;
@@ -173,7 +173,8 @@ static int name_output(const cli_run_args *a, member *m)
     if (!*input)
         return cli_fail(CLI_BAD_INPUT, "empty file name among the INPUTs");
     if (!strcmp(input, "-"))
-        return cli_fail(CLI_BAD_INPUT, "'-' cannot be one of many INPUTs (standard input has no "
+        return cli_fail(CLI_BAD_INPUT,
+                        "'-' cannot be one of many INPUTs (standard input has no "
                         "name to give its output); name the files, or list their names on "
                         "standard input with --inputs-from -");
     const char *slash = strrchr(input, '/');
@@ -195,9 +196,14 @@ static int name_output(const cli_run_args *a, member *m)
              ext);
     m->format = convolve_format_from_path(m->output);
     if (m->format == CONVOLVE_FORMAT_AUTO)
-        return cli_fail(CLI_BAD_INPUT, "cannot tell the output format for INPUT '%s': %s; give "
-                        "--format EXT (%s)", input, *ext ? "its extension is not one convolve "
-                        "writes" : "its name has no extension", extension_list());
+        return cli_fail(CLI_BAD_INPUT,
+                        "cannot tell the output format for INPUT '%s': %s; give "
+                        "--format EXT (%s)",
+                        input,
+                        *ext ? "its extension is not one convolve "
+                               "writes"
+                             : "its name has no extension",
+                        extension_list());
     return CLI_OK;
 }
 
@@ -207,8 +213,8 @@ static int name_output(const cli_run_args *a, member *m)
 typedef struct file_id {
     dev_t dev;
     ino_t ino;
-    char *name;              /* realpath(folder) + "/" + base name, malloc'd */
-    size_t index;            /* the member; SIZE_MAX for the weights file */
+    char *name;   /* realpath(folder) + "/" + base name, malloc'd */
+    size_t index; /* the member; SIZE_MAX for the weights file */
 } file_id;
 
 static int by_inode(const void *x, const void *y)
@@ -311,14 +317,16 @@ static int check_collisions(member *m, size_t n)
         if (!strcmp(x->output, y->output) && !strcmp(x->input, y->input))
             rc = cli_fail(CLI_BAD_INPUT, "INPUT '%s' is given twice", y->input);
         else if (!strcmp(x->output, y->output))
-            rc = cli_fail(CLI_BAD_INPUT, "INPUTs '%s' and '%s' would both be written to '%s': "
-                          "rename one, or convolve them in separate runs", x->input, y->input,
-                          y->output);
+            rc = cli_fail(CLI_BAD_INPUT,
+                          "INPUTs '%s' and '%s' would both be written to '%s': "
+                          "rename one, or convolve them in separate runs",
+                          x->input, y->input, y->output);
         else
-            rc = cli_fail(CLI_BAD_INPUT, "INPUTs '%s' and '%s' would both be written to '%s' "
+            rc = cli_fail(CLI_BAD_INPUT,
+                          "INPUTs '%s' and '%s' would both be written to '%s' "
                           "('%s' and '%s' are one file, through a symbolic link): rename one, "
-                          "or convolve them in separate runs", x->input, y->input, w[i].file,
-                          x->output, y->output);
+                          "or convolve them in separate runs",
+                          x->input, y->input, w[i].file, x->output, y->output);
     }
     for (size_t i = 0; w && i < n; i++)
         free(w[i].file);
@@ -329,8 +337,7 @@ static int check_collisions(member *m, size_t n)
 /* The first entry of list[0..k-1] equal to key under cmp that member
  * self's output may not replace, or NULL. */
 static const file_id *find_blocking(const file_id *list, size_t k, const file_id *key,
-                                    int (*cmp)(const void *, const void *), size_t self,
-                                    int force)
+                                    int (*cmp)(const void *, const void *), size_t self, int force)
 {
     const file_id *hit = k ? bsearch(key, list, k, sizeof *hit, cmp) : NULL;
     if (!hit)
@@ -390,17 +397,22 @@ static int check_replacements(const cli_run_args *a, member *m, size_t n)
         if (!hit)
             continue;
         if (hit->index == SIZE_MAX)
-            rc = cli_fail(CLI_BAD_INPUT, "'%s', the result of '%s', would replace the "
+            rc = cli_fail(CLI_BAD_INPUT,
+                          "'%s', the result of '%s', would replace the "
                           "weights file; choose another --output-dir or --suffix, or pass "
-                          "--force to replace it", m[i].output, m[i].input);
+                          "--force to replace it",
+                          m[i].output, m[i].input);
         else if (hit->index == i)
-            rc = cli_fail(CLI_BAD_INPUT, "the result of '%s' would replace it (as '%s'); "
+            rc = cli_fail(CLI_BAD_INPUT,
+                          "the result of '%s' would replace it (as '%s'); "
                           "give --suffix or another --output-dir, or pass --force to replace "
-                          "each input by its own result", m[i].input, m[i].output);
+                          "each input by its own result",
+                          m[i].input, m[i].output);
         else
-            rc = cli_fail(CLI_BAD_INPUT, "'%s', the result of '%s', would replace the INPUT "
-                          "'%s'; give another --suffix or --output-dir", m[i].output,
-                          m[i].input, m[hit->index].input);
+            rc = cli_fail(CLI_BAD_INPUT,
+                          "'%s', the result of '%s', would replace the INPUT "
+                          "'%s'; give another --suffix or --output-dir",
+                          m[i].output, m[i].input, m[hit->index].input);
     }
     free(canon);
     for (size_t i = 0; names && i < named; i++)
@@ -593,9 +605,8 @@ static int convolve_member(engine *e, const member *m, char *msg)
     int rc = engine_filter(e, L->ndim, msg);
     if (rc == CLI_OK)
         rc = cli_check_output(e->ctx, m->output, m->format, L, odt, msg);
-    if (rc == CLI_OK &&
-        (st = convolve_array_create(e->ctx, &out, odt, L->ndim, L->shape, L->channels)) !=
-            CONVOLVE_OK)
+    if (rc == CLI_OK && (st = convolve_array_create(e->ctx, &out, odt, L->ndim, L->shape,
+                                                    L->channels)) != CONVOLVE_OK)
         rc = cli_msg(msg, cli_exit_code(st), "%s", convolve_last_error(e->ctx));
     if (rc == CLI_OK)
         rc = convolve_arrays(e, in, out, msg);
@@ -709,13 +720,15 @@ static int check_setup(batch *b, convolve_context *ctx, cli_weights *w)
     if (a->opt.backend == CONVOLVE_BACKEND_CUDA) {
         if (!convolve_backend_built(CONVOLVE_BACKEND_CUDA))
             return cli_fail(CLI_BAD_INPUT, "the CUDA backend was asked for, but this libconvolve "
-                            "was built without CUDA");
+                                           "was built without CUDA");
         convolve_device_info dev;
         if ((st = convolve_device_query(ctx, &dev)) != CONVOLVE_OK)
             return cli_fail(cli_exit_code(st), "%s", convolve_last_error(ctx));
         if (!dev.available)
-            return cli_fail(CLI_RESOURCE, "the CUDA backend was asked for, but no GPU can be "
-                            "used: %s", dev.reason);
+            return cli_fail(CLI_RESOURCE,
+                            "the CUDA backend was asked for, but no GPU can be "
+                            "used: %s",
+                            dev.reason);
         b->lane_mode = LANE_ALL;
     } else if (a->opt.backend == CONVOLVE_BACKEND_AUTO &&
                convolve_backend_built(CONVOLVE_BACKEND_CUDA)) {
@@ -787,7 +800,7 @@ int cli_batch(cli_run_args *a)
             rc = split_list(list, len, &names, &n, &cap);
     } else if (rc == CLI_OK && n == 0) {
         rc = cli_fail(CLI_BAD_INPUT, "no INPUT given: name the files to convolve, or list them "
-                      "with --inputs-from FILE");
+                                     "with --inputs-from FILE");
     }
     if (rc == CLI_OK && n && !(b.m = calloc(n, sizeof *b.m)))
         rc = cli_fail(CLI_RESOURCE, "out of memory");

@@ -51,19 +51,16 @@ int cli_fail(int code, const char *fmt, ...)
 int cli_exit_code(convolve_status st)
 {
     switch (st) {
-    case CONVOLVE_OK:
-        return CLI_OK;
+    case CONVOLVE_OK: return CLI_OK;
     case CONVOLVE_ERROR_OUT_OF_MEMORY:
     case CONVOLVE_ERROR_DEVICE:
     case CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY:
-    case CONVOLVE_ERROR_INTERNAL:
-        return CLI_RESOURCE;
+    case CONVOLVE_ERROR_INTERNAL: return CLI_RESOURCE;
     case CONVOLVE_ERROR_BACKEND_UNAVAILABLE:
         /* asking a CPU-only build for CUDA is a usage error; a GPU that
          * cannot be used is a device failure */
         return convolve_backend_built(CONVOLVE_BACKEND_CUDA) ? CLI_RESOURCE : CLI_BAD_INPUT;
-    default:
-        return CLI_BAD_INPUT;
+    default: return CLI_BAD_INPUT;
     }
 }
 

@@ -178,8 +178,7 @@ static void roff_synopsis(FILE *f, const char *synopsis)
     }
 }
 
-void cli_man_page(const cli_command *cmd, const cli_command *const *extra, size_t nextra,
-                  FILE *f)
+void cli_man_page(const cli_command *cmd, const cli_command *const *extra, size_t nextra, FILE *f)
 {
     fputs(".\\\" Made by convolve_doc man from the option tables (tools/); do not edit.\n", f);
     fprintf(f, ".TH CONVOLVE 1 \"\" \"convolve %s\" \"User Commands\"\n",
@@ -235,7 +234,8 @@ void cli_man_page(const cli_command *cmd, const cli_command *const *extra, size_
     }
     fputs(".SH \"SEE ALSO\"\n"
           "The library's header \\fBconvolve.h\\fR; docs/cli.md, docs/semantics.md and "
-          "docs/errors.md in the source tree.\n", f);
+          "docs/errors.md in the source tree.\n",
+          f);
 }
 
 /* ---- bash completion ------------------------------------------------------------ */
@@ -305,8 +305,10 @@ static void bash_command(FILE *f, const cli_command *cmd, const char *indent)
             }
             fputs(" -- \"$cur\"))\n", f);
             if (has_spec_words(o)) /* "box:" waits for its argument */
-                fprintf(f, "%s    [[ ${#COMPREPLY[@]} -eq 1 && ${COMPREPLY[0]} == *: ]] && "
-                        "compopt -o nospace\n", indent);
+                fprintf(f,
+                        "%s    [[ ${#COMPREPLY[@]} -eq 1 && ${COMPREPLY[0]} == *: ]] && "
+                        "compopt -o nospace\n",
+                        indent);
             fprintf(f, "%s    return ;;\n", indent);
         }
     fprintf(f, "%sesac\n%sif [[ $cur == -* ]]; then\n%s    COMPREPLY=($(compgen -W \"", indent,
@@ -328,8 +330,10 @@ void cli_bash_completion(const cli_command *cmd, const char *const *subcommands,
                          size_t nsubcommands, const cli_command *const *extra, size_t nextra,
                          FILE *f)
 {
-    fprintf(f, "# bash completion for %s. Made by convolve_doc bash-completion from the option\n"
-            "# tables (tools/); do not edit.\n\n_%s()\n{\n", cmd->program, cmd->program);
+    fprintf(f,
+            "# bash completion for %s. Made by convolve_doc bash-completion from the option\n"
+            "# tables (tools/); do not edit.\n\n_%s()\n{\n",
+            cmd->program, cmd->program);
     fputs("    local cur=${COMP_WORDS[COMP_CWORD]} prev=\n"
           "    ((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}\n"
           "    # --opt=VALUE: bash splits the word at '='\n"
@@ -339,7 +343,8 @@ void cli_bash_completion(const cli_command *cmd, const char *const *subcommands,
           "        prev=${COMP_WORDS[COMP_CWORD - 2]}\n"
           "    fi\n"
           "    COMPREPLY=()\n"
-          "    case ${COMP_WORDS[1]} in\n", f);
+          "    case ${COMP_WORDS[1]} in\n",
+          f);
     for (size_t i = 0; i < nextra; i++) {
         fprintf(f, "    %s)\n        if ((COMP_CWORD > 1)); then\n", last_word(extra[i]->program));
         bash_command(f, extra[i], "            ");

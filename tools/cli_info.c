@@ -56,8 +56,9 @@ int cli_info(int argc, char **argv)
     }
     if (dev.available)
         printf("gpu: %s, %.1f GiB, compute capability %d.%d, %d multiprocessors "
-               "(%d device%s)\n", dev.name, (double)dev.total_memory / (1024.0 * 1024 * 1024),
-               dev.compute_major, dev.compute_minor, dev.multiprocessors, dev.device_count,
+               "(%d device%s)\n",
+               dev.name, (double)dev.total_memory / (1024.0 * 1024 * 1024), dev.compute_major,
+               dev.compute_minor, dev.multiprocessors, dev.device_count,
                dev.device_count == 1 ? "" : "s");
     else
         printf("gpu: none (%s); --backend auto runs on the CPU\n",
@@ -70,8 +71,8 @@ int cli_info(int argc, char **argv)
             continue;
         }
         if (d.available)
-            printf("  %d: %s, %.1f GiB, compute capability %d.%d, %d multiprocessors\n", i,
-                   d.name, (double)d.total_memory / (1024.0 * 1024 * 1024), d.compute_major,
+            printf("  %d: %s, %.1f GiB, compute capability %d.%d, %d multiprocessors\n", i, d.name,
+                   (double)d.total_memory / (1024.0 * 1024 * 1024), d.compute_major,
                    d.compute_minor, d.multiprocessors);
         else
             printf("  %d: not usable (%s)\n", i, d.reason[0] ? d.reason : "no reason given");
@@ -121,9 +122,10 @@ int cli_demo(int argc, char **argv)
     char tried[1024];
     char *photo = find_photo(tried, sizeof tried);
     if (!photo)
-        return cli_fail(CLI_BAD_INPUT, "cannot find the demo photo %s (looked in: %s); set "
-                        "CONVOLVE_DATA_DIR to the folder that holds it", DEMO_PHOTO,
-                        tried[0] ? tried : "nowhere");
+        return cli_fail(CLI_BAD_INPUT,
+                        "cannot find the demo photo %s (looked in: %s); set "
+                        "CONVOLVE_DATA_DIR to the folder that holds it",
+                        DEMO_PHOTO, tried[0] ? tried : "nowhere");
     int n = 0;
     char **args = calloc((size_t)argc + 8, sizeof *args);
     if (!args) {

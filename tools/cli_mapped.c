@@ -117,16 +117,21 @@ int cli_mapped_check(const cli_mapped_in *in, const cli_mapped_out *out, char *m
         struct stat sb;
         const char *not_written = out && out->path ? out->path : "the output";
         if (fstat(in->fd, &sb) == 0 && (uintmax_t)sb.st_size < in->map_bytes)
-            return cli_msg(msg, CLI_BAD_INPUT, "'%s' shrank while it was being read (%jd bytes "
-                           "now, %zu expected): '%s' not written", in->path,
-                           (intmax_t)sb.st_size, in->map_bytes, not_written);
-        return cli_msg(msg, CLI_BAD_INPUT, "'%s' could not be read through its mapping (an I/O "
-                       "error): '%s' not written", in->path, not_written);
+            return cli_msg(msg, CLI_BAD_INPUT,
+                           "'%s' shrank while it was being read (%jd bytes "
+                           "now, %zu expected): '%s' not written",
+                           in->path, (intmax_t)sb.st_size, in->map_bytes, not_written);
+        return cli_msg(msg, CLI_BAD_INPUT,
+                       "'%s' could not be read through its mapping (an I/O "
+                       "error): '%s' not written",
+                       in->path, not_written);
     }
     if (out && out->map && g_failed[MAP_OUT])
-        return cli_msg(msg, CLI_RESOURCE, "cannot save '%s': a page of its temporary file could "
+        return cli_msg(msg, CLI_RESOURCE,
+                       "cannot save '%s': a page of its temporary file could "
                        "not be written through the mapping (a full disk, or the file was "
-                       "truncated); nothing written", out->path);
+                       "truncated); nothing written",
+                       out->path);
     return CLI_OK;
 }
 
@@ -142,8 +147,7 @@ void cli_mapped_out_init(cli_mapped_out *m)
     m->fd = -1;
 }
 
-int cli_map_input(convolve_context *ctx, const char *path, cli_mapped_in *m, char *why,
-                  char *msg)
+int cli_map_input(convolve_context *ctx, const char *path, cli_mapped_in *m, char *why, char *msg)
 {
     cli_mapped_in_init(m);
     why[0] = '\0';
@@ -153,9 +157,13 @@ int cli_map_input(convolve_context *ctx, const char *path, cli_mapped_in *m, cha
         return cli_msg(msg, cli_exit_code(st), "%s", convolve_last_error(ctx));
     const size_t esize = convolve_dtype_size(info.layout.dtype);
     if (info.byte_swapped || info.fortran_order || info.data_offset % esize) {
-        snprintf(why, CLI_MSG_SIZE, "'%s' is stored %s: it must be converted, so it cannot "
-                 "be mapped", path, info.byte_swapped ? "in the other byte order"
-                 : info.fortran_order ? "in Fortran order" : "with its data misaligned");
+        snprintf(why, CLI_MSG_SIZE,
+                 "'%s' is stored %s: it must be converted, so it cannot "
+                 "be mapped",
+                 path,
+                 info.byte_swapped    ? "in the other byte order"
+                 : info.fortran_order ? "in Fortran order"
+                                      : "with its data misaligned");
         return CLI_OK;
     }
     m->layout = info.layout;
@@ -216,9 +224,10 @@ int cli_map_output(convolve_context *ctx, const char *path, const convolve_layou
         if (e == ENOMEM)
             return cli_msg(msg, CLI_RESOURCE, "out of memory");
         return cli_msg(msg, CLI_RESOURCE, "cannot save '%s': it is a symbolic link %s", path,
-                       e == ENOENT ? "to a file that does not exist; a dangling link is not "
-                       "written through (create the file it names, or remove the link)"
-                       : "that cannot be followed");
+                       e == ENOENT
+                           ? "to a file that does not exist; a dangling link is not "
+                             "written through (create the file it names, or remove the link)"
+                           : "that cannot be followed");
     }
     if (!m->target && !(m->target = strdup(path)))
         return cli_msg(msg, CLI_RESOURCE, "out of memory");
@@ -226,8 +235,10 @@ int cli_map_output(convolve_context *ctx, const char *path, const convolve_layou
     const int replaces = stat(m->target, &old) == 0;
     if (replaces && !S_ISREG(old.st_mode)) {
         cli_map_output_discard(m);
-        return cli_msg(msg, CLI_RESOURCE, "cannot save '%s': it exists and is not a regular "
-                       "file", path);
+        return cli_msg(msg, CLI_RESOURCE,
+                       "cannot save '%s': it exists and is not a regular "
+                       "file",
+                       path);
     }
     const size_t tmp_size = strlen(m->target) + 9;
     if (!(m->tmp = malloc(tmp_size))) {
@@ -238,8 +249,10 @@ int cli_map_output(convolve_context *ctx, const char *path, const convolve_layou
     if ((m->fd = convolve_temp_file_open(m->target, 0, m->tmp, tmp_size)) < 0) {
         int e = errno;
         cli_map_output_discard(m);
-        return cli_msg(msg, CLI_RESOURCE, "cannot save '%s': cannot create a file in its "
-                       "directory: %s", path, strerror(e));
+        return cli_msg(msg, CLI_RESOURCE,
+                       "cannot save '%s': cannot create a file in its "
+                       "directory: %s",
+                       path, strerror(e));
     }
     if ((m->named = m->tmp[0] != '\0'))
         cli_signals_temp_path(m->tmp);
@@ -259,8 +272,8 @@ int cli_map_output(convolve_context *ctx, const char *path, const convolve_layou
     if (p == MAP_FAILED) {
         e = errno;
         cli_map_output_discard(m);
-        return cli_msg(msg, CLI_RESOURCE, "cannot save '%s': cannot map it into memory: %s",
-                       path, strerror(e));
+        return cli_msg(msg, CLI_RESOURCE, "cannot save '%s': cannot map it into memory: %s", path,
+                       strerror(e));
     }
     m->map = p;
     m->data = (unsigned char *)p + hlen;
@@ -289,8 +302,7 @@ static void release(void *map, int fd, int writable, size_t *done, size_t upto)
     *done = upto;
 }
 
-void cli_mapped_release(cli_mapped_in *in, cli_mapped_out *out, size_t rows_done,
-                        size_t rows_total)
+void cli_mapped_release(cli_mapped_in *in, cli_mapped_out *out, size_t rows_done, size_t rows_total)
 {
     if (!rows_total || rows_done > rows_total)
         return;

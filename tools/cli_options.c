@@ -54,8 +54,10 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, void *target)
         const char *arg = argv[i];
         if (only_positional || arg[0] != '-' || !strcmp(arg, "-")) {
             int rc = cmd->positional ? cmd->positional(target, arg)
-                                     : cli_error(cmd->program, CLI_BAD_INPUT, "unexpected "
-                                                 "argument '%s' (see %s)", arg, cmd->help_hint);
+                                     : cli_error(cmd->program, CLI_BAD_INPUT,
+                                                 "unexpected "
+                                                 "argument '%s' (see %s)",
+                                                 arg, cmd->help_hint);
             if (rc != CLI_OK)
                 return rc;
             continue;
@@ -69,8 +71,10 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, void *target)
         if (arg[1] != '-') {
             o = arg[2] == '\0' ? find_short(cmd, arg[1]) : NULL;
             if (!o)
-                return cli_error(cmd->program, CLI_BAD_INPUT, "unknown option '%s' (options "
-                                 "are long: see %s)", arg, cmd->help_hint);
+                return cli_error(cmd->program, CLI_BAD_INPUT,
+                                 "unknown option '%s' (options "
+                                 "are long: see %s)",
+                                 arg, cmd->help_hint);
         } else {
             const char *name = arg + 2;
             eq = strchr(name, '=');
@@ -88,14 +92,15 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, void *target)
                 return cli_error(cmd->program, CLI_BAD_INPUT, "option '--%s' needs a value",
                                  o->name);
         } else if (eq) {
-            return cli_error(cmd->program, CLI_BAD_INPUT, "option '--%s' takes no value",
-                             o->name);
+            return cli_error(cmd->program, CLI_BAD_INPUT, "option '--%s' takes no value", o->name);
         }
         if (o->value_name) {
             for (size_t k = 0; k < nseen; k++)
                 if (seen[k] == o)
-                    return cli_error(cmd->program, CLI_BAD_INPUT, "--%s is given twice ('%s', "
-                                     "then '%s'); give it once", o->name, seen_value[k], val);
+                    return cli_error(cmd->program, CLI_BAD_INPUT,
+                                     "--%s is given twice ('%s', "
+                                     "then '%s'); give it once",
+                                     o->name, seen_value[k], val);
             if (nseen < CLI_MAX_SEEN) {
                 seen[nseen] = o;
                 seen_value[nseen++] = val;
@@ -218,8 +223,8 @@ void cli_print_help(const cli_command *cmd, FILE *f)
         const cli_option_group *grp = &cmd->groups[g];
         fputc('\n', f);
         if (grp->title)
-            fprintf(f, "%s%s%s%s:\n", grp->title, grp->note ? " (" : "",
-                    grp->note ? grp->note : "", grp->note ? ")" : "");
+            fprintf(f, "%s%s%s%s:\n", grp->title, grp->note ? " (" : "", grp->note ? grp->note : "",
+                    grp->note ? ")" : "");
         for (size_t k = 0; k < grp->count; k++)
             print_option(f, &grp->options[k], cmd->help_column);
     }

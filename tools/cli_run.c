@@ -27,8 +27,11 @@ static int names_folder(const char *path)
 /* The batch options given without --output-dir, or NULL. */
 static const char *batch_option_without_dir(const cli_run_args *a)
 {
-    return a->suffix ? "--suffix" : a->format ? "--format" : a->inputs_from ? "--inputs-from"
-         : a->have_jobs ? "--jobs" : NULL;
+    return a->suffix        ? "--suffix"
+           : a->format      ? "--format"
+           : a->inputs_from ? "--inputs-from"
+           : a->have_jobs   ? "--jobs"
+                            : NULL;
 }
 
 /* Checks the options' combination once all are parsed. */
@@ -36,42 +39,52 @@ static int check_args(cli_run_args *a)
 {
     if (a->output_dir) {
         if (!a->weights == !a->filter)
-            return cli_fail(CLI_BAD_INPUT, "%s", a->weights
-                            ? "give either --weights or --filter, not both"
-                            : "no filter: give --weights FILE or --filter NAME (e.g. gaussian:2)");
+            return cli_fail(
+                CLI_BAD_INPUT, "%s",
+                a->weights ? "give either --weights or --filter, not both"
+                           : "no filter: give --weights FILE or --filter NAME (e.g. gaussian:2)");
         if (a->time || a->have_repeat || a->phases)
-            return cli_fail(CLI_BAD_INPUT, "%s times one file's convolution and cannot be used "
+            return cli_fail(CLI_BAD_INPUT,
+                            "%s times one file's convolution and cannot be used "
                             "with --output-dir (the summary gives the batch's time)",
-                            a->time ? "--time" : a->phases ? "--phases"
-                                               : "--repeat (or --warmup)");
+                            a->time     ? "--time"
+                            : a->phases ? "--phases"
+                                        : "--repeat (or --warmup)");
         return CLI_OK;
     }
     const char *batch_only = batch_option_without_dir(a);
     if (batch_only)
-        return cli_fail(CLI_BAD_INPUT, "%s applies to many files: give --output-dir DIR too (see "
-                        "convolve --help)", batch_only);
+        return cli_fail(CLI_BAD_INPUT,
+                        "%s applies to many files: give --output-dir DIR too (see "
+                        "convolve --help)",
+                        batch_only);
     if (a->npos > 2)
-        return cli_fail(CLI_BAD_INPUT, "unexpected argument '%s': the single-file form takes one "
+        return cli_fail(CLI_BAD_INPUT,
+                        "unexpected argument '%s': the single-file form takes one "
                         "INPUT and one OUTPUT; to convolve many files, give --output-dir DIR "
-                        "(convolve INPUT... --output-dir DIR ...)", a->pos[2]);
+                        "(convolve INPUT... --output-dir DIR ...)",
+                        a->pos[2]);
     if (a->npos != 2)
         return cli_fail(CLI_BAD_INPUT, "%s (see convolve --help)",
                         a->npos == 0 ? "no INPUT and OUTPUT given" : "no OUTPUT given");
     a->input = a->pos[0];
     a->output = a->pos[1];
     if (!a->weights == !a->filter)
-        return cli_fail(CLI_BAD_INPUT, "%s", a->weights
-                        ? "give either --weights or --filter, not both"
-                        : "no filter: give --weights FILE or --filter NAME (e.g. gaussian:2)");
+        return cli_fail(CLI_BAD_INPUT, "%s",
+                        a->weights
+                            ? "give either --weights or --filter, not both"
+                            : "no filter: give --weights FILE or --filter NAME (e.g. gaussian:2)");
     if (!*a->input || !*a->output)
         return cli_fail(CLI_BAD_INPUT, "empty file name");
     if (a->have_repeat && !a->time)
         return cli_fail(CLI_BAD_INPUT, "--repeat and --warmup run the convolution again for "
-                        "--time's median: give --time too");
+                                       "--time's median: give --time too");
     if (names_folder(a->output))
-        return cli_fail(CLI_BAD_INPUT, "OUTPUT '%s' is a folder: name the output file, or write "
+        return cli_fail(CLI_BAD_INPUT,
+                        "OUTPUT '%s' is a folder: name the output file, or write "
                         "the result into the folder with --output-dir %s (convolve INPUT... "
-                        "--output-dir DIR ...)", a->output, a->output);
+                        "--output-dir DIR ...)",
+                        a->output, a->output);
     return CLI_OK;
 }
 
@@ -181,9 +194,11 @@ static int open_input(convolve_context *ctx, const cli_run_args *a, int map, run
         if (rc != CLI_OK)
             return cli_fail(rc, "%s", msg);
         if (!rf->min.map && a->mmap == CLI_MMAP_ON)
-            return cli_fail(CLI_BAD_INPUT, "--mmap on: %s; convert it first (numpy: "
+            return cli_fail(CLI_BAD_INPUT,
+                            "--mmap on: %s; convert it first (numpy: "
                             "np.save(name, np.ascontiguousarray(a, a.dtype.newbyteorder('=')))) "
-                            "or use --mmap auto", why);
+                            "or use --mmap auto",
+                            why);
         if (rf->min.map) {
             *L = &rf->min.layout;
             *data = rf->min.data;
@@ -211,26 +226,36 @@ static int check_link(const char *output)
     ssize_t n = readlink(output, to, sizeof to - 1);
     to[n > 0 ? n : 0] = '\0';
     if (e == ENOENT)
-        return cli_fail(CLI_BAD_INPUT, "OUTPUT '%s' is a symbolic link to '%s', which does not "
+        return cli_fail(CLI_BAD_INPUT,
+                        "OUTPUT '%s' is a symbolic link to '%s', which does not "
                         "exist; as cp, convolve does not write through a dangling link: create "
-                        "the file it names, or remove the link", output, to);
-    return cli_fail(CLI_BAD_INPUT, "OUTPUT '%s' is a symbolic link to '%s', which cannot be "
-                    "followed: %s", output, to, strerror(e));
+                        "the file it names, or remove the link",
+                        output, to);
+    return cli_fail(CLI_BAD_INPUT,
+                    "OUTPUT '%s' is a symbolic link to '%s', which cannot be "
+                    "followed: %s",
+                    output, to, strerror(e));
 }
 
 static int run(convolve_context *ctx, cli_run_args *a)
 {
     convolve_format ofmt = convolve_format_from_path(a->output);
     if (ofmt == CONVOLVE_FORMAT_AUTO)
-        return cli_fail(CLI_BAD_INPUT, "cannot tell the output format of '%s' from its "
-                        "extension: use .npy, .png, .jpg, .jpeg, .pgm, .ppm, .pnm, .tif, .tiff or .txt",
-                        a->output);
+        return cli_fail(
+            CLI_BAD_INPUT,
+            "cannot tell the output format of '%s' from its "
+            "extension: use .npy, .png, .jpg, .jpeg, .pgm, .ppm, .pnm, .tif, .tiff or .txt",
+            a->output);
     if (!a->force && same_file(a->input, a->output))
-        return cli_fail(CLI_BAD_INPUT, "OUTPUT '%s' is the input file; choose another name, or "
-                        "pass --force to replace it", a->output);
+        return cli_fail(CLI_BAD_INPUT,
+                        "OUTPUT '%s' is the input file; choose another name, or "
+                        "pass --force to replace it",
+                        a->output);
     if (!a->force && a->weights && same_file(a->weights, a->output))
-        return cli_fail(CLI_BAD_INPUT, "OUTPUT '%s' is the weights file; choose another name, "
-                        "or pass --force to replace it", a->output);
+        return cli_fail(CLI_BAD_INPUT,
+                        "OUTPUT '%s' is the weights file; choose another name, "
+                        "or pass --force to replace it",
+                        a->output);
     int rc = check_link(a->output);
     if (rc != CLI_OK)
         return rc;
@@ -238,8 +263,10 @@ static int run(convolve_context *ctx, cli_run_args *a)
      * .npy file too (and stored as it is used) */
     const int input_npy = is_npy_file(a->input);
     if (a->mmap == CLI_MMAP_ON && (ofmt != CONVOLVE_FORMAT_NPY || !input_npy))
-        return cli_fail(CLI_BAD_INPUT, "--mmap on maps .npy files: %s '%s' is not one (use "
-                        "--mmap auto)", ofmt != CONVOLVE_FORMAT_NPY ? "OUTPUT" : "INPUT",
+        return cli_fail(CLI_BAD_INPUT,
+                        "--mmap on maps .npy files: %s '%s' is not one (use "
+                        "--mmap auto)",
+                        ofmt != CONVOLVE_FORMAT_NPY ? "OUTPUT" : "INPUT",
                         ofmt != CONVOLVE_FORMAT_NPY ? a->output : a->input);
     const int map = ofmt == CONVOLVE_FORMAT_NPY &&
                     (a->mmap == CLI_MMAP_ON || (a->mmap == CLI_MMAP_AUTO && !a->time));
@@ -266,8 +293,8 @@ static int run(convolve_context *ctx, cli_run_args *a)
         rc = cli_check_output(ctx, a->output, ofmt, L, odt, msg);
     if (rc == CLI_OK && map)
         rc = convolve_layout_init(&Lout, odt, L->ndim, L->shape, L->channels) == CONVOLVE_OK
-             ? cli_map_output(ctx, a->output, &Lout, &rf.mout, msg)
-             : cli_msg(msg, CLI_BAD_INPUT, "%s", "cannot describe the output");
+                 ? cli_map_output(ctx, a->output, &Lout, &rf.mout, msg)
+                 : cli_msg(msg, CLI_BAD_INPUT, "%s", "cannot describe the output");
     if (rc != CLI_OK) {
         cli_fail(rc, "%s", msg);
         goto done;
@@ -359,11 +386,14 @@ static int resolve_devices(cli_run_args *a)
         return rc;
     if (need > count) {
         if (a->devices_first)
-            return cli_fail(CLI_BAD_INPUT, "--devices %d: this host has %d CUDA device%s (see "
-                            "convolve info)", a->devices_first, count, count == 1 ? "" : "s");
-        return cli_fail(CLI_BAD_INPUT, "--devices: there is no device %d; this host has %d CUDA "
-                        "device%s, numbered from 0 (see convolve info)", need - 1, count,
-                        count == 1 ? "" : "s");
+            return cli_fail(CLI_BAD_INPUT,
+                            "--devices %d: this host has %d CUDA device%s (see "
+                            "convolve info)",
+                            a->devices_first, count, count == 1 ? "" : "s");
+        return cli_fail(CLI_BAD_INPUT,
+                        "--devices: there is no device %d; this host has %d CUDA "
+                        "device%s, numbered from 0 (see convolve info)",
+                        need - 1, count, count == 1 ? "" : "s");
     }
     if (a->devices_first) {
         a->device_list_count = a->devices_first;

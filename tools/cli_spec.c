@@ -58,8 +58,10 @@ static int set_filter(void *t, const char *v)
 static int set_mode(void *t, const char *v)
 {
     if (convolve_mode_parse(v, &ARGS(t)->opt.mode) != CONVOLVE_OK)
-        return cli_fail(CLI_BAD_INPUT, "unknown mode '%s': use reflect, constant, nearest, "
-                        "mirror or wrap", v);
+        return cli_fail(CLI_BAD_INPUT,
+                        "unknown mode '%s': use reflect, constant, nearest, "
+                        "mirror or wrap",
+                        v);
     return CLI_OK;
 }
 
@@ -80,13 +82,17 @@ static int set_origin(void *t, const char *v)
         size_t len = strcspn(p, ",");
         long l;
         if (a->n_origin == CONVOLVE_MAX_DIMS || len == 0 || len >= sizeof item)
-            return cli_fail(CLI_BAD_INPUT, "--origin '%s': give 1 to 3 integers separated by "
-                            "commas, e.g. --origin=-1,0,1", v);
+            return cli_fail(CLI_BAD_INPUT,
+                            "--origin '%s': give 1 to 3 integers separated by "
+                            "commas, e.g. --origin=-1,0,1",
+                            v);
         memcpy(item, p, len);
         item[len] = '\0';
         if (!cli_parse_long(item, -1000000000L, 1000000000L, &l))
-            return cli_fail(CLI_BAD_INPUT, "--origin '%s': '%s' is not an integer from "
-                            "-1000000000 to 1000000000", v, item);
+            return cli_fail(CLI_BAD_INPUT,
+                            "--origin '%s': '%s' is not an integer from "
+                            "-1000000000 to 1000000000",
+                            v, item);
         a->origin[a->n_origin++] = l;
         if (!p[len])
             return CLI_OK;
@@ -133,8 +139,10 @@ static int set_wisdom(void *t, const char *v)
 static int set_output_dtype(void *t, const char *v)
 {
     if (convolve_dtype_parse(v, &ARGS(t)->out_dtype) != CONVOLVE_OK)
-        return cli_fail(CLI_BAD_INPUT, "unknown output dtype '%s': use float32, float64, uint8 "
-                        "or uint16", v);
+        return cli_fail(CLI_BAD_INPUT,
+                        "unknown output dtype '%s': use float32, float64, uint8 "
+                        "or uint16",
+                        v);
     ARGS(t)->have_dtype = 1;
     return CLI_OK;
 }
@@ -169,8 +177,10 @@ static int set_png_compression(void *t, const char *v)
 {
     long l;
     if (!cli_parse_long(v, 0, 9, &l))
-        return cli_fail(CLI_BAD_INPUT, "--png-compression '%s': give a level from 0 (fastest) to "
-                        "9 (smallest)", v);
+        return cli_fail(CLI_BAD_INPUT,
+                        "--png-compression '%s': give a level from 0 (fastest) to "
+                        "9 (smallest)",
+                        v);
     ARGS(t)->png_compression = (int)l;
     return CLI_OK;
 }
@@ -221,8 +231,10 @@ static int set_output_dir(void *t, const char *v)
 static int set_suffix(void *t, const char *v)
 {
     if (strchr(v, '/'))
-        return cli_fail(CLI_BAD_INPUT, "--suffix '%s' holds a '/': it is added to file names; "
-                        "put folders in --output-dir", v);
+        return cli_fail(CLI_BAD_INPUT,
+                        "--suffix '%s' holds a '/': it is added to file names; "
+                        "put folders in --output-dir",
+                        v);
     ARGS(t)->suffix = v;
     return CLI_OK;
 }
@@ -249,7 +261,7 @@ static int set_inputs_from(void *t, const char *v)
 {
     if (!*v)
         return cli_fail(CLI_BAD_INPUT, "--inputs-from needs a file name (or - for standard "
-                        "input)");
+                                       "input)");
     ARGS(t)->inputs_from = v;
     return CLI_OK;
 }
@@ -257,8 +269,7 @@ static int set_inputs_from(void *t, const char *v)
 static int set_jobs(void *t, const char *v)
 {
     if (!cli_parse_long(v, 0, 4096, &ARGS(t)->jobs))
-        return cli_fail(CLI_BAD_INPUT, "--jobs '%s': give a count from 0 (one per CPU) to 4096",
-                        v);
+        return cli_fail(CLI_BAD_INPUT, "--jobs '%s': give a count from 0 (one per CPU) to 4096", v);
     ARGS(t)->have_jobs = 1;
     return CLI_OK;
 }
@@ -296,9 +307,10 @@ static int set_devices(void *t, const char *v)
     long n;
     if (!strchr(v, ',')) {
         if (!cli_parse_long(v, 1, CLI_MAX_DEVICES, &n))
-            return cli_fail(CLI_BAD_INPUT, "--devices '%s': give all, a count from 1 to %d, or "
-                            "device numbers separated by commas (0,2; one device: 2,)", v,
-                            CLI_MAX_DEVICES);
+            return cli_fail(CLI_BAD_INPUT,
+                            "--devices '%s': give all, a count from 1 to %d, or "
+                            "device numbers separated by commas (0,2; one device: 2,)",
+                            v, CLI_MAX_DEVICES);
         a->devices_first = (int)n;
         return CLI_OK;
     }
@@ -310,8 +322,10 @@ static int set_devices(void *t, const char *v)
             item[len] = '\0';
         }
         if (len == 0 || len >= sizeof item || !cli_parse_long(item, 0, 1023, &n))
-            return cli_fail(CLI_BAD_INPUT, "--devices '%s': '%.*s' is not a device number "
-                            "(0 to 1023)", v, (int)len, p);
+            return cli_fail(CLI_BAD_INPUT,
+                            "--devices '%s': '%.*s' is not a device number "
+                            "(0 to 1023)",
+                            v, (int)len, p);
         for (int k = 0; k < a->device_list_count; k++)
             if (a->device_list[k] == (int)n)
                 return cli_fail(CLI_BAD_INPUT, "--devices '%s': device %ld is named twice", v, n);
@@ -433,10 +447,10 @@ static const cli_option k_other_options[] = {
      "`[-(K/2), (K-1)/2]` for a filter extent K",
      set_origin, CLI_COMPLETE_NONE, NULL, 0},
     {"correlate", 0, NULL, "correlate instead of convolve (the weights are not flipped)",
-     "correlate (weights not flipped) instead of convolve", set_correlate, CLI_COMPLETE_NONE,
-     NULL, 0},
-    {"backend", 0, "B", "auto (default), cpu, cuda", "`auto` (default), `cpu`, `cuda`",
-     set_backend, CLI_COMPLETE_WORDS, cli_words_backend, 0},
+     "correlate (weights not flipped) instead of convolve", set_correlate, CLI_COMPLETE_NONE, NULL,
+     0},
+    {"backend", 0, "B", "auto (default), cpu, cuda", "`auto` (default), `cpu`, `cuda`", set_backend,
+     CLI_COMPLETE_WORDS, cli_words_backend, 0},
     {"strategy", 0, "NAME", "a strategy from `convolve info` (default auto)",
      "a strategy listed by `convolve info` (default `auto`)", set_strategy, CLI_COMPLETE_WORDS,
      cli_words_strategy, 0},
@@ -464,10 +478,9 @@ static const cli_option k_other_options[] = {
      "CPU threads, 0 for all (default); with `--output-dir`, threads of each job's "
      "convolutions (0: the CPUs divided among the jobs)",
      set_threads, CLI_COMPLETE_NONE, NULL, 0},
-    {"quality", 0, "Q", "JPEG quality 1..100 (default 95)", NULL, set_quality,
-     CLI_COMPLETE_NONE, NULL, 0},
-    {"png-compression", 0, "N",
-     "PNG zlib level 0 (fastest) .. 9 (smallest); default 1",
+    {"quality", 0, "Q", "JPEG quality 1..100 (default 95)", NULL, set_quality, CLI_COMPLETE_NONE,
+     NULL, 0},
+    {"png-compression", 0, "N", "PNG zlib level 0 (fastest) .. 9 (smallest); default 1",
      "zlib level of PNG outputs, 0 (stored: fastest, largest) to 9 (smallest, many times "
      "slower); default 1, fast. A 12-megapixel RGB photo: level 1 0.3 s and 8.9 MB, 6 (what "
      "libpng does by default) 2.4 s and 7.2 MB, 9 34 s and 6.6 MB",
@@ -497,8 +510,8 @@ static const cli_option k_other_options[] = {
      "what bounds each step",
      set_phases, CLI_COMPLETE_NONE, NULL, 0},
     {"repeat", 0, "N", "run the convolution N times for --time (default 1)",
-     "runs the convolution N times for `--time` (default 1)", set_repeat, CLI_COMPLETE_NONE,
-     NULL, 0},
+     "runs the convolution N times for `--time` (default 1)", set_repeat, CLI_COMPLETE_NONE, NULL,
+     0},
     {"warmup", 0, "N", "with --time, first run it N times untimed (default 0)",
      "with `--time`, first runs the convolution N times untimed (default 0): the first run "
      "pays for touching the output's pages and starting threads, and the CPU's clock may take "
@@ -508,8 +521,8 @@ static const cli_option k_other_options[] = {
      "allows OUTPUT to be the input (or weights) file; with `--output-dir`, allows each result "
      "to replace its own input (never another file's input)",
      set_force, CLI_COMPLETE_NONE, NULL, 0},
-    {"help", 'h', NULL, "this text", "usage text with examples", show_help, CLI_COMPLETE_NONE,
-     NULL, 0},
+    {"help", 'h', NULL, "this text", "usage text with examples", show_help, CLI_COMPLETE_NONE, NULL,
+     0},
     {"version", 0, NULL, "the version", NULL, show_version, CLI_COMPLETE_NONE, NULL, 0},
 };
 
@@ -544,8 +557,8 @@ static const cli_option k_large_options[] = {
      "place",
      set_progress, CLI_COMPLETE_NONE, NULL, 0},
     {"quiet", 'q', NULL, "no progress on standard error (errors are still printed)",
-     "shows no progress (errors, `--time` and the batch summary are still printed)",
-     set_quiet, CLI_COMPLETE_NONE, NULL, 0},
+     "shows no progress (errors, `--time` and the batch summary are still printed)", set_quiet,
+     CLI_COMPLETE_NONE, NULL, 0},
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -585,7 +598,8 @@ static const cli_text k_after[] = {
      "input is memory-mapped instead of read, and the output is written through a "
      "memory-mapped temporary file beside OUTPUT, sized up front and renamed over OUTPUT when "
      "complete. An INPUT that another program truncates meanwhile ends the run with exit 1, "
-     "nothing written. The library works in slabs along the slowest axis and, after each, the pages "
+     "nothing written. The library works in slabs along the slowest axis and, after each, the "
+     "pages "
      "of both files that are done are given back (madvise MADV_DONTNEED; the output's are "
      "handed to writeback first), so resident memory stays bounded whatever the file size "
      "(see docs/cli.md for the bound). An input in the other byte order or in Fortran order "
@@ -647,31 +661,52 @@ const cli_command cli_run_command = {
     "convolve signals, images and volumes on CPUs and NVIDIA GPUs",
     "Convolves (or correlates) a 1-D signal, 2-D image or 3-D volume with scipy.ndimage's "
     "semantics, on the CPU or an NVIDIA GPU; with --output-dir, many files at once.",
-    k_before, COUNT(k_before),
-    cli_run_groups, COUNT(cli_run_groups),
-    k_after, COUNT(k_after),
+    k_before,
+    COUNT(k_before),
+    cli_run_groups,
+    COUNT(cli_run_groups),
+    k_after,
+    COUNT(k_after),
     20,
     take_positional,
 };
 
 const cli_command cli_info_command = {
-    "convolve info", "convolve --help", "convolve info",
+    "convolve info",
+    "convolve --help",
+    "convolve info",
     "describe the build and the GPUs",
     "Prints the version, the backends built, the strategies (the backend and dimensions each "
     "serves), the current GPU (name, memory, compute capability) or why there is none, and "
     "every CUDA device of the host by number (the numbers --devices takes).",
-    NULL, 0, NULL, 0, NULL, 0, 20, NULL,
+    NULL,
+    0,
+    NULL,
+    0,
+    NULL,
+    0,
+    20,
+    NULL,
 };
 
 const cli_command cli_demo_command = {
-    "convolve demo", "convolve --help", "convolve demo [OUTPUT] [options]",
+    "convolve demo",
+    "convolve --help",
+    "convolve demo [OUTPUT] [options]",
     "blur the bundled photo",
     "Blurs the bundled photo grace_hopper.jpg with gaussian:2 and says where it wrote the "
     "result (default ./grace_hopper_blurred.png). The photo is looked for in "
     "$CONVOLVE_DATA_DIR, then in the source tree's data/, then in the installed "
     "share/convolve/. Options other than --weights and --filter (e.g. --backend cpu, --time) "
     "are passed on to the convolution.",
-    NULL, 0, NULL, 0, NULL, 0, 20, NULL,
+    NULL,
+    0,
+    NULL,
+    0,
+    NULL,
+    0,
+    20,
+    NULL,
 };
 
 const char *const cli_subcommands[] = {"info", "demo", "bench", "help"};

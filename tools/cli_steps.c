@@ -49,10 +49,11 @@ int cli_check_output(convolve_context *ctx, const char *path, convolve_format f,
         return CLI_OK;
     if (st != CONVOLVE_ERROR_UNSUPPORTED)
         return cli_msg(msg, cli_exit_code(st), "%s", convolve_last_error(ctx));
-    return cli_msg(msg, CLI_BAD_INPUT, "cannot write the result (%d-D, %zu channel%s, %s) to %s "
-                   "file '%s': %s%s; use .npy for other arrays", L.ndim, L.channels,
-                   L.channels == 1 ? "" : "s", convolve_dtype_name(t), convolve_format_name(f),
-                   path, convolve_last_error(ctx),
+    return cli_msg(msg, CLI_BAD_INPUT,
+                   "cannot write the result (%d-D, %zu channel%s, %s) to %s "
+                   "file '%s': %s%s; use .npy for other arrays",
+                   L.ndim, L.channels, L.channels == 1 ? "" : "s", convolve_dtype_name(t),
+                   convolve_format_name(f), path, convolve_last_error(ctx),
                    holds_float64 ? " (add --output-dtype float64)" : "");
 }
 
@@ -63,8 +64,7 @@ int cli_read_all(const char *path, const char *what, size_t limit, unsigned char
     *size = 0;
     int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
     if (fd < 0)
-        return cli_msg(msg, CLI_BAD_INPUT, "cannot open %s '%s': %s", what, path,
-                       strerror(errno));
+        return cli_msg(msg, CLI_BAD_INPUT, "cannot open %s '%s': %s", what, path, strerror(errno));
     struct stat sb;
     const char *refuse = NULL;
     if (fstat(fd, &sb) != 0)
@@ -83,16 +83,17 @@ int cli_read_all(const char *path, const char *what, size_t limit, unsigned char
     /* a regular file's size, or a pipe's first block; grown by doubling */
     size_t cap = S_ISREG(sb.st_mode) ? (size_t)sb.st_size + 1 : 65536, n = 0;
     unsigned char *buf = malloc(cap);
-    int rc = buf ? CLI_OK : cli_msg(msg, CLI_RESOURCE, "out of memory reading %s '%s'", what,
-                                    path);
+    int rc = buf ? CLI_OK : cli_msg(msg, CLI_RESOURCE, "out of memory reading %s '%s'", what, path);
     while (rc == CLI_OK) {
         if (n == cap) {
             unsigned char *q = cap <= limit ? realloc(buf, cap * 2) : NULL;
             if (!q) {
-                rc = cap > limit ? cli_msg(msg, CLI_BAD_INPUT, "cannot read %s '%s': it is "
-                                           "larger than the limit", what, path)
-                                 : cli_msg(msg, CLI_RESOURCE, "out of memory reading %s '%s'",
-                                           what, path);
+                rc = cap > limit
+                         ? cli_msg(msg, CLI_BAD_INPUT,
+                                   "cannot read %s '%s': it is "
+                                   "larger than the limit",
+                                   what, path)
+                         : cli_msg(msg, CLI_RESOURCE, "out of memory reading %s '%s'", what, path);
                 break;
             }
             buf = q;
@@ -158,8 +159,10 @@ int cli_weights_read(convolve_context *ctx, const char *path, cli_weights *w, ch
         fmt = CONVOLVE_FORMAT_TIFF; /* a float PSF; a stack for 3-D weights */
     else if (convolve_format_is_image(by_name) || convolve_format_is_image(by_content)) {
         free(data);
-        return cli_msg(msg, CLI_BAD_INPUT, "weights '%s' look like an image; give a .npy file "
-                       "or a text file of numbers", path);
+        return cli_msg(msg, CLI_BAD_INPUT,
+                       "weights '%s' look like an image; give a .npy file "
+                       "or a text file of numbers",
+                       path);
     }
     convolve_array *raw = NULL, *w64 = NULL;
     convolve_status st = convolve_array_load_memory(ctx, &raw, data, size, fmt);
@@ -169,8 +172,7 @@ int cli_weights_read(convolve_context *ctx, const char *path, cli_weights *w, ch
         convolve_array_free(raw);
     }
     if (st != CONVOLVE_OK)
-        return cli_msg(msg, cli_exit_code(st), "weights: '%s': %s", path,
-                       convolve_last_error(ctx));
+        return cli_msg(msg, cli_exit_code(st), "weights: '%s': %s", path, convolve_last_error(ctx));
     const convolve_layout *L = convolve_array_layout(w64);
     if (L->channels != 1) {
         size_t channels = L->channels;
@@ -197,9 +199,11 @@ int cli_filter_for(convolve_context *ctx, const cli_run_args *a, const cli_weigh
     convolve_status st;
     if (w) {
         if (w->ndim > ndim || (!w->text && w->ndim != ndim))
-            return cli_msg(msg, CLI_BAD_INPUT, "weights '%s' have %d dimension%s and the input "
-                           "%d; they must match%s", w->path, w->ndim, w->ndim == 1 ? "" : "s",
-                           ndim, w->text ? " (text weights may have fewer)" : "");
+            return cli_msg(msg, CLI_BAD_INPUT,
+                           "weights '%s' have %d dimension%s and the input "
+                           "%d; they must match%s",
+                           w->path, w->ndim, w->ndim == 1 ? "" : "s", ndim,
+                           w->text ? " (text weights may have fewer)" : "");
         /* text weights with fewer dimensions get leading axes of 1 */
         size_t shape[CONVOLVE_MAX_DIMS];
         for (int k = 0; k < ndim; k++)
@@ -213,8 +217,10 @@ int cli_filter_for(convolve_context *ctx, const cli_run_args *a, const cli_weigh
     if (a->n_origin > 1 && a->n_origin != ndim) {
         convolve_filter_free(*f);
         *f = NULL;
-        return cli_msg(msg, CLI_BAD_INPUT, "--origin has %d values and the input %d dimension%s; "
-                       "give one value, or one per axis", a->n_origin, ndim, ndim == 1 ? "" : "s");
+        return cli_msg(msg, CLI_BAD_INPUT,
+                       "--origin has %d values and the input %d dimension%s; "
+                       "give one value, or one per axis",
+                       a->n_origin, ndim, ndim == 1 ? "" : "s");
     }
     *o = a->opt;
     for (int k = 0; k < ndim; k++)

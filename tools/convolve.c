@@ -10,7 +10,8 @@
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        return cli_fail(CLI_BAD_INPUT, "no arguments; usage: convolve INPUT OUTPUT (--weights "
+        return cli_fail(CLI_BAD_INPUT,
+                        "no arguments; usage: convolve INPUT OUTPUT (--weights "
                         "FILE | --filter NAME[:ARGS]) [options] (see convolve --help)");
     const char *cmd = argv[1];
     if (!strcmp(cmd, "info"))

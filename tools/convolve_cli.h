@@ -16,16 +16,16 @@
 
 /* When `convolve INPUT OUTPUT` maps .npy files (--mmap). */
 typedef enum cli_mmap_when {
-    CLI_MMAP_AUTO = 0,  /* .npy in and out, without --time: map what can be mapped */
-    CLI_MMAP_ON,        /* the same, and an input that must be loaded is an error */
-    CLI_MMAP_OFF        /* load and save whole */
+    CLI_MMAP_AUTO = 0, /* .npy in and out, without --time: map what can be mapped */
+    CLI_MMAP_ON,       /* the same, and an input that must be loaded is an error */
+    CLI_MMAP_OFF       /* load and save whole */
 } cli_mmap_when;
 
 /* What the options and positional arguments of `convolve INPUT OUTPUT` and
  * `convolve INPUT... --output-dir DIR` set. */
 typedef struct cli_run_args {
-    const char *input, *output;  /* the single-file form's files, once checked */
-    const char **pos;            /* the positional arguments, in order (malloc'd) */
+    const char *input, *output; /* the single-file form's files, once checked */
+    const char **pos;           /* the positional arguments, in order (malloc'd) */
     size_t npos, pos_cap;
     const char *weights, *filter;
     convolve_options opt;
@@ -34,29 +34,29 @@ typedef struct cli_run_args {
     int have_dtype;
     convolve_dtype out_dtype;
     int quality;
-    long max_pixels;             /* --max-pixels; -1: the library's default */
-    int png_compression;         /* --png-compression; -1: the library's default */
+    long max_pixels;     /* --max-pixels; -1: the library's default */
+    int png_compression; /* --png-compression; -1: the library's default */
     int time;
-    int phases;                  /* --phases: each step's wall time on stderr */
+    int phases; /* --phases: each step's wall time on stderr */
     long repeat;
     int have_repeat;
-    long warmup;      /* untimed runs before --time's */
+    long warmup; /* untimed runs before --time's */
     int force;
     const char *wisdom;
     /* many files (cli_batch.c) */
-    const char *output_dir;      /* --output-dir: NULL for the single-file form */
-    const char *suffix;          /* --suffix, or NULL */
-    const char *format;          /* --format: an extension without the dot, or NULL */
-    const char *inputs_from;     /* --inputs-from: a file of names, "-" for stdin */
-    long jobs;                   /* --jobs: 0 for one per CPU */
+    const char *output_dir;  /* --output-dir: NULL for the single-file form */
+    const char *suffix;      /* --suffix, or NULL */
+    const char *format;      /* --format: an extension without the dot, or NULL */
+    const char *inputs_from; /* --inputs-from: a file of names, "-" for stdin */
+    long jobs;               /* --jobs: 0 for one per CPU */
     int have_jobs;
     /* large arrays, devices, progress */
-    cli_mmap_when mmap;          /* --mmap */
-    int quiet, progress;         /* --quiet, --progress */
-    int devices_first;           /* --devices N: the first N devices; 0 when not given */
+    cli_mmap_when mmap;               /* --mmap */
+    int quiet, progress;              /* --quiet, --progress */
+    int devices_first;                /* --devices N: the first N devices; 0 when not given */
     int device_list[CLI_MAX_DEVICES]; /* --devices LIST, then the devices resolved */
     int device_list_count;
-    int devices_all;             /* --devices all */
+    int devices_all; /* --devices all */
 } cli_run_args;
 
 /* The defaults: no files, library option defaults, --repeat 1. */
@@ -98,10 +98,10 @@ int cli_run(int argc, char **argv);
 /* Weights read from a --weights file, before they meet an input. */
 typedef struct cli_weights {
     const char *path;
-    int text;                    /* a text file (may have fewer dimensions) */
+    int text; /* a text file (may have fewer dimensions) */
     int ndim;
     size_t shape[CONVOLVE_MAX_DIMS];
-    double *data;                /* malloc'd, C order */
+    double *data; /* malloc'd, C order */
 } cli_weights;
 
 /* Reads the --weights file (.npy by content or name, else text). */
@@ -141,27 +141,27 @@ int cli_msg(char *msg, int code, const char *fmt, ...) CLI_PRINTF(3, 4);
 /* A .npy input mapped read-only. */
 typedef struct cli_mapped_in {
     int fd;
-    void *map;                   /* the whole file; NULL when not mapped */
+    void *map; /* the whole file; NULL when not mapped */
     size_t map_bytes;
-    convolve_layout layout;      /* contiguous, C order, 1 channel */
-    const void *data;            /* the array: map + data_offset */
+    convolve_layout layout; /* contiguous, C order, 1 channel */
+    const void *data;       /* the array: map + data_offset */
     size_t data_offset, data_bytes;
-    size_t released;             /* file bytes [0, released) given back */
-    const char *path;            /* INPUT as given (messages) */
+    size_t released;  /* file bytes [0, released) given back */
+    const char *path; /* INPUT as given (messages) */
 } cli_mapped_in;
 
 /* A .npy output written through a mapped temporary file in its folder,
  * unnamed until complete where the file system allows. */
 typedef struct cli_mapped_out {
     int fd;
-    void *map;                   /* NULL when not mapped */
+    void *map; /* NULL when not mapped */
     size_t map_bytes;
-    void *data;                  /* the array: map + data_offset */
+    void *data; /* the array: map + data_offset */
     size_t data_offset, data_bytes;
     size_t released;
-    const char *path;            /* OUTPUT as given (messages) */
-    char *target, *tmp;          /* the file replaced (a link's target), the temporary's name */
-    int named;                   /* the temporary file has the name tmp (else none yet) */
+    const char *path;   /* OUTPUT as given (messages) */
+    char *target, *tmp; /* the file replaced (a link's target), the temporary's name */
+    int named;          /* the temporary file has the name tmp (else none yet) */
 } cli_mapped_out;
 
 void cli_mapped_in_init(cli_mapped_in *m);
@@ -171,8 +171,7 @@ void cli_mapped_out_init(cli_mapped_out *m);
  * CLI_OK with m->map set when mapped; CLI_OK with m->map NULL and a reason in
  * why[CLI_MSG_SIZE] when the data must be converted (other byte order,
  * Fortran order, misaligned): load it instead. Else an exit code and msg. */
-int cli_map_input(convolve_context *ctx, const char *path, cli_mapped_in *m, char *why,
-                  char *msg);
+int cli_map_input(convolve_context *ctx, const char *path, cli_mapped_in *m, char *why, char *msg);
 void cli_unmap_input(cli_mapped_in *m);
 
 /* Creates a temporary file beside path (a symbolic link's target; a
@@ -207,12 +206,12 @@ int cli_mapped_check(const cli_mapped_in *in, const cli_mapped_out *out, char *m
 
 /* What the progress callback keeps between calls. */
 typedef struct cli_progress {
-    int show;                    /* 0 none; 1 a terminal line redrawn after ~1 s; 2 a line per
+    int show;  /* 0 none; 1 a terminal line redrawn after ~1 s; 2 a line per
                                     update (--progress) */
-    int drawn;                   /* something was shown */
+    int drawn; /* something was shown */
     double last_draw_s;
-    size_t calls;                /* callbacks so far */
-    cli_mapped_in *in;           /* mapped files whose pages done are given back, or NULL */
+    size_t calls;      /* callbacks so far */
+    cli_mapped_in *in; /* mapped files whose pages done are given back, or NULL */
     cli_mapped_out *out;
 } cli_progress;
 

@@ -34,7 +34,8 @@ int main(int argc, char **argv)
         cli_bash_completion(&cli_run_command, cli_subcommands, cli_subcommand_count,
                             completed_commands, 2, stdout);
     else
-        return cli_error("convolve_doc", CLI_BAD_INPUT, "give one of markdown-options, "
+        return cli_error("convolve_doc", CLI_BAD_INPUT,
+                         "give one of markdown-options, "
                          "markdown-bench-options, markdown-filters, man, bash-completion");
     return fflush(stdout) == 0 ? CLI_OK : CLI_RESOURCE;
 }

@@ -51,18 +51,19 @@ static void die(int rank, const char *what, const char *why)
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-#define CUDA_OK(call)                                                                     \
-    do {                                                                                  \
-        cudaError_t e_ = (call);                                                          \
-        if (e_ != cudaSuccess)                                                            \
-            die(rank, #call, cudaGetErrorString(e_));                                     \
+#define CUDA_OK(call)                                 \
+    do {                                              \
+        cudaError_t e_ = (call);                      \
+        if (e_ != cudaSuccess)                        \
+            die(rank, #call, cudaGetErrorString(e_)); \
     } while (0)
-#define CV_OK(call, what)                                                                 \
-    do {                                                                                  \
-        convolve_status s_ = (call);                                                      \
-        if (s_ != CONVOLVE_OK)                                                            \
-            die(rank, what, convolve_mpi_last_error(ctx)[0] ? convolve_mpi_last_error(ctx) \
-                                                             : convolve_last_error(ctx)); \
+#define CV_OK(call, what)                                                      \
+    do {                                                                       \
+        convolve_status s_ = (call);                                           \
+        if (s_ != CONVOLVE_OK)                                                 \
+            die(rank, what,                                                    \
+                convolve_mpi_last_error(ctx)[0] ? convolve_mpi_last_error(ctx) \
+                                                : convolve_last_error(ctx));   \
     } while (0)
 
 int main(int argc, char **argv)

@@ -47,8 +47,8 @@ static double cpu_ms(void)
 static void die(int rank, const char *what, convolve_status st, convolve_context *ctx)
 {
     if (rank == 0 || st != CONVOLVE_OK)
-        fprintf(stderr, "mpi_scaling: rank %d: %s: %s: %s\n", rank, what,
-                convolve_status_name(st), ctx ? convolve_mpi_last_error(ctx) : "");
+        fprintf(stderr, "mpi_scaling: rank %d: %s: %s: %s\n", rank, what, convolve_status_name(st),
+                ctx ? convolve_mpi_last_error(ctx) : "");
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
@@ -108,7 +108,8 @@ int main(int argc, char **argv)
     convolve_options_init(&opt);
     opt.threads = threads;
     convolve_status st;
-    if ((st = convolve_mode_parse(mode, &opt.mode)) || (st = convolve_backend_parse(backend, &opt.backend)))
+    if ((st = convolve_mode_parse(mode, &opt.mode)) ||
+        (st = convolve_backend_parse(backend, &opt.backend)))
         die(rank, "--mode or --backend", st, ctx);
 
     convolve_filter *filter = NULL;

@@ -27,9 +27,9 @@
 
 #include "convolve.h"
 
-#define CORE_MAX_NDIM 64     /* numpy 2's limit (numpy 1: 32) */
+#define CORE_MAX_NDIM 64 /* numpy 2's limit (numpy 1: 32) */
 
-static PyObject *core_error;  /* convolve.ConvolveError (a RuntimeError) */
+static PyObject *core_error; /* convolve.ConvolveError (a RuntimeError) */
 
 /* ---- errors ------------------------------------------------------------- */
 
@@ -43,15 +43,9 @@ static PyObject *raise_status(convolve_status st, const convolve_context *ctx, c
     case CONVOLVE_ERROR_BAD_LAYOUT:
     case CONVOLVE_ERROR_BAD_FILTER:
     case CONVOLVE_ERROR_BAD_ORIGIN:
-    case CONVOLVE_ERROR_SIZE_OVERFLOW:
-        type = PyExc_ValueError;
-        break;
-    case CONVOLVE_ERROR_OUT_OF_MEMORY:
-        type = PyExc_MemoryError;
-        break;
-    default:
-        type = core_error;
-        break;
+    case CONVOLVE_ERROR_SIZE_OVERFLOW: type = PyExc_ValueError; break;
+    case CONVOLVE_ERROR_OUT_OF_MEMORY: type = PyExc_MemoryError; break;
+    default: type = core_error; break;
     }
     PyErr_Format(type, "%s: %s (%s)", what, (msg && *msg) ? msg : convolve_status_description(st),
                  convolve_status_name(st));
@@ -166,24 +160,23 @@ static int span_of(int n, const Py_ssize_t *ext, const Py_ssize_t *str, Py_ssize
 typedef struct {
     int ndim;
     Py_ssize_t itemsize;
-    char format;                            /* struct code: f d B H */
+    char format; /* struct code: f d B H */
     Py_ssize_t shape[CORE_MAX_NDIM];
     Py_ssize_t strides[CORE_MAX_NDIM];
 } expected_array;
 
 typedef struct {
-    PyObject_HEAD
-    convolve_context *ctx;
+    PyObject_HEAD convolve_context *ctx;
     convolve_plan *plan;
     PyThread_type_lock lock;
-    int device;                             /* 1: a CUDA plan run on device pointers */
+    int device; /* 1: a CUDA plan run on device pointers */
     int nbatch;
     Py_ssize_t batch_count[CORE_MAX_NDIM];
     Py_ssize_t batch_in[CORE_MAX_NDIM], batch_out[CORE_MAX_NDIM];
     Py_ssize_t in_lo, in_hi, out_lo, out_hi; /* byte spans of the arrays */
     expected_array in, out;
-    int on_main;                            /* this execution runs on the main thread */
-    double last_check;                      /* when signals were last checked (seconds) */
+    int on_main;       /* this execution runs on the main thread */
+    double last_check; /* when signals were last checked (seconds) */
 } PlanObject;
 
 static char format_of(convolve_dtype dt)
@@ -197,8 +190,8 @@ static char format_of(convolve_dtype dt)
 }
 
 /* (shape, strides) of an N-d array -> expected_array */
-static int parse_expected(PyObject *shape, PyObject *strides, convolve_dtype dt,
-                          expected_array *e, const char *what)
+static int parse_expected(PyObject *shape, PyObject *strides, convolve_dtype dt, expected_array *e,
+                          const char *what)
 {
     e->itemsize = (Py_ssize_t)convolve_dtype_size(dt);
     e->format = format_of(dt);
@@ -280,7 +273,8 @@ static convolve_filter *make_filter(convolve_context *ctx, PyObject *spec)
                 break;
             }
             if (w.len < (Py_ssize_t)sizeof(double) || w.len % (Py_ssize_t)sizeof(double)) {
-                PyErr_SetString(PyExc_ValueError, "separable filter: taps must hold float64 values");
+                PyErr_SetString(PyExc_ValueError,
+                                "separable filter: taps must hold float64 values");
                 ok = 0;
             } else if (!(taps[i] = malloc((size_t)w.len))) {
                 PyErr_NoMemory();
@@ -292,8 +286,7 @@ static convolve_filter *make_filter(convolve_context *ctx, PyObject *spec)
             PyBuffer_Release(&w);
         }
         if (ok)
-            st = convolve_filter_create_separable(ctx, &f, n, lengths,
-                                                  (const double *const *)taps);
+            st = convolve_filter_create_separable(ctx, &f, n, lengths, (const double *const *)taps);
         for (int i = 0; i < n; i++)
             free(taps[i]);
         if (!ok)
@@ -410,7 +403,7 @@ static int parse_options(PyObject *obj, convolve_options *o, PyObject **strategy
                 PyErr_SetString(PyExc_TypeError, "strategy must be a str or None");
             return -1;
         }
-        o->strategy = s;            /* the plan copies what it needs; strategy outlives the call */
+        o->strategy = s; /* the plan copies what it needs; strategy outlives the call */
         *strategy_keep = strategy;
     }
     o->threads = threads;
@@ -470,8 +463,8 @@ static int parse_batch(PlanObject *self, PyObject *batch)
  * set when not. */
 static int check_spans(PlanObject *self, const convolve_layout *in, const convolve_layout *out)
 {
-    Py_ssize_t ext[CONVOLVE_MAX_DIMS + 1 + CORE_MAX_NDIM], si[CONVOLVE_MAX_DIMS + 1 + CORE_MAX_NDIM],
-        so[CONVOLVE_MAX_DIMS + 1 + CORE_MAX_NDIM];
+    Py_ssize_t ext[CONVOLVE_MAX_DIMS + 1 + CORE_MAX_NDIM],
+        si[CONVOLVE_MAX_DIMS + 1 + CORE_MAX_NDIM], so[CONVOLVE_MAX_DIMS + 1 + CORE_MAX_NDIM];
     int n = 0;
     for (int a = 0; a < in->ndim; a++) {
         ext[n] = (Py_ssize_t)in->shape[a];
@@ -487,8 +480,8 @@ static int check_spans(PlanObject *self, const convolve_layout *in, const convol
         so[n++] = self->batch_out[i];
     }
     Py_ssize_t lo, hi;
-    if (span_of(self->in.ndim, self->in.shape, self->in.strides, self->in.itemsize,
-                &self->in_lo, &self->in_hi) < 0 ||
+    if (span_of(self->in.ndim, self->in.shape, self->in.strides, self->in.itemsize, &self->in_lo,
+                &self->in_hi) < 0 ||
         span_of(self->out.ndim, self->out.shape, self->out.strides, self->out.itemsize,
                 &self->out_lo, &self->out_hi) < 0) {
         PyErr_SetString(PyExc_ValueError, "array shape and strides overflow");
@@ -501,8 +494,7 @@ static int check_spans(PlanObject *self, const convolve_layout *in, const convol
     }
     if (span_of(n, ext, so, self->out.itemsize, &lo, &hi) < 0 || lo < self->out_lo ||
         hi > self->out_hi) {
-        PyErr_SetString(PyExc_ValueError,
-                        "internal: the output layout reaches outside the array");
+        PyErr_SetString(PyExc_ValueError, "internal: the output layout reaches outside the array");
         return -1;
     }
     return 0;
@@ -529,10 +521,8 @@ static int make_plan(PlanObject *self, PyObject *filt, const convolve_layout *in
     convolve_options opt = *o;
     opt.progress_user = self;
     o = &opt;
-    Py_BEGIN_ALLOW_THREADS
-    st = convolve_plan_create(self->ctx, &self->plan, in, out, f, o);
-    Py_END_ALLOW_THREADS
-    convolve_filter_free(f);
+    Py_BEGIN_ALLOW_THREADS st = convolve_plan_create(self->ctx, &self->plan, in, out, f, o);
+    Py_END_ALLOW_THREADS convolve_filter_free(f);
     if (st != CONVOLVE_OK) {
         raise_status(st, self->ctx, "plan");
         return -1;
@@ -573,8 +563,8 @@ static PyObject *Plan_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     if (parse_expected(PyTuple_GET_ITEM(ain, 0), PyTuple_GET_ITEM(ain, 1), in.dtype, &self->in,
                        "input array") < 0 ||
-        parse_expected(PyTuple_GET_ITEM(aout, 0), PyTuple_GET_ITEM(aout, 1), out.dtype,
-                       &self->out, "output array") < 0)
+        parse_expected(PyTuple_GET_ITEM(aout, 0), PyTuple_GET_ITEM(aout, 1), out.dtype, &self->out,
+                       "output array") < 0)
         goto fail;
 
     if (parse_batch(self, batch) < 0 || check_spans(self, &in, &out) < 0 ||
@@ -622,9 +612,8 @@ static convolve_status run_batches(PlanObject *self, const char *in, char *out, 
             pi += idx[i] * self->batch_in[i];
             po += idx[i] * self->batch_out[i];
         }
-        convolve_status st = self->device
-                                 ? convolve_execute_device(self->plan, pi, po, stream)
-                                 : convolve_execute(self->plan, pi, po);
+        convolve_status st = self->device ? convolve_execute_device(self->plan, pi, po, stream)
+                                          : convolve_execute(self->plan, pi, po);
         if (st != CONVOLVE_OK)
             return st;
         int i = self->nbatch - 1;
@@ -682,8 +671,7 @@ static PyObject *Plan_execute(PlanObject *self, PyObject *args)
     }
     if (!bad) {
         const int on_main = on_main_thread();
-        Py_BEGIN_ALLOW_THREADS
-        PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
         self->on_main = on_main;
         self->last_check = mono_s();
         st = run_batches(self, (const char *)bi.buf, (char *)bo.buf, NULL);
@@ -720,14 +708,12 @@ static PyObject *Plan_execute_device(PlanObject *self, PyObject *args)
         return NULL;
     }
     convolve_status st;
-    Py_BEGIN_ALLOW_THREADS
-    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
     st = run_batches(self, (const char *)(uintptr_t)pin, (char *)(uintptr_t)pout,
                      (void *)(uintptr_t)pstream);
     PyThread_release_lock(self->lock);
-    Py_END_ALLOW_THREADS
-    if (st != CONVOLVE_OK)
-        return raise_status(st, self->ctx, "execute_device");
+    Py_END_ALLOW_THREADS if (st != CONVOLVE_OK) return raise_status(st, self->ctx,
+                                                                    "execute_device");
     Py_RETURN_NONE;
 }
 
@@ -764,8 +750,7 @@ static PyGetSetDef Plan_getset[] = {
 };
 
 static PyTypeObject PlanType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "convolve._core.Plan",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "convolve._core.Plan",
     .tp_basicsize = sizeof(PlanObject),
     .tp_dealloc = (destructor)Plan_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -823,10 +808,9 @@ static PyObject *core_device_info(PyObject *m, PyObject *noargs)
     if (st != CONVOLVE_OK)
         return raise_status(st, NULL, "context");
     convolve_device_info info;
-    Py_BEGIN_ALLOW_THREADS
-    st = convolve_device_query(ctx, &info);
-    Py_END_ALLOW_THREADS
-    if (st != CONVOLVE_OK) {
+    Py_BEGIN_ALLOW_THREADS st = convolve_device_query(ctx, &info);
+    Py_END_ALLOW_THREADS if (st != CONVOLVE_OK)
+    {
         raise_status(st, ctx, "device_query");
         convolve_context_free(ctx);
         return NULL;
@@ -849,9 +833,15 @@ static PyMethodDef core_methods[] = {
 };
 
 static struct PyModuleDef core_module = {
-    PyModuleDef_HEAD_INIT, "_core",
-    "libconvolve plans on Python buffers and device pointers (convolve's C extension).", -1,
-    core_methods, NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "_core",
+    "libconvolve plans on Python buffers and device pointers (convolve's C extension).",
+    -1,
+    core_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__core(void)

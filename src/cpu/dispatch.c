@@ -18,8 +18,15 @@
 #include <omp.h>
 #endif
 
-enum { CPU_REFERENCE = 0, CPU_FAST, CPU_DIRECT, CPU_SEPARABLE, CPU_FFT, CPU_IMAGE,
-       CPU_STRATEGY_COUNT };
+enum {
+    CPU_REFERENCE = 0,
+    CPU_FAST,
+    CPU_DIRECT,
+    CPU_SEPARABLE,
+    CPU_FFT,
+    CPU_IMAGE,
+    CPU_STRATEGY_COUNT
+};
 
 static convolve_status check_separable(const cvi_strategy *s, const cvi_problem *p,
                                        const cvi_device *dev, char *why, size_t why_size)
@@ -27,13 +34,14 @@ static convolve_status check_separable(const cvi_strategy *s, const cvi_problem 
     (void)s, (void)dev;
     if (p->separable)
         return CONVOLVE_OK;
-    snprintf(why, why_size, "the filter is not separable (give one 1-D filter per axis, or "
-                            "dense weights of rank one)");
+    snprintf(why, why_size,
+             "the filter is not separable (give one 1-D filter per axis, or "
+             "dense weights of rank one)");
     return CONVOLVE_ERROR_UNSUPPORTED;
 }
 
-static convolve_status check_fft(const cvi_strategy *s, const cvi_problem *p,
-                                 const cvi_device *dev, char *why, size_t why_size)
+static convolve_status check_fft(const cvi_strategy *s, const cvi_problem *p, const cvi_device *dev,
+                                 char *why, size_t why_size)
 {
     (void)s, (void)dev;
     return cvcpu_fft_check(p, why, why_size);
@@ -48,29 +56,53 @@ static convolve_status check_image(const cvi_strategy *s, const cvi_problem *p,
 
 /* Indexed by id; the order is the public strategy list's. */
 static const cvi_strategy k_cpu_strategies[CPU_STRATEGY_COUNT] = {
-    [CPU_REFERENCE] = {"reference", CONVOLVE_BACKEND_CPU, CVI_DIMS_ALL, CPU_REFERENCE,
+    [CPU_REFERENCE] = {"reference",
+                       CONVOLVE_BACKEND_CPU,
+                       CVI_DIMS_ALL,
+                       CPU_REFERENCE,
                        "exact loops accumulating in double: the oracle every strategy is "
                        "tested against",
-                       NULL, {0, 0, 0}},
-    [CPU_FAST] = {"fast", CONVOLVE_BACKEND_CPU, CVI_DIMS_ALL, CPU_FAST,
+                       NULL,
+                       {0, 0, 0}},
+    [CPU_FAST] = {"fast",
+                  CONVOLVE_BACKEND_CPU,
+                  CVI_DIMS_ALL,
+                  CPU_FAST,
                   "picks image (uint8/uint16 images), else direct, separable or fft by "
                   "cost; threaded and vectorised (AVX2/AVX-512)",
-                  NULL, {0, 0, 0}},
-    [CPU_DIRECT] = {"direct", CONVOLVE_BACKEND_CPU, CVI_DIMS_ALL, CPU_DIRECT,
+                  NULL,
+                  {0, 0, 0}},
+    [CPU_DIRECT] = {"direct",
+                    CONVOLVE_BACKEND_CPU,
+                    CVI_DIMS_ALL,
+                    CPU_DIRECT,
                     "dense taps over rings of gathered rows, register-blocked SIMD, threads "
                     "over tiles",
-                    NULL, {0, 0, 0}},
-    [CPU_SEPARABLE] = {"separable", CONVOLVE_BACKEND_CPU, CVI_DIMS_ALL, CPU_SEPARABLE,
+                    NULL,
+                    {0, 0, 0}},
+    [CPU_SEPARABLE] = {"separable",
+                       CONVOLVE_BACKEND_CPU,
+                       CVI_DIMS_ALL,
+                       CPU_SEPARABLE,
                        "one 1-D pass per axis, strip-mined through rings of rows that stay in "
                        "cache",
-                       check_separable, {0, 0, 0}},
-    [CPU_FFT] = {"fft", CONVOLVE_BACKEND_CPU, CVI_DIMS_ALL, CPU_FFT,
+                       check_separable,
+                       {0, 0, 0}},
+    [CPU_FFT] = {"fft",
+                 CONVOLVE_BACKEND_CPU,
+                 CVI_DIMS_ALL,
+                 CPU_FFT,
                  "overlap-save FFT tiles: cost nearly independent of the filter size",
-                 check_fft, {0, 0, 0}},
-    [CPU_IMAGE] = {"image", CONVOLVE_BACKEND_CPU, CVI_DIMS_1D | CVI_DIMS_2D, CPU_IMAGE,
+                 check_fft,
+                 {0, 0, 0}},
+    [CPU_IMAGE] = {"image",
+                   CONVOLVE_BACKEND_CPU,
+                   CVI_DIMS_1D | CVI_DIMS_2D,
+                   CPU_IMAGE,
                    "uint8/uint16 images, channels interleaved in place: integer running sums "
                    "for box filters, float taps (folded when symmetric) otherwise",
-                   check_image, {0, 0, 0}},
+                   check_image,
+                   {0, 0, 0}},
 };
 
 /* "auto" on the CPU: `fast`, which chooses per problem (fast.c). */
@@ -113,8 +145,8 @@ typedef struct cpu_plan {
     cvcpu_img_scratch scratch; /* the image strategy's row buffers */
 } cpu_plan;
 
-static convolve_status prepare(convolve_context *ctx, const cvi_device *dev,
-                               const cvi_strategy *s, const cvi_problem *p, void **state)
+static convolve_status prepare(convolve_context *ctx, const cvi_device *dev, const cvi_strategy *s,
+                               const cvi_problem *p, void **state)
 {
     (void)dev;
     *state = NULL;
@@ -139,9 +171,9 @@ static void release(void *state)
 
 /* What the windows of one execution share (execute_host_rows' memo). */
 typedef struct cpu_memo {
-    int pick;                   /* 1 + what `fast` chose (its choice reads the
+    int pick;           /* 1 + what `fast` chose (its choice reads the
                                    whole input: once an execution); 0: not yet */
-    cvcpu_fft_keep fft;         /* the FFT's spectrum and blocks */
+    cvcpu_fft_keep fft; /* the FFT's spectrum and blocks */
 } cpu_memo;
 
 /* Runs the plan's strategy on p (the plan's problem, or it with a window);
@@ -153,9 +185,7 @@ static convolve_status run(convolve_context *ctx, cpu_plan *plan, const cvi_prob
     convolve_status st;
     int pick;
     switch (plan->strategy->id) {
-    case CPU_REFERENCE:
-        st = cvcpu_reference(p, threads, in, out);
-        break;
+    case CPU_REFERENCE: st = cvcpu_reference(p, threads, in, out); break;
     case CPU_FAST:
         if (cvcpu_image_check(p, NULL, 0) == CONVOLVE_OK) {
             st = cvcpu_image(p, threads, in, out, &plan->scratch);
@@ -174,18 +204,10 @@ static convolve_status run(convolve_context *ctx, cpu_plan *plan, const cvi_prob
         default: st = cvcpu_direct(p, threads, in, out); break;
         }
         break;
-    case CPU_DIRECT:
-        st = cvcpu_direct(p, threads, in, out);
-        break;
-    case CPU_SEPARABLE:
-        st = cvcpu_separable(p, threads, in, out);
-        break;
-    case CPU_FFT:
-        st = cvcpu_fft(p, threads, in, out, m ? &m->fft : NULL);
-        break;
-    case CPU_IMAGE:
-        st = cvcpu_image(p, threads, in, out, &plan->scratch);
-        break;
+    case CPU_DIRECT: st = cvcpu_direct(p, threads, in, out); break;
+    case CPU_SEPARABLE: st = cvcpu_separable(p, threads, in, out); break;
+    case CPU_FFT: st = cvcpu_fft(p, threads, in, out, m ? &m->fft : NULL); break;
+    case CPU_IMAGE: st = cvcpu_image(p, threads, in, out, &plan->scratch); break;
     default:
         return cvi_error(ctx, CONVOLVE_ERROR_INTERNAL, "unknown CPU strategy %d",
                          plan->strategy->id);
@@ -201,8 +223,8 @@ static convolve_status execute(convolve_context *ctx, void *state, const void *i
     return run(ctx, plan, plan->p, in, out, NULL);
 }
 
-static convolve_status execute_rows(convolve_context *ctx, void *state, const void *in,
-                                    void *out, size_t r0, size_t r1, void **memo)
+static convolve_status execute_rows(convolve_context *ctx, void *state, const void *in, void *out,
+                                    size_t r0, size_t r1, void **memo)
 {
     cpu_plan *plan = state;
     if (!*memo && !(*memo = calloc(1, sizeof(cpu_memo))))

@@ -37,45 +37,45 @@ static double input_magnitude(const cvi_problem *p, int threads, const void *in)
     if ((double)rows * (double)p->shape[2] < 4e6)
         threads = 1;
 CVCPU_OMP(omp parallel for schedule(static) num_threads(threads) reduction(| : bad) reduction(max : big))
-    for (ptrdiff_t r = 0; r < rows; r++) {
-        size_t c = (size_t)r % p->channels, i = (size_t)r / p->channels;
-        const char *row = (const char *)in + (ptrdiff_t)(i / p->shape[1]) * p->in_strides[0] +
-                          (ptrdiff_t)(i % p->shape[1]) * p->in_strides[1] +
-                          (ptrdiff_t)c * p->in_cstride;
-        const ptrdiff_t st = p->in_strides[2];
-        unsigned b = 0; /* an exponent of all ones: infinity or NaN */
-        if (p->in_type == CONVOLVE_FLOAT32) {
-            float m = 0.0f;
-            for (size_t k = 0; k < p->shape[2]; k++) {
-                uint32_t u;
-                float v;
-                memcpy(&u, row + (ptrdiff_t)k * st, sizeof u);
-                b |= (u & 0x7f800000u) == 0x7f800000u;
-                u &= 0x7fffffffu;
-                memcpy(&v, &u, sizeof v);
-                m = v > m ? v : m;
-            }
-            big = (double)m > big ? (double)m : big;
-        } else {
-            double m = 0.0;
-            for (size_t k = 0; k < p->shape[2]; k++) {
-                uint64_t u;
-                double v;
-                memcpy(&u, row + (ptrdiff_t)k * st, sizeof u);
-                b |= (u & 0x7ff0000000000000u) == 0x7ff0000000000000u;
-                u &= 0x7fffffffffffffffu;
-                memcpy(&v, &u, sizeof v);
-                m = v > m ? v : m;
-            }
-            big = m > big ? m : big;
+for (ptrdiff_t r = 0; r < rows; r++) {
+    size_t c = (size_t)r % p->channels, i = (size_t)r / p->channels;
+    const char *row = (const char *)in + (ptrdiff_t)(i / p->shape[1]) * p->in_strides[0] +
+                      (ptrdiff_t)(i % p->shape[1]) * p->in_strides[1] +
+                      (ptrdiff_t)c * p->in_cstride;
+    const ptrdiff_t st = p->in_strides[2];
+    unsigned b = 0; /* an exponent of all ones: infinity or NaN */
+    if (p->in_type == CONVOLVE_FLOAT32) {
+        float m = 0.0f;
+        for (size_t k = 0; k < p->shape[2]; k++) {
+            uint32_t u;
+            float v;
+            memcpy(&u, row + (ptrdiff_t)k * st, sizeof u);
+            b |= (u & 0x7f800000u) == 0x7f800000u;
+            u &= 0x7fffffffu;
+            memcpy(&v, &u, sizeof v);
+            m = v > m ? v : m;
         }
-        bad |= b;
+        big = (double)m > big ? (double)m : big;
+    } else {
+        double m = 0.0;
+        for (size_t k = 0; k < p->shape[2]; k++) {
+            uint64_t u;
+            double v;
+            memcpy(&u, row + (ptrdiff_t)k * st, sizeof u);
+            b |= (u & 0x7ff0000000000000u) == 0x7ff0000000000000u;
+            u &= 0x7fffffffffffffffu;
+            memcpy(&v, &u, sizeof v);
+            m = v > m ? v : m;
+        }
+        big = m > big ? m : big;
     }
-    if (bad)
-        return INFINITY;
-    if (p->mode == CVI_MODE_CONSTANT && fabs(p->cval) > big)
-        big = fabs(p->cval);
-    return big;
+    bad |= b;
+}
+if (bad)
+    return INFINITY;
+if (p->mode == CVI_MODE_CONSTANT && fabs(p->cval) > big)
+    big = fabs(p->cval);
+return big;
 }
 
 /* Box filters of at least this many taps run as running sums even where
@@ -137,8 +137,8 @@ int cvcpu_choose(const cvi_problem *p, int threads, const void *in)
 /* Milliseconds for p at ns per output (the model's 2 threads) on `threads`. */
 static double ms_of(const cvi_problem *p, int threads, double ns)
 {
-    const double outputs =
-        (double)p->shape[0] * (double)p->shape[1] * (double)p->shape[2] * (double)p->channels;
+    const double outputs = (double)p->shape[0] * (double)p->shape[1] * (double)p->shape[2] *
+                           (double)p->channels;
     return outputs * ns * 1e-6 * 2.0 / (double)(threads > 0 ? threads : 1);
 }
 

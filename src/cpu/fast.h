@@ -61,7 +61,7 @@ int cvcpu_isa_parse(const char *name);
  * for x in [0, CVCPU_ROUND(n)); elements of the compute type (float or double).
  */
 typedef void (*cvcpu_corr_fn)(void *out, size_t n, const void *const *rows, size_t nrows,
-              const void *w, size_t K);
+                              const void *w, size_t K);
 
 /* The kernel for a compute type (dbl: double, else float) and instruction set. */
 cvcpu_corr_fn cvcpu_corr_kernel(int dbl, int isa);
@@ -77,7 +77,7 @@ cvcpu_corr_fn cvcpu_corr_kernel(int dbl, int isa);
  */
 #define CVCPU_RB 4
 typedef void (*cvcpu_corr4_fn)(void *const *out, size_t n, const void *const *rows, size_t K0,
-              size_t K1, const void *w, size_t K2);
+                               size_t K1, const void *w, size_t K2);
 cvcpu_corr4_fn cvcpu_corr4_kernel(int dbl, int isa);
 
 /*
@@ -111,20 +111,19 @@ const cvcpu_cvt *cvcpu_cvt_kernels(int isa);
  * many). Slabs and windows of a plan get the plan's answer. */
 static inline int cvcpu_compute_double(const cvi_problem *p)
 {
-    return cvi_needs_double(p) || p->folded ||
-           p->ksize[0] >= CVCPU_DOUBLE_TAPS || p->ksize[1] >= CVCPU_DOUBLE_TAPS ||
-           p->ksize[2] >= CVCPU_DOUBLE_TAPS;
+    return cvi_needs_double(p) || p->folded || p->ksize[0] >= CVCPU_DOUBLE_TAPS ||
+           p->ksize[1] >= CVCPU_DOUBLE_TAPS || p->ksize[2] >= CVCPU_DOUBLE_TAPS;
 }
 
 typedef struct cvcpu_exec {
     const cvi_problem *p;
     const char *in;
     char *out;
-    int dbl;            /* compute in double */
-    size_t es;          /* bytes per compute element (4 or 8) */
+    int dbl;   /* compute in double */
+    size_t es; /* bytes per compute element (4 or 8) */
     int isa;
-    int stream;         /* store float32 output rows with non-temporal stores */
-    int in_place;       /* input rows are contiguous in the compute type: read them as they are */
+    int stream;   /* store float32 output rows with non-temporal stores */
+    int in_place; /* input rows are contiguous in the compute type: read them as they are */
     cvcpu_corr_fn corr;
     const cvcpu_cvt *cvt;
     int threads;

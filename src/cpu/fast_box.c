@@ -31,15 +31,15 @@ typedef struct {
     const cvi_problem *p;
     const char *in;
     char *out;
-    int axis;           /* the filter's axis */
-    double scale;       /* the tap times the other axes' single taps */
-    size_t n;           /* the line's length */
-    ptrdiff_t is, os;   /* byte strides along the line */
-    ptrdiff_t dlo, dhi; /* window offsets: [i + dlo, i + dhi] */
-    size_t lo, hi;      /* the outputs computed along the line */
-    int ax[2];          /* the other two axes */
-    size_t olo[2], ocnt[2];  /* their outputs computed */
-    size_t lines;       /* ocnt[0] * ocnt[1] * channels */
+    int axis;               /* the filter's axis */
+    double scale;           /* the tap times the other axes' single taps */
+    size_t n;               /* the line's length */
+    ptrdiff_t is, os;       /* byte strides along the line */
+    ptrdiff_t dlo, dhi;     /* window offsets: [i + dlo, i + dhi] */
+    size_t lo, hi;          /* the outputs computed along the line */
+    int ax[2];              /* the other two axes */
+    size_t olo[2], ocnt[2]; /* their outputs computed */
+    size_t lines;           /* ocnt[0] * ocnt[1] * channels */
 } boxp;
 
 int cvcpu_box_serves(const cvi_problem *p)
@@ -103,8 +103,8 @@ static ptrdiff_t floor_div(ptrdiff_t a, ptrdiff_t b)
 
 /* s[w] = the sum of the extended line w over indices [j0, j1], counted:
  * each input element (or cval) times the number of indices that read it. */
-static void window_sum(const boxp *b, const char *const *base, size_t m, ptrdiff_t j0,
-                       ptrdiff_t j1, double *s, double *v)
+static void window_sum(const boxp *b, const char *const *base, size_t m, ptrdiff_t j0, ptrdiff_t j1,
+                       double *s, double *v)
 {
     const cvi_problem *p = b->p;
     const ptrdiff_t n = (ptrdiff_t)b->n;
@@ -197,8 +197,7 @@ static void box_lines(const boxp *b, size_t l0, size_t m)
         ptrdiff_t ioff = (ptrdiff_t)i0 * p->in_strides[b->ax[0]] +
                          (ptrdiff_t)i1 * p->in_strides[b->ax[1]] + (ptrdiff_t)c * p->in_cstride;
         ptrdiff_t ooff = (ptrdiff_t)i0 * p->out_strides[b->ax[0]] +
-                         (ptrdiff_t)i1 * p->out_strides[b->ax[1]] +
-                         (ptrdiff_t)c * p->out_cstride;
+                         (ptrdiff_t)i1 * p->out_strides[b->ax[1]] + (ptrdiff_t)c * p->out_cstride;
         base[w] = b->in + ioff;
         obase[w] = b->out + ooff;
     }
@@ -256,10 +255,10 @@ convolve_status cvcpu_box(const cvi_problem *p, int threads, const void *in, voi
         nt = (int)groups;
     (void)nt;
 CVCPU_OMP(omp parallel for schedule(dynamic, 1) num_threads(nt))
-    for (ptrdiff_t g = 0; g < (ptrdiff_t)groups; g++) {
-        size_t l0 = (size_t)g * BOX_W;
-        size_t m = b.lines - l0 < BOX_W ? b.lines - l0 : BOX_W;
-        box_lines(&b, l0, m);
-    }
-    return CONVOLVE_OK;
+for (ptrdiff_t g = 0; g < (ptrdiff_t)groups; g++) {
+    size_t l0 = (size_t)g * BOX_W;
+    size_t m = b.lines - l0 < BOX_W ? b.lines - l0 : BOX_W;
+    box_lines(&b, l0, m);
+}
+return CONVOLVE_OK;
 }

@@ -180,13 +180,13 @@ int cvcpu_free_cores(void)
 
 /* ---- loads ---------------------------------------------------------------- */
 
-#define CVCPU_LOAD_LOOP(T, DST)                                                 \
-    do {                                                                        \
-        if (stride == (ptrdiff_t)sizeof(T))                                     \
-            for (size_t i = 0; i < n; i++)                                      \
-                (DST)[i] = ((const T *)(const void *)src)[i];                   \
-        else                                                                    \
-            for (size_t i = 0; i < n; i++)                                      \
+#define CVCPU_LOAD_LOOP(T, DST)                                                     \
+    do {                                                                            \
+        if (stride == (ptrdiff_t)sizeof(T))                                         \
+            for (size_t i = 0; i < n; i++)                                          \
+                (DST)[i] = ((const T *)(const void *)src)[i];                       \
+        else                                                                        \
+            for (size_t i = 0; i < n; i++)                                          \
                 (DST)[i] = *(const T *)(const void *)(src + (ptrdiff_t)i * stride); \
     } while (0)
 
@@ -400,33 +400,33 @@ static void stream_f32(float *dst, const float *src, size_t n)
 }
 #endif
 
-#define CVCPU_STORE_LOOP(T, EXPR)                                               \
-    do {                                                                        \
-        if (stride == (ptrdiff_t)sizeof(T))                                     \
-            for (size_t i = 0; i < n; i++)                                      \
-                ((T *)(void *)dst)[i] = (T)(EXPR);                              \
-        else                                                                    \
-            for (size_t i = 0; i < n; i++)                                      \
-                *(T *)(void *)(dst + (ptrdiff_t)i * stride) = (T)(EXPR);        \
+#define CVCPU_STORE_LOOP(T, EXPR)                                        \
+    do {                                                                 \
+        if (stride == (ptrdiff_t)sizeof(T))                              \
+            for (size_t i = 0; i < n; i++)                               \
+                ((T *)(void *)dst)[i] = (T)(EXPR);                       \
+        else                                                             \
+            for (size_t i = 0; i < n; i++)                               \
+                *(T *)(void *)(dst + (ptrdiff_t)i * stride) = (T)(EXPR); \
     } while (0)
 
 /* Integer outputs with a stride: converted in chunks into a contiguous
  * buffer (vectorised), then copied element by element. */
-#define CVCPU_STORE_INT_CHUNKED(T, HI, FN)                                      \
-    do {                                                                        \
-        T buf[256];                                                             \
-        void (*fn_)(void *, const float *, size_t) = FN;                        \
-        for (size_t i0 = 0; i0 < n; i0 += 256) {                                \
-            size_t m = n - i0 < 256 ? n - i0 : 256;                             \
-            if (fn_)                                                            \
-                fn_(buf, s + i0, m);                                            \
-            else                                                                \
-                for (size_t i = 0; i < m; i++)                                  \
-                    buf[i] = (T)sat_round(s[i0 + i], HI);                       \
-            char *d = dst + (ptrdiff_t)i0 * stride;                             \
-            for (size_t i = 0; i < m; i++)                                      \
-                *(T *)(void *)(d + (ptrdiff_t)i * stride) = buf[i];             \
-        }                                                                       \
+#define CVCPU_STORE_INT_CHUNKED(T, HI, FN)                          \
+    do {                                                            \
+        T buf[256];                                                 \
+        void (*fn_)(void *, const float *, size_t) = FN;            \
+        for (size_t i0 = 0; i0 < n; i0 += 256) {                    \
+            size_t m = n - i0 < 256 ? n - i0 : 256;                 \
+            if (fn_)                                                \
+                fn_(buf, s + i0, m);                                \
+            else                                                    \
+                for (size_t i = 0; i < m; i++)                      \
+                    buf[i] = (T)sat_round(s[i0 + i], HI);           \
+            char *d = dst + (ptrdiff_t)i0 * stride;                 \
+            for (size_t i = 0; i < m; i++)                          \
+                *(T *)(void *)(d + (ptrdiff_t)i * stride) = buf[i]; \
+        }                                                           \
     } while (0)
 
 static void store_float(const cvcpu_exec *e, char *dst, ptrdiff_t stride, size_t n, const float *s)

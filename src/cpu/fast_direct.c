@@ -35,28 +35,28 @@ typedef struct {
 } rowref;
 
 typedef struct {
-    void *ring;         /* K0 * Q rows of lpad elements */
-    void *edges;        /* K0 * Q pairs of border rows of epad elements */
+    void *ring;           /* K0 * Q rows of lpad elements */
+    void *edges;          /* K0 * Q pairs of border rows of epad elements */
     void *orow[CVCPU_RB]; /* output rows (CVCPU_ROUND(tw) elements each) */
-    rowref *slot;       /* K0 * Q ring entries */
-    const void **rows;  /* K0 * Q: the rows of one kernel call */
-    ptrdiff_t *j0;      /* K0: input plane of each filter plane (-1: outside) */
+    rowref *slot;         /* K0 * Q ring entries */
+    const void **rows;    /* K0 * Q: the rows of one kernel call */
+    ptrdiff_t *j0;        /* K0: input plane of each filter plane (-1: outside) */
 } dthread;
 
 typedef struct {
     cvcpu_exec e;
     cvcpu_corr4_fn corr4; /* 4-row kernel, NULL when unused */
-    size_t R;           /* output rows per kernel call: CVCPU_RB with corr4, else 1 */
-    size_t Q;           /* ring rows per filter plane: K1 + R - 1 */
-    const void *w;      /* weights in the compute type */
-    const void *crow;   /* a row of cval (CONSTANT mode), else NULL */
+    size_t R;             /* output rows per kernel call: CVCPU_RB with corr4, else 1 */
+    size_t Q;             /* ring rows per filter plane: K1 + R - 1 */
+    const void *w;        /* weights in the compute type */
+    const void *crow;     /* a row of cval (CONSTANT mode), else NULL */
     size_t tw, rb, ntw, nrb, lpad, epad;
 } dplan;
 
 /* Fills the ring entries of input row j1 (ring position pos) of every filter
  * plane for the tile [xa, xa + wdt) with parts split at xl and xr. */
-static void fill_slots(const dplan *d, dthread *s, size_t c, ptrdiff_t j1, size_t pos,
-                       size_t xa, size_t wdt, size_t xl, size_t xr)
+static void fill_slots(const dplan *d, dthread *s, size_t c, ptrdiff_t j1, size_t pos, size_t xa,
+                       size_t wdt, size_t xl, size_t xr)
 {
     const cvcpu_exec *e = &d->e;
     const cvi_problem *p = e->p;
@@ -139,8 +139,7 @@ static void direct_item(const dplan *d, dthread *s, size_t c, size_t i0, size_t 
                 for (size_t k0 = 0; k0 < K0; k0++)
                     for (size_t k1 = 0; k1 < K1; k1++)
                         s->rows[k0 * K1 + k1] = s->slot[k0 * Q + (g + k1) % Q].part[part];
-                e->corr((char *)s->orow[0] + po[part] * es, pn[part], s->rows, K0 * K1, d->w,
-                        K2);
+                e->corr((char *)s->orow[0] + po[part] * es, pn[part], s->rows, K0 * K1, d->w, K2);
             }
         }
         for (size_t r = 0; r < cnt; r++)
@@ -173,7 +172,7 @@ convolve_status cvcpu_direct(const cvi_problem *p, int threads, const void *in, 
     const size_t K0 = p->ksize[0], K1 = p->ksize[1], K2 = p->ksize[2];
     /* the 4-row kernel pays once rows are long enough to share (measured) */
     d.corr4 = K1 >= (e->isa >= CVCPU_ISA_AVX512 ? 5u : 9u) ? cvcpu_corr4_kernel(e->dbl, e->isa)
-                                                             : NULL;
+                                                           : NULL;
     d.R = d.corr4 ? CVCPU_RB : 1;
     d.Q = K1 + d.R - 1;
     const size_t P = K0 * d.Q;
@@ -213,11 +212,11 @@ convolve_status cvcpu_direct(const cvi_problem *p, int threads, const void *in, 
         if (!th[t].ring || !th[t].edges || !th[t].slot || !th[t].rows || !th[t].j0)
             goto oom;
         for (size_t r = 0; r < d.R; r++)
-            th[t].orow[r] =
-                (char *)th[t].ring + (P * d.lpad + r * cvcpu_round16(CVCPU_ROUND(d.tw))) * e->es;
+            th[t].orow[r] = (char *)th[t].ring +
+                            (P * d.lpad + r * cvcpu_round16(CVCPU_ROUND(d.tw))) * e->es;
     }
 
-CVCPU_OMP(omp parallel num_threads(nt))
+    CVCPU_OMP(omp parallel num_threads(nt))
     {
         int tid = 0;
 #ifdef _OPENMP
@@ -225,20 +224,20 @@ CVCPU_OMP(omp parallel num_threads(nt))
 #endif
         dthread *s = &th[tid];
 CVCPU_OMP(omp for schedule(dynamic, 1))
-        for (ptrdiff_t it = 0; it < (ptrdiff_t)items; it++) {
-            size_t r = (size_t)it;
-            size_t x = r % d.ntw;
-            r /= d.ntw;
-            size_t b = r % d.nrb;
-            size_t i0 = lo[0] + r / d.nrb;
-            size_t xa = x * d.tw, wdt = m[2] - xa < d.tw ? m[2] - xa : d.tw;
-            size_t ra = b * d.rb, rz = ra + d.rb < m[1] ? ra + d.rb : m[1];
-            /* all channels here: interleaved channels share cache lines,
+for (ptrdiff_t it = 0; it < (ptrdiff_t)items; it++) {
+    size_t r = (size_t)it;
+    size_t x = r % d.ntw;
+    r /= d.ntw;
+    size_t b = r % d.nrb;
+    size_t i0 = lo[0] + r / d.nrb;
+    size_t xa = x * d.tw, wdt = m[2] - xa < d.tw ? m[2] - xa : d.tw;
+    size_t ra = b * d.rb, rz = ra + d.rb < m[1] ? ra + d.rb : m[1];
+    /* all channels here: interleaved channels share cache lines,
              * which two threads must not write at once */
-            for (size_t c = 0; c < p->channels; c++)
-                direct_item(&d, s, c, i0, lo[1] + ra, lo[1] + rz, lo[2] + xa, wdt);
-        }
-        cvcpu_store_done(e);
+    for (size_t c = 0; c < p->channels; c++)
+        direct_item(&d, s, c, i0, lo[1] + ra, lo[1] + rz, lo[2] + xa, wdt);
+}
+cvcpu_store_done(e);
     }
     goto done;
 oom:

@@ -46,14 +46,14 @@
 #define CVCPU_FFT_COLS 256
 
 typedef struct {
-    int f[3];           /* axis a is transformed */
-    size_t T[3], V[3];  /* tile extent and valid outputs along each axis */
-    size_t nt0, nt2;    /* tiles along axis 0 (planes when untransformed) and axis 2 */
-    size_t n12;         /* tiles of axes 1 and 2 per plane tile (groups of slots when batched) */
-    size_t nslots;      /* batched axis 1: n1 * nt2 slots */
-    size_t jobs;        /* channels * nt0 * n12 */
-    size_t block;       /* T0 * T1 * T2 */
-    double cost;        /* model: work per output */
+    int f[3];          /* axis a is transformed */
+    size_t T[3], V[3]; /* tile extent and valid outputs along each axis */
+    size_t nt0, nt2;   /* tiles along axis 0 (planes when untransformed) and axis 2 */
+    size_t n12;        /* tiles of axes 1 and 2 per plane tile (groups of slots when batched) */
+    size_t nslots;     /* batched axis 1: n1 * nt2 slots */
+    size_t jobs;       /* channels * nt0 * n12 */
+    size_t block;      /* T0 * T1 * T2 */
+    double cost;       /* model: work per output */
 } ftiles;
 
 static size_t pow2_at_least(size_t n)
@@ -162,16 +162,18 @@ convolve_status cvcpu_fft_check(const cvi_problem *p, char *why, size_t why_size
         why[0] = '\0';
     if (cvi_truncates(p)) {
         if (why && why_size)
-            snprintf(why, why_size, "scipy's cast (CONVOLVE_CAST_TRUNCATE) needs each sum to "
+            snprintf(why, why_size,
+                     "scipy's cast (CONVOLVE_CAST_TRUNCATE) needs each sum to "
                      "double precision, and the FFT's rounding grows with the whole filter's "
                      "sum (an exact integer can come out just below it and truncate)");
         return CONVOLVE_ERROR_UNSUPPORTED;
     }
     if (!choose_tiles(p, sizeof(double), &t)) {
         if (why && why_size)
-            snprintf(why, why_size, "the filter (%zu x %zu x %zu) needs FFT tiles of more "
-                     "than %zu elements", p->ksize[0], p->ksize[1], p->ksize[2],
-                     (size_t)CVCPU_FFT_MAX_BLOCK);
+            snprintf(why, why_size,
+                     "the filter (%zu x %zu x %zu) needs FFT tiles of more "
+                     "than %zu elements",
+                     p->ksize[0], p->ksize[1], p->ksize[2], (size_t)CVCPU_FFT_MAX_BLOCK);
         return CONVOLVE_ERROR_UNSUPPORTED;
     }
     return cvcpu_fft_range(p, -1.0, why, why ? why_size : 0);
@@ -201,12 +203,12 @@ typedef struct {
     ftiles t;
     const cvcpu_fft_ops *ops;
     cvcpu_twiddles tw[3];
-    void *gre, *gim;    /* the filter's spectrum, in the transformed layout */
+    void *gre, *gim; /* the filter's spectrum, in the transformed layout */
 } fplan;
 
 typedef struct {
-    void *re, *im;      /* a block: tile A in re, tile B in im */
-    void *re2, *im2;    /* the block with planes transposed */
+    void *re, *im;   /* a block: tile A in re, tile B in im */
+    void *re2, *im2; /* the block with planes transposed */
 } fthread;
 
 /* Where job `job` lies: channel, plane tile and tile of axes 1-2. */
@@ -256,9 +258,9 @@ static void job_gather(const fplan *d, size_t job, char *dst)
                 memset(to, 0, rowbytes);
                 continue;
             }
-            ptrdiff_t j1 = t->f[1] ? cvi_boundary_index(y - p->koff[1], (ptrdiff_t)p->shape[1],
-                                                        p->mode)
-                                   : y;
+            ptrdiff_t j1 = t->f[1]
+                               ? cvi_boundary_index(y - p->koff[1], (ptrdiff_t)p->shape[1], p->mode)
+                               : y;
             cvcpu_gather(e, cvcpu_in_row(e, c, j0, j1), (ptrdiff_t)o2 - p->koff[2], t->T[2], to);
         }
     }
@@ -347,8 +349,8 @@ static void block_forward(const fplan *d, fthread *s, void **re, void **im)
         size_t es = d->e.es;
         for (size_t p0 = 0; p0 < T0; p0++)
             d->ops->transpose((char *)s->re2 + p0 * plane * es, (char *)s->im2 + p0 * plane * es,
-                              (char *)s->re + p0 * plane * es, (char *)s->im + p0 * plane * es,
-                              T1, T2);
+                              (char *)s->re + p0 * plane * es, (char *)s->im + p0 * plane * es, T1,
+                              T2);
         d->ops->forward(s->re2, s->im2, T0, T2, T1, &d->tw[2]);
         *re = s->re2;
         *im = s->im2;
@@ -503,7 +505,7 @@ convolve_status cvcpu_fft(const cvi_problem *p, int threads, const void *in, voi
     if (!choose_tiles(p, e->es, &d.t))
         return CONVOLVE_ERROR_UNSUPPORTED;
     cvcpu_limit_threads(&d.e, (double)(p->shape[0] * p->shape[1] * p->shape[2] * p->channels) *
-                                d.t.cost * 4.0);
+                                  d.t.cost * 4.0);
     d.ops = cvcpu_fft_get(e->dbl, e->isa);
     const size_t n = d.t.block, pairs = cvcpu_div_up(d.t.jobs, 2);
     int nt = e->threads;
@@ -529,7 +531,7 @@ convolve_status cvcpu_fft(const cvi_problem *p, int threads, const void *in, voi
     }
     fthread *th = k->th;
 
-CVCPU_OMP(omp parallel num_threads(nt))
+    CVCPU_OMP(omp parallel num_threads(nt))
     {
         int tid = 0;
 #ifdef _OPENMP
@@ -537,26 +539,26 @@ CVCPU_OMP(omp parallel num_threads(nt))
 #endif
         fthread *s = &th[tid];
 CVCPU_OMP(omp for schedule(dynamic, 1))
-        for (ptrdiff_t it = 0; it < (ptrdiff_t)pairs; it++) {
-            size_t a = 2 * (size_t)it, b = a + 1;
-            /* a window: the pairs that write in it, each paired as in the
+for (ptrdiff_t it = 0; it < (ptrdiff_t)pairs; it++) {
+    size_t a = 2 * (size_t)it, b = a + 1;
+    /* a window: the pairs that write in it, each paired as in the
              * whole run (a pair's two tiles share rounding) */
-            if (!job_in_window(&d, a) && !(b < d.t.jobs && job_in_window(&d, b)))
-                continue;
-            job_gather(&d, a, s->re);
-            if (b < d.t.jobs)
-                job_gather(&d, b, s->im);
-            else
-                memset(s->im, 0, n * e->es);
-            void *re, *im;
-            block_forward(&d, s, &re, &im);
-            d.ops->multiply(re, im, d.gre, d.gim, n);
-            block_inverse(&d, s);
-            job_store(&d, a, s->re);
-            if (b < d.t.jobs)
-                job_store(&d, b, s->im);
-        }
-        cvcpu_store_done(e);
+    if (!job_in_window(&d, a) && !(b < d.t.jobs && job_in_window(&d, b)))
+        continue;
+    job_gather(&d, a, s->re);
+    if (b < d.t.jobs)
+        job_gather(&d, b, s->im);
+    else
+        memset(s->im, 0, n * e->es);
+    void *re, *im;
+    block_forward(&d, s, &re, &im);
+    d.ops->multiply(re, im, d.gre, d.gim, n);
+    block_inverse(&d, s);
+    job_store(&d, a, s->re);
+    if (b < d.t.jobs)
+        job_store(&d, b, s->im);
+}
+cvcpu_store_done(e);
     }
     if (keep)
         keep->held = k;

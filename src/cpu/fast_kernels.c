@@ -26,49 +26,49 @@
 typedef float cvcpu_v4f __attribute__((vector_size(16)));
 typedef double cvcpu_v2d __attribute__((vector_size(16)));
 
-#define CVCPU_PORTABLE_CORR(NAME, T, VT)                                                    \
-    static void NAME(void *outv, size_t n, const void *const *rows, size_t nrows,           \
-                     const void *wv, size_t K)                                              \
-    {                                                                                       \
-        enum { L = (int)(sizeof(VT) / sizeof(T)), NV = CVCPU_PAD / L };                     \
-        T *out = outv;                                                                      \
-        const T *w = wv;                                                                    \
-        size_t N = CVCPU_ROUND(n);                                                          \
-        for (size_t x = 0; x < N; x += CVCPU_PAD) {                                         \
-            VT acc[NV];                                                                     \
-            for (int v = 0; v < NV; v++)                                                    \
-                acc[v] = (VT){0};                                                           \
-            for (size_t p = 0; p < nrows; p++) {                                            \
-                const T *r = (const T *)rows[p] + x, *wp = w + p * K;                       \
-                for (size_t k = 0; k < K; k++) {                                            \
-                    VT c = (VT){0} + wp[k];                                                 \
-                    for (int v = 0; v < NV; v++) {                                          \
-                        VT in;                                                              \
-                        memcpy(&in, r + k + (size_t)v * L, sizeof in);                      \
-                        acc[v] += c * in;                                                   \
-                    }                                                                       \
-                }                                                                           \
-            }                                                                               \
-            memcpy(out + x, acc, sizeof acc);                                               \
-        }                                                                                   \
+#define CVCPU_PORTABLE_CORR(NAME, T, VT)                                                          \
+    static void NAME(void *outv, size_t n, const void *const *rows, size_t nrows, const void *wv, \
+                     size_t K)                                                                    \
+    {                                                                                             \
+        enum { L = (int)(sizeof(VT) / sizeof(T)), NV = CVCPU_PAD / L };                           \
+        T *out = outv;                                                                            \
+        const T *w = wv;                                                                          \
+        size_t N = CVCPU_ROUND(n);                                                                \
+        for (size_t x = 0; x < N; x += CVCPU_PAD) {                                               \
+            VT acc[NV];                                                                           \
+            for (int v = 0; v < NV; v++)                                                          \
+                acc[v] = (VT){0};                                                                 \
+            for (size_t p = 0; p < nrows; p++) {                                                  \
+                const T *r = (const T *)rows[p] + x, *wp = w + p * K;                             \
+                for (size_t k = 0; k < K; k++) {                                                  \
+                    VT c = (VT){0} + wp[k];                                                       \
+                    for (int v = 0; v < NV; v++) {                                                \
+                        VT in;                                                                    \
+                        memcpy(&in, r + k + (size_t)v * L, sizeof in);                            \
+                        acc[v] += c * in;                                                         \
+                    }                                                                             \
+                }                                                                                 \
+            }                                                                                     \
+            memcpy(out + x, acc, sizeof acc);                                                     \
+        }                                                                                         \
     }
 CVCPU_PORTABLE_CORR(corr_portable_f, float, cvcpu_v4f)
 CVCPU_PORTABLE_CORR(corr_portable_d, double, cvcpu_v2d)
 #else
 /* Any other C11 compiler: scalar loops. */
-#define CVCPU_PORTABLE_CORR(NAME, T)                                                        \
-    static void NAME(void *outv, size_t n, const void *const *rows, size_t nrows,           \
-                     const void *wv, size_t K)                                              \
-    {                                                                                       \
-        T *out = outv;                                                                      \
-        const T *w = wv;                                                                    \
-        for (size_t x = 0; x < CVCPU_ROUND(n); x++) {                                       \
-            T acc = 0;                                                                      \
-            for (size_t p = 0; p < nrows; p++)                                              \
-                for (size_t k = 0; k < K; k++)                                              \
-                    acc += w[p * K + k] * ((const T *)rows[p])[x + k];                      \
-            out[x] = acc;                                                                   \
-        }                                                                                   \
+#define CVCPU_PORTABLE_CORR(NAME, T)                                                              \
+    static void NAME(void *outv, size_t n, const void *const *rows, size_t nrows, const void *wv, \
+                     size_t K)                                                                    \
+    {                                                                                             \
+        T *out = outv;                                                                            \
+        const T *w = wv;                                                                          \
+        for (size_t x = 0; x < CVCPU_ROUND(n); x++) {                                             \
+            T acc = 0;                                                                            \
+            for (size_t p = 0; p < nrows; p++)                                                    \
+                for (size_t k = 0; k < K; k++)                                                    \
+                    acc += w[p * K + k] * ((const T *)rows[p])[x + k];                            \
+            out[x] = acc;                                                                         \
+        }                                                                                         \
     }
 CVCPU_PORTABLE_CORR(corr_portable_f, float)
 CVCPU_PORTABLE_CORR(corr_portable_d, double)
@@ -84,65 +84,65 @@ CVCPU_PORTABLE_CORR(corr_portable_d, double)
  * One kernel: blocks of 8 vectors, then 4, then 1 (the output is padded to
  * a whole vector). VW is the vector width in elements.
  */
-#define CVCPU_SIMD_CORR(NAME, ATTR, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)            \
-    ATTR static void NAME(void *outv, size_t n, const void *const *rows, size_t nrows,      \
-                          const void *wv, size_t K)                                         \
-    {                                                                                       \
-        T *out = outv;                                                                      \
-        const T *w = wv;                                                                    \
-        size_t N = (n + VW - 1) / VW * VW, x = 0;                                           \
-        for (; x + 8 * VW <= N; x += 8 * VW) {                                              \
-            VT a0 = ZERO, a1 = ZERO, a2 = ZERO, a3 = ZERO;                                  \
-            VT a4 = ZERO, a5 = ZERO, a6 = ZERO, a7 = ZERO;                                  \
-            for (size_t p = 0; p < nrows; p++) {                                            \
-                const T *r = (const T *)rows[p] + x, *wp = w + p * K;                       \
-                for (size_t k = 0; k < K; k++, r++) {                                       \
-                    VT c = SET1(wp[k]);                                                     \
-                    a0 = FMADD(c, LOADU(r), a0);                                            \
-                    a1 = FMADD(c, LOADU(r + VW), a1);                                       \
-                    a2 = FMADD(c, LOADU(r + 2 * VW), a2);                                   \
-                    a3 = FMADD(c, LOADU(r + 3 * VW), a3);                                   \
-                    a4 = FMADD(c, LOADU(r + 4 * VW), a4);                                   \
-                    a5 = FMADD(c, LOADU(r + 5 * VW), a5);                                   \
-                    a6 = FMADD(c, LOADU(r + 6 * VW), a6);                                   \
-                    a7 = FMADD(c, LOADU(r + 7 * VW), a7);                                   \
-                }                                                                           \
-            }                                                                               \
-            STOREU(out + x, a0);                                                            \
-            STOREU(out + x + VW, a1);                                                       \
-            STOREU(out + x + 2 * VW, a2);                                                   \
-            STOREU(out + x + 3 * VW, a3);                                                   \
-            STOREU(out + x + 4 * VW, a4);                                                   \
-            STOREU(out + x + 5 * VW, a5);                                                   \
-            STOREU(out + x + 6 * VW, a6);                                                   \
-            STOREU(out + x + 7 * VW, a7);                                                   \
-        }                                                                                   \
-        for (; x + 4 * VW <= N; x += 4 * VW) {                                              \
-            VT a0 = ZERO, a1 = ZERO, a2 = ZERO, a3 = ZERO;                                  \
-            for (size_t p = 0; p < nrows; p++) {                                            \
-                const T *r = (const T *)rows[p] + x, *wp = w + p * K;                       \
-                for (size_t k = 0; k < K; k++, r++) {                                       \
-                    VT c = SET1(wp[k]);                                                     \
-                    a0 = FMADD(c, LOADU(r), a0);                                            \
-                    a1 = FMADD(c, LOADU(r + VW), a1);                                       \
-                    a2 = FMADD(c, LOADU(r + 2 * VW), a2);                                   \
-                    a3 = FMADD(c, LOADU(r + 3 * VW), a3);                                   \
-                }                                                                           \
-            }                                                                               \
-            STOREU(out + x, a0);                                                            \
-            STOREU(out + x + VW, a1);                                                       \
-            STOREU(out + x + 2 * VW, a2);                                                   \
-            STOREU(out + x + 3 * VW, a3);                                                   \
-        }                                                                                   \
-        for (; x < N; x += VW) {                                                            \
-            VT a0 = ZERO;                                                                   \
-            for (size_t p = 0; p < nrows; p++) {                                            \
-                const T *r = (const T *)rows[p] + x, *wp = w + p * K;                       \
-                for (size_t k = 0; k < K; k++)                                              \
-                    a0 = FMADD(SET1(wp[k]), LOADU(r + k), a0);                              \
-            }                                                                               \
-            STOREU(out + x, a0);                                                            \
-        }                                                                                   \
+#define CVCPU_SIMD_CORR(NAME, ATTR, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)       \
+    ATTR static void NAME(void *outv, size_t n, const void *const *rows, size_t nrows, \
+                          const void *wv, size_t K)                                    \
+    {                                                                                  \
+        T *out = outv;                                                                 \
+        const T *w = wv;                                                               \
+        size_t N = (n + VW - 1) / VW * VW, x = 0;                                      \
+        for (; x + 8 * VW <= N; x += 8 * VW) {                                         \
+            VT a0 = ZERO, a1 = ZERO, a2 = ZERO, a3 = ZERO;                             \
+            VT a4 = ZERO, a5 = ZERO, a6 = ZERO, a7 = ZERO;                             \
+            for (size_t p = 0; p < nrows; p++) {                                       \
+                const T *r = (const T *)rows[p] + x, *wp = w + p * K;                  \
+                for (size_t k = 0; k < K; k++, r++) {                                  \
+                    VT c = SET1(wp[k]);                                                \
+                    a0 = FMADD(c, LOADU(r), a0);                                       \
+                    a1 = FMADD(c, LOADU(r + VW), a1);                                  \
+                    a2 = FMADD(c, LOADU(r + 2 * VW), a2);                              \
+                    a3 = FMADD(c, LOADU(r + 3 * VW), a3);                              \
+                    a4 = FMADD(c, LOADU(r + 4 * VW), a4);                              \
+                    a5 = FMADD(c, LOADU(r + 5 * VW), a5);                              \
+                    a6 = FMADD(c, LOADU(r + 6 * VW), a6);                              \
+                    a7 = FMADD(c, LOADU(r + 7 * VW), a7);                              \
+                }                                                                      \
+            }                                                                          \
+            STOREU(out + x, a0);                                                       \
+            STOREU(out + x + VW, a1);                                                  \
+            STOREU(out + x + 2 * VW, a2);                                              \
+            STOREU(out + x + 3 * VW, a3);                                              \
+            STOREU(out + x + 4 * VW, a4);                                              \
+            STOREU(out + x + 5 * VW, a5);                                              \
+            STOREU(out + x + 6 * VW, a6);                                              \
+            STOREU(out + x + 7 * VW, a7);                                              \
+        }                                                                              \
+        for (; x + 4 * VW <= N; x += 4 * VW) {                                         \
+            VT a0 = ZERO, a1 = ZERO, a2 = ZERO, a3 = ZERO;                             \
+            for (size_t p = 0; p < nrows; p++) {                                       \
+                const T *r = (const T *)rows[p] + x, *wp = w + p * K;                  \
+                for (size_t k = 0; k < K; k++, r++) {                                  \
+                    VT c = SET1(wp[k]);                                                \
+                    a0 = FMADD(c, LOADU(r), a0);                                       \
+                    a1 = FMADD(c, LOADU(r + VW), a1);                                  \
+                    a2 = FMADD(c, LOADU(r + 2 * VW), a2);                              \
+                    a3 = FMADD(c, LOADU(r + 3 * VW), a3);                              \
+                }                                                                      \
+            }                                                                          \
+            STOREU(out + x, a0);                                                       \
+            STOREU(out + x + VW, a1);                                                  \
+            STOREU(out + x + 2 * VW, a2);                                              \
+            STOREU(out + x + 3 * VW, a3);                                              \
+        }                                                                              \
+        for (; x < N; x += VW) {                                                       \
+            VT a0 = ZERO;                                                              \
+            for (size_t p = 0; p < nrows; p++) {                                       \
+                const T *r = (const T *)rows[p] + x, *wp = w + p * K;                  \
+                for (size_t k = 0; k < K; k++)                                         \
+                    a0 = FMADD(SET1(wp[k]), LOADU(r + k), a0);                         \
+            }                                                                          \
+            STOREU(out + x, a0);                                                       \
+        }                                                                              \
     }
 
 /*
@@ -151,11 +151,10 @@ CVCPU_PORTABLE_CORR(corr_portable_d, double)
  * it and its neighbour, instead of two more (cache-line splitting) loads.
  * The sum runs in the same order as the general kernel's.
  */
-#define CVCPU_SHIFT(hi, lo, k)                                                              \
-    _mm512_castsi512_ps(                                                                    \
-        _mm512_alignr_epi32(_mm512_castps_si512(hi), _mm512_castps_si512(lo), k))
-CVCPU_AVX512 static void corr3_avx512_f(float *out, size_t n, const void *const *rows,
-                                        size_t nrows, const float *w)
+#define CVCPU_SHIFT(hi, lo, k) \
+    _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(hi), _mm512_castps_si512(lo), k))
+CVCPU_AVX512 static void corr3_avx512_f(float *out, size_t n, const void *const *rows, size_t nrows,
+                                        const float *w)
 {
     size_t N = (n + 15) / 16 * 16, x = 0;
     for (; x + 128 <= N; x += 128) {
@@ -207,8 +206,8 @@ CVCPU_SIMD_CORR(corr_avx2_d, CVCPU_AVX2, double, __m256d, 4, _mm256_setzero_pd()
 CVCPU_SIMD_CORR(corr_avx512_fk, CVCPU_AVX512, float, __m512, 16, _mm512_setzero_ps(),
                 _mm512_set1_ps, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_fmadd_ps)
 
-static void corr_avx512_f(void *out, size_t n, const void *const *rows, size_t nrows,
-                          const void *w, size_t K)
+static void corr_avx512_f(void *out, size_t n, const void *const *rows, size_t nrows, const void *w,
+                          size_t K)
 {
     if (K == 3)
         corr3_avx512_f(out, n, rows, nrows, w);
@@ -226,60 +225,60 @@ CVCPU_SIMD_CORR(corr_avx512_d, CVCPU_AVX512, double, __m512d, 8, _mm512_setzero_
  * so each loaded vector serves up to 4 FMAs. The active rows [lo, hi] of
  * each input row select a specialised loop (no FMA with an absent weight).
  */
-#define CVCPU_C4_STEP(V, LO, HI, T, VT, VW, SET1, LOADU, FMADD)                             \
-    for (size_t k = 0; k < K2; k++) {                                                       \
-        VT in[V];                                                                           \
-        for (int v = 0; v < V; v++) {                                                       \
-            in[v] = LOADU(row + k + (size_t)v * VW);                                        \
-            __asm__("" : "+v"(in[v])); /* keep it in a register: one load, many FMAs */     \
-        }                                                                                   \
-        for (int r = LO; r <= HI; r++) {                                                    \
-            VT c = SET1(w0[k - (size_t)r * K2]);                                            \
-            for (int v = 0; v < V; v++)                                                     \
-                a[r][v] = FMADD(c, in[v], a[r][v]);                                         \
-        }                                                                                   \
+#define CVCPU_C4_STEP(V, LO, HI, T, VT, VW, SET1, LOADU, FMADD)                         \
+    for (size_t k = 0; k < K2; k++) {                                                   \
+        VT in[V];                                                                       \
+        for (int v = 0; v < V; v++) {                                                   \
+            in[v] = LOADU(row + k + (size_t)v * VW);                                    \
+            __asm__("" : "+v"(in[v])); /* keep it in a register: one load, many FMAs */ \
+        }                                                                               \
+        for (int r = LO; r <= HI; r++) {                                                \
+            VT c = SET1(w0[k - (size_t)r * K2]);                                        \
+            for (int v = 0; v < V; v++)                                                 \
+                a[r][v] = FMADD(c, in[v], a[r][v]);                                     \
+        }                                                                               \
     }
 
-#define CVCPU_C4_BLOCK(V, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)                      \
-    {                                                                                       \
-        VT a[4][V];                                                                         \
-        for (int r = 0; r < 4; r++)                                                         \
-            for (int v = 0; v < V; v++)                                                     \
-                a[r][v] = ZERO;                                                             \
-        for (size_t k0 = 0; k0 < K0; k0++)                                                  \
-            for (size_t j = 0; j < J; j++) {                                                \
-                const T *row = (const T *)rows[k0 * J + j] + x;                             \
-                const T *w0 = w + (k0 * K1 + j) * K2;                                       \
-                size_t lo = j + 1 > K1 ? j + 1 - K1 : 0, hi = j < 3 ? j : 3;                \
-                switch (lo * 4 + hi) {                                                      \
-                case 0: CVCPU_C4_STEP(V, 0, 0, T, VT, VW, SET1, LOADU, FMADD) break;        \
-                case 1: CVCPU_C4_STEP(V, 0, 1, T, VT, VW, SET1, LOADU, FMADD) break;        \
-                case 2: CVCPU_C4_STEP(V, 0, 2, T, VT, VW, SET1, LOADU, FMADD) break;        \
-                case 3: CVCPU_C4_STEP(V, 0, 3, T, VT, VW, SET1, LOADU, FMADD) break;        \
-                case 5: CVCPU_C4_STEP(V, 1, 1, T, VT, VW, SET1, LOADU, FMADD) break;        \
-                case 6: CVCPU_C4_STEP(V, 1, 2, T, VT, VW, SET1, LOADU, FMADD) break;        \
-                case 7: CVCPU_C4_STEP(V, 1, 3, T, VT, VW, SET1, LOADU, FMADD) break;        \
-                case 10: CVCPU_C4_STEP(V, 2, 2, T, VT, VW, SET1, LOADU, FMADD) break;       \
-                case 11: CVCPU_C4_STEP(V, 2, 3, T, VT, VW, SET1, LOADU, FMADD) break;       \
-                default: CVCPU_C4_STEP(V, 3, 3, T, VT, VW, SET1, LOADU, FMADD) break;       \
-                }                                                                           \
-            }                                                                               \
-        for (int r = 0; r < 4; r++)                                                         \
-            for (int v = 0; v < V; v++)                                                     \
-                STOREU((T *)out[r] + x + (size_t)v * VW, a[r][v]);                          \
+#define CVCPU_C4_BLOCK(V, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)                \
+    {                                                                                 \
+        VT a[4][V];                                                                   \
+        for (int r = 0; r < 4; r++)                                                   \
+            for (int v = 0; v < V; v++)                                               \
+                a[r][v] = ZERO;                                                       \
+        for (size_t k0 = 0; k0 < K0; k0++)                                            \
+            for (size_t j = 0; j < J; j++) {                                          \
+                const T *row = (const T *)rows[k0 * J + j] + x;                       \
+                const T *w0 = w + (k0 * K1 + j) * K2;                                 \
+                size_t lo = j + 1 > K1 ? j + 1 - K1 : 0, hi = j < 3 ? j : 3;          \
+                switch (lo * 4 + hi) {                                                \
+                case 0: CVCPU_C4_STEP(V, 0, 0, T, VT, VW, SET1, LOADU, FMADD) break;  \
+                case 1: CVCPU_C4_STEP(V, 0, 1, T, VT, VW, SET1, LOADU, FMADD) break;  \
+                case 2: CVCPU_C4_STEP(V, 0, 2, T, VT, VW, SET1, LOADU, FMADD) break;  \
+                case 3: CVCPU_C4_STEP(V, 0, 3, T, VT, VW, SET1, LOADU, FMADD) break;  \
+                case 5: CVCPU_C4_STEP(V, 1, 1, T, VT, VW, SET1, LOADU, FMADD) break;  \
+                case 6: CVCPU_C4_STEP(V, 1, 2, T, VT, VW, SET1, LOADU, FMADD) break;  \
+                case 7: CVCPU_C4_STEP(V, 1, 3, T, VT, VW, SET1, LOADU, FMADD) break;  \
+                case 10: CVCPU_C4_STEP(V, 2, 2, T, VT, VW, SET1, LOADU, FMADD) break; \
+                case 11: CVCPU_C4_STEP(V, 2, 3, T, VT, VW, SET1, LOADU, FMADD) break; \
+                default: CVCPU_C4_STEP(V, 3, 3, T, VT, VW, SET1, LOADU, FMADD) break; \
+                }                                                                     \
+            }                                                                         \
+        for (int r = 0; r < 4; r++)                                                   \
+            for (int v = 0; v < V; v++)                                               \
+                STOREU((T *)out[r] + x + (size_t)v * VW, a[r][v]);                    \
     }
 
-#define CVCPU_SIMD_CORR4(NAME, ATTR, V, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)        \
-    ATTR static void NAME(void *const *out, size_t n, const void *const *rows, size_t K0,   \
-                          size_t K1, const void *wv, size_t K2)                             \
-    {                                                                                       \
-        const T *w = wv;                                                                    \
-        const size_t J = 4 + K1 - 1, N = (n + VW - 1) / VW * VW;                            \
-        size_t x = 0;                                                                       \
-        for (; x + V * VW <= N; x += V * VW)                                                \
-            CVCPU_C4_BLOCK(V, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)                  \
-        for (; x < N; x += VW)                                                              \
-            CVCPU_C4_BLOCK(1, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)                  \
+#define CVCPU_SIMD_CORR4(NAME, ATTR, V, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)      \
+    ATTR static void NAME(void *const *out, size_t n, const void *const *rows, size_t K0, \
+                          size_t K1, const void *wv, size_t K2)                           \
+    {                                                                                     \
+        const T *w = wv;                                                                  \
+        const size_t J = 4 + K1 - 1, N = (n + VW - 1) / VW * VW;                          \
+        size_t x = 0;                                                                     \
+        for (; x + V * VW <= N; x += V * VW)                                              \
+            CVCPU_C4_BLOCK(V, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)                \
+        for (; x < N; x += VW)                                                            \
+            CVCPU_C4_BLOCK(1, T, VT, VW, ZERO, SET1, LOADU, STOREU, FMADD)                \
     }
 
 CVCPU_SIMD_CORR4(corr4_avx2_f, CVCPU_AVX2, 2, float, __m256, 8, _mm256_setzero_ps(), _mm256_set1_ps,
@@ -363,7 +362,7 @@ CVCPU_AVX2 static void to_u8_avx2(void *dst, const float *src, size_t n)
     const __m256 hi = _mm256_set1_ps(255.0f);
     const __m256i zero = _mm256_setzero_si256();
     size_t i = 0;
-#define CVCPU_TO_I32(p)                                                                     \
+#define CVCPU_TO_I32(p) \
     _mm256_max_epi32(_mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_loadu_ps(p))), zero)
     for (; i + 32 <= n; i += 32) {
         __m256i a = CVCPU_TO_I32(src + i), b = CVCPU_TO_I32(src + i + 8);
@@ -435,8 +434,8 @@ CVCPU_AVX2 static void trunc_avx2(void *dst, int es, const double *src, size_t n
     const __m256d absm = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
     const __m128i pick = es == 1 ? _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1,
                                                  -1, -1, -1)
-                                 : _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1,
-                                                 -1, -1, -1);
+                                 : _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1,
+                                                 -1, -1);
     uint8_t *d8 = dst;
     uint16_t *d16 = dst;
     size_t i = 0;
@@ -484,10 +483,10 @@ CVCPU_AVX2 static void trunc_u16_avx2(void *dst, const double *src, size_t n, do
     trunc_avx2(dst, 2, src, n, divisor, tol);
 }
 
-static const cvcpu_cvt cvt_avx512 = {to_u8_avx512, to_u16_avx512, from_u8_avx512, from_u16_avx512,
-                                     trunc_u8_avx2, trunc_u16_avx2};
-static const cvcpu_cvt cvt_avx2 = {to_u8_avx2, to_u16_avx2, from_u8_avx2, from_u16_avx2,
-                                   trunc_u8_avx2, trunc_u16_avx2};
+static const cvcpu_cvt cvt_avx512 = {to_u8_avx512,    to_u16_avx512, from_u8_avx512,
+                                     from_u16_avx512, trunc_u8_avx2, trunc_u16_avx2};
+static const cvcpu_cvt cvt_avx2 = {to_u8_avx2,    to_u16_avx2,   from_u8_avx2,
+                                   from_u16_avx2, trunc_u8_avx2, trunc_u16_avx2};
 
 #endif /* x86-64 */
 

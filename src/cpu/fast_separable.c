@@ -30,24 +30,24 @@
 typedef struct {
     cvcpu_exec e;
     int vpass, zpass;
-    const void *th, *tv, *tz;   /* taps of H (scaled by folded taps), V, Z */
-    const void *hconst;         /* a row of cval * sum(th) */
-    double hc;                  /* that value */
-    const void *vconst;         /* a row of cval * sum(th) * sum(tv) (or sum(th) alone) */
+    const void *th, *tv, *tz; /* taps of H (scaled by folded taps), V, Z */
+    const void *hconst;       /* a row of cval * sum(th) */
+    double hc;                /* that value */
+    const void *vconst;       /* a row of cval * sum(th) * sum(tv) (or sum(th) alone) */
     size_t tw, rb, ntw, nrb;
-    size_t lpad;                /* extended input row */
-    size_t tpad;                /* filtered row */
+    size_t lpad; /* extended input row */
+    size_t tpad; /* filtered row */
 } splan;
 
 typedef struct {
-    void *ext;                  /* extended input row (lpad) */
-    void *edge;                 /* two border rows (cvcpu_edge_pad(K2) each) */
-    void *hring;                /* K1 rows (tpad) */
-    void *orow;                 /* tpad */
-    void *zring;                /* K0 bands of rb rows (tpad), with Z */
-    const void **hptr;          /* K1 */
-    const void **rows;          /* max(K0, K1) */
-    const void **zptr;          /* K0: each band's base, NULL for a plane outside */
+    void *ext;         /* extended input row (lpad) */
+    void *edge;        /* two border rows (cvcpu_edge_pad(K2) each) */
+    void *hring;       /* K1 rows (tpad) */
+    void *orow;        /* tpad */
+    void *zring;       /* K0 bands of rb rows (tpad), with Z */
+    const void **hptr; /* K1 */
+    const void **rows; /* max(K0, K1) */
+    const void **zptr; /* K0: each band's base, NULL for a plane outside */
 } sthread;
 
 /* Rows [ra, rz) of input plane j0 filtered by H then V (if it runs), tile
@@ -248,7 +248,7 @@ convolve_status cvcpu_separable(const cvi_problem *p, int threads, const void *i
     if (!alloc_threads(&d, th, nt))
         goto oom;
 
-CVCPU_OMP(omp parallel num_threads(nt))
+    CVCPU_OMP(omp parallel num_threads(nt))
     {
         int tid = 0;
 #ifdef _OPENMP
@@ -256,25 +256,25 @@ CVCPU_OMP(omp parallel num_threads(nt))
 #endif
         sthread *s = &th[tid];
 CVCPU_OMP(omp for schedule(dynamic, 1))
-        for (ptrdiff_t it = 0; it < (ptrdiff_t)items; it++) {
-            size_t r = (size_t)it;
-            size_t x = r % d.ntw;
-            r /= d.ntw;
-            size_t b = r % d.nrb;
-            size_t i0 = lo[0] + r / d.nrb;
-            size_t xa = x * d.tw, wdt = m[2] - xa < d.tw ? m[2] - xa : d.tw;
-            size_t ra = b * d.rb, rz = ra + d.rb < m[1] ? ra + d.rb : m[1];
-            ra += lo[1], rz += lo[1], xa += lo[2];
-            /* all channels here: interleaved channels share cache lines,
+for (ptrdiff_t it = 0; it < (ptrdiff_t)items; it++) {
+    size_t r = (size_t)it;
+    size_t x = r % d.ntw;
+    r /= d.ntw;
+    size_t b = r % d.nrb;
+    size_t i0 = lo[0] + r / d.nrb;
+    size_t xa = x * d.tw, wdt = m[2] - xa < d.tw ? m[2] - xa : d.tw;
+    size_t ra = b * d.rb, rz = ra + d.rb < m[1] ? ra + d.rb : m[1];
+    ra += lo[1], rz += lo[1], xa += lo[2];
+    /* all channels here: interleaved channels share cache lines,
              * which two threads must not write at once */
-            for (size_t c = 0; c < p->channels; c++) {
-                if (d.zpass)
-                    sep_stream(&d, s, c, lo[0], lo[0] + m[0], ra, rz, xa, wdt);
-                else
-                    sep_rows(&d, s, c, (ptrdiff_t)i0, ra, rz, xa, wdt, NULL, 0, i0);
-            }
-        }
-        cvcpu_store_done(e);
+    for (size_t c = 0; c < p->channels; c++) {
+        if (d.zpass)
+            sep_stream(&d, s, c, lo[0], lo[0] + m[0], ra, rz, xa, wdt);
+        else
+            sep_rows(&d, s, c, (ptrdiff_t)i0, ra, rz, xa, wdt, NULL, 0, i0);
+    }
+}
+cvcpu_store_done(e);
     }
     goto done;
 oom:

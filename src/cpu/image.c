@@ -43,12 +43,11 @@ static double box_x_max(const cvi_problem *p)
 
 int cvcpu_image_is_box(const cvi_problem *p)
 {
-    if (!p->separable || !all_equal(p->taps[1], p->ksize[1]) ||
-        !all_equal(p->taps[2], p->ksize[2]))
+    if (!p->separable || !all_equal(p->taps[1], p->ksize[1]) || !all_equal(p->taps[2], p->ksize[2]))
         return 0;
     /* cval joins the integer sums: it must be a non-negative integer */
-    if (p->mode == CVI_MODE_CONSTANT && !(p->cval >= 0 && p->cval <= 65535.0 &&
-                                         p->cval == floor(p->cval)))
+    if (p->mode == CVI_MODE_CONSTANT &&
+        !(p->cval >= 0 && p->cval <= 65535.0 && p->cval == floor(p->cval)))
         return 0;
     /* window sums in 32 bits */
     return (double)p->ksize[1] * (double)p->ksize[2] * box_x_max(p) < 4294967296.0;
@@ -281,7 +280,7 @@ void cvcpu_img_load_ext(const cvcpu_img *g, const char *row, size_t x0, size_t x
     for (ptrdiff_t x = a; x < b; x++) {
         if (x == ia && ia < ib) { /* the pixels inside the row, in one piece */
             load_input(g, dst + (size_t)(x - a) * C, row + (size_t)x * C * es,
-                     (size_t)(ib - ia) * C);
+                       (size_t)(ib - ia) * C);
             x = ib - 1;
             continue;
         }
@@ -314,9 +313,7 @@ void cvcpu_img_store(const cvcpu_img *g, char *dst, const float *src, size_t n)
             ((unsigned short *)(void *)dst)[i] = cvi_saturate_u16((double)src[i]);
 #endif
         break;
-    default:
-        memcpy(dst, src, n * sizeof(float));
-        break;
+    default: memcpy(dst, src, n * sizeof(float)); break;
     }
 }
 

@@ -106,16 +106,16 @@ int cvcpu_image_box_float(const cvi_problem *p);
 
 /* Runs CALL for i in [0, nitems) on g->threads threads (dynamic schedule),
  * with t the thread's number (for its buffers). */
-#define CVCPU_RUN_ITEMS(g, nitems, CALL)                                                   \
-    do {                                                                                 \
-        const ptrdiff_t n_ = (ptrdiff_t)(nitems);                                        \
-        CVCPU_OMP(omp parallel num_threads((g)->threads))                                \
-        {                                                                                \
-            const int t = CVCPU_THREAD_NUM();                                            \
-            CVCPU_OMP(omp for schedule(dynamic, 1))                                      \
-            for (ptrdiff_t i = 0; i < n_; i++)                                           \
-                CALL;                                                                    \
-        }                                                                                \
+#define CVCPU_RUN_ITEMS(g, nitems, CALL)                  \
+    do {                                                  \
+        const ptrdiff_t n_ = (ptrdiff_t)(nitems);         \
+        CVCPU_OMP(omp parallel num_threads((g)->threads)) \
+        {                                                 \
+            const int t = CVCPU_THREAD_NUM();             \
+            CVCPU_OMP(omp for schedule(dynamic, 1))       \
+            for (ptrdiff_t i = 0; i < n_; i++)            \
+                CALL;                                     \
+        }                                                 \
     } while (0)
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -130,17 +130,17 @@ typedef struct cvcpu_img {
     const cvi_problem *p;
     const char *in;
     char *out;
-    size_t W, H, C, n;      /* pixels per row, rows, channels, elements per row */
-    size_t x0, x1, y0, y1;  /* the outputs computed: pixels [x0, x1) of rows [y0, y1)
+    size_t W, H, C, n;     /* pixels per row, rows, channels, elements per row */
+    size_t x0, x1, y0, y1; /* the outputs computed: pixels [x0, x1) of rows [y0, y1)
                                (the whole image, or the problem's window) */
-    int in16;               /* input uint16 (else uint8) */
+    int in16;              /* input uint16 (else uint8) */
     convolve_dtype out_type;
-    ptrdiff_t irs, ors;     /* bytes from one row to the next, input and output */
-    int nt;                 /* store large outputs around the caches */
-    size_t K1, K2;          /* filter extents: vertical, horizontal */
-    size_t lo1, lo2;        /* rows / pixels of the window before the output's own */
+    ptrdiff_t irs, ors; /* bytes from one row to the next, input and output */
+    int nt;             /* store large outputs around the caches */
+    size_t K1, K2;      /* filter extents: vertical, horizontal */
+    size_t lo1, lo2;    /* rows / pixels of the window before the output's own */
     int threads;
-    int avx512;             /* AVX-512 kernels (else AVX2): cvcpu_isa() once an execution */
+    int avx512;                 /* AVX-512 kernels (else AVX2): cvcpu_isa() once an execution */
     cvcpu_img_scratch *scratch; /* the plan's row buffers, or NULL */
 } cvcpu_img;
 
@@ -187,8 +187,9 @@ enum { CVCPU_OUT_U8, CVCPU_OUT_U16, CVCPU_OUT_F32 };
 
 static inline int cvcpu_out_kind(convolve_dtype t)
 {
-    return t == CONVOLVE_UINT8 ? CVCPU_OUT_U8 : t == CONVOLVE_UINT16 ? CVCPU_OUT_U16
-                                                                     : CVCPU_OUT_F32;
+    return t == CONVOLVE_UINT8    ? CVCPU_OUT_U8
+           : t == CONVOLVE_UINT16 ? CVCPU_OUT_U16
+                                  : CVCPU_OUT_F32;
 }
 
 #ifdef CVCPU_IMAGE_X86

@@ -23,16 +23,16 @@
 
 typedef struct {
     const cvcpu_img *g;
-    float scale_f;      /* a * b as float (the float path) */
-    double scale;       /* a * b */
-    int use_float;      /* scale in float (cvcpu_image_box_float) */
-    uint32_t cval;      /* the CONSTANT mode's value (an integer) */
+    float scale_f; /* a * b as float (the float path) */
+    double scale;  /* a * b */
+    int use_float; /* scale in float (cvcpu_image_box_float) */
+    uint32_t cval; /* the CONSTANT mode's value (an integer) */
 } box_plan;
 
 typedef struct {
-    uint32_t *c;        /* column sums of the extended tile */
-    uint32_t *pz;       /* C zeros, then the prefix sums of c */
-    int32_t *hx, *hs;   /* extended pixels outside the row, and their sources */
+    uint32_t *c;      /* column sums of the extended tile */
+    uint32_t *pz;     /* C zeros, then the prefix sums of c */
+    int32_t *hx, *hs; /* extended pixels outside the row, and their sources */
 } box_bufs;
 
 /* The value of element e of pixel x of row (NULL: cval; x < 0: cval). */
@@ -47,8 +47,8 @@ static inline uint32_t box_at(const box_plan *b, const char *row, int32_t x, siz
 
 /* c[i] += add[i] - sub[i] over n elements of the input rows (NULL: the
  * value add_c or sub_c everywhere). */
-CVCPU_AVX2 static void col_update(uint32_t *c, const char *add, const char *sub, size_t n,
-                                  int in16, uint32_t add_c, uint32_t sub_c)
+CVCPU_AVX2 static void col_update(uint32_t *c, const char *add, const char *sub, size_t n, int in16,
+                                  uint32_t add_c, uint32_t sub_c)
 {
     const __m256i ca = _mm256_set1_epi32((int)add_c), cs = _mm256_set1_epi32((int)sub_c);
     size_t i = 0;
@@ -222,8 +222,8 @@ static void box_item(const box_plan *b, const cvcpu_item *it, box_bufs *buf)
     for (size_t k = 0; k < K1; k++) {
         const char *row = cvcpu_img_row(g, q0 + (ptrdiff_t)k);
         if (inn)
-            col_update(c + in0, row ? row + (size_t)ia * C * es : NULL, NULL, inn, g->in16,
-                       b->cval, 0);
+            col_update(c + in0, row ? row + (size_t)ia * C * es : NULL, NULL, inn, g->in16, b->cval,
+                       0);
         for (size_t h = ncopy; h < nrun; h++)
             for (size_t ch = 0; ch < C; ch++)
                 c[(size_t)buf->hx[h] * C + ch] += box_at(b, row, buf->hs[h], ch);
@@ -240,8 +240,8 @@ static void box_item(const box_plan *b, const cvcpu_item *it, box_bufs *buf)
                                b->cval);
                 for (size_t h = ncopy; h < nrun; h++)
                     for (size_t ch = 0; ch < C; ch++)
-                        c[(size_t)buf->hx[h] * C + ch] +=
-                            box_at(b, add, buf->hs[h], ch) - box_at(b, sub, buf->hs[h], ch);
+                        c[(size_t)buf->hx[h] * C + ch] += box_at(b, add, buf->hs[h], ch) -
+                                                          box_at(b, sub, buf->hs[h], ch);
             }
         }
         for (size_t h = 0; h < ncopy; h++)

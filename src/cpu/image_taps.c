@@ -78,11 +78,11 @@ static int symmetric(const double *t, size_t K)
 
 /* Per-thread buffers. */
 typedef struct {
-    float *ext;                     /* a piece of extended input row */
-    float *ring;                    /* ring rows */
-    float *cst;                     /* a row of the CONSTANT mode's value */
-    const float **rows, **slots;    /* rows of a vertical pass; ring slot -> row */
-    void *block;                    /* (b[0]) the block holding every thread's buffers */
+    float *ext;                  /* a piece of extended input row */
+    float *ring;                 /* ring rows */
+    float *cst;                  /* a row of the CONSTANT mode's value */
+    const float **rows, **slots; /* rows of a vertical pass; ring slot -> row */
+    void *block;                 /* (b[0]) the block holding every thread's buffers */
 } bufs;
 
 /* The buffers' block goes back to the plan's scratch. */
@@ -103,8 +103,7 @@ static size_t buf_bytes(size_t n)
 /* Per thread: R ring rows of `ring` floats, `ext` floats of extended row,
  * a constant row of `cst` floats of value v; all in one block from the
  * plan's scratch (b[0].block). */
-static bufs *alloc_bufs(const cvcpu_img *g, size_t R, size_t ring, size_t ext, size_t cst,
-                        float v)
+static bufs *alloc_bufs(const cvcpu_img *g, size_t R, size_t ring, size_t ext, size_t cst, float v)
 {
     const int threads = g->threads;
     bufs *b = calloc((size_t)threads, sizeof *b);
@@ -160,11 +159,11 @@ static float *float_taps(const double *t, size_t K, double scale)
 
 /* Per-thread buffers of the short separable pass. */
 typedef struct {
-    float *e[CVCPU_VROWS];        /* a piece of each output row after the vertical pass, extended */
-    float *h[2][CVCPU_VROWS];     /* [side][row]: the vertical pass at the source pixels of the
+    float *e[CVCPU_VROWS];    /* a piece of each output row after the vertical pass, extended */
+    float *h[2][CVCPU_VROWS]; /* [side][row]: the vertical pass at the source pixels of the
                                extension past the row's left and right ends */
-    const char **rows;      /* K1 + CVCPU_VROWS - 1 input rows */
-    char *tail;             /* (K1 + CVCPU_VROWS) * 32 bytes */
+    const char **rows;        /* K1 + CVCPU_VROWS - 1 input rows */
+    char *tail;               /* (K1 + CVCPU_VROWS) * 32 bytes */
 } vbufs;
 
 static void free_vbufs(vbufs *b, int n)
@@ -208,11 +207,11 @@ static vbufs *alloc_vbufs(int threads, size_t ext, size_t halo, size_t K1)
 
 typedef struct {
     const cvcpu_img *g;
-    float *tv, *th;         /* taps as float */
+    float *tv, *th; /* taps as float */
     int symv, symh;
-    float cst;              /* CONSTANT: the vertical pass past the row's ends, cval * sum(tv) */
-    size_t piece;           /* output pixels per piece of a row */
-    const char *zeros;      /* a row of zeros: the short pass's rows of cval */
+    float cst;         /* CONSTANT: the vertical pass past the row's ends, cval * sum(tv) */
+    size_t piece;      /* output pixels per piece of a row */
+    const char *zeros; /* a row of zeros: the short pass's rows of cval */
     const cvcpu_img_kernels *k; /* the instruction set's kernels */
 } sep_plan;
 
@@ -253,8 +252,8 @@ static void sep_rows(const sep_plan *s, const cvcpu_item *it, const side sd[2], 
     /* the vertical pass at the extension's source pixels */
     for (int i = 0; i < 2; i++)
         if (sd[i].s0 < sd[i].s1)
-            s->k->vrange(r, (size_t)sd[i].s0 * C, (size_t)sd[i].s1 * C, s->tv, K1, ty, c,
-                         b->h[i], b->tail);
+            s->k->vrange(r, (size_t)sd[i].s0 * C, (size_t)sd[i].s1 * C, s->tv, K1, ty, c, b->h[i],
+                         b->tail);
     for (size_t p = it->x0; p < it->x1; p += s->piece) {
         const size_t p1 = p + s->piece < it->x1 ? p + s->piece : it->x1;
         const ptrdiff_t xa = (ptrdiff_t)p - lo2, xb = (ptrdiff_t)p1 + hi2;
@@ -281,8 +280,7 @@ static void sep_rows(const sep_plan *s, const cvcpu_item *it, const side sd[2], 
         }
         for (int j = 0; j < CVCPU_VROWS; j++)
             if (out[j])
-                s->k->hpass(g, out[j] + p * C * oes, b->e[j], (p1 - p) * C, s->th, K2,
-                            s->symh);
+                s->k->hpass(g, out[j] + p * C * oes, b->e[j], (p1 - p) * C, s->th, K2, s->symh);
     }
 }
 
@@ -415,8 +413,7 @@ convolve_status cvcpu_img_separable(const cvcpu_img *g)
             /* an odd number of cache lines from ring row to ring row: they do
              * not all fall into the same L1 sets */
             size_t stride = cvcpu_odd_lines(cvcpu_round32(wide * C) + 32);
-            bufs *b = alloc_bufs(g, K1 + nr, stride, ext, stride,
-                                 (float)(p->cval * hsum));
+            bufs *b = alloc_bufs(g, K1 + nr, stride, ext, stride, (float)(p->cval * hsum));
             if (b) {
                 CVCPU_RUN_ITEMS(g, nitems, tall_item(&s, &items[i], &b[t], stride));
                 st = CONVOLVE_OK;
@@ -468,8 +465,8 @@ static void dense_item(const cvcpu_img *g, const cvcpu_img_kernels *kern, const 
         }
         for (size_t k = 0; k < K1 + (size_t)two; k++)
             rows[k] = slotp[slot_of(q0 + (ptrdiff_t)k, qbase, R)];
-        kern->dpass(g, cvcpu_img_out(g, y) + off, two ? cvcpu_img_out(g, y + 1) + off : NULL,
-                    rows, m, w);
+        kern->dpass(g, cvcpu_img_out(g, y) + off, two ? cvcpu_img_out(g, y + 1) + off : NULL, rows,
+                    m, w);
     }
     cvcpu_img_store_done(g);
 }
@@ -485,8 +482,8 @@ convolve_status cvcpu_img_dense(const cvcpu_img *g)
     bufs *b = NULL;
     size_t stride = 0;
     if (nitems && w) {
-        stride = cvcpu_odd_lines(cvcpu_round32(widest(items, nitems) * g->C) +
-                                 (g->K2 - 1) * g->C + 32);
+        stride = cvcpu_odd_lines(cvcpu_round32(widest(items, nitems) * g->C) + (g->K2 - 1) * g->C +
+                                 32);
         b = alloc_bufs(g, g->K1 + 1, stride, 0, stride, (float)p->cval);
     }
     if (b) {

@@ -24,13 +24,13 @@ enum { CVCPU_ROW_U8, CVCPU_ROW_U16, CVCPU_ROW_F32 };
 
 /* M(kind) with kind the output kind of type t (CVCPU_OUT_*) as a constant:
  * the kernels' code for each output type. */
-#define CVCPU_BY_OUT_KIND(t, M)                                                            \
-    do {                                                                                 \
-        switch (t) {                                                                     \
-        case CONVOLVE_UINT8: M(CVCPU_OUT_U8); break;                                     \
-        case CONVOLVE_UINT16: M(CVCPU_OUT_U16); break;                                   \
-        default: M(CVCPU_OUT_F32); break;                                                \
-        }                                                                                \
+#define CVCPU_BY_OUT_KIND(t, M)                        \
+    do {                                               \
+        switch (t) {                                   \
+        case CONVOLVE_UINT8: M(CVCPU_OUT_U8); break;   \
+        case CONVOLVE_UINT16: M(CVCPU_OUT_U16); break; \
+        default: M(CVCPU_OUT_F32); break;              \
+        }                                              \
     } while (0)
 
 typedef struct cvcpu_img_kernels {
@@ -53,8 +53,8 @@ typedef struct cvcpu_img_kernels {
     /* The horizontal pass of one row into the output: out[j] = sum_k w[k]
      * * src[j + k*C] for j < m (folded when sym), stored as g's output type
      * at d. */
-    void (*hpass)(const cvcpu_img *g, char *d, const float *src, size_t m, const float *w,
-                  size_t K, int sym);
+    void (*hpass)(const cvcpu_img *g, char *d, const float *src, size_t m, const float *w, size_t K,
+                  int sym);
     /* The horizontal pass into a float row: n (a multiple of 32) values;
      * src 64-byte aligned. */
     void (*hrow)(const cvcpu_img *g, float *dst, const float *src, size_t n, const float *w,

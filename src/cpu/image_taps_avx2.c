@@ -25,8 +25,8 @@ CVCPU_AVX2 static CVCPU_INLINE __m256 ld8(const char *row, size_t e, int ty)
     if (ty == CVCPU_ROW_F32)
         return _mm256_loadu_ps((const float *)(const void *)row + e);
     if (ty == CVCPU_ROW_U16)
-        return _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(
-            _mm_loadu_si128((const __m128i *)(const void *)(row + 2 * e))));
+        return _mm256_cvtepi32_ps(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(row + 2 * e))));
     return _mm256_cvtepi32_ps(
         _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(row + e))));
 }
@@ -43,9 +43,9 @@ CVCPU_AVX2 static CVCPU_INLINE __m256 ld8(const char *row, size_t e, int ty)
  * copies in `tail` ((K + CVCPU_VROWS) * 32 bytes), never past the row's end.
  */
 CVCPU_AVX2 static CVCPU_INLINE void vrange4_t(const char *const *restrict r, size_t e0, size_t e1,
-                                              const float *restrict w, const size_t K,
-                                              const int ty, const float *restrict c,
-                                              float *const *restrict o, char *tail)
+                                              const float *restrict w, const size_t K, const int ty,
+                                              const float *restrict c, float *const *restrict o,
+                                              char *tail)
 {
     __m256 wk[9];
     for (size_t i = 0; i < K; i++)
@@ -78,15 +78,15 @@ CVCPU_AVX2 static CVCPU_INLINE void vrange4_t(const char *const *restrict r, siz
     }
 }
 
-CVCPU_AVX2 static void vrange4(const char *const *r, size_t e0, size_t e1, const float *w,
-                               size_t K, int ty, const float *c, float *const *o, char *tail)
+CVCPU_AVX2 static void vrange4(const char *const *r, size_t e0, size_t e1, const float *w, size_t K,
+                               int ty, const float *c, float *const *o, char *tail)
 {
-#define CVCPU_VR(KK)                                                                       \
-    do {                                                                                 \
-        if (ty == CVCPU_ROW_U8)                                                                \
-            vrange4_t(r, e0, e1, w, KK, CVCPU_ROW_U8, c, o, tail);                         \
-        else                                                                             \
-            vrange4_t(r, e0, e1, w, KK, CVCPU_ROW_U16, c, o, tail);                        \
+#define CVCPU_VR(KK)                                                \
+    do {                                                            \
+        if (ty == CVCPU_ROW_U8)                                     \
+            vrange4_t(r, e0, e1, w, KK, CVCPU_ROW_U8, c, o, tail);  \
+        else                                                        \
+            vrange4_t(r, e0, e1, w, KK, CVCPU_ROW_U16, c, o, tail); \
     } while (0)
     switch (K) {
     case 1: CVCPU_VR(1); break;
@@ -106,8 +106,8 @@ CVCPU_AVX2 static void vrange4(const char *const *r, size_t e0, size_t e1, const
  * j < m, folded when sym, stored as output type t at d. */
 CVCPU_AVX2 static CVCPU_INLINE void hpass_t(const cvcpu_img *g, char *restrict d,
                                             const float *restrict src, size_t m,
-                                            const float *restrict w, size_t K, size_t C,
-                                            int sym, int t)
+                                            const float *restrict w, size_t K, size_t C, int sym,
+                                            int t)
 {
     const size_t oes = t == CVCPU_OUT_U8 ? 1 : t == CVCPU_OUT_U16 ? 2 : 4, half = K / 2;
     for (size_t j = 0; j < m; j += 32) {
@@ -127,8 +127,7 @@ CVCPU_AVX2 static CVCPU_INLINE void hpass_t(const cvcpu_img *g, char *restrict d
             for (size_t k = 0; k < half; k++) {
                 const float *p = s + k * C, *q = s + (K - 1 - k) * C;
                 __m256 wk = _mm256_broadcast_ss(w + k);
-                a0 = _mm256_fmadd_ps(wk, _mm256_add_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(q)),
-                                     a0);
+                a0 = _mm256_fmadd_ps(wk, _mm256_add_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(q)), a0);
                 a1 = _mm256_fmadd_ps(
                     wk, _mm256_add_ps(_mm256_loadu_ps(p + 8), _mm256_loadu_ps(q + 8)), a1);
                 a2 = _mm256_fmadd_ps(
@@ -169,20 +168,20 @@ CVCPU_AVX2 static void hpass(const cvcpu_img *g, char *d, const float *src, size
 #define CVCPU_HP(KK, SYM, T) hpass_t(g, d, src, m, w, KK, C, SYM, T)
     /* short filters: not folded (one FMA with a memory operand per tap
      * is fewer instructions than two loads, an add and an FMA per pair) */
-#define CVCPU_HP_TYPE(T)                                                                   \
-    do {                                                                                 \
-        if (K == 3)                                                                      \
-            CVCPU_HP(3, 0, T);                                                           \
-        else if (K == 5)                                                                 \
-            CVCPU_HP(5, 0, T);                                                           \
-        else if (K == 7)                                                                 \
-            CVCPU_HP(7, 0, T);                                                           \
-        else if (K == 9)                                                                 \
-            CVCPU_HP(9, 0, T);                                                           \
-        else if (K < 9 || !sym)                                                          \
-            CVCPU_HP(K, 0, T);                                                           \
-        else                                                                             \
-            CVCPU_HP(K, 1, T);                                                           \
+#define CVCPU_HP_TYPE(T)        \
+    do {                        \
+        if (K == 3)             \
+            CVCPU_HP(3, 0, T);  \
+        else if (K == 5)        \
+            CVCPU_HP(5, 0, T);  \
+        else if (K == 7)        \
+            CVCPU_HP(7, 0, T);  \
+        else if (K == 9)        \
+            CVCPU_HP(9, 0, T);  \
+        else if (K < 9 || !sym) \
+            CVCPU_HP(K, 0, T);  \
+        else                    \
+            CVCPU_HP(K, 1, T);  \
     } while (0)
     CVCPU_BY_OUT_KIND(g->out_type, CVCPU_HP_TYPE);
 #undef CVCPU_HP_TYPE
@@ -194,9 +193,9 @@ CVCPU_AVX2 static void hpass(const cvcpu_img *g, char *d, const float *src, size
 /* Dense, 16 columns from c of two rows: a = sum_{k1<K1, k2<K2}
  * w[k1*K2 + k2] * r[k1][c + k2*C], b the same on r[k1 + 1] (two = 1; else
  * b is not computed): every loaded vector feeds both rows. */
-CVCPU_AVX2 static CVCPU_INLINE void dcol(const float *const *r, size_t c, const float *w,
-                                         size_t K1, size_t K2, size_t C, int two, __m256 *a0,
-                                         __m256 *a1, __m256 *b0, __m256 *b1)
+CVCPU_AVX2 static CVCPU_INLINE void dcol(const float *const *r, size_t c, const float *w, size_t K1,
+                                         size_t K2, size_t C, int two, __m256 *a0, __m256 *a1,
+                                         __m256 *b0, __m256 *b1)
 {
     __m256 x0 = _mm256_setzero_ps(), x1 = x0, y0 = x0, y1 = x0;
     for (size_t k1 = 0; k1 < K1 + (size_t)two; k1++) {
@@ -219,8 +218,7 @@ CVCPU_AVX2 static CVCPU_INLINE void dcol(const float *const *r, size_t c, const 
 }
 
 CVCPU_AVX2 static CVCPU_INLINE void dpass_t(const cvcpu_img *g, char *d0, char *d1,
-                                            const float *const *r, size_t m, const float *w,
-                                            int t)
+                                            const float *const *r, size_t m, const float *w, int t)
 {
     const size_t oes = t == CVCPU_OUT_U8 ? 1 : t == CVCPU_OUT_U16 ? 2 : 4;
     const int two = d1 != NULL;
@@ -269,8 +267,8 @@ CVCPU_AVX2 static void hrow(const cvcpu_img *g, float *dst, const float *src, si
  * an operand of the add, so that 8 accumulators run without carrying rows
  * from step to step. */
 CVCPU_AVX2 static CVCPU_INLINE void vcol32(const float *const *restrict r, size_t c,
-                                           const float *restrict w, size_t K, int sym,
-                                           __m256 x[4], __m256 y[4])
+                                           const float *restrict w, size_t K, int sym, __m256 x[4],
+                                           __m256 y[4])
 {
     if (!sym) {
         __m256 w0 = _mm256_broadcast_ss(w);
@@ -303,8 +301,7 @@ CVCPU_AVX2 static CVCPU_INLINE void vcol32(const float *const *restrict r, size_
             x[i] = _mm256_fmadd_ps(
                 wk, _mm256_add_ps(_mm256_loadu_ps(a + 8 * i), _mm256_loadu_ps(b + 8 * i)), x[i]);
             y[i] = _mm256_fmadd_ps(
-                wk, _mm256_add_ps(_mm256_loadu_ps(a1 + 8 * i), _mm256_loadu_ps(b1 + 8 * i)),
-                y[i]);
+                wk, _mm256_add_ps(_mm256_loadu_ps(a1 + 8 * i), _mm256_loadu_ps(b1 + 8 * i)), y[i]);
         }
     }
     if (K & 1) {
@@ -346,8 +343,8 @@ CVCPU_AVX2 static CVCPU_INLINE void vemit_t(const cvcpu_img *g, char *d0, char *
 }
 
 /* Two output rows, d[0] and d[1]. */
-CVCPU_AVX2 static void vemit(const cvcpu_img *g, char *const *d, const float *const *r,
-                             size_t m, const float *w, size_t K, int sym)
+CVCPU_AVX2 static void vemit(const cvcpu_img *g, char *const *d, const float *const *r, size_t m,
+                             const float *w, size_t K, int sym)
 {
     const char *const *rows = (const char *const *)(const void *)r;
     char *d0 = d[0], *d1 = d[1];

@@ -18,8 +18,8 @@
  * saturated and NaN to 0 as cvcpu_emit16 (max(v, 0) gives 0 for NaN). */
 CVCPU_AVX512 static CVCPU_INLINE __m512i cvt512(__m512 x, float hi)
 {
-    return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(x, _mm512_setzero_ps()),
-                                            _mm512_set1_ps(hi)));
+    return _mm512_cvtps_epi32(
+        _mm512_min_ps(_mm512_max_ps(x, _mm512_setzero_ps()), _mm512_set1_ps(hi)));
 }
 
 /* NV vectors at p + o + 16 i (p 64-byte aligned, NV <= 8): aligned loads
@@ -36,14 +36,26 @@ CVCPU_AVX512 static CVCPU_INLINE void shifted512(const float *p, size_t o, int N
     for (int i = 0; i <= NV; i++)
         v[i] = _mm512_load_si512(a + i);
     switch (o & 15) {
-#define CVCPU_SH(S)                                                                        \
-    case S:                                                                              \
-        for (int i = 0; i < NV; i++)                                                     \
-            out[i] = _mm512_castsi512_ps(_mm512_alignr_epi32(v[i + 1], v[i], S));        \
+#define CVCPU_SH(S)                                                               \
+    case S:                                                                       \
+        for (int i = 0; i < NV; i++)                                              \
+            out[i] = _mm512_castsi512_ps(_mm512_alignr_epi32(v[i + 1], v[i], S)); \
         break;
-        CVCPU_SH(1) CVCPU_SH(2) CVCPU_SH(3) CVCPU_SH(4) CVCPU_SH(5) CVCPU_SH(6) CVCPU_SH(7)
-        CVCPU_SH(8) CVCPU_SH(9) CVCPU_SH(10) CVCPU_SH(11) CVCPU_SH(12) CVCPU_SH(13)
-        CVCPU_SH(14) default: CVCPU_SH(15)
+        CVCPU_SH(1)
+        CVCPU_SH(2)
+        CVCPU_SH(3)
+        CVCPU_SH(4)
+        CVCPU_SH(5)
+        CVCPU_SH(6)
+        CVCPU_SH(7)
+        CVCPU_SH(8)
+        CVCPU_SH(9)
+        CVCPU_SH(10)
+        CVCPU_SH(11)
+        CVCPU_SH(12)
+        CVCPU_SH(13)
+        CVCPU_SH(14)
+    default: CVCPU_SH(15)
 #undef CVCPU_SH
     }
 }
@@ -115,13 +127,13 @@ CVCPU_AVX512 static void hrow512(const cvcpu_img *g, float *dst, const float *sr
     /* short symmetric filters of 1 to 4 channels: every offset known at
      * compile time, so each aligned vector is loaded once for all taps */
 #define CVCPU_HR(KK, CC) hrow512_t(dst, src, n, w, KK, CC, 1)
-#define CVCPU_HR_C(KK)                                                                     \
-    switch (C) {                                                                         \
-    case 1: CVCPU_HR(KK, 1); return;                                                     \
-    case 2: CVCPU_HR(KK, 2); return;                                                     \
-    case 3: CVCPU_HR(KK, 3); return;                                                     \
-    case 4: CVCPU_HR(KK, 4); return;                                                     \
-    default: CVCPU_HR(KK, C); return;                                                    \
+#define CVCPU_HR_C(KK)                \
+    switch (C) {                      \
+    case 1: CVCPU_HR(KK, 1); return;  \
+    case 2: CVCPU_HR(KK, 2); return;  \
+    case 3: CVCPU_HR(KK, 3); return;  \
+    case 4: CVCPU_HR(KK, 4); return;  \
+    default: CVCPU_HR(KK, C); return; \
     }
     if (sym) {
         switch (K) {
@@ -212,8 +224,8 @@ CVCPU_AVX512 static CVCPU_INLINE void vcol512(const float *const *restrict r, si
 /* The vertical pass over m columns of float rows r[0 .. K + VROWS512 - 1)
  * (padded to a multiple of 32), output rows d[j] (NULL: not stored). */
 CVCPU_AVX512 static CVCPU_INLINE void vemit512_t(const cvcpu_img *g, char *const *d,
-                                                 const float *const *r, size_t m,
-                                                 const float *w, size_t K, int sym, int t)
+                                                 const float *const *r, size_t m, const float *w,
+                                                 size_t K, int sym, int t)
 {
     const size_t oes = t == CVCPU_OUT_U8 ? 1 : t == CVCPU_OUT_U16 ? 2 : 4;
     __m512 acc[VROWS512];
@@ -244,8 +256,8 @@ CVCPU_AVX512 static CVCPU_INLINE void vemit512_t(const cvcpu_img *g, char *const
  * pointers the stores might alias (vemit512_t kept its eight sums on the
  * stack and reloaded the flag for every store). */
 CVCPU_AVX512 static CVCPU_INLINE void vshort512_t(const cvcpu_img *g, char *const *d,
-                                                  const float *const *r, size_t m,
-                                                  const float *w, const size_t K, const int t)
+                                                  const float *const *r, size_t m, const float *w,
+                                                  const size_t K, const int t)
 {
     enum { J = VROWS512 };
     const size_t oes = t == CVCPU_OUT_U8 ? 1 : t == CVCPU_OUT_U16 ? 2 : 4;
@@ -290,24 +302,24 @@ CVCPU_AVX512 static void vemit512(const cvcpu_img *g, char *const *d, const floa
 {
 #define CVCPU_VE(KK, SYM, T) vemit512_t(g, d, r, m, w, KK, SYM, T)
 #define CVCPU_VS(KK, T) vshort512_t(g, d, r, m, w, KK, T)
-#define CVCPU_VE_K(T)                                                                      \
-    do {                                                                                 \
-        if (!sym)                                                                        \
-            CVCPU_VE(K, 0, T);                                                           \
-        else if (all && K == 3)                                                          \
-            CVCPU_VS(3, T);                                                              \
-        else if (all && K == 5)                                                          \
-            CVCPU_VS(5, T);                                                              \
-        else if (all && K == 7)                                                          \
-            CVCPU_VS(7, T);                                                              \
-        else if (all && K == 9)                                                          \
-            CVCPU_VS(9, T);                                                              \
-        else if (K == 5)                                                                 \
-            CVCPU_VE(5, 1, T);                                                           \
-        else if (K == 9)                                                                 \
-            CVCPU_VE(9, 1, T);                                                           \
-        else                                                                             \
-            CVCPU_VE(K, 1, T);                                                           \
+#define CVCPU_VE_K(T)           \
+    do {                        \
+        if (!sym)               \
+            CVCPU_VE(K, 0, T);  \
+        else if (all && K == 3) \
+            CVCPU_VS(3, T);     \
+        else if (all && K == 5) \
+            CVCPU_VS(5, T);     \
+        else if (all && K == 7) \
+            CVCPU_VS(7, T);     \
+        else if (all && K == 9) \
+            CVCPU_VS(9, T);     \
+        else if (K == 5)        \
+            CVCPU_VE(5, 1, T);  \
+        else if (K == 9)        \
+            CVCPU_VE(9, 1, T);  \
+        else                    \
+            CVCPU_VE(K, 1, T);  \
     } while (0)
     /* every output row stored: the short kernels */
     int all = 1;

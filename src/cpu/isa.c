@@ -11,8 +11,8 @@
 #include <string.h>
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static int g_isa;                                   /* the CPU's, capped by CONVOLVE_CPU_ISA */
-static atomic_int g_limit = CVCPU_ISA_AVX512;       /* cvcpu_fast_limit_isa's cap */
+static int g_isa;                             /* the CPU's, capped by CONVOLVE_CPU_ISA */
+static atomic_int g_limit = CVCPU_ISA_AVX512; /* cvcpu_fast_limit_isa's cap */
 
 int cvcpu_isa_parse(const char *name)
 {

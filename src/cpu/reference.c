@@ -18,8 +18,8 @@ static ptrdiff_t *axis_map(const cvi_problem *p, int a, size_t lo, size_t hi)
     ptrdiff_t *map = malloc(len * sizeof *map);
     if (map)
         for (size_t t = 0; t < len; t++)
-            map[t] = cvi_boundary_index((ptrdiff_t)(lo + t) - p->koff[a],
-                                        (ptrdiff_t)p->shape[a], p->mode);
+            map[t] = cvi_boundary_index((ptrdiff_t)(lo + t) - p->koff[a], (ptrdiff_t)p->shape[a],
+                                        p->mode);
     return map;
 }
 
@@ -60,21 +60,19 @@ convolve_status cvcpu_reference(const cvi_problem *p, int threads, const void *i
                             if (j0 < 0 || j1 < 0 || j2 < 0)
                                 v = p->cval;
                             else
-                                v = cvi_load_double(p->in_type,
-                                                    src + j0 * p->in_strides[0] +
-                                                        j1 * p->in_strides[1] +
-                                                        j2 * p->in_strides[2] +
-                                                        (ptrdiff_t)c * p->in_cstride);
+                                v = cvi_load_double(p->in_type, src + j0 * p->in_strides[0] +
+                                                                    j1 * p->in_strides[1] +
+                                                                    j2 * p->in_strides[2] +
+                                                                    (ptrdiff_t)c * p->in_cstride);
                             acc += *w * v;
                         }
                     }
                 }
-                cvi_store_cast(p->out_type, p->cast, p->divisor, p->snap,
-                                 dst + (ptrdiff_t)i0 * p->out_strides[0] +
-                                     (ptrdiff_t)i1 * p->out_strides[1] +
-                                     (ptrdiff_t)i2 * p->out_strides[2] +
-                                     (ptrdiff_t)c * p->out_cstride,
-                                 acc);
+                cvi_store_cast(
+                    p->out_type, p->cast, p->divisor, p->snap,
+                    dst + (ptrdiff_t)i0 * p->out_strides[0] + (ptrdiff_t)i1 * p->out_strides[1] +
+                        (ptrdiff_t)i2 * p->out_strides[2] + (ptrdiff_t)c * p->out_cstride,
+                    acc);
             }
         }
     }

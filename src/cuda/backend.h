@@ -21,11 +21,11 @@ extern const cvi_strategy cvcu_strategies[];
 void cvcu_probe(cvi_device *dev);
 const cvi_strategy *cvcu_pick(const cvi_device *dev, const cvi_problem *p, char *why,
                               size_t why_size);
-convolve_status cvcu_prepare(convolve_context *ctx, const cvi_device *dev,
-                             const cvi_strategy *s, const cvi_problem *p, void **state);
+convolve_status cvcu_prepare(convolve_context *ctx, const cvi_device *dev, const cvi_strategy *s,
+                             const cvi_problem *p, void **state);
 convolve_status cvcu_execute_host(convolve_context *ctx, void *state, const void *in, void *out);
-convolve_status cvcu_execute_device(convolve_context *ctx, void *state, const void *in,
-                                    void *out, void *stream);
+convolve_status cvcu_execute_device(convolve_context *ctx, void *state, const void *in, void *out,
+                                    void *stream);
 convolve_status cvcu_benchmark(convolve_context *ctx, void *state, int warmup, int runs,
                                double *times_ms);
 void cvcu_release(void *state);

@@ -47,7 +47,7 @@ typedef long long i64;
  * given configuration and the parenthesised argument list ARGS. */
 #ifndef CVK_LAUNCH
 #define CVK_LAUNCH(K, grid, block, smem, stream, ARGS) K<<<grid, block, smem, stream>>> ARGS
-#define CVK_LAUNCH_T(K, T, A, grid, block, smem, stream, ARGS)                                \
+#define CVK_LAUNCH_T(K, T, A, grid, block, smem, stream, ARGS) \
     K<T, A><<<grid, block, smem, stream>>> ARGS
 #endif
 
@@ -76,10 +76,22 @@ __device__ __forceinline__ A cvk_fetch_yx(const cvk_args &a, const T *src, i64 j
     return (r1 | r2) < 0 ? (A)a.cval : cvk_ld<T, A>(src + r1 * a.is[1] + r2 * a.is[2]);
 }
 
-__device__ __forceinline__ uint8_t cvk_sat_u8(float v) { return cvi_saturate_u8f(v); }
-__device__ __forceinline__ uint8_t cvk_sat_u8(double v) { return cvi_saturate_u8(v); }
-__device__ __forceinline__ uint16_t cvk_sat_u16(float v) { return cvi_saturate_u16f(v); }
-__device__ __forceinline__ uint16_t cvk_sat_u16(double v) { return cvi_saturate_u16(v); }
+__device__ __forceinline__ uint8_t cvk_sat_u8(float v)
+{
+    return cvi_saturate_u8f(v);
+}
+__device__ __forceinline__ uint8_t cvk_sat_u8(double v)
+{
+    return cvi_saturate_u8(v);
+}
+__device__ __forceinline__ uint16_t cvk_sat_u16(float v)
+{
+    return cvi_saturate_u16f(v);
+}
+__device__ __forceinline__ uint16_t cvk_sat_u16(double v)
+{
+    return cvi_saturate_u16(v);
+}
 
 /* Writes the result v to output element `off` (in output elements). The
  * switch is uniform across the grid. */
@@ -87,12 +99,8 @@ template <typename A>
 __device__ __forceinline__ void cvk_store(const cvk_args &a, i64 off, A v)
 {
     switch (a.out_type) {
-    case CVI_DTYPE_FLOAT32:
-        ((float *)a.out)[off] = (float)v;
-        break;
-    case CVI_DTYPE_FLOAT64:
-        ((double *)a.out)[off] = (double)v;
-        break;
+    case CVI_DTYPE_FLOAT32: ((float *)a.out)[off] = (float)v; break;
+    case CVI_DTYPE_FLOAT64: ((double *)a.out)[off] = (double)v; break;
     case CVI_DTYPE_UINT8:
         if (a.cast == CVI_CAST_TRUNCATE) /* the sum is double here (CVK_LAUNCH_TYPED_CAST) */
             ((uint8_t *)a.out)[off] = cvi_truncate_u8((double)v, a.divisor, a.snap);
@@ -135,7 +143,10 @@ __device__ __forceinline__ int cvk_clamp_int(i64 v, int hi)
 {
     return v < 0 ? 0 : v > (i64)hi ? hi : (int)v;
 }
-__device__ __forceinline__ i64 cvk_min64(i64 a, i64 b) { return a < b ? a : b; }
+__device__ __forceinline__ i64 cvk_min64(i64 a, i64 b)
+{
+    return a < b ? a : b;
+}
 
 /* Grid extent for `tiles` block tiles along x, or along y/z. */
 static inline unsigned cvk_grid_x(long long tiles)
@@ -147,7 +158,10 @@ static inline unsigned cvk_grid_yz(long long tiles)
     return (unsigned)(tiles < CVK_GRID_YZ_MAX ? tiles : CVK_GRID_YZ_MAX);
 }
 
-static inline long long cvk_ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+static inline long long cvk_ceil_div(long long a, long long b)
+{
+    return (a + b - 1) / b;
+}
 
 /* Blocks a grid-stride kernel over a flat range needs at most: enough for
  * every multiprocessor of a large GPU many times over. */
@@ -181,55 +195,53 @@ __device__ __forceinline__ long long cvk_grid_row()
 /* Launches kernel template K for the input type of a (float, double, uint8,
  * uint16 with float, double, float, float accumulation). ARGS is the
  * parenthesised argument list. */
-#define CVK_LAUNCH_TYPED(K, a, grid, block, smem, stream, ARGS)                               \
-    do {                                                                                      \
-        switch ((a).in_type) {                                                                \
-        case CVI_DTYPE_FLOAT32:                                                               \
-            CVK_LAUNCH_T(K, float, float, grid, block, smem, stream, ARGS);                   \
-            break;                                                                            \
-        case CVI_DTYPE_FLOAT64:                                                               \
-            CVK_LAUNCH_T(K, double, double, grid, block, smem, stream, ARGS);                 \
-            break;                                                                            \
-        case CVI_DTYPE_UINT8:                                                                 \
-            CVK_LAUNCH_T(K, uint8_t, float, grid, block, smem, stream, ARGS);                 \
-            break;                                                                            \
-        default:                                                                              \
-            CVK_LAUNCH_T(K, uint16_t, float, grid, block, smem, stream, ARGS);                \
-            break;                                                                            \
-        }                                                                                     \
+#define CVK_LAUNCH_TYPED(K, a, grid, block, smem, stream, ARGS)                            \
+    do {                                                                                   \
+        switch ((a).in_type) {                                                             \
+        case CVI_DTYPE_FLOAT32:                                                            \
+            CVK_LAUNCH_T(K, float, float, grid, block, smem, stream, ARGS);                \
+            break;                                                                         \
+        case CVI_DTYPE_FLOAT64:                                                            \
+            CVK_LAUNCH_T(K, double, double, grid, block, smem, stream, ARGS);              \
+            break;                                                                         \
+        case CVI_DTYPE_UINT8:                                                              \
+            CVK_LAUNCH_T(K, uint8_t, float, grid, block, smem, stream, ARGS);              \
+            break;                                                                         \
+        default: CVK_LAUNCH_T(K, uint16_t, float, grid, block, smem, stream, ARGS); break; \
+        }                                                                                  \
     } while (0)
 
 /* CVK_LAUNCH_TYPED, with double accumulation for every input under
  * scipy's cast (a.cast == CVI_CAST_TRUNCATE): the basic and constant
  * kernels, the ones that serve it. */
-#define CVK_LAUNCH_TYPED_CAST(K, a, grid, block, smem, stream, ARGS)                          \
-    do {                                                                                      \
-        if ((a).cast == CVI_CAST_TRUNCATE && (a).in_type == CVI_DTYPE_UINT8)                  \
-            CVK_LAUNCH_T(K, uint8_t, double, grid, block, smem, stream, ARGS);                \
-        else if ((a).cast == CVI_CAST_TRUNCATE && (a).in_type == CVI_DTYPE_UINT16)            \
-            CVK_LAUNCH_T(K, uint16_t, double, grid, block, smem, stream, ARGS);               \
-        else if ((a).cast == CVI_CAST_TRUNCATE && (a).in_type == CVI_DTYPE_FLOAT32)           \
-            CVK_LAUNCH_T(K, float, double, grid, block, smem, stream, ARGS);                  \
-        else                                                                                  \
-            CVK_LAUNCH_TYPED(K, a, grid, block, smem, stream, ARGS);                          \
+#define CVK_LAUNCH_TYPED_CAST(K, a, grid, block, smem, stream, ARGS)                \
+    do {                                                                            \
+        if ((a).cast == CVI_CAST_TRUNCATE && (a).in_type == CVI_DTYPE_UINT8)        \
+            CVK_LAUNCH_T(K, uint8_t, double, grid, block, smem, stream, ARGS);      \
+        else if ((a).cast == CVI_CAST_TRUNCATE && (a).in_type == CVI_DTYPE_UINT16)  \
+            CVK_LAUNCH_T(K, uint16_t, double, grid, block, smem, stream, ARGS);     \
+        else if ((a).cast == CVI_CAST_TRUNCATE && (a).in_type == CVI_DTYPE_FLOAT32) \
+            CVK_LAUNCH_T(K, float, double, grid, block, smem, stream, ARGS);        \
+        else                                                                        \
+            CVK_LAUNCH_TYPED(K, a, grid, block, smem, stream, ARGS);                \
     } while (0)
 
 /* Raises the dynamic shared-memory limit of kernel template K's instance for
  * a's input type to smem bytes, when smem is over the default. */
-#define CVK_OPT_IN_SHARED(K, a, smem, err)                                                    \
-    do {                                                                                      \
-        (err) = cudaSuccess;                                                                  \
-        if ((smem) > CVK_DEFAULT_SHARED) {                                                    \
-            const void *f_;                                                                   \
-            switch ((a).in_type) {                                                            \
-            case CVI_DTYPE_FLOAT32: f_ = (const void *)K<float, float>; break;                \
-            case CVI_DTYPE_FLOAT64: f_ = (const void *)K<double, double>; break;              \
-            case CVI_DTYPE_UINT8: f_ = (const void *)K<uint8_t, float>; break;                \
-            default: f_ = (const void *)K<uint16_t, float>; break;                            \
-            }                                                                                 \
-            (err) = cudaFuncSetAttribute(f_, cudaFuncAttributeMaxDynamicSharedMemorySize,     \
-                                         (int)(smem));                                        \
-        }                                                                                     \
+#define CVK_OPT_IN_SHARED(K, a, smem, err)                                                \
+    do {                                                                                  \
+        (err) = cudaSuccess;                                                              \
+        if ((smem) > CVK_DEFAULT_SHARED) {                                                \
+            const void *f_;                                                               \
+            switch ((a).in_type) {                                                        \
+            case CVI_DTYPE_FLOAT32: f_ = (const void *)K<float, float>; break;            \
+            case CVI_DTYPE_FLOAT64: f_ = (const void *)K<double, double>; break;          \
+            case CVI_DTYPE_UINT8: f_ = (const void *)K<uint8_t, float>; break;            \
+            default: f_ = (const void *)K<uint16_t, float>; break;                        \
+            }                                                                             \
+            (err) = cudaFuncSetAttribute(f_, cudaFuncAttributeMaxDynamicSharedMemorySize, \
+                                         (int)(smem));                                    \
+        }                                                                                 \
     } while (0)
 
 /* ---- asynchronous copies global -> shared (cp.async, sm_80+) ------------ *
@@ -253,7 +265,8 @@ __device__ __forceinline__ void cvk_cp_commit()
 {
     asm volatile("cp.async.commit_group;\n" ::);
 }
-template <int N> __device__ __forceinline__ void cvk_cp_wait()
+template <int N>
+__device__ __forceinline__ void cvk_cp_wait()
 {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }

@@ -162,9 +162,9 @@ __global__ void __launch_bounds__(CAST_THREADS, 4)
     enum { P = CAST_P, TW = CAST_THREADS / C / P * P, TH = CAST_TH_SEP, GC = TW / P * C };
     CVK_DYNAMIC_SHARED(smem);
     double *mid = (double *)smem;
-    const int NP = TW + a.kx - 1;        /* staged pixels a row */
-    const int L4 = (NP + P - 1) / P;     /* of each phase */
-    const int ROW = P * L4 * C;          /* doubles a staged row */
+    const int NP = TW + a.kx - 1;    /* staged pixels a row */
+    const int L4 = (NP + P - 1) / P; /* of each phase */
+    const int ROW = P * L4 * C;      /* doubles a staged row */
     const long long tiles_x = (a.width + TW - 1) / TW, tiles_y = (a.height + TH - 1) / TH;
     const int t = threadIdx.x;
     /* block-uniform loop bounds: the barriers below stay legal */
@@ -233,7 +233,8 @@ __global__ void __launch_bounds__(CAST_THREADS, 4)
 
 typedef void (*cast_kernel_fn)(cvk_cast_args);
 
-template <typename T> static cast_kernel_fn pick(int C, int pass)
+template <typename T>
+static cast_kernel_fn pick(int C, int pass)
 {
     switch (C) {
     case 1: return pass ? cvk_cast_pass_kernel<T, 1> : cvk_cast_sep_kernel<T, 1>;
@@ -247,9 +248,9 @@ template <typename T> static cast_kernel_fn pick(int C, int pass)
 extern "C" cudaError_t cvk_cast_launch(const cvk_cast_args *a, cudaStream_t stream)
 {
     const int C = a->channels;
-    if (C < 1 || C > CVK_CAST_MAX_CHANNELS || a->ky < 1 || a->ky > CVK_CAST_MAX_K ||
-        a->kx < 1 || a->kx > CVK_CAST_MAX_K || a->koffy < 0 || a->koffy >= a->ky ||
-        a->koffx < 0 || a->koffx >= a->kx || a->planes < 1 || a->height < 1 || a->width < 1 ||
+    if (C < 1 || C > CVK_CAST_MAX_CHANNELS || a->ky < 1 || a->ky > CVK_CAST_MAX_K || a->kx < 1 ||
+        a->kx > CVK_CAST_MAX_K || a->koffy < 0 || a->koffy >= a->ky || a->koffx < 0 ||
+        a->koffx >= a->kx || a->planes < 1 || a->height < 1 || a->width < 1 ||
         (a->type != CVI_DTYPE_UINT8 && a->type != CVI_DTYPE_UINT16))
         return cudaErrorInvalidValue;
     const int pass = a->kx == 1;
@@ -259,8 +260,8 @@ extern "C" cudaError_t cvk_cast_launch(const cvk_cast_args *a, cudaStream_t stre
     const int th = pass ? CAST_TH_PASS : CAST_TH_SEP;
     const long long L4 = (TW + a->kx - 1 + CAST_P - 1) / CAST_P;
     const size_t smem = pass ? 0 : (size_t)th * (size_t)(CAST_P * L4 * C) * sizeof(double);
-    const dim3 grid(cvk_grid_x(cvk_ceil_div(a->width, TW)), cvk_grid_yz(cvk_ceil_div(a->height, th)),
-                    cvk_grid_yz(a->planes));
+    const dim3 grid(cvk_grid_x(cvk_ceil_div(a->width, TW)),
+                    cvk_grid_yz(cvk_ceil_div(a->height, th)), cvk_grid_yz(a->planes));
     CVK_LAUNCH(fn, grid, CAST_THREADS, smem, stream, (*a));
     return cudaGetLastError();
 }

@@ -20,20 +20,20 @@ extern "C" {
 #define CVK_CAST_MAX_CHANNELS 4
 
 typedef struct cvk_cast_args {
-    const void *in;                /* element (plane 0, row 0, pixel 0, channel 0) */
+    const void *in; /* element (plane 0, row 0, pixel 0, channel 0) */
     void *out;
     long long planes, height, width; /* planes are independent (a 3-D problem with
                                         one tap along its slowest axis) */
-    long long is[3], ics;          /* input strides (plane, row, pixel; channel) in elements */
-    long long os[3], ocs;          /* output strides */
-    int channels;                  /* 1..CVK_CAST_MAX_CHANNELS */
-    int type;                      /* CVI_DTYPE_UINT8 or CVI_DTYPE_UINT16, input and output */
-    int ky, kx;                    /* taps along y and x, 1..CVK_CAST_MAX_K */
-    int koffy, koffx;              /* out[y][x] reads in[y + k - koffy][x + k - koffx] */
-    int mode;                      /* CVI_MODE_* */
+    long long is[3], ics;            /* input strides (plane, row, pixel; channel) in elements */
+    long long os[3], ocs;            /* output strides */
+    int channels;                    /* 1..CVK_CAST_MAX_CHANNELS */
+    int type;                        /* CVI_DTYPE_UINT8 or CVI_DTYPE_UINT16, input and output */
+    int ky, kx;                      /* taps along y and x, 1..CVK_CAST_MAX_K */
+    int koffy, koffx;                /* out[y][x] reads in[y + k - koffy][x + k - koffx] */
+    int mode;                        /* CVI_MODE_* */
     double cval;
-    double divisor, snap;          /* the cast's (cvi_truncate_u8/u16) */
-    double ty[CVK_CAST_MAX_K];     /* correlation form */
+    double divisor, snap;      /* the cast's (cvi_truncate_u8/u16) */
+    double ty[CVK_CAST_MAX_K]; /* correlation form */
     double tx[CVK_CAST_MAX_K];
 } cvk_cast_args;
 

@@ -170,7 +170,8 @@ extern "C" cudaError_t cvk_direct2d_launch(const cvk_direct_args *a, cudaStream_
     const long long want = cvk_multiprocessors(a->multiprocessors) * 16;
     long long strip = (p.H * bx + want - 1) / want;
     const long long min_strip = (a->separable ? 4 : 2) * (K - 1) > 16
-                                    ? (a->separable ? 4 : 2) * (K - 1) : 16;
+                                    ? (a->separable ? 4 : 2) * (K - 1)
+                                    : 16;
     strip = strip < min_strip ? min_strip : strip > 128 ? 128 : strip;
     if (strip > p.H)
         strip = p.H;

@@ -51,16 +51,16 @@ typedef struct cvk_direct_params {
     const char *in;
     char *out;
     long long in_row, out_row;
-    long long H;         /* rows */
-    long long W, WC;     /* pixels and elements per row */
-    long long N;         /* 1-D: samples (= WC) */
-    long long first;     /* centred element of the first fast segment's lane 0 */
-    long long nwarps;    /* fast segments along a row */
-    int koffy, shift;    /* vertical offset; output element = centred element + shift */
+    long long H;      /* rows */
+    long long W, WC;  /* pixels and elements per row */
+    long long N;      /* 1-D: samples (= WC) */
+    long long first;  /* centred element of the first fast segment's lane 0 */
+    long long nwarps; /* fast segments along a row */
+    int koffy, shift; /* vertical offset; output element = centred element + shift */
     int mode, out_type;
-    int strip;           /* rows per block */
-    int vec_store;       /* outputs allow vector stores */
-    int aligned;         /* 2-D: input rows allow 16-byte copies */
+    int strip;     /* rows per block */
+    int vec_store; /* outputs allow vector stores */
+    int aligned;   /* 2-D: input rows allow 16-byte copies */
     float cval;
     /* dense: K*K weights; separable: K vertical then K horizontal taps */
     float w[CVK_DIRECT2D_MAX_K * CVK_DIRECT2D_MAX_K];
@@ -71,8 +71,14 @@ static_assert(2 * CVK_DIRECT2D_MAX_SEP_K <= CVK_DIRECT2D_MAX_K * CVK_DIRECT2D_MA
                   CVK_DIRECT1D_MAX_K <= CVK_DIRECT2D_MAX_K * CVK_DIRECT2D_MAX_K,
               "cvk_direct_params.w is too small");
 
-__device__ __forceinline__ float cvk_to_float(float v) { return v; }
-__device__ __forceinline__ float cvk_to_float(unsigned char v) { return (float)v; }
+__device__ __forceinline__ float cvk_to_float(float v)
+{
+    return v;
+}
+__device__ __forceinline__ float cvk_to_float(unsigned char v)
+{
+    return (float)v;
+}
 
 /* Loads V consecutive elements at p (aligned to V * sizeof(T)) as floats. */
 __device__ __forceinline__ void cvk_load_vec(const float *p, float (&v)[4])
@@ -140,7 +146,7 @@ __device__ __forceinline__ void cvk_load_segment(const T *row, long long we0, in
 #pragma unroll
     for (int i = 0; i < V; i++)
         r[i] = own[i];
-    const long long ex = lane < HALO ? we0 - HALO + lane
+    const long long ex = lane < HALO         ? we0 - HALO + lane
                          : lane >= 32 - HALO ? we0 + SEG + (lane - (32 - HALO))
                                              : -1;
     r[V] = ex >= 0 ? cvk_to_float(row[ex]) : 0.0f;
@@ -161,8 +167,8 @@ __device__ __forceinline__ void cvk_shuffle_window(const float (&r)[V + 1], int 
             win[j] = r[d];
         } else {
             const int dl = d >= 0 ? d / V : -((-d + V - 1) / V); /* floor(d / V) */
-            const int slot = d - dl * V;                        /* 0..V-1 */
-            const int q = lane * V + d;                         /* warp-relative element */
+            const int slot = d - dl * V;                         /* 0..V-1 */
+            const int q = lane * V + d;                          /* warp-relative element */
             float vm = __shfl_sync(CVK_FULL_MASK, r[slot], (lane + dl) & 31);
             int xl = q < 0 ? q + HALO : q - SEG + (32 - HALO);
             float ve = __shfl_sync(CVK_FULL_MASK, r[V], xl & 31);
@@ -178,14 +184,15 @@ __device__ __forceinline__ void cvk_shuffle_window(const float (&r)[V + 1], int 
 /* The ring's geometry for element type T, V elements a lane, halo HALO
  * elements: a row slot holds the warp's segment and HP >= HALO elements each
  * side, HP a whole number of 16-byte chunks. */
-template <typename T, int V, int HALO> struct cvk_ring {
+template <typename T, int V, int HALO>
+struct cvk_ring {
     enum {
         SEG = 32 * V,
         PER16 = 16 / (int)sizeof(T),
         HP = (HALO + PER16 - 1) / PER16 * PER16,
-        L = SEG + 2 * HP,                     /* elements a slot */
-        CHUNKS = L / PER16,                   /* 16-byte copies a row */
-        BYTES = L * (int)sizeof(T) * CVK_RING_ROWS  /* a warp's ring */
+        L = SEG + 2 * HP,                          /* elements a slot */
+        CHUNKS = L / PER16,                        /* 16-byte copies a row */
+        BYTES = L * (int)sizeof(T) * CVK_RING_ROWS /* a warp's ring */
     };
 };
 
@@ -219,9 +226,7 @@ __device__ __noinline__ void cvk_ring_fill_mapped(const cvk_direct_params &p, co
             const long long pix = g >= 0 ? g / C : -((-g + C - 1) / C);
             const long long mp = cvi_boundary_index(pix, p.W, p.mode);
             /* CONSTANT past the ends: cval, an exact T (strategies.c checks) */
-            v[k] = i >= G::L ? (T)0
-                   : mp < 0  ? (T)p.cval
-                             : ((const T *)row)[mp * C + (g - pix * C)];
+            v[k] = i >= G::L ? (T)0 : mp < 0 ? (T)p.cval : ((const T *)row)[mp * C + (g - pix * C)];
         }
 #pragma unroll
         for (int k = 0; k < PER; k++)
@@ -282,8 +287,7 @@ __device__ __forceinline__ void cvk_lds(const unsigned char *p, float (&v)[8])
 
 /* The lane's window (V + 2*HALO elements centred on its own V) from a slot. */
 template <typename T, int V, int HALO>
-__device__ __forceinline__ void cvk_ring_window(const T *slot, int lane,
-                                                float (&win)[V + 2 * HALO])
+__device__ __forceinline__ void cvk_ring_window(const T *slot, int lane, float (&win)[V + 2 * HALO])
 {
     typedef cvk_ring<T, V, HALO> G;
     enum { WIN = V + 2 * HALO, O = G::HP - HALO, Q = (O + WIN + V - 1) / V };
@@ -306,9 +310,10 @@ __device__ __forceinline__ void cvk_ring_window(const T *slot, int lane,
  * accumulator rows; output t-ky takes weight row ky (only outputs 0..rows-1
  * are worth the FMAs). ROT: output o lives in acc[o % K] and u = t % K is a
  * compile-time constant; else acc[K-1-ky] and the rows shift after. */
-template <int K, int C, int V, bool SEP, bool ROT>
-__device__ __forceinline__ void cvk_accumulate_row(const cvk_direct_params &p, const float *win,
-                                                   int u, int t, int rows, float (&acc)[K][V])
+template <int K, int C, int V, bool SEP
+, bool ROT > __device__ __forceinline__ void cvk_accumulate_row(const cvk_direct_params &p,
+                                                                const float *win, int u, int t,
+                                                                int rows, float (&acc)[K][V])
 {
     if (SEP) {
         /* a row outside (CONSTANT) holds cval, so h = cval * sum(wx): the
@@ -367,9 +372,9 @@ __device__ __forceinline__ void cvk_store_row(const cvk_direct_params &p, long l
     }
 }
 
-template <int K, int C, typename T, bool SEP, int V>
-__global__ void __launch_bounds__(CVK_DIRECT_WARPS * 32)
-    cvk_direct2d_kernel(const __grid_constant__ cvk_direct_params p)
+template <int K, int C, typename T, bool SEP
+, int V > __global__ void __launch_bounds__(CVK_DIRECT_WARPS * 32)
+              cvk_direct2d_kernel(const __grid_constant__ cvk_direct_params p)
 {
     enum { HALO = (K / 2) * C, WIN = V + 2 * HALO };
     /* rotate the accumulator rows (unrolling rows by K) where the shifts
@@ -432,7 +437,8 @@ __global__ void __launch_bounds__(CVK_DIRECT_WARPS * 32)
                 cvk_ring_window<T, V, HALO>(ring + slot * G::L, lane, win);
             }
             __syncwarp(); /* the slot may be refilled next row */
-            cvk_accumulate_row<K, C, V, SEP, ROT>(p, win, u, t, rows, acc);
+            cvk_accumulate_row < K, C, V, SEP
+            , ROT > (p, win, u, t, rows, acc);
             const int o = t - (K - 1); /* output row o is complete */
             const int done = ROT ? (u + 1) % K : 0;
             if (o >= 0)

@@ -24,9 +24,9 @@ extern "C" {
 #define CVK_DIRECT2D_MAX_SEP_K_U8 9
 
 typedef struct cvk_direct_args {
-    const void *in;          /* element (0, 0, channel 0) */
+    const void *in; /* element (0, 0, channel 0) */
     void *out;
-    ptrdiff_t in_row;        /* bytes between rows */
+    ptrdiff_t in_row; /* bytes between rows */
     ptrdiff_t out_row;
     long long height, width; /* pixels */
     int channels;            /* interleaved; neighbours along x are `channels` elements apart */
@@ -35,11 +35,11 @@ typedef struct cvk_direct_args {
     int koffy, koffx;        /* correlation offsets, 0 <= koff < K */
     int mode;                /* CVI_MODE_* */
     float cval;
-    int in_type, out_type;   /* convolve_dtype */
-    int separable;           /* 1: taps_y and taps_x; 0: weights */
-    const double *weights;   /* K*K, correlation form, C order */
+    int in_type, out_type;         /* convolve_dtype */
+    int separable;                 /* 1: taps_y and taps_x; 0: weights */
+    const double *weights;         /* K*K, correlation form, C order */
     const double *taps_y, *taps_x; /* K each, correlation form */
-    int multiprocessors;     /* of the device, to size the grid */
+    int multiprocessors;           /* of the device, to size the grid */
 } cvk_direct_args;
 
 /* 1 if a 2-D kernel serves this element type, channel count, extent and kind. */

@@ -20,9 +20,9 @@
 
 #include <stdint.h>
 
-#define CVK_3D_TY 8     /* output rows per block (one warp each) */
-#define CVK_3D_TX 128   /* output columns per block (4 per lane) */
-#define CVK_3D_XP 4     /* x halo held in shared memory on each side (r <= 4) */
+#define CVK_3D_TY 8   /* output rows per block (one warp each) */
+#define CVK_3D_TX 128 /* output columns per block (4 per lane) */
+#define CVK_3D_XP 4   /* x halo held in shared memory on each side (r <= 4) */
 #define CVK_3D_SW (CVK_3D_TX + 2 * CVK_3D_XP)
 #define CVK_3D_THREADS (CVK_3D_TY * 32)
 
@@ -31,9 +31,9 @@ typedef struct cvk_direct3d_params {
     char *out;
     long long in_str[2], out_str[2]; /* bytes between planes, rows */
     long long D, H, W;
-    long long x_base;                /* centred column of block x 0's first output */
-    int koffz, koffy, shift;         /* output column = centred column + shift */
-    int mode, out_type, zrun;        /* planes a block walks */
+    long long x_base;         /* centred column of block x 0's first output */
+    int koffz, koffy, shift;  /* output column = centred column + shift */
+    int mode, out_type, zrun; /* planes a block walks */
     int aligned, vec_store;
     float cval;
     float w[CVK_DIRECT3D_MAX_K * CVK_DIRECT3D_MAX_K * CVK_DIRECT3D_MAX_K];
@@ -104,8 +104,8 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
 
 #pragma unroll 1
     for (int t = 0; t < total; t++) {
-        cvk_cp_wait<1>();    /* plane t's copies are done (t + 1's may fly on) */
-        __syncthreads(); /* ...everyone's; and plane t - 1's readers are done */
+        cvk_cp_wait<1>();  /* plane t's copies are done (t + 1's may fly on) */
+        __syncthreads();   /* ...everyone's; and plane t - 1's readers are done */
         if (t + 2 < total) /* into the buffer plane t - 1 used */
             cvk_load_plane(p, tile[(t + 2) % 3], zbase + t + 2, y0, x0, ROWS, fast);
         cvk_cp_commit();
@@ -131,8 +131,8 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
                     const float w = p.w[(kz * K + ky) * K + kx];
 #pragma unroll
                     for (int i = 0; i < 4; i++)
-                        acc[K - 1 - kz][i] =
-                            fmaf(w, sup[CVK_3D_XP - R + i + kx], acc[K - 1 - kz][i]);
+                        acc[K - 1 - kz][i] = fmaf(w, sup[CVK_3D_XP - R + i + kx],
+                                                  acc[K - 1 - kz][i]);
                 }
             }
         }
@@ -141,8 +141,8 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
             char *row = p.out + (z0 + o) * p.out_str[0] + y * p.out_str[1];
             const long long x = x0 + 4 * lane + p.shift;
             if (p.vec_store && p.out_type == CVI_DTYPE_FLOAT32 && x >= 0 && x + 4 <= p.W) {
-                *(float4 *)((float *)row + x) =
-                    make_float4(acc[0][0], acc[0][1], acc[0][2], acc[0][3]);
+                *(float4 *)((float *)row + x) = make_float4(acc[0][0], acc[0][1], acc[0][2],
+                                                            acc[0][3]);
             } else {
 #pragma unroll
                 for (int i = 0; i < 4; i++)
@@ -207,8 +207,8 @@ extern "C" cudaError_t cvk_direct3d_launch(const cvk_direct3d_args *a, cudaStrea
         p.w[i] = (float)a->weights[i];
     p.aligned = (uintptr_t)a->in % 16 == 0 && a->in_strides[0] % 16 == 0 &&
                 a->in_strides[1] % 16 == 0;
-    p.vec_store = p.shift % 4 == 0 && (uintptr_t)a->out % 16 == 0 &&
-                  a->out_strides[0] % 16 == 0 && a->out_strides[1] % 16 == 0;
+    p.vec_store = p.shift % 4 == 0 && (uintptr_t)a->out % 16 == 0 && a->out_strides[0] % 16 == 0 &&
+                  a->out_strides[1] % 16 == 0;
     /* centred columns x' = x - shift must cover [0, W) */
     const long long lo = -(long long)p.shift, hi = p.W - p.shift;
     p.x_base = lo >= 0 ? 0 : -CVK_3D_TX;

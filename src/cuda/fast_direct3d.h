@@ -16,18 +16,18 @@ extern "C" {
 #define CVK_DIRECT3D_MAX_K 9
 
 typedef struct cvk_direct3d_args {
-    const void *in;              /* element (0, 0, 0) */
+    const void *in; /* element (0, 0, 0) */
     void *out;
-    ptrdiff_t in_strides[2];     /* bytes between planes, rows (columns are contiguous) */
+    ptrdiff_t in_strides[2]; /* bytes between planes, rows (columns are contiguous) */
     ptrdiff_t out_strides[2];
     long long depth, height, width;
-    int channels;                /* must be 1 */
-    int ksize;                   /* K: the filter is K x K x K, odd, 3..CVK_DIRECT3D_MAX_K */
+    int channels; /* must be 1 */
+    int ksize;    /* K: the filter is K x K x K, odd, 3..CVK_DIRECT3D_MAX_K */
     int koffz, koffy, koffx;
     int mode;
     float cval;
-    int in_type, out_type;       /* convolve_dtype */
-    const double *weights;       /* K^3, correlation form, C order */
+    int in_type, out_type; /* convolve_dtype */
+    const double *weights; /* K^3, correlation form, C order */
     int multiprocessors;
 } cvk_direct3d_args;
 

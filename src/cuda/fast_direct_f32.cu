@@ -9,7 +9,14 @@
 cvk_direct_kernel_fn cvk_direct2d_dense_f32(int K)
 {
     switch (K) {
-        DENSE(3) DENSE(5) DENSE(7) DENSE(9) DENSE(11) DENSE(13) DENSE(15) DENSE(17)
+        DENSE(3)
+        DENSE(5)
+        DENSE(7)
+        DENSE(9)
+        DENSE(11)
+        DENSE(13)
+        DENSE(15)
+        DENSE(17)
     default: return 0;
     }
 }
@@ -20,8 +27,22 @@ cvk_direct_kernel_fn cvk_direct2d_dense_f32(int K)
 cvk_direct_kernel_fn cvk_direct1d_f32(int K)
 {
     switch (K) {
-        SIGNAL(3) SIGNAL(5) SIGNAL(7) SIGNAL(9) SIGNAL(11) SIGNAL(13) SIGNAL(15) SIGNAL(17)
-        SIGNAL(19) SIGNAL(21) SIGNAL(23) SIGNAL(25) SIGNAL(27) SIGNAL(29) SIGNAL(31) SIGNAL(33)
+        SIGNAL(3)
+        SIGNAL(5)
+        SIGNAL(7)
+        SIGNAL(9)
+        SIGNAL(11)
+        SIGNAL(13)
+        SIGNAL(15)
+        SIGNAL(17)
+        SIGNAL(19)
+        SIGNAL(21)
+        SIGNAL(23)
+        SIGNAL(25)
+        SIGNAL(27)
+        SIGNAL(29)
+        SIGNAL(31)
+        SIGNAL(33)
     default: return 0;
     }
 }

@@ -9,8 +9,22 @@
 cvk_direct_kernel_fn cvk_direct2d_sep_f32(int K)
 {
     switch (K) {
-        SEP(3) SEP(5) SEP(7) SEP(9) SEP(11) SEP(13) SEP(15) SEP(17)
-        SEP(19) SEP(21) SEP(23) SEP(25) SEP(27) SEP(29) SEP(31) SEP(33)
+        SEP(3)
+        SEP(5)
+        SEP(7)
+        SEP(9)
+        SEP(11)
+        SEP(13)
+        SEP(15)
+        SEP(17)
+        SEP(19)
+        SEP(21)
+        SEP(23)
+        SEP(25)
+        SEP(27)
+        SEP(29)
+        SEP(31)
+        SEP(33)
     default: return 0;
     }
 }

@@ -5,18 +5,22 @@
  */
 #include "fast_direct.cuh"
 
-template <int C> static cvk_direct_kernel_fn pick(int K, int separable)
+template <int C>
+static cvk_direct_kernel_fn pick(int K, int separable)
 {
     typedef unsigned char T;
     if (separable) {
         switch (K) {
-            CVK_DIRECT_CASE(3, C, T, true) CVK_DIRECT_CASE(5, C, T, true)
-            CVK_DIRECT_CASE(7, C, T, true) CVK_DIRECT_CASE(9, C, T, true)
+            CVK_DIRECT_CASE(3, C, T, true)
+            CVK_DIRECT_CASE(5, C, T, true)
+            CVK_DIRECT_CASE(7, C, T, true)
+            CVK_DIRECT_CASE(9, C, T, true)
         default: return 0;
         }
     }
     switch (K) {
-        CVK_DIRECT_CASE(3, C, T, false) CVK_DIRECT_CASE(5, C, T, false)
+        CVK_DIRECT_CASE(3, C, T, false)
+        CVK_DIRECT_CASE(5, C, T, false)
     default: return 0;
     }
 }

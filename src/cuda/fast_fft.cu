@@ -38,22 +38,22 @@
 #include <string.h>
 
 struct cvk_fft_plan {
-    int dbl;                /* double precision */
-    int rank;               /* transformed axes: the last `rank` of the 3 */
-    int first;              /* the slowest axis (3 - rank): groups and slabs along it */
-    long long n[3];         /* transform extents (1 on axes not transformed) */
-    long long tiles[3];     /* the whole array's tiles per axis (1: the whole axis in one) */
-    long long step[3];      /* outputs per tile along each axis: n - K + 1 */
-    long long whole;        /* the whole array's extent along `first` */
-    long long group;        /* tiles along `first` one transform call takes */
-    long long rest;         /* tiles of the axes after `first` (a group's width) */
-    long long groups_held;  /* groups the buffer holds */
-    long long ntiles;       /* tiles the buffer holds: groups_held * group * rest */
-    long long half;         /* n[2] / 2 + 1: complex extent of the last axis */
-    long long plane;        /* complex elements of one channel's spectrum */
+    int dbl;               /* double precision */
+    int rank;              /* transformed axes: the last `rank` of the 3 */
+    int first;             /* the slowest axis (3 - rank): groups and slabs along it */
+    long long n[3];        /* transform extents (1 on axes not transformed) */
+    long long tiles[3];    /* the whole array's tiles per axis (1: the whole axis in one) */
+    long long step[3];     /* outputs per tile along each axis: n - K + 1 */
+    long long whole;       /* the whole array's extent along `first` */
+    long long group;       /* tiles along `first` one transform call takes */
+    long long rest;        /* tiles of the axes after `first` (a group's width) */
+    long long groups_held; /* groups the buffer holds */
+    long long ntiles;      /* tiles the buffer holds: groups_held * group * rest */
+    long long half;        /* n[2] / 2 + 1: complex extent of the last axis */
+    long long plane;       /* complex elements of one channel's spectrum */
     int channels;
-    void *buf;              /* channels spectra; the real view has rows of 2*half */
-    void *filt;             /* the filter's spectrum, conjugated and scaled */
+    void *buf;  /* channels spectra; the real view has rows of 2*half */
+    void *filt; /* the filter's spectrum, conjugated and scaled */
     cufftHandle fwd, inv;
     int have_fwd, have_inv;
 };
@@ -232,7 +232,8 @@ extern "C" size_t cvk_fft_workspace_bytes(const cvi_problem *p)
 
 /* ---- kernels ------------------------------------------------------------ */
 
-template <typename R> __device__ __forceinline__ R cvk_fft_load(int type, const char *p)
+template <typename R>
+__device__ __forceinline__ R cvk_fft_load(int type, const char *p)
 {
     switch (type) {
     case CONVOLVE_FLOAT32: return (R) * (const float *)p;
@@ -254,8 +255,8 @@ typedef struct cvk_fft_geom {
     long long whole, base, lo;
     long long crop_lo[3], crop_n[3];
     long long in_str[3], in_cstr, out_str[3], out_cstr;
-    long long row;          /* real elements per row of the buffer: 2 * half */
-    long long plane_real;   /* real elements per tile: n0 * n1 * row */
+    long long row;        /* real elements per row of the buffer: 2 * half */
+    long long plane_real; /* real elements per tile: n0 * n1 * row */
     int channels, mode, in_type, out_type;
     int ext_xper, crop_xper; /* elements a thread handles along x (1..FFT_XPER) */
     double cval;
@@ -561,9 +562,16 @@ static cufftResult fft_inverse(cufftHandle h, double *buf)
 {
     return cufftExecZ2D(h, (cufftDoubleComplex *)buf, (cufftDoubleReal *)buf);
 }
-template <typename R> struct fft_complex;
-template <> struct fft_complex<float> { typedef cufftComplex type; };
-template <> struct fft_complex<double> { typedef cufftDoubleComplex type; };
+template <typename R>
+struct fft_complex;
+template <>
+struct fft_complex<float> {
+    typedef cufftComplex type;
+};
+template <>
+struct fft_complex<double> {
+    typedef cufftDoubleComplex type;
+};
 
 /* The filter's spectrum in f->filt (cleared before): the weights at d_w
  * scattered, transformed with the one-batch plan `one`, conjugated and
@@ -615,17 +623,17 @@ extern "C" convolve_status cvk_fft_create(const cvi_problem *p, cvk_fft_plan **o
     if ((st = make_plans(f, (int)(f->group * f->rest), &f->fwd, &f->inv, err, n)) != CONVOLVE_OK)
         goto fail;
     f->have_fwd = f->have_inv = 1;
-    if ((st = cuda_status(cudaMalloc(&f->buf, (size_t)f->plane * csize * f->channels *
-                                                  (size_t)f->ntiles),
-                          "cudaMalloc (FFT buffer)", err, n)) != CONVOLVE_OK ||
+    if ((st = cuda_status(
+             cudaMalloc(&f->buf, (size_t)f->plane * csize * f->channels * (size_t)f->ntiles),
+             "cudaMalloc (FFT buffer)", err, n)) != CONVOLVE_OK ||
         (st = cuda_status(cudaMalloc(&f->filt, (size_t)f->plane * csize), "cudaMalloc (filter)",
                           err, n)) != CONVOLVE_OK ||
         (st = cuda_status(cudaMalloc((void **)&d_w, p->kcount * sizeof(double)),
                           "cudaMalloc (weights)", err, n)) != CONVOLVE_OK)
         goto fail;
-    if ((st = cuda_status(cudaMemcpy(d_w, p->weights, p->kcount * sizeof(double),
-                                     cudaMemcpyHostToDevice),
-                          "cudaMemcpy (weights)", err, n)) != CONVOLVE_OK ||
+    if ((st = cuda_status(
+             cudaMemcpy(d_w, p->weights, p->kcount * sizeof(double), cudaMemcpyHostToDevice),
+             "cudaMemcpy (weights)", err, n)) != CONVOLVE_OK ||
         (st = cuda_status(cudaMemset(f->filt, 0, (size_t)f->plane * csize), "cudaMemset", err,
                           n)) != CONVOLVE_OK ||
         (st = make_plans(f, 1, &f1, &i1, err, n)) != CONVOLVE_OK)
@@ -693,8 +701,8 @@ static convolve_status run_fft(const cvk_fft_plan *f, const cvk_fft_geom &g, con
 }
 
 extern "C" convolve_status cvk_fft_execute(cvk_fft_plan *f, const cvi_problem *p, const void *in,
-                                           void *out, const cvk_fft_window *w,
-                                           cudaStream_t stream, char *err, size_t n)
+                                           void *out, const cvk_fft_window *w, cudaStream_t stream,
+                                           char *err, size_t n)
 {
     /* the groups that write the outputs asked for, [c0, c1) of the
      * problem's own along the slowest axis */
@@ -702,8 +710,8 @@ extern "C" convolve_status cvk_fft_execute(cvk_fft_plan *f, const cvi_problem *p
     long long c0 = 0, c1 = (long long)p->shape[f->first], g0 = 0;
     long long g1 = (f->tiles[f->first] + f->group - 1) / f->group;
     if (w) {
-        if (w->r0 % span != 0 || (w->r1 % span != 0 && w->r1 != f->whole) ||
-            w->r0 < w->lo || w->r1 > w->lo + c1) {
+        if (w->r0 % span != 0 || (w->r1 % span != 0 && w->r1 != f->whole) || w->r0 < w->lo ||
+            w->r1 > w->lo + c1) {
             snprintf(err, n, "internal: an FFT slab [%lld, %lld) not on its groups of %lld rows",
                      w->r0, w->r1, span);
             return CONVOLVE_ERROR_UNSUPPORTED;

@@ -46,9 +46,9 @@ size_t cvk_fft_slab_align(const cvi_problem *p);
  * whole problem (w NULL), or the outputs [w->r0, w->r1) of a slab.
  * Errors: DEVICE, DEVICE_OUT_OF_MEMORY; UNSUPPORTED for a slab not on the
  * groups (a caller's fault). */
-convolve_status cvk_fft_execute(cvk_fft_plan *plan, const cvi_problem *p, const void *in,
-                                void *out, const cvk_fft_window *w, cudaStream_t stream,
-                                char *err, size_t err_size);
+convolve_status cvk_fft_execute(cvk_fft_plan *plan, const cvi_problem *p, const void *in, void *out,
+                                const cvk_fft_window *w, cudaStream_t stream, char *err,
+                                size_t err_size);
 
 /* Frees a plan; NULL is accepted. */
 void cvk_fft_destroy(cvk_fft_plan *plan);

@@ -16,20 +16,20 @@
 
 struct cvcu_gen_plan {
     cvk_gen_shape shape;
-    cvk_gen_params params;      /* pointers and layout flags set per launch */
-    const void *jit_fn;         /* a cudaKernel_t, or NULL */
-    cvk_gen_launch_fn pre_fn;   /* a precompiled launcher, or NULL */
-    void *bank;                 /* shape.nw weights of the accumulation type (or one) */
-    void *d_weights;            /* the weights in device memory (shape.nw == 0) */
+    cvk_gen_params params;    /* pointers and layout flags set per launch */
+    const void *jit_fn;       /* a cudaKernel_t, or NULL */
+    cvk_gen_launch_fn pre_fn; /* a precompiled launcher, or NULL */
+    void *bank;               /* shape.nw weights of the accumulation type (or one) */
+    void *d_weights;          /* the weights in device memory (shape.nw == 0) */
     size_t smem;
     unsigned block;
-    unsigned blocks;            /* persistent grid: blocks launched */
+    unsigned blocks; /* persistent grid: blocks launched */
     /* separable 3-D in two passes: this plan filters x and y plane by plane
      * (planes as batches) into `temp`, then `zpass` filters z into the output */
-    long long planes;           /* > 0: this plan's batches are the input's planes */
+    long long planes; /* > 0: this plan's batches are the input's planes */
     cvcu_gen_plan *zpass;
     void *temp;
-    long long temp_strides[3];  /* elements of the accumulation type */
+    long long temp_strides[3]; /* elements of the accumulation type */
     int in_size, out_size, interleaved;
 };
 
@@ -150,14 +150,17 @@ int cvcu_gen_serves(const cvi_problem *p, int separable, char *why, size_t n)
     for (int a = 0; a < 3; a++) {
         size_t lim = separable || x_only ? CVCU_GEN_MAX_SEP_TAPS : CVCU_GEN_MAX_TAPS;
         if (p->ksize[a] > lim) {
-            snprintf(why, n, "filter extent %zu on axis %d is over the %s direct kernels' limit "
-                     "of %zu", p->ksize[a], a - (3 - p->ndim),
+            snprintf(why, n,
+                     "filter extent %zu on axis %d is over the %s direct kernels' limit "
+                     "of %zu",
+                     p->ksize[a], a - (3 - p->ndim),
                      lim == CVCU_GEN_MAX_SEP_TAPS ? "separable" : "dense", lim);
             return 0;
         }
     }
     if (separable && !p->separable) {
-        snprintf(why, n, "the filter is not separable (give one 1-D filter per axis, or dense "
+        snprintf(why, n,
+                 "the filter is not separable (give one 1-D filter per axis, or dense "
                  "weights of rank one)");
         return 0;
     }
@@ -275,9 +278,11 @@ static convolve_status find_kernel(convolve_context *ctx, cvcu_gen_plan *g, cons
     s->ox = (int)p->koff[2]; /* the shared memory it needs depends on it */
     const int fits = fit_shared(s, k, C, (size_t)d->optin, &g->smem);
     if (!g->pre_fn || !fits || s->tx != t.tx || s->by != t.by)
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED, "the direct kernels cannot serve this "
-                         "case: %s%s%s", !g->pre_fn ? "no generic kernel was compiled for it"
-                         : "its tiles need more shared memory than the device's limit",
+        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
+                         "the direct kernels cannot serve this "
+                         "case: %s%s%s",
+                         !g->pre_fn ? "no generic kernel was compiled for it"
+                                    : "its tiles need more shared memory than the device's limit",
                          *why ? "; run-time compilation: " : "", why);
     s->ox = -1;
     return CONVOLVE_OK;
@@ -299,8 +304,10 @@ static convolve_status ready_kernel(convolve_context *ctx, cvcu_gen_plan *g, siz
                                              (int)g->smem);
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
-            return cvi_error(ctx, CONVOLVE_ERROR_DEVICE, "CUDA: raising the kernel's shared "
-                             "memory to %zu bytes failed: %s", g->smem, cudaGetErrorString(e));
+            return cvi_error(ctx, CONVOLVE_ERROR_DEVICE,
+                             "CUDA: raising the kernel's shared "
+                             "memory to %zu bytes failed: %s",
+                             g->smem, cudaGetErrorString(e));
         }
     }
     return CONVOLVE_OK;
@@ -414,9 +421,8 @@ static convolve_status prepare_one(convolve_context *ctx, const cvi_problem *p, 
 }
 
 static cudaError_t cvcu_gen_launch_one(const cvcu_gen_plan *g, const void *in, void *out,
-                                       const long long is[3], long long ics,
-                                       const long long os[3], long long ocs,
-                                       cudaStream_t stream);
+                                       const long long is[3], long long ics, const long long os[3],
+                                       long long ocs, cudaStream_t stream);
 
 /* Separable 3-D filters whose y or z taps pass this many run in two passes:
  * fused, each plane's y halo is filtered along x again by every tile, and
@@ -470,11 +476,12 @@ static convolve_status prepare_two_pass(convolve_context *ctx, const cvi_problem
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
             g->temp = NULL;
-            st = cvi_error(ctx, e == cudaErrorMemoryAllocation
-                                    ? CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY
-                                    : CONVOLVE_ERROR_DEVICE,
+            st = cvi_error(ctx,
+                           e == cudaErrorMemoryAllocation ? CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY
+                                                          : CONVOLVE_ERROR_DEVICE,
                            "CUDA: the separable filter's intermediate volume (%zu MiB) could not "
-                           "be allocated: %s", bytes >> 20, cudaGetErrorString(e));
+                           "be allocated: %s",
+                           bytes >> 20, cudaGetErrorString(e));
         }
     }
     if (st != CONVOLVE_OK) {
@@ -517,8 +524,8 @@ cudaError_t cvcu_gen_launch(const cvcu_gen_plan *g, const void *in, void *out,
 }
 
 static cudaError_t cvcu_gen_launch_one(const cvcu_gen_plan *g, const void *in, void *out,
-                                       const long long is[3], long long ics,
-                                       const long long os[3], long long ocs, cudaStream_t stream)
+                                       const long long is[3], long long ics, const long long os[3],
+                                       long long ocs, cudaStream_t stream)
 {
     cvk_gen_params q = g->params;
     q.in = in, q.out = out;
@@ -543,9 +550,8 @@ static cudaError_t cvcu_gen_launch_one(const cvcu_gen_plan *g, const void *in, v
     const long long ib = g->in_size, ob = g->out_size;
     q.in_vec = q.in_contig && (uintptr_t)in % 16 == 0 && (q.n[1] == 1 || is[1] * ib % 16 == 0) &&
                (q.n[0] == 1 || is[0] * ib % 16 == 0) && (q.nbatch == 1 || q.ibs * ib % 16 == 0);
-    q.out_vec = q.out_contig && (uintptr_t)out % 16 == 0 &&
-                (q.n[1] == 1 || os[1] * ob % 16 == 0) && (q.n[0] == 1 || os[0] * ob % 16 == 0) &&
-                (q.nbatch == 1 || q.obs * ob % 16 == 0);
+    q.out_vec = q.out_contig && (uintptr_t)out % 16 == 0 && (q.n[1] == 1 || os[1] * ob % 16 == 0) &&
+                (q.n[0] == 1 || os[0] * ob % 16 == 0) && (q.nbatch == 1 || q.obs * ob % 16 == 0);
     /* persistent blocks walk the tiles, loading each next tile while they
      * compute the one before: a few blocks a multiprocessor */
     const long long total = q.tiles_x * q.tiles_y * q.nz * q.nbatch;

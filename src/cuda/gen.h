@@ -38,21 +38,20 @@ enum { CVK_GEN_TILE = 0, CVK_GEN_STRIP = 1 };
  * bytes on sm_70+ with CUDA 12.1+. */
 #define CVK_GEN_PARAM_WEIGHT_BYTES 28672
 
-
 /* The compile-time shape of a kernel: a key for the caches, and the
  * template arguments. Zero extents (and C = 0, ox = -1) mean "at run time"
  * (the generic instances). */
 typedef struct cvk_gen_shape {
-    int family;                 /* CVK_GEN_TILE or CVK_GEN_STRIP */
-    int in_type;                /* convolve_dtype of the input */
-    int out_type;               /* of the output, or -1: chosen at run time */
-    int acc_double;             /* accumulate in double (float64 input) */
-    int C;                      /* interleaved channels, or 0 */
-    int kx, ky, kz;             /* extents, or 0 */
-    int ox;                     /* horizontal offset koff[2], or -1 */
-    int sep;                    /* separable */
-    int bx, by, tx, ty;         /* elements and rows a thread; threads along x, y */
-    int nw;                     /* weights in the parameter bank (0: device memory) */
+    int family;         /* CVK_GEN_TILE or CVK_GEN_STRIP */
+    int in_type;        /* convolve_dtype of the input */
+    int out_type;       /* of the output, or -1: chosen at run time */
+    int acc_double;     /* accumulate in double (float64 input) */
+    int C;              /* interleaved channels, or 0 */
+    int kx, ky, kz;     /* extents, or 0 */
+    int ox;             /* horizontal offset koff[2], or -1 */
+    int sep;            /* separable */
+    int bx, by, tx, ty; /* elements and rows a thread; threads along x, y */
+    int nw;             /* weights in the parameter bank (0: device memory) */
 } cvk_gen_shape;
 
 /* Launches a precompiled instance: the parameter block, the weights for
@@ -60,9 +59,9 @@ typedef struct cvk_gen_shape {
  * memory (nw 0), the grid, the block's threads, dynamic shared memory.
  * With `occupancy` not NULL it launches nothing and stores there how many
  * such blocks a multiprocessor holds. */
-typedef cudaError_t (*cvk_gen_launch_fn)(const cvk_gen_params *p, const void *bank,
-                                         const void *gw, const unsigned grid[3], unsigned block,
-                                         size_t smem, cudaStream_t stream, int *occupancy);
+typedef cudaError_t (*cvk_gen_launch_fn)(const cvk_gen_params *p, const void *bank, const void *gw,
+                                         const unsigned grid[3], unsigned block, size_t smem,
+                                         cudaStream_t stream, int *occupancy);
 
 /* The launcher of the precompiled instance for s, or NULL when none was
  * compiled: the generic instances (zero extents, C 0, ox -1, out_type -1)

@@ -52,10 +52,12 @@
 
 /* Weights in the parameter bank (a `const __grid_constant__` parameter):
  * FMAs read them as constant-bank operands. NW = 0: in device memory. */
-template <typename A, int NW> struct cvk_gen_wbank {
+template <typename A, int NW>
+struct cvk_gen_wbank {
     A w[NW];
 };
-template <typename A> struct cvk_gen_wbank<A, 0> {
+template <typename A>
+struct cvk_gen_wbank<A, 0> {
     A w[1];
 };
 
@@ -132,19 +134,44 @@ __device__ __forceinline__ void cvk_gen_sts(A *p, const A *v)
 }
 
 /* One output element of type TO from the accumulator. */
-__device__ __forceinline__ void cvk_gen_put(float *p, float v) { *p = v; }
-__device__ __forceinline__ void cvk_gen_put(float *p, double v) { *p = (float)v; }
-__device__ __forceinline__ void cvk_gen_put(double *p, float v) { *p = (double)v; }
-__device__ __forceinline__ void cvk_gen_put(double *p, double v) { *p = v; }
-__device__ __forceinline__ void cvk_gen_put(unsigned char *p, float v) { *p = cvi_saturate_u8f(v); }
-__device__ __forceinline__ void cvk_gen_put(unsigned char *p, double v) { *p = cvi_saturate_u8(v); }
-__device__ __forceinline__ void cvk_gen_put(unsigned short *p, float v) { *p = cvi_saturate_u16f(v); }
-__device__ __forceinline__ void cvk_gen_put(unsigned short *p, double v) { *p = cvi_saturate_u16(v); }
+__device__ __forceinline__ void cvk_gen_put(float *p, float v)
+{
+    *p = v;
+}
+__device__ __forceinline__ void cvk_gen_put(float *p, double v)
+{
+    *p = (float)v;
+}
+__device__ __forceinline__ void cvk_gen_put(double *p, float v)
+{
+    *p = (double)v;
+}
+__device__ __forceinline__ void cvk_gen_put(double *p, double v)
+{
+    *p = v;
+}
+__device__ __forceinline__ void cvk_gen_put(unsigned char *p, float v)
+{
+    *p = cvi_saturate_u8f(v);
+}
+__device__ __forceinline__ void cvk_gen_put(unsigned char *p, double v)
+{
+    *p = cvi_saturate_u8(v);
+}
+__device__ __forceinline__ void cvk_gen_put(unsigned short *p, float v)
+{
+    *p = cvi_saturate_u16f(v);
+}
+__device__ __forceinline__ void cvk_gen_put(unsigned short *p, double v)
+{
+    *p = cvi_saturate_u16(v);
+}
 
 /* Stores BX results element by element from element e of row `row`
  * (mapped through the x and channel strides when the output is not
  * contiguous); out of line: only edges and unusual layouts come here. */
-template <typename A, int BX> struct cvk_gen_vals {
+template <typename A, int BX>
+struct cvk_gen_vals {
     A v[BX];
 };
 
@@ -222,7 +249,7 @@ __device__ __forceinline__ void cvk_gen_store(const cvk_gen_params &p, long long
  * row) of row `row` (NULL: the row is outside in CONSTANT mode). */
 template <typename T, typename A>
 __device__ __noinline__ A cvk_gen_fetch(const cvk_gen_params &p, const T *row, long long g,
-                                           long long WC, int C)
+                                        long long WC, int C)
 {
     if (!row)
         return (A)p.cval;
@@ -239,8 +266,7 @@ __device__ __noinline__ A cvk_gen_fetch(const cvk_gen_params &p, const T *row, l
  * the input allows, else elements. */
 template <typename T, typename A, int NT>
 __device__ __forceinline__ void cvk_gen_stage(const cvk_gen_params &p, const T *base, long long z,
-                                              long long y0, int R, long long g0, int L, int C,
-                                              A *s)
+                                              long long y0, int R, long long g0, int L, int C, A *s)
 {
     enum { VW = 16 / sizeof(T), U = CVK_GEN_STAGE_UNITS };
     const long long WC = p.n[2] * C;
@@ -344,7 +370,12 @@ __device__ __forceinline__ void cvk_gen_taps(const A *s, int pitch, const A *w, 
         }
         return;
     } else {
-        enum { C = CC > 0 ? CC : 1, D = DD > 0 ? DD : 0, KXc = KX > 0 ? KX : 1, KYc = KY > 0 ? KY : 1 };
+        enum {
+            C = CC > 0 ? CC : 1,
+            D = DD > 0 ? DD : 0,
+            KXc = KX > 0 ? KX : 1,
+            KYc = KY > 0 ? KY : 1
+        };
         enum { VA = 16 / sizeof(A) };
         /* taps per window: BX + (TC - 1) * C elements in CVK_GEN_WINDOW registers */
         enum { TC0 = (CVK_GEN_WINDOW - BX) / C + 1, TC = TC0 < 1 ? 1 : TC0 > KXc ? KXc : TC0 };
@@ -356,7 +387,7 @@ __device__ __forceinline__ void cvk_gen_taps(const A *s, int pitch, const A *w, 
 #pragma unroll
             for (int k0 = 0; k0 < KXc; k0 += TC) {
                 /* the window of taps k0 .. k0 + TC - 1: aligned vector loads */
-                        const int first = D + k0 * C;
+                const int first = D + k0 * C;
                 const int w0 = first / VA * VA;
                 const int tcn = KXc - k0 < TC ? KXc - k0 : TC;
                 const int wn = first - w0 + BX + (tcn - 1) * C;
@@ -393,7 +424,8 @@ __device__ __forceinline__ void cvk_gen_taps(const A *s, int pitch, const A *w, 
  * flight while the block computes the stage before; cvk_gen_commit writes
  * them to shared memory as A, units that reach past an edge mapped there. */
 
-template <int UN> struct cvk_gen_pref {
+template <int UN>
+struct cvk_gen_pref {
     uint4 raw[UN > 0 ? UN : 1];
     unsigned edge; /* bit k: unit k reaches past an edge (or is outside the stage) */
 };
@@ -452,7 +484,7 @@ __device__ __forceinline__ void cvk_gen_commit(const cvk_gen_params &p, const T 
 
 /* Units a thread stages ahead (0: the stage is staged when needed). */
 #define CVK_GEN_MAX_UNITS 8
-#define CVK_GEN_UNITS(R, L, VW, NT) (((R) * ((L) / (VW)) + (NT) - 1) / (NT))
+#define CVK_GEN_UNITS(R, L, VW, NT) (((R) * ((L) / (VW)) + (NT)-1) / (NT))
 
 /* ---- steps of both kernels (inlined: arrays stay in registers) ----------- */
 
@@ -508,9 +540,9 @@ __device__ __forceinline__ cvk_gen_tpos cvk_gen_tile_at(const cvk_gen_params &p,
  * its z weight: wz[KZR - 1 - a] when rolling, else wz[k]. */
 template <typename A, int KX, int KY, int CC, int DD, int ROLL, int KZR, int BX, int BY, int TX,
           int TY>
-__device__ __forceinline__ void cvk_gen_tile_sep(const A *s_in, A *s_h, int R, int L,
-                                                 const A *wx, const A *wy, const A *wz, int k,
-                                                 int kx, int ky, int C, int D, int tx, int ty,
+__device__ __forceinline__ void cvk_gen_tile_sep(const A *s_in, A *s_h, int R, int L, const A *wx,
+                                                 const A *wy, const A *wz, int k, int kx, int ky,
+                                                 int C, int D, int tx, int ty,
                                                  A (&acc)[KZR][BY][BX])
 {
     enum { NT = TX * TY, SW = TX * BX };
@@ -551,11 +583,11 @@ __device__ __forceinline__ void cvk_gen_roll(A (&acc)[KZR][BY][BX])
     cvk_gen_zero<A, BY, BX>(acc[KZR - 1]);
 }
 
-template <typename T, typename A, int OT, int CC, int KX, int KY, int KZ, int OX, int SEP, int BX,
-          int BY, int TX, int TY, int NW>
-__global__ void __launch_bounds__(TX * TY, CVK_GEN_MIN_BLOCKS)
-    cvk_gen_tile(const __grid_constant__ cvk_gen_params p,
-                 const __grid_constant__ cvk_gen_wbank<A, NW> wb, const A *gw)
+template <typename T, typename A, int OT, int CC, int KX, int KY, int KZ, int OX, int SEP
+, int BX, int BY, int TX, int TY,
+    int NW > __global__ void __launch_bounds__(TX *TY, CVK_GEN_MIN_BLOCKS)
+                 cvk_gen_tile(const __grid_constant__ cvk_gen_params p,
+                              const __grid_constant__ cvk_gen_wbank<A, NW> wb, const A *gw)
 {
     enum { NT = TX * TY, SW = TX * BX, PH = TY * BY, VW = 16 / sizeof(T) };
     enum { SPEC = KX > 0 && KY > 0 && KZ > 0 && CC > 0 && OX >= 0 };
@@ -678,8 +710,8 @@ __device__ __forceinline__ cvk_gen_spos cvk_gen_strip_at(const cvk_gen_params &p
  * contiguous. */
 template <typename A, int KX, int CC, int DD, int BX, int TX, int NT, int RC>
 __device__ __forceinline__ void cvk_gen_strip_xtaps(const A *s_in, int L, A *ring, int RING,
-                                                    int ring_rows, long long j, const A *wx,
-                                                    int kx, int C, int D)
+                                                    int ring_rows, long long j, const A *wx, int kx,
+                                                    int C, int D)
 {
     enum { SW = TX * BX };
     for (int u = threadIdx.x; u < RC * TX; u += NT) {
@@ -696,7 +728,7 @@ __device__ __forceinline__ void cvk_gen_strip_xtaps(const A *s_in, int L, A *rin
 
 template <typename T, typename A, int OT, int CC, int KX, int KY, int OX, int BX, int BY, int TX,
           int TY, int NW>
-__global__ void __launch_bounds__(TX * TY, CVK_GEN_MIN_BLOCKS)
+__global__ void __launch_bounds__(TX *TY, CVK_GEN_MIN_BLOCKS)
     cvk_gen_strip(const __grid_constant__ cvk_gen_params p,
                   const __grid_constant__ cvk_gen_wbank<A, NW> wb, const A *gw)
 {
@@ -711,8 +743,8 @@ __global__ void __launch_bounds__(TX * TY, CVK_GEN_MIN_BLOCKS)
     const int kx = CVK_CT(KX, p.k[2]), ky = CVK_CT(KY, p.k[1]);
     const int kk[3] = {1, ky, kx};
     cvk_gen_geom G;
-    cvk_gen_geometry(1, (int)sizeof(T), C, kk, OX >= 0 ? OX : p.koff[2], 1, BX, BY, TX, TY,
-                     NW == 0, &G);
+    cvk_gen_geometry(1, (int)sizeof(T), C, kk, OX >= 0 ? OX : p.koff[2], 1, BX, BY, TX, TY, NW == 0,
+                     &G);
     const int L = G.L, D = G.D, HLa = G.HLa, RING = G.ring;
 
     CVK_DYNAMIC_SHARED(smem);
@@ -737,8 +769,8 @@ __global__ void __launch_bounds__(TX * TY, CVK_GEN_MIN_BLOCKS)
     if (t < total) {
         q = cvk_gen_strip_at(p, t, SW, H);
         if (UN && p.in_vec)
-            cvk_gen_prefetch<T, NT, UN>(p, (const T *)p.in + q.batch * p.ibs, 0,
-                                        q.ys - p.koff[1], RC, q.e_tile - HLa, L, C, pf);
+            cvk_gen_prefetch<T, NT, UN>(p, (const T *)p.in + q.batch * p.ibs, 0, q.ys - p.koff[1],
+                                        RC, q.e_tile - HLa, L, C, pf);
     }
     while (t < total) {
         const long long e_tile = q.e_tile, ys = q.ys, ye = q.ye, batch = q.batch;
@@ -775,8 +807,8 @@ __global__ void __launch_bounds__(TX * TY, CVK_GEN_MIN_BLOCKS)
              * read slots of rows not staged (o0 < 0): computed, not stored */
             const long long first = o0 < 0 ? o0 + RING : o0;
             const int slot0 = (int)(first % RING);
-            cvk_gen_taps<A, 1, KY, 1, 0, BY, BX>(ring + slot0 * SW + tx * BX, SW, wy, acc, 1, ky,
-                                                 1, 0);
+            cvk_gen_taps<A, 1, KY, 1, 0, BY, BX>(ring + slot0 * SW + tx * BX, SW, wy, acc, 1, ky, 1,
+                                                 0);
             const long long e = e_tile + tx * BX;
 #pragma unroll
             for (int o = 0; o < BY; o++)

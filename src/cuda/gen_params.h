@@ -24,14 +24,14 @@ typedef struct cvk_gen_params {
     long long nz;               /* blocks along z per batch */
     double cval;
     int nbatch;
-    int C;                      /* interleaved channels (1 when batched) */
-    int k[3], koff[3];          /* filter extents and offsets (0 <= koff < k) */
-    int mode;                   /* CVI_MODE_* */
-    int out_type;               /* convolve_dtype */
-    int in_contig;              /* input x stride == C and channel stride 1 */
-    int in_vec;                 /* and rows 16-byte aligned: vector staging */
-    int out_contig, out_vec;    /* the same for the output */
-    int nw;                     /* weights (generic kernels copy them to shared memory) */
+    int C;                   /* interleaved channels (1 when batched) */
+    int k[3], koff[3];       /* filter extents and offsets (0 <= koff < k) */
+    int mode;                /* CVI_MODE_* */
+    int out_type;            /* convolve_dtype */
+    int in_contig;           /* input x stride == C and channel stride 1 */
+    int in_vec;              /* and rows 16-byte aligned: vector staging */
+    int out_contig, out_vec; /* the same for the output */
+    int nw;                  /* weights (generic kernels copy them to shared memory) */
 } cvk_gen_params;
 
 /* 3-D tiles with KZ x BY x BX accumulators at most 64 roll them along z
@@ -51,14 +51,14 @@ typedef struct cvk_gen_params {
  * to 16 bytes of input so rows stage with 16-byte loads); the first tap of
  * a thread's window lies D elements into its part of a row. */
 typedef struct cvk_gen_geom {
-    int HLa;                /* left halo, rounded up to 16 bytes of input */
-    int D;                  /* HLa - koff[2] * C */
-    int L;                  /* elements per staged row */
-    int R;                  /* tile: staged rows per plane; strip: rows per chunk */
-    int H;                  /* tile (separable): x-filtered rows; strip: ring rows */
-    int ring;               /* strip: ring period (rows) */
-    int W;                  /* weights kept in shared memory (0 when in the bank) */
-    long long elems;        /* shared memory per block, elements */
+    int HLa;         /* left halo, rounded up to 16 bytes of input */
+    int D;           /* HLa - koff[2] * C */
+    int L;           /* elements per staged row */
+    int R;           /* tile: staged rows per plane; strip: rows per chunk */
+    int H;           /* tile (separable): x-filtered rows; strip: ring rows */
+    int ring;        /* strip: ring period (rows) */
+    int W;           /* weights kept in shared memory (0 when in the bank) */
+    long long elems; /* shared memory per block, elements */
 } cvk_gen_geom;
 
 CVK_GEN_HD void cvk_gen_geometry(int family, int in_size, int C, const int k[3], int ox, int sep,

@@ -12,47 +12,45 @@
 
 #include <string.h>
 
-
 /* The launcher of one instance: raises its shared-memory limit when needed,
  * then launches it with the parameter block and weights by value. */
-#define CVK_GEN_LAUNCHER(NAME, KERNEL, A, NW)                                                   \
-    static cudaError_t NAME(const cvk_gen_params *p, const void *bank, const void *gw,         \
-                            const unsigned g3[3], unsigned block, size_t smem,                 \
-                            cudaStream_t stream, int *occupancy)                               \
-    {                                                                                          \
-        if (smem > CVK_DEFAULT_SHARED) {                                                       \
-            cudaError_t e = cudaFuncSetAttribute((const void *)(KERNEL),                       \
-                                                 cudaFuncAttributeMaxDynamicSharedMemorySize,  \
-                                                 (int)smem);                                   \
-            if (e != cudaSuccess)                                                              \
-                return e;                                                                      \
-        }                                                                                      \
-        if (occupancy)                                                                         \
-            return cudaOccupancyMaxActiveBlocksPerMultiprocessor(occupancy,                    \
-                                                                 (const void *)(KERNEL),       \
-                                                                 (int)block, smem);            \
-        const dim3 grid(g3[0], g3[1], g3[2]);                                                  \
-        const cvk_gen_params q = *p;                                                           \
-        const cvk_gen_wbank<A, NW> b = *(const cvk_gen_wbank<A, NW> *)bank;                    \
-        const A *g = (const A *)gw;                                                            \
-        void (*kfn)(cvk_gen_params, cvk_gen_wbank<A, NW>, const A *) = KERNEL;                 \
-        CVK_LAUNCH(kfn, grid, block, smem, stream, (q, b, g));                                 \
-        return cudaGetLastError();                                                             \
+#define CVK_GEN_LAUNCHER(NAME, KERNEL, A, NW)                                                    \
+    static cudaError_t NAME(const cvk_gen_params *p, const void *bank, const void *gw,           \
+                            const unsigned g3[3], unsigned block, size_t smem,                   \
+                            cudaStream_t stream, int *occupancy)                                 \
+    {                                                                                            \
+        if (smem > CVK_DEFAULT_SHARED) {                                                         \
+            cudaError_t e = cudaFuncSetAttribute(                                                \
+                (const void *)(KERNEL), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem); \
+            if (e != cudaSuccess)                                                                \
+                return e;                                                                        \
+        }                                                                                        \
+        if (occupancy)                                                                           \
+            return cudaOccupancyMaxActiveBlocksPerMultiprocessor(                                \
+                occupancy, (const void *)(KERNEL), (int)block, smem);                            \
+        const dim3 grid(g3[0], g3[1], g3[2]);                                                    \
+        const cvk_gen_params q = *p;                                                             \
+        const cvk_gen_wbank<A, NW> b = *(const cvk_gen_wbank<A, NW> *)bank;                      \
+        const A *g = (const A *)gw;                                                              \
+        void (*kfn)(cvk_gen_params, cvk_gen_wbank<A, NW>, const A *) = KERNEL;                   \
+        CVK_LAUNCH(kfn, grid, block, smem, stream, (q, b, g));                                   \
+        return cudaGetLastError();                                                               \
     }
 
 /* Template arguments of cvk_gen_tile and cvk_gen_strip, as a table row:
  * family, input type, acc double, C, kx, ky, kz, ox, sep, bx, by, tx, ty, nw. */
-#define CVK_GEN_TILE_I(ID, T, A, TI, AD, C, KX, KY, KZ, OX, SEP, BX, BY, TX, TY, NW)            \
-    CVK_GEN_LAUNCHER(ID, (cvk_gen_tile<T, A, -1, C, KX, KY, KZ, OX, SEP, BX, BY, TX, TY, NW>), A, NW)
-#define CVK_GEN_STRIP_I(ID, T, A, TI, AD, C, KX, KY, OX, BX, BY, TX, TY, NW)                    \
+#define CVK_GEN_TILE_I(ID, T, A, TI, AD, C, KX, KY, KZ, OX, SEP, BX, BY, TX, TY, NW)              \
+    CVK_GEN_LAUNCHER(ID, (cvk_gen_tile<T, A, -1, C, KX, KY, KZ, OX, SEP, BX, BY, TX, TY, NW>), A, \
+                     NW)
+#define CVK_GEN_STRIP_I(ID, T, A, TI, AD, C, KX, KY, OX, BX, BY, TX, TY, NW) \
     CVK_GEN_LAUNCHER(ID, (cvk_gen_strip<T, A, -1, C, KX, KY, OX, BX, BY, TX, TY, NW>), A, NW)
 
 /* The generic instances: per input type, a 1-D tile (a row of 256 threads),
  * a 2-D/3-D tile, dense and separable, and a strip. */
-#define CVK_GEN_GENERIC(P, T, A, TI, AD, BX)                                                    \
-    CVK_GEN_TILE_I(P##_t1, T, A, TI, AD, 0, 0, 0, 0, -1, 0, BX, 1, 256, 1, 0)                  \
-    CVK_GEN_TILE_I(P##_t2, T, A, TI, AD, 0, 0, 0, 0, -1, 0, BX, 2, 32, 8, 0)                   \
-    CVK_GEN_TILE_I(P##_s2, T, A, TI, AD, 0, 0, 0, 0, -1, 1, BX, 2, 32, 8, 0)                   \
+#define CVK_GEN_GENERIC(P, T, A, TI, AD, BX)                                  \
+    CVK_GEN_TILE_I(P##_t1, T, A, TI, AD, 0, 0, 0, 0, -1, 0, BX, 1, 256, 1, 0) \
+    CVK_GEN_TILE_I(P##_t2, T, A, TI, AD, 0, 0, 0, 0, -1, 0, BX, 2, 32, 8, 0)  \
+    CVK_GEN_TILE_I(P##_s2, T, A, TI, AD, 0, 0, 0, 0, -1, 1, BX, 2, 32, 8, 0)  \
     CVK_GEN_STRIP_I(P##_r2, T, A, TI, AD, 0, 0, 0, -1, BX, 2, 32, 8, 0)
 
 CVK_GEN_GENERIC(g_f32, float, float, 0, 0, 4)
@@ -74,15 +72,23 @@ typedef struct {
     cvk_gen_launch_fn fn;
 } cvk_gen_entry;
 
-#define E_T(FN, TI, AD, C, KX, KY, KZ, OX, SEP, BX, BY, TX, TY, NW)                              \
-    {{CVK_GEN_TILE, TI, -1, AD, C, KX, KY, KZ, OX, SEP, BX, BY, TX, TY, NW}, FN}
-#define E_S(FN, TI, AD, C, KX, KY, OX, BX, BY, TX, TY, NW)                                       \
-    {{CVK_GEN_STRIP, TI, -1, AD, C, KX, KY, 1, OX, 1, BX, BY, TX, TY, NW}, FN}
-#define E_GENERIC(P, TI, AD, BX)                                                                \
-    E_T(P##_t1, TI, AD, 0, 0, 0, 0, -1, 0, BX, 1, 256, 1, 0),                                  \
-    E_T(P##_t2, TI, AD, 0, 0, 0, 0, -1, 0, BX, 2, 32, 8, 0),                                   \
-    E_T(P##_s2, TI, AD, 0, 0, 0, 0, -1, 1, BX, 2, 32, 8, 0),                                   \
-    E_S(P##_r2, TI, AD, 0, 0, 0, -1, BX, 2, 32, 8, 0)
+#define E_T(FN, TI, AD, C, KX, KY, KZ, OX, SEP, BX, BY, TX, TY, NW) \
+    {                                                               \
+        {                                                           \
+            CVK_GEN_TILE, TI, -1, AD, C, KX, KY, KZ, OX, SEP        \
+            , BX, BY, TX, TY, NW                                    \
+        }                                                           \
+        , FN                                                        \
+    }
+#define E_S(FN, TI, AD, C, KX, KY, OX, BX, BY, TX, TY, NW)                       \
+    {                                                                            \
+        {CVK_GEN_STRIP, TI, -1, AD, C, KX, KY, 1, OX, 1, BX, BY, TX, TY, NW}, FN \
+    }
+#define E_GENERIC(P, TI, AD, BX)                                 \
+    E_T(P##_t1, TI, AD, 0, 0, 0, 0, -1, 0, BX, 1, 256, 1, 0),    \
+        E_T(P##_t2, TI, AD, 0, 0, 0, 0, -1, 0, BX, 2, 32, 8, 0), \
+        E_T(P##_s2, TI, AD, 0, 0, 0, 0, -1, 1, BX, 2, 32, 8, 0), \
+        E_S(P##_r2, TI, AD, 0, 0, 0, -1, BX, 2, 32, 8, 0)
 
 static const cvk_gen_entry k_entries[] = {
     E_GENERIC(g_f32, 0, 0, 4),
@@ -107,6 +113,5 @@ extern "C" cvk_gen_launch_fn cvk_gen_precompiled(const cvk_gen_shape *s)
 extern "C" cudaError_t cvk_gen_launch_kernel(const void *fn, const unsigned g3[3], unsigned block,
                                              void **args, size_t smem, cudaStream_t stream)
 {
-    return cudaLaunchKernel(fn, dim3(g3[0], g3[1], g3[2]), dim3(block, 1, 1), args, smem,
-                            stream);
+    return cudaLaunchKernel(fn, dim3(g3[0], g3[1], g3[2]), dim3(block, 1, 1), args, smem, stream);
 }

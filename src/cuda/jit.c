@@ -23,8 +23,8 @@
 
 typedef struct cvcu_nvrtc_program *cvcu_nvrtc_prog;
 typedef int (*nv_version_fn)(int *, int *);
-typedef int (*nv_create_fn)(cvcu_nvrtc_prog *, const char *, const char *, int,
-                            const char *const *, const char *const *);
+typedef int (*nv_create_fn)(cvcu_nvrtc_prog *, const char *, const char *, int, const char *const *,
+                            const char *const *);
 typedef int (*nv_destroy_fn)(cvcu_nvrtc_prog *);
 typedef int (*nv_compile_fn)(cvcu_nvrtc_prog, int, const char *const *);
 typedef int (*nv_size_fn)(cvcu_nvrtc_prog, size_t *);
@@ -48,7 +48,7 @@ static struct {
     int major, minor;
     uint64_t source_hash;
     char cache_dir[1024];
-    char defines[256];          /* CONVOLVE_JIT_DEFINES: more NVRTC options (tuning) */
+    char defines[256]; /* CONVOLVE_JIT_DEFINES: more NVRTC options (tuning) */
 } nv;
 
 static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
@@ -122,13 +122,13 @@ static void load_nvrtc(void)
         snprintf(nv.why, sizeof nv.why, "NVRTC (libnvrtc.so) was not found");
         return;
     }
-#define NV_SYM(field, type, name)                                                              \
-    do {                                                                                       \
-        *(void **)&nv.field = dlsym(h, name);                                                  \
-        if (!nv.field) {                                                                       \
-            snprintf(nv.why, sizeof nv.why, "NVRTC lacks %s", name);                           \
-            return;                                                                            \
-        }                                                                                      \
+#define NV_SYM(field, type, name)                                    \
+    do {                                                             \
+        *(void **)&nv.field = dlsym(h, name);                        \
+        if (!nv.field) {                                             \
+            snprintf(nv.why, sizeof nv.why, "NVRTC lacks %s", name); \
+            return;                                                  \
+        }                                                            \
     } while (0)
     NV_SYM(version, nv_version_fn, "nvrtcVersion");
     NV_SYM(create, nv_create_fn, "nvrtcCreateProgram");

@@ -24,15 +24,15 @@ extern "C" {
  * arguments (each family serves the dimensionalities of its table entry);
  * the last three are the fast kernels.                                     */
 enum {
-    CVK_BASIC = 0,      /* one output per thread, weights in global memory */
-    CVK_CONSTANT,       /* one output per thread, weights in the bank */
-    CVK_TILED,          /* 1-D and 3-D: blocks the size of the output tile */
-    CVK_TILED_IN,       /* 2-D: blocks the size of the input tile */
-    CVK_TILED_OUT,      /* 2-D: blocks the size of the output tile */
-    CVK_CACHED,         /* only the tile's own elements staged */
-    CVK_DIRECT,         /* fast: register-streaming direct (fast_direct*.cu) */
-    CVK_SEPARABLE,      /* fast: fused separable 2-D (fast_direct*.cu) */
-    CVK_FFT,            /* fast: cuFFT (fast_fft.cu) */
+    CVK_BASIC = 0, /* one output per thread, weights in global memory */
+    CVK_CONSTANT,  /* one output per thread, weights in the bank */
+    CVK_TILED,     /* 1-D and 3-D: blocks the size of the output tile */
+    CVK_TILED_IN,  /* 2-D: blocks the size of the input tile */
+    CVK_TILED_OUT, /* 2-D: blocks the size of the output tile */
+    CVK_CACHED,    /* only the tile's own elements staged */
+    CVK_DIRECT,    /* fast: register-streaming direct (fast_direct*.cu) */
+    CVK_SEPARABLE, /* fast: fused separable 2-D (fast_direct*.cu) */
+    CVK_FFT,       /* fast: cuFFT (fast_fft.cu) */
     CVK_STRATEGY_COUNT
 };
 
@@ -41,10 +41,10 @@ enum {
  * d-dimensional problem uses the first d extents (x fastest).             */
 
 /* basic and constant: one output per thread; blocks of these extents. */
-#define CVK_BASIC1_X 256                /* 1-D */
-#define CVK_BASIC2_X 32                 /* 2-D: 32 x 8 */
+#define CVK_BASIC1_X 256 /* 1-D */
+#define CVK_BASIC2_X 32  /* 2-D: 32 x 8 */
 #define CVK_BASIC2_Y 8
-#define CVK_BASIC3_X 32                 /* 3-D: 32 x 8 x 1, one z plane per block */
+#define CVK_BASIC3_X 32 /* 3-D: 32 x 8 x 1, one z plane per block */
 #define CVK_BASIC3_Y 8
 
 /* tiled (1-D and 3-D): the block is the output tile (64, or 64 x 4 x 4);
@@ -101,19 +101,19 @@ typedef struct cvk_bank {
  * is in double for float64 input and under CVI_CAST_TRUNCATE, else in float; weights (the basic kernels'
  * `weights`, and the bank) are of the accumulation type. */
 typedef struct cvk_args {
-    const void *in;             /* element 0 of the input (device memory) */
-    void *out;                  /* element 0 of the output */
-    const void *weights;        /* basic: kcount weights in device memory */
-    long long n[3];             /* extents */
-    long long is[3], ics;       /* input strides per axis and per channel */
-    long long os[3], ocs;       /* output strides */
+    const void *in;       /* element 0 of the input (device memory) */
+    void *out;            /* element 0 of the output */
+    const void *weights;  /* basic: kcount weights in device memory */
+    long long n[3];       /* extents */
+    long long is[3], ics; /* input strides per axis and per channel */
+    long long os[3], ocs; /* output strides */
     long long channels;
-    long long tiles[3];         /* set by the launcher: the grid-stride loop bounds */
-    int k[3];                   /* filter extents */
-    int koff[3];                /* 0 <= koff < k: out[i] reads in[i + k - koff] */
-    int in_type, out_type;      /* convolve_dtype */
-    int mode;                   /* CVI_MODE_* */
-    int ndim;                   /* 1, 2 or 3: the launchers' dispatch (kernels ignore it) */
+    long long tiles[3];    /* set by the launcher: the grid-stride loop bounds */
+    int k[3];              /* filter extents */
+    int koff[3];           /* 0 <= koff < k: out[i] reads in[i + k - koff] */
+    int in_type, out_type; /* convolve_dtype */
+    int mode;              /* CVI_MODE_* */
+    int ndim;              /* 1, 2 or 3: the launchers' dispatch (kernels ignore it) */
     double cval;
     /* A streamed slab (the FFT reads these; other kernels need not): its
      * rows along the slowest axis are the whole array's extended rows
@@ -122,10 +122,10 @@ typedef struct cvk_args {
      * [slab_r0, slab_r1). slab = 0: the whole array. */
     int slab;
     long long slab_lo, slab_r0, slab_r1;
-    int cast;                   /* CVI_CAST_*: TRUNCATE (basic and constant only) sums
+    int cast;       /* CVI_CAST_*: TRUNCATE (basic and constant only) sums
                                    integer data in double and truncates */
-    double divisor;             /* under TRUNCATE: sums are divided by it before the cast */
-    double snap;                /* and snapped to integers within snap * max(|n|, 1) */
+    double divisor; /* under TRUNCATE: sums are divided by it before the cast */
+    double snap;    /* and snapped to integers within snap * max(|n|, 1) */
 } cvk_args;
 
 /* Launches the chapter kernel of family `strategy` (CVK_BASIC .. CVK_CACHED)

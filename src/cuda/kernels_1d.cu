@@ -72,8 +72,8 @@ __global__ void __launch_bounds__(CVK_TILED_X, 16)
     for (i64 c = blockIdx.y; c < a.tiles[1]; c += gridDim.y) {
         const T *src = in + c * a.ics;
         for (i64 bx = blockIdx.x; bx < a.tiles[0]; bx += gridDim.x) {
-            const i64 x0 = bx * CVK_TILED_X;     /* first output of the tile */
-            const i64 start = x0 - a.koff[2];    /* input index of tile[0] */
+            const i64 x0 = bx * CVK_TILED_X;  /* first output of the tile */
+            const i64 start = x0 - a.koff[2]; /* input index of tile[0] */
             for (int u = t; u < len; u += CVK_TILED_X)
                 tile[u] = cvk_fetch_x<T, A>(a, src, start + u);
             __syncthreads();
@@ -114,9 +114,9 @@ __global__ void __launch_bounds__(CVK_CACHED_X, 16)
             tile[t] = i < n ? cvk_ld<T, A>(src + i * s) : (A)0;
             __syncthreads();
             if (i < n) {
-                const i64 j = i - a.koff[2];                /* tap k reads j + k */
-                const int klo = cvk_clamp_int(x0 - j, K);   /* j + k >= x0 */
-                const int khi = cvk_clamp_int(xe - j, K);   /* j + k < xe */
+                const i64 j = i - a.koff[2];              /* tap k reads j + k */
+                const int klo = cvk_clamp_int(x0 - j, K); /* j + k >= x0 */
+                const int khi = cvk_clamp_int(xe - j, K); /* j + k < xe */
                 A acc = 0;
                 int k = 0;
                 for (; k < klo; k++)
@@ -133,13 +133,13 @@ __global__ void __launch_bounds__(CVK_CACHED_X, 16)
     }
 }
 
-static cudaError_t launch_1d(int strategy, const cvk_args *args, const cvk_bank *bank,
-                             size_t smem, cudaStream_t stream)
+static cudaError_t launch_1d(int strategy, const cvk_args *args, const cvk_bank *bank, size_t smem,
+                             cudaStream_t stream)
 {
     cvk_args a = *args;
     const int T = strategy == CVK_BASIC || strategy == CVK_CONSTANT ? CVK_BASIC1_X
-                  : strategy == CVK_TILED                               ? CVK_TILED_X
-                                                                        : CVK_CACHED_X;
+                  : strategy == CVK_TILED                           ? CVK_TILED_X
+                                                                    : CVK_CACHED_X;
     a.tiles[0] = cvk_ceil_div(a.n[2], T);
     a.tiles[1] = a.channels;
     a.tiles[2] = 1;
@@ -147,9 +147,7 @@ static cudaError_t launch_1d(int strategy, const cvk_args *args, const cvk_bank 
     const dim3 block(T, 1, 1);
     cudaError_t err = cudaSuccess;
     switch (strategy) {
-    case CVK_BASIC:
-        CVK_LAUNCH_TYPED_CAST(cvk_1d_basic, a, grid, block, 0, stream, (a));
-        break;
+    case CVK_BASIC: CVK_LAUNCH_TYPED_CAST(cvk_1d_basic, a, grid, block, 0, stream, (a)); break;
     case CVK_CONSTANT:
         CVK_LAUNCH_TYPED_CAST(cvk_1d_constant, a, grid, block, 0, stream, (a, *bank));
         break;
@@ -159,11 +157,8 @@ static cudaError_t launch_1d(int strategy, const cvk_args *args, const cvk_bank 
             return err;
         CVK_LAUNCH_TYPED(cvk_1d_tiled, a, grid, block, smem, stream, (a, *bank));
         break;
-    case CVK_CACHED:
-        CVK_LAUNCH_TYPED(cvk_1d_cached, a, grid, block, 0, stream, (a, *bank));
-        break;
-    default:
-        return cudaErrorInvalidValue;
+    case CVK_CACHED: CVK_LAUNCH_TYPED(cvk_1d_cached, a, grid, block, 0, stream, (a, *bank)); break;
+    default: return cudaErrorInvalidValue;
     }
     return cudaGetLastError();
 }

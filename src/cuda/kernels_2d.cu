@@ -59,14 +59,14 @@ __device__ __forceinline__ void cvk_2d_per_output(const cvk_args &a, const A *w)
 }
 
 template <typename T, typename A>
-__global__ void __launch_bounds__(CVK_BASIC2_X * CVK_BASIC2_Y, 5)
+__global__ void __launch_bounds__(CVK_BASIC2_X *CVK_BASIC2_Y, 5)
     cvk_2d_basic(const __grid_constant__ cvk_args a)
 {
     cvk_2d_per_output<T, A>(a, (const A *)a.weights);
 }
 
 template <typename T, typename A>
-__global__ void __launch_bounds__(CVK_BASIC2_X * CVK_BASIC2_Y, 5)
+__global__ void __launch_bounds__(CVK_BASIC2_X *CVK_BASIC2_Y, 5)
     cvk_2d_constant(const __grid_constant__ cvk_args a, const __grid_constant__ cvk_bank b)
 {
     cvk_2d_per_output<T, A>(a, cvk_bank_weights(b, (A)0));
@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(CVK_BASIC2_X * CVK_BASIC2_Y, 5)
  * tx < ox, ty < oy computes output (y0 + ty, x0 + tx) from
  * tile[ty + k1][tx + k2]; the others idle. Needs K1, K2 <= 31. */
 template <typename T, typename A>
-__global__ void __launch_bounds__(CVK_TILED_IN_X * CVK_TILED_IN_Y, 2)
+__global__ void __launch_bounds__(CVK_TILED_IN_X *CVK_TILED_IN_Y, 2)
     cvk_2d_tiled_in(const __grid_constant__ cvk_args a, const __grid_constant__ cvk_bank b)
 {
     __shared__ A tile[CVK_TILED_IN_Y][CVK_TILED_IN_X];
@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(CVK_TILED_IN_X * CVK_TILED_IN_Y, 2)
  * stage the (31 + K2) x (31 + K1) input tile in dynamic shared memory (row
  * pitch W = 31 + K2), then each computes its own output. */
 template <typename T, typename A>
-__global__ void __launch_bounds__(CVK_TILED_OUT_X * CVK_TILED_OUT_Y, 2)
+__global__ void __launch_bounds__(CVK_TILED_OUT_X *CVK_TILED_OUT_Y, 2)
     cvk_2d_tiled_out(const __grid_constant__ cvk_args a, const __grid_constant__ cvk_bank b)
 {
     CVK_DYNAMIC_SHARED(cvk_smem);
@@ -139,8 +139,7 @@ __global__ void __launch_bounds__(CVK_TILED_OUT_X * CVK_TILED_OUT_Y, 2)
                     const T *row = src + r1 * s1; /* only read when r1 >= 0 */
                     for (int u2 = tx; u2 < W; u2 += CVK_TILED_OUT_X) {
                         const i64 r2 = cvi_boundary_index(x0 - a.koff[2] + u2, n2, a.mode);
-                        tile[u1 * W + u2] =
-                            (r1 | r2) < 0 ? (A)a.cval : cvk_ld<T, A>(row + r2 * s2);
+                        tile[u1 * W + u2] = (r1 | r2) < 0 ? (A)a.cval : cvk_ld<T, A>(row + r2 * s2);
                     }
                 }
                 __syncthreads();
@@ -167,7 +166,7 @@ __global__ void __launch_bounds__(CVK_TILED_OUT_X * CVK_TILED_OUT_Y, 2)
  * rows are read wholly from global memory, where the caches hold the
  * neighbours' elements (the chapter's halo cells). */
 template <typename T, typename A>
-__global__ void __launch_bounds__(CVK_CACHED_X * CVK_CACHED_Y, sizeof(A) == 8 ? 2 : 3)
+__global__ void __launch_bounds__(CVK_CACHED_X *CVK_CACHED_Y, sizeof(A) == 8 ? 2 : 3)
     cvk_2d_cached(const __grid_constant__ cvk_args a, const __grid_constant__ cvk_bank b)
 {
     __shared__ A tile[CVK_CACHED_Y][CVK_CACHED_X];
@@ -232,27 +231,20 @@ extern "C" cudaError_t cvk_launch_2d(int strategy, const cvk_args *args, const c
                                      size_t smem, cudaStream_t stream)
 {
     cvk_args a = *args;
-    int bx, by;           /* block extents */
-    long long tx, ty;     /* the step between tiles (output tile extents) */
+    int bx, by;       /* block extents */
+    long long tx, ty; /* the step between tiles (output tile extents) */
     switch (strategy) {
     case CVK_BASIC:
-    case CVK_CONSTANT:
-        bx = CVK_BASIC2_X, by = CVK_BASIC2_Y, tx = bx, ty = by;
-        break;
+    case CVK_CONSTANT: bx = CVK_BASIC2_X, by = CVK_BASIC2_Y, tx = bx, ty = by; break;
     case CVK_TILED_IN:
         bx = CVK_TILED_IN_X, by = CVK_TILED_IN_Y;
         tx = CVK_TILED_IN_X + 1 - a.k[2], ty = CVK_TILED_IN_Y + 1 - a.k[1];
         if (tx < 1 || ty < 1)
             return cudaErrorInvalidValue; /* the strategy's check refuses these */
         break;
-    case CVK_TILED_OUT:
-        bx = CVK_TILED_OUT_X, by = CVK_TILED_OUT_Y, tx = bx, ty = by;
-        break;
-    case CVK_CACHED:
-        bx = CVK_CACHED_X, by = CVK_CACHED_Y, tx = bx, ty = by;
-        break;
-    default:
-        return cudaErrorInvalidValue;
+    case CVK_TILED_OUT: bx = CVK_TILED_OUT_X, by = CVK_TILED_OUT_Y, tx = bx, ty = by; break;
+    case CVK_CACHED: bx = CVK_CACHED_X, by = CVK_CACHED_Y, tx = bx, ty = by; break;
+    default: return cudaErrorInvalidValue;
     }
     a.tiles[0] = cvk_ceil_div(a.n[2], tx);
     a.tiles[1] = cvk_ceil_div(a.n[1], ty);
@@ -261,9 +253,7 @@ extern "C" cudaError_t cvk_launch_2d(int strategy, const cvk_args *args, const c
     const dim3 block(bx, by, 1);
     cudaError_t err = cudaSuccess;
     switch (strategy) {
-    case CVK_BASIC:
-        CVK_LAUNCH_TYPED_CAST(cvk_2d_basic, a, grid, block, 0, stream, (a));
-        break;
+    case CVK_BASIC: CVK_LAUNCH_TYPED_CAST(cvk_2d_basic, a, grid, block, 0, stream, (a)); break;
     case CVK_CONSTANT:
         CVK_LAUNCH_TYPED_CAST(cvk_2d_constant, a, grid, block, 0, stream, (a, *bank));
         break;
@@ -276,9 +266,7 @@ extern "C" cudaError_t cvk_launch_2d(int strategy, const cvk_args *args, const c
             return err;
         CVK_LAUNCH_TYPED(cvk_2d_tiled_out, a, grid, block, smem, stream, (a, *bank));
         break;
-    default:
-        CVK_LAUNCH_TYPED(cvk_2d_cached, a, grid, block, 0, stream, (a, *bank));
-        break;
+    default: CVK_LAUNCH_TYPED(cvk_2d_cached, a, grid, block, 0, stream, (a, *bank)); break;
     }
     return cudaGetLastError();
 }

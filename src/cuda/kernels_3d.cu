@@ -68,14 +68,14 @@ __device__ __forceinline__ void cvk_3d_per_output(const cvk_args &a, const A *w)
 }
 
 template <typename T, typename A>
-__global__ void __launch_bounds__(CVK_BASIC3_X * CVK_BASIC3_Y, 4)
+__global__ void __launch_bounds__(CVK_BASIC3_X *CVK_BASIC3_Y, 4)
     cvk_3d_basic(const __grid_constant__ cvk_args a)
 {
     cvk_3d_per_output<T, A>(a, (const A *)a.weights);
 }
 
 template <typename T, typename A>
-__global__ void __launch_bounds__(CVK_BASIC3_X * CVK_BASIC3_Y, 4)
+__global__ void __launch_bounds__(CVK_BASIC3_X *CVK_BASIC3_Y, 4)
     cvk_3d_constant(const __grid_constant__ cvk_args a, const __grid_constant__ cvk_bank b)
 {
     cvk_3d_per_output<T, A>(a, cvk_bank_weights(b, (A)0));
@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(CVK_BASIC3_X * CVK_BASIC3_Y, 4)
  * the (63 + K2) x (3 + K1) x (3 + K0) input tile in dynamic shared memory,
  * ghost cells filled by the mode; then each computes its own output. */
 template <typename T, typename A>
-__global__ void __launch_bounds__(CVK_TILED_X * CVK_TILED_Y * CVK_TILED_Z, 1)
+__global__ void __launch_bounds__(CVK_TILED_X *CVK_TILED_Y *CVK_TILED_Z, 1)
     cvk_3d_tiled(const __grid_constant__ cvk_args a, const __grid_constant__ cvk_bank b)
 {
     CVK_DYNAMIC_SHARED(cvk_smem);
@@ -113,8 +113,7 @@ __global__ void __launch_bounds__(CVK_TILED_X * CVK_TILED_Y * CVK_TILED_Z, 1)
                         A *trow = tile + (u0 * H + u1) * W;
                         for (int u2 = tx; u2 < W; u2 += CVK_TILED_X) {
                             const i64 r2 = cvi_boundary_index(x0 - a.koff[2] + u2, n2, a.mode);
-                            trow[u2] = (r0 | r1 | r2) < 0 ? (A)a.cval
-                                                          : cvk_ld<T, A>(row + r2 * s2);
+                            trow[u2] = (r0 | r1 | r2) < 0 ? (A)a.cval : cvk_ld<T, A>(row + r2 * s2);
                         }
                     }
                 }
@@ -143,7 +142,7 @@ __global__ void __launch_bounds__(CVK_TILED_X * CVK_TILED_Y * CVK_TILED_Z, 1)
  * of taps: left of the tile (global), inside (shared), right (global);
  * other rows come wholly from global memory through the caches. */
 template <typename T, typename A>
-__global__ void __launch_bounds__(CVK_CACHED_X * CVK_CACHED_Y * CVK_CACHED_Z, 1)
+__global__ void __launch_bounds__(CVK_CACHED_X *CVK_CACHED_Y *CVK_CACHED_Z, 1)
     cvk_3d_cached(const __grid_constant__ cvk_args a, const __grid_constant__ cvk_bank b)
 {
     __shared__ A tile[CVK_CACHED_Z][CVK_CACHED_Y][CVK_CACHED_X];
@@ -168,8 +167,7 @@ __global__ void __launch_bounds__(CVK_CACHED_X * CVK_CACHED_Y * CVK_CACHED_Z, 1)
                 const i64 xe = cvk_min64(x0 + CVK_CACHED_X, n2);
                 const i64 i2 = x0 + tx;
                 const bool inside = i0 < n0 && i1 < n1 && i2 < n2;
-                tile[tz][ty][tx] =
-                    inside ? cvk_ld<T, A>(src + i0 * s0 + i1 * s1 + i2 * s2) : (A)0;
+                tile[tz][ty][tx] = inside ? cvk_ld<T, A>(src + i0 * s0 + i1 * s1 + i2 * s2) : (A)0;
                 __syncthreads();
                 if (inside) {
                     const i64 j0 = i0 - a.koff[0], j1 = i1 - a.koff[1], j2 = i2 - a.koff[2];
@@ -222,17 +220,10 @@ extern "C" cudaError_t cvk_launch_3d(int strategy, const cvk_args *args, const c
     int bx, by, bz; /* block extents = output tile extents */
     switch (strategy) {
     case CVK_BASIC:
-    case CVK_CONSTANT:
-        bx = CVK_BASIC3_X, by = CVK_BASIC3_Y, bz = 1;
-        break;
-    case CVK_TILED:
-        bx = CVK_TILED_X, by = CVK_TILED_Y, bz = CVK_TILED_Z;
-        break;
-    case CVK_CACHED:
-        bx = CVK_CACHED_X, by = CVK_CACHED_Y, bz = CVK_CACHED_Z;
-        break;
-    default:
-        return cudaErrorInvalidValue;
+    case CVK_CONSTANT: bx = CVK_BASIC3_X, by = CVK_BASIC3_Y, bz = 1; break;
+    case CVK_TILED: bx = CVK_TILED_X, by = CVK_TILED_Y, bz = CVK_TILED_Z; break;
+    case CVK_CACHED: bx = CVK_CACHED_X, by = CVK_CACHED_Y, bz = CVK_CACHED_Z; break;
+    default: return cudaErrorInvalidValue;
     }
     a.tiles[0] = cvk_ceil_div(a.n[2], bx);
     a.tiles[1] = cvk_ceil_div(a.n[1], by);
@@ -242,9 +233,7 @@ extern "C" cudaError_t cvk_launch_3d(int strategy, const cvk_args *args, const c
     const dim3 block(bx, by, bz);
     cudaError_t err = cudaSuccess;
     switch (strategy) {
-    case CVK_BASIC:
-        CVK_LAUNCH_TYPED_CAST(cvk_3d_basic, a, grid, block, 0, stream, (a));
-        break;
+    case CVK_BASIC: CVK_LAUNCH_TYPED_CAST(cvk_3d_basic, a, grid, block, 0, stream, (a)); break;
     case CVK_CONSTANT:
         CVK_LAUNCH_TYPED_CAST(cvk_3d_constant, a, grid, block, 0, stream, (a, *bank));
         break;
@@ -254,9 +243,7 @@ extern "C" cudaError_t cvk_launch_3d(int strategy, const cvk_args *args, const c
             return err;
         CVK_LAUNCH_TYPED(cvk_3d_tiled, a, grid, block, smem, stream, (a, *bank));
         break;
-    default:
-        CVK_LAUNCH_TYPED(cvk_3d_cached, a, grid, block, 0, stream, (a, *bank));
-        break;
+    default: CVK_LAUNCH_TYPED(cvk_3d_cached, a, grid, block, 0, stream, (a, *bank)); break;
     }
     return cudaGetLastError();
 }

@@ -187,8 +187,7 @@ static convolve_status prepare_kernels(convolve_context *ctx, cvcu_plan *plan)
             return cvi_error(ctx, st, "strategy 'fft': %s", plan->message);
         return CONVOLVE_OK;
     }
-    case CVK_BASIC:
-        return upload_weights(ctx, plan);
+    case CVK_BASIC: return upload_weights(ctx, plan);
     case CVK_DIRECT:
     case CVK_SEPARABLE:
         if (cvi_truncates(p)) /* fast_cast.cu: the taps go with each launch */
@@ -196,13 +195,12 @@ static convolve_status prepare_kernels(convolve_context *ctx, cvcu_plan *plan)
         if (use_generated(plan->strategy->id, p))
             return cvcu_gen_prepare(ctx, p, plan->strategy->id == CVK_SEPARABLE, &plan->gen);
         return p->kcount <= bank_cap ? fill_bank(ctx, plan) : upload_weights(ctx, plan);
-    default:
-        return fill_bank(ctx, plan); /* kcount within the bank (checked) */
+    default: return fill_bank(ctx, plan); /* kcount within the bank (checked) */
     }
 }
 
-convolve_status cvcu_prepare(convolve_context *ctx, const cvi_device *dev,
-                             const cvi_strategy *s, const cvi_problem *p, void **state)
+convolve_status cvcu_prepare(convolve_context *ctx, const cvi_device *dev, const cvi_strategy *s,
+                             const cvi_problem *p, void **state)
 {
     *state = NULL;
     if (!s || s->backend != CONVOLVE_BACKEND_CUDA)
@@ -290,8 +288,8 @@ static cudaError_t launch_fft(cvcu_plan *plan, const cvk_args *a, cudaStream_t s
     q.in_cstride = (ptrdiff_t)(a->ics * ie);
     q.out_cstride = (ptrdiff_t)(a->ocs * oe);
     const cvk_fft_window w = {a->slab_lo, a->slab_r0, a->slab_r1};
-    convolve_status st = cvk_fft_execute(plan->fft, &q, a->in, a->out, a->slab ? &w : NULL,
-                                         stream, plan->message, sizeof plan->message);
+    convolve_status st = cvk_fft_execute(plan->fft, &q, a->in, a->out, a->slab ? &w : NULL, stream,
+                                         plan->message, sizeof plan->message);
     if (st == CONVOLVE_OK)
         return cudaSuccess;
     return st == CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY ? cudaErrorMemoryAllocation
@@ -397,8 +395,7 @@ cudaError_t cvcu_launch(cvcu_plan *plan, const cvk_args *a, cudaStream_t stream)
     const int id = plan->strategy->id;
     plan->message[0] = '\0';
     switch (id) {
-    case CVK_FFT:
-        return launch_fft(plan, a, stream);
+    case CVK_FFT: return launch_fft(plan, a, stream);
     case CVK_DIRECT:
     case CVK_SEPARABLE:
         if (cvi_truncates(&plan->p))
@@ -409,8 +406,7 @@ cudaError_t cvcu_launch(cvcu_plan *plan, const cvk_args *a, cudaStream_t stream)
             return cvk_launch(plan->bank ? CVK_CONSTANT : CVK_BASIC, a, plan->bank, 0, stream);
         return plan->p.ndim == 3 ? launch_direct3d(plan, a, stream)
                                  : launch_direct(plan, a, stream);
-    default:
-        return cvk_launch(id, a, plan->bank, plan->smem, stream);
+    default: return cvk_launch(id, a, plan->bank, plan->smem, stream);
     }
 }
 

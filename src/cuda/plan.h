@@ -16,27 +16,27 @@
 
 /* The device-side plan of one strategy for one problem. */
 typedef struct cvcu_plan {
-    const cvi_strategy *strategy;   /* its id is a CVK_* */
-    int device;                 /* the device current when the plan was made */
-    int multiprocessors;        /* of that device (0: unknown) */
-    cvi_problem p;              /* the problem; its weights and taps point into this plan */
-    double *weights, *taps[3];  /* owned copies */
+    const cvi_strategy *strategy; /* its id is a CVK_* */
+    int device;                   /* the device current when the plan was made */
+    int multiprocessors;          /* of that device (0: unknown) */
+    cvi_problem p;                /* the problem; its weights and taps point into this plan */
+    double *weights, *taps[3];    /* owned copies */
     size_t in_esize, out_esize;
-    int in_packed, out_packed;  /* the caller's layouts are contiguous C order */
-    cvk_args args;              /* the caller's layouts, strides in elements */
-    size_t smem;                /* chapter kernels: dynamic shared memory per block */
-    cvk_bank *bank;             /* weights in the filter bank, or NULL */
-    void *d_weights;            /* weights in device memory (basic, and the fast
+    int in_packed, out_packed; /* the caller's layouts are contiguous C order */
+    cvk_args args;             /* the caller's layouts, strides in elements */
+    size_t smem;               /* chapter kernels: dynamic shared memory per block */
+    cvk_bank *bank;            /* weights in the filter bank, or NULL */
+    void *d_weights;           /* weights in device memory (basic, and the fast
                                    direct kernels' fallback when the bank is too small) */
-    cvk_fft_plan *fft;          /* fft: cuFFT plans, buffers and the filter's spectrum */
-    cvcu_gen_plan *gen;         /* direct, separable: the generated kernels (gen.c), when
+    cvk_fft_plan *fft;         /* fft: cuFFT plans, buffers and the filter's spectrum */
+    cvcu_gen_plan *gen;        /* direct, separable: the generated kernels (gen.c), when
                                    they run it; else the legacy ones (fast_direct*.cu) */
-    char message[256];          /* what a failed fast launch said */
+    char message[256];         /* what a failed fast launch said */
     /* convolve_execute's buffers: made by its first call, kept for the next */
-    void *d_in, *d_out;         /* device images, rows `pitch` bytes apart */
+    void *d_in, *d_out; /* device images, rows `pitch` bytes apart */
     size_t in_pitch, out_pitch;
-    void *h_in, *h_out;         /* host packing buffers for strided layouts */
-    struct cvcu_stream_cache *stream;   /* the streamed executor's workers (stream.c) */
+    void *h_in, *h_out;               /* host packing buffers for strided layouts */
+    struct cvcu_stream_cache *stream; /* the streamed executor's workers (stream.c) */
     void (*stream_free)(struct cvcu_stream_cache *); /* frees `stream` (set with it) */
 } cvcu_plan;
 

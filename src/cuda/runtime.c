@@ -37,8 +37,8 @@ static void probe_device(int dev, int count, cvi_device *device)
     info->compute_major = prop.major;
     info->compute_minor = prop.minor;
     info->multiprocessors = prop.multiProcessorCount;
-    device->shared_memory_per_block =
-        prop.sharedMemPerBlockOptin ? prop.sharedMemPerBlockOptin : prop.sharedMemPerBlock;
+    device->shared_memory_per_block = prop.sharedMemPerBlockOptin ? prop.sharedMemPerBlockOptin
+                                                                  : prop.sharedMemPerBlock;
     if (prop.major < 7) {
         snprintf(info->reason, sizeof info->reason,
                  "%.100s has compute capability %d.%d; libconvolve's CUDA kernels need 7.0 or "
@@ -56,8 +56,8 @@ static void probe_device(int dev, int count, cvi_device *device)
     if (e != cudaSuccess) {
         snprintf(info->reason, sizeof info->reason,
                  "no kernel of this libconvolve runs on %.60s (compute capability %d.%d): %.80s; "
-                 "rebuild with CMAKE_CUDA_ARCHITECTURES=%d%d", prop.name, prop.major, prop.minor,
-                 cudaGetErrorString(e), prop.major, prop.minor);
+                 "rebuild with CMAKE_CUDA_ARCHITECTURES=%d%d",
+                 prop.name, prop.major, prop.minor, cudaGetErrorString(e), prop.major, prop.minor);
         (void)cudaGetLastError();
         return;
     }
@@ -79,8 +79,8 @@ static int count_devices(convolve_device_info *info)
         (void)cudaRuntimeGetVersion(&runtime);
         snprintf(info->reason, sizeof info->reason,
                  "the NVIDIA driver supports CUDA %d.%d, older than this build's runtime "
-                 "(%d.%d) needs: update the driver", driver / 1000, driver % 1000 / 10,
-                 runtime / 1000, runtime % 1000 / 10);
+                 "(%d.%d) needs: update the driver",
+                 driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
     } else if (e == cudaErrorNoDevice || (e == cudaSuccess && count < 1)) {
         snprintf(info->reason, sizeof info->reason,
                  "no NVIDIA GPU was found (the driver reports none)");
@@ -168,8 +168,8 @@ convolve_status cvcu_host_unregister(convolve_context *ctx, void *ptr)
 
 /* ---- execution on device memory ---------------------------------------- */
 
-convolve_status cvcu_execute_device(convolve_context *ctx, void *state, const void *in,
-                                    void *out, void *stream)
+convolve_status cvcu_execute_device(convolve_context *ctx, void *state, const void *in, void *out,
+                                    void *stream)
 {
     cvcu_plan *plan = state;
     int prev;
@@ -207,8 +207,8 @@ static cudaError_t alloc_image(int ndim, size_t width, size_t rows, void **ptr, 
     return cudaMalloc(ptr, width * rows);
 }
 
-static cudaError_t copy_rows(void *dst, size_t dpitch, const void *src, size_t spitch,
-                             size_t width, size_t rows, enum cudaMemcpyKind kind)
+static cudaError_t copy_rows(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                             size_t rows, enum cudaMemcpyKind kind)
 {
     if (dpitch == width && spitch == width)
         return cudaMemcpy(dst, src, width * rows, kind);
@@ -350,8 +350,8 @@ static int cmp_float(const void *x, const void *y)
  * stores the n intervals (ms) in times; step returns a CUDA error. */
 typedef cudaError_t (*step_fn)(void *arg);
 
-static convolve_status time_steps(convolve_context *ctx, step_fn step, void *arg, int warmup,
-                                  int n, float *times, const char *what)
+static convolve_status time_steps(convolve_context *ctx, step_fn step, void *arg, int warmup, int n,
+                                  float *times, const char *what)
 {
     cudaEvent_t *ev = calloc((size_t)n + 1, sizeof *ev);
     if (!ev)
@@ -428,8 +428,8 @@ convolve_status cvcu_benchmark(convolve_context *ctx, void *state, int warmup, i
         status = cvcu_error(ctx, e, "allocating benchmark buffers");
         goto done;
     }
-    if ((e = cvk_fill_random(d_in, (long long)count, (int)plan->args.in_type,
-                             0x5EEDBA5Eull, 0)) != cudaSuccess ||
+    if ((e = cvk_fill_random(d_in, (long long)count, (int)plan->args.in_type, 0x5EEDBA5Eull, 0)) !=
+            cudaSuccess ||
         (e = cudaMemset(d_out, 0, count * plan->out_esize)) != cudaSuccess) {
         status = cvcu_error(ctx, e, "filling benchmark buffers");
         goto done;
@@ -474,8 +474,7 @@ static cudaError_t copy_step(void *p)
     return cudaMemcpyAsync(c->dst, c->src, c->bytes, cudaMemcpyDeviceToDevice, 0);
 }
 
-convolve_status cvcu_copy_bandwidth(convolve_context *ctx, size_t bytes, int runs,
-                                    double *gb_per_s)
+convolve_status cvcu_copy_bandwidth(convolve_context *ctx, size_t bytes, int runs, double *gb_per_s)
 {
     copy_arg c = {NULL, NULL, bytes};
     void *src = NULL;
@@ -497,8 +496,8 @@ convolve_status cvcu_copy_bandwidth(convolve_context *ctx, size_t bytes, int run
     status = time_steps(ctx, copy_step, &c, 2, runs, times, "timing device-to-device copies");
     if (status == CONVOLVE_OK) {
         qsort(times, (size_t)runs, sizeof *times, cmp_float);
-        double med = runs % 2 ? times[runs / 2] : 0.5 * ((double)times[runs / 2 - 1] +
-                                                         (double)times[runs / 2]);
+        double med = runs % 2 ? times[runs / 2]
+                              : 0.5 * ((double)times[runs / 2 - 1] + (double)times[runs / 2]);
         if (!(med > 0.0)) {
             status = cvi_error(ctx, CONVOLVE_ERROR_DEVICE, "the copy took no measurable time");
             goto done;

@@ -80,13 +80,17 @@ static convolve_status check_common(const cvi_problem *p, char *why, size_t why_
 {
     for (int a = 0; a < 3; a++)
         if (p->ksize[a] > CVCU_MAX_TAPS) {
-            snprintf(why, why_size, "filter extent %zu on axis %d is over the CUDA kernels' "
-                     "limit of %zu", p->ksize[a], a - (3 - p->ndim), CVCU_MAX_TAPS);
+            snprintf(why, why_size,
+                     "filter extent %zu on axis %d is over the CUDA kernels' "
+                     "limit of %zu",
+                     p->ksize[a], a - (3 - p->ndim), CVCU_MAX_TAPS);
             return CONVOLVE_ERROR_UNSUPPORTED;
         }
     if (p->kcount > CVCU_MAX_TAPS) {
-        snprintf(why, why_size, "the filter's %zu weights are over the CUDA kernels' limit of "
-                 "%zu", p->kcount, CVCU_MAX_TAPS);
+        snprintf(why, why_size,
+                 "the filter's %zu weights are over the CUDA kernels' limit of "
+                 "%zu",
+                 p->kcount, CVCU_MAX_TAPS);
         return CONVOLVE_ERROR_UNSUPPORTED;
     }
     for (int a = 0; a < 3 - p->ndim; a++)
@@ -103,22 +107,24 @@ static convolve_status check_bank(const cvi_problem *p, char *why, size_t why_si
     const int dbl = cvcu_acc_size(p) == 8;
     size_t cap = dbl ? CVK_BANK_DOUBLES : CVK_BANK_FLOATS;
     if (p->kcount > cap) {
-        snprintf(why, why_size, "the filter has %zu weights, more than the %zu %s weights its "
+        snprintf(why, why_size,
+                 "the filter has %zu weights, more than the %zu %s weights its "
                  "constant bank holds (a %d-byte __grid_constant__ kernel parameter); use "
-                 "'basic'", p->kcount, cap, dbl ? "double" : "float",
-                 CVK_BANK_BYTES);
+                 "'basic'",
+                 p->kcount, cap, dbl ? "double" : "float", CVK_BANK_BYTES);
         return CONVOLVE_ERROR_UNSUPPORTED;
     }
     return CONVOLVE_OK;
 }
 
 /* Dynamic shared memory within the device's opt-in limit. */
-static convolve_status check_shared(int strategy, const cvi_problem *p,
-                                    const cvi_device *dev, char *why, size_t why_size)
+static convolve_status check_shared(int strategy, const cvi_problem *p, const cvi_device *dev,
+                                    char *why, size_t why_size)
 {
     size_t need = cvcu_dynamic_shared(strategy, p), limit = shared_limit(dev);
     if (need > limit) {
-        snprintf(why, why_size, "its input tile needs %zu bytes of shared memory per block "
+        snprintf(why, why_size,
+                 "its input tile needs %zu bytes of shared memory per block "
                  "(the tile plus K - 1 halo cells per axis), over the device's limit of %zu",
                  need, limit);
         return CONVOLVE_ERROR_UNSUPPORTED;
@@ -135,7 +141,8 @@ static convolve_status check_cast(const cvi_strategy *s, const cvi_problem *p, c
 {
     if (!cvi_truncates(p) || s->id == CVK_BASIC || s->id == CVK_CONSTANT)
         return CONVOLVE_OK;
-    snprintf(why, why_size, "it computes integer data in float: scipy's cast "
+    snprintf(why, why_size,
+             "it computes integer data in float: scipy's cast "
              "(CONVOLVE_CAST_TRUNCATE), which sums in double, runs on 'basic' or 'constant' "
              "(and on 'direct' and 'separable' for uint8 or uint16 images of 1 to %d channels "
              "filtered along y and x by separable or one-axis filters of up to %d taps an axis)",
@@ -148,21 +155,30 @@ int cvcu_cast_serves(const cvi_problem *p, char *why, size_t n)
     const size_t K0 = p->ksize[0], K1 = p->ksize[1], K2 = p->ksize[2];
     if (p->in_type != p->out_type ||
         (p->in_type != CONVOLVE_UINT8 && p->in_type != CONVOLVE_UINT16))
-        snprintf(why, n, "its kernel for scipy's cast takes uint8 to uint8 or uint16 to "
-                 "uint16; this is %s to %s", convolve_dtype_name(p->in_type),
-                 convolve_dtype_name(p->out_type));
+        snprintf(why, n,
+                 "its kernel for scipy's cast takes uint8 to uint8 or uint16 to "
+                 "uint16; this is %s to %s",
+                 convolve_dtype_name(p->in_type), convolve_dtype_name(p->out_type));
     else if (p->channels > CVK_CAST_MAX_CHANNELS)
-        snprintf(why, n, "its kernel for scipy's cast takes 1 to %d interleaved channels, not "
-                 "%zu", CVK_CAST_MAX_CHANNELS, p->channels);
+        snprintf(why, n,
+                 "its kernel for scipy's cast takes 1 to %d interleaved channels, not "
+                 "%zu",
+                 CVK_CAST_MAX_CHANNELS, p->channels);
     else if (K0 != 1)
-        snprintf(why, n, "its kernel for scipy's cast filters along y and x only; this filter "
-                 "has %zu taps along axis 0", K0);
+        snprintf(why, n,
+                 "its kernel for scipy's cast filters along y and x only; this filter "
+                 "has %zu taps along axis 0",
+                 K0);
     else if (K1 > CVK_CAST_MAX_K || K2 > CVK_CAST_MAX_K || p->folded)
-        snprintf(why, n, "its kernel for scipy's cast takes up to %d taps an axis; this filter "
-                 "is %zux%zu", CVK_CAST_MAX_K, K1, K2);
+        snprintf(why, n,
+                 "its kernel for scipy's cast takes up to %d taps an axis; this filter "
+                 "is %zux%zu",
+                 CVK_CAST_MAX_K, K1, K2);
     else if (!p->separable && K1 > 1 && K2 > 1)
-        snprintf(why, n, "its kernel for scipy's cast takes separable filters (or filters "
-                 "along one axis); this %zux%zu filter is dense", K1, K2);
+        snprintf(why, n,
+                 "its kernel for scipy's cast takes separable filters (or filters "
+                 "along one axis); this %zux%zu filter is dense",
+                 K1, K2);
     else
         return 1;
     return 0;
@@ -190,10 +206,12 @@ static convolve_status check_banked(const cvi_strategy *s, const cvi_problem *p,
     }
     if (s->id == CVK_TILED_IN &&
         (p->ksize[1] > CVK_TILED_IN_MAX_K || p->ksize[2] > CVK_TILED_IN_MAX_K)) {
-        snprintf(why, why_size, "its blocks are the %dx%d input tile, so the output tile "
+        snprintf(why, why_size,
+                 "its blocks are the %dx%d input tile, so the output tile "
                  "(%d - K per axis) needs filter extents of at most %d; this filter is %zux%zu "
-                 "(use 'tiled-out' or 'cached')", CVK_TILED_IN_Y, CVK_TILED_IN_X,
-                 CVK_TILED_IN_X + 1, CVK_TILED_IN_MAX_K, p->ksize[1], p->ksize[2]);
+                 "(use 'tiled-out' or 'cached')",
+                 CVK_TILED_IN_Y, CVK_TILED_IN_X, CVK_TILED_IN_X + 1, CVK_TILED_IN_MAX_K,
+                 p->ksize[1], p->ksize[2]);
         return CONVOLVE_ERROR_UNSUPPORTED;
     }
     return check_shared(s->id, p, dev, why, why_size);
@@ -221,7 +239,8 @@ static convolve_status check_separable(const cvi_strategy *s, const cvi_problem 
         return CONVOLVE_ERROR_UNSUPPORTED;
     }
     if (cvi_truncates(p) && !p->separable) {
-        snprintf(why, n, "the filter is not separable (under scipy's cast, dense weights are "
+        snprintf(why, n,
+                 "the filter is not separable (under scipy's cast, dense weights are "
                  "summed as given)");
         return CONVOLVE_ERROR_UNSUPPORTED;
     }
@@ -235,8 +254,8 @@ static convolve_status check_separable(const cvi_strategy *s, const cvi_problem 
  * plan's answer. */
 #define CVCU_FFT_MAX_POINTS 68719476736.0 /* 2^36 */
 
-static convolve_status check_fft(const cvi_strategy *s, const cvi_problem *p,
-                                 const cvi_device *dev, char *why, size_t n)
+static convolve_status check_fft(const cvi_strategy *s, const cvi_problem *p, const cvi_device *dev,
+                                 char *why, size_t n)
 {
     if (check_cast(s, p, why, n) != CONVOLVE_OK)
         return CONVOLVE_ERROR_UNSUPPORTED;
@@ -259,49 +278,83 @@ static convolve_status check_fft(const cvi_strategy *s, const cvi_problem *p,
 
 /* Indexed by id (kernels.h); the order is the public strategy list's. */
 const cvi_strategy cvcu_strategies[CVK_STRATEGY_COUNT] = {
-    [CVK_BASIC] = {"basic", CONVOLVE_BACKEND_CUDA, CVI_DIMS_ALL, CVK_BASIC,
+    [CVK_BASIC] = {"basic",
+                   CONVOLVE_BACKEND_CUDA,
+                   CVI_DIMS_ALL,
+                   CVK_BASIC,
                    "one thread per output, filter read from global memory (chapter 7.2)",
-                   check_basic, {0, 0, 0}},
-    [CVK_CONSTANT] = {"constant", CONVOLVE_BACKEND_CUDA, CVI_DIMS_ALL, CVK_CONSTANT,
+                   check_basic,
+                   {0, 0, 0}},
+    [CVK_CONSTANT] = {"constant",
+                      CONVOLVE_BACKEND_CUDA,
+                      CVI_DIMS_ALL,
+                      CVK_CONSTANT,
                       "one thread per output, filter in the constant bank as a "
                       "__grid_constant__ parameter (7.3)",
-                      check_banked, {0, 0, 0}},
-    [CVK_TILED] = {"tiled", CONVOLVE_BACKEND_CUDA, CVI_DIMS_1D | CVI_DIMS_3D, CVK_TILED,
+                      check_banked,
+                      {0, 0, 0}},
+    [CVK_TILED] = {"tiled",
+                   CONVOLVE_BACKEND_CUDA,
+                   CVI_DIMS_1D | CVI_DIMS_3D,
+                   CVK_TILED,
                    "blocks the size of the output tile stage input tile plus halo in shared "
                    "memory (7.4)",
-                   check_banked, {CVK_TILED_X, CVK_TILED_Y, CVK_TILED_Z}},
-    [CVK_TILED_IN] = {"tiled-in", CONVOLVE_BACKEND_CUDA, CVI_DIMS_2D, CVK_TILED_IN,
+                   check_banked,
+                   {CVK_TILED_X, CVK_TILED_Y, CVK_TILED_Z}},
+    [CVK_TILED_IN] = {"tiled-in",
+                      CONVOLVE_BACKEND_CUDA,
+                      CVI_DIMS_2D,
+                      CVK_TILED_IN,
                       "32x32 blocks the size of the input tile; edge threads idle while "
                       "outputs are computed (7.4)",
-                      check_banked, {CVK_TILED_IN_X, CVK_TILED_IN_Y, 0}},
-    [CVK_TILED_OUT] = {"tiled-out", CONVOLVE_BACKEND_CUDA, CVI_DIMS_2D, CVK_TILED_OUT,
+                      check_banked,
+                      {CVK_TILED_IN_X, CVK_TILED_IN_Y, 0}},
+    [CVK_TILED_OUT] = {"tiled-out",
+                       CONVOLVE_BACKEND_CUDA,
+                       CVI_DIMS_2D,
+                       CVK_TILED_OUT,
                        "32x32 blocks the size of the output tile; threads loop to stage the "
                        "input tile (7.4)",
-                       check_banked, {CVK_TILED_OUT_X, CVK_TILED_OUT_Y, 0}},
-    [CVK_CACHED] = {"cached", CONVOLVE_BACKEND_CUDA, CVI_DIMS_ALL, CVK_CACHED,
+                       check_banked,
+                       {CVK_TILED_OUT_X, CVK_TILED_OUT_Y, 0}},
+    [CVK_CACHED] = {"cached",
+                    CONVOLVE_BACKEND_CUDA,
+                    CVI_DIMS_ALL,
+                    CVK_CACHED,
                     "only the tile's own elements in shared memory; halo cells read through "
                     "the caches (7.5)",
-                    check_banked, {CVK_CACHED_X, CVK_CACHED_Y, CVK_CACHED_Z}},
-    [CVK_DIRECT] = {"direct", CONVOLVE_BACKEND_CUDA, CVI_DIMS_ALL, CVK_DIRECT,
+                    check_banked,
+                    {CVK_CACHED_X, CVK_CACHED_Y, CVK_CACHED_Z}},
+    [CVK_DIRECT] = {"direct",
+                    CONVOLVE_BACKEND_CUDA,
+                    CVI_DIMS_ALL,
+                    CVK_DIRECT,
                     "fast: register-blocked tiles staged in shared memory (3-D: planes "
                     "streamed through rolling accumulators), specialised at plan time (NVRTC) "
                     "to the filter, types and channels; any type, channel count, layout and "
                     "filter up to 64 taps an axis",
-                    check_direct, {0, 0, 0}},
-    [CVK_SEPARABLE] = {"separable", CONVOLVE_BACKEND_CUDA, CVI_DIMS_2D | CVI_DIMS_3D,
+                    check_direct,
+                    {0, 0, 0}},
+    [CVK_SEPARABLE] = {"separable",
+                       CONVOLVE_BACKEND_CUDA,
+                       CVI_DIMS_2D | CVI_DIMS_3D,
                        CVK_SEPARABLE,
                        "fast: separable filters fused in one pass (2-D: strips keeping "
                        "x-filtered rows in a shared-memory ring; 3-D: planes, z taps in "
                        "registers), up to 257 taps an axis",
-                       check_separable, {0, 0, 0}},
-    [CVK_FFT] = {"fft", CONVOLVE_BACKEND_CUDA, CVI_DIMS_ALL, CVK_FFT,
-                 "fast: cuFFT on the input extended by the mode, for large filters", check_fft,
+                       check_separable,
+                       {0, 0, 0}},
+    [CVK_FFT] = {"fft",
+                 CONVOLVE_BACKEND_CUDA,
+                 CVI_DIMS_ALL,
+                 CVK_FFT,
+                 "fast: cuFFT on the input extended by the mode, for large filters",
+                 check_fft,
                  {0, 0, 0}},
 };
 
 /* 1 if strategy `id` serves p. */
-static int serves(int id, const cvi_device *dev, const cvi_problem *p, char *why,
-                  size_t why_size)
+static int serves(int id, const cvi_device *dev, const cvi_problem *p, char *why, size_t why_size)
 {
     const cvi_strategy *s = &cvcu_strategies[id];
     return cvi_strategy_serves_ndim(s, p->ndim) &&
@@ -350,8 +403,8 @@ const cvi_strategy *cvcu_pick(const cvi_device *dev, const cvi_problem *p, char 
         if (serves(order[i], dev, p, reason, sizeof reason))
             return s;
         if (cvi_strategy_serves_ndim(s, p->ndim) && used < why_size) {
-            int w = snprintf(why + used, why_size - used, "%s%s: %s", used ? "; " : "",
-                             s->name, reason);
+            int w = snprintf(why + used, why_size - used, "%s%s: %s", used ? "; " : "", s->name,
+                             reason);
             used = w < 0 ? why_size : used + (size_t)w;
         }
     }
@@ -386,16 +439,16 @@ void cvcu_device_key(const cvi_device *dev, const cvi_problem *p, char *key, siz
 
 double cvcu_estimate_ms(const cvi_problem *p, int started)
 {
-    const double outputs =
-        (double)p->shape[0] * (double)p->shape[1] * (double)p->shape[2] * (double)p->channels;
+    const double outputs = (double)p->shape[0] * (double)p->shape[1] * (double)p->shape[2] *
+                           (double)p->channels;
     const double bytes = outputs * (double)(convolve_dtype_size(p->in_type) +
                                             convolve_dtype_size(p->out_type));
     double taps = p->separable ? (double)(p->ksize[0] + p->ksize[1] + p->ksize[2])
                                : (double)p->kcount;
     if (taps > CVCU_DIRECT_OVER_FFT) /* the FFT takes over */
         taps = CVCU_DIRECT_OVER_FFT;
-    const double rate =
-        bytes >= (double)CVI_STREAM_MIN_BYTES ? CVCU_STREAMED_BYTES_PER_MS : CVCU_HOST_BYTES_PER_MS;
-    return (started ? 0.0 : CVCU_START_MS) + bytes / rate +
-           outputs * taps / CVCU_TAPS_PER_MS + CVCU_LAUNCH_MS;
+    const double rate = bytes >= (double)CVI_STREAM_MIN_BYTES ? CVCU_STREAMED_BYTES_PER_MS
+                                                              : CVCU_HOST_BYTES_PER_MS;
+    return (started ? 0.0 : CVCU_START_MS) + bytes / rate + outputs * taps / CVCU_TAPS_PER_MS +
+           CVCU_LAUNCH_MS;
 }

@@ -39,16 +39,16 @@
 #define SUBPLANS 6
 
 typedef struct {
-    void *h_in, *h_out;             /* pinned staging: packed extended input, exact output rows,
+    void *h_in, *h_out;           /* pinned staging: packed extended input, exact output rows,
                                        from the process's pool (pinned_pool.h) for an execution */
-    size_t h_in_size, h_out_size;   /* their sizes (0: none held) */
-    void *d_in, *d_out;             /* device images, lines `pitch` bytes apart */
+    size_t h_in_size, h_out_size; /* their sizes (0: none held) */
+    void *d_in, *d_out;           /* device images, lines `pitch` bytes apart */
     size_t in_pitch, out_pitch;
     cudaEvent_t copied_in, computed, copied_out;
     cvi_slab slab;
     int busy;
-    cudaEvent_t t_in, t_comp, t_out;  /* timeline only: the starts, timed */
-    size_t rec;                       /* timeline record of the slab in flight */
+    cudaEvent_t t_in, t_comp, t_out; /* timeline only: the starts, timed */
+    size_t rec;                      /* timeline record of the slab in flight */
 } slot;
 
 /* One slab's timeline (ms from the execution's start). */
@@ -61,15 +61,15 @@ typedef struct {
 /* One device's resources, kept by the plan between executions. */
 typedef struct cvcu_stream_worker {
     int device;
-    size_t max_ext_rows, slab_rows;     /* what the buffers were made for */
+    size_t max_ext_rows, slab_rows; /* what the buffers were made for */
     cudaStream_t in_stream, compute, out_stream;
     slot slots[CVI_STREAM_BUFFERS];
-    size_t sub_rows[SUBPLANS];          /* 0: empty */
+    size_t sub_rows[SUBPLANS]; /* 0: empty */
     cvcu_plan *sub[SUBPLANS];
     int sub_turn;
-    cudaEvent_t t_base;                 /* timeline only */
-    int timed;                          /* the events below time */
-    int pending;                        /* a cancelled execution left slabs in flight: the
+    cudaEvent_t t_base; /* timeline only */
+    int timed;          /* the events below time */
+    int pending;        /* a cancelled execution left slabs in flight: the
                                            streams are drained before the next use */
 } worker_res;
 
@@ -82,13 +82,13 @@ typedef struct {
     cvi_stream_job *job;
     int index;
     worker_res *res;
-    timeline_rec *recs;     /* job->slab_count records, or NULL (no timeline) */
-    double t0;              /* host clock at the execution's start (s) */
-    double base_ms;         /* timeline: when the worker's t_base was recorded (ms) */
-    int in_direct, out_direct;  /* the caller's arrays are pinned and packed: copied
+    timeline_rec *recs;        /* job->slab_count records, or NULL (no timeline) */
+    double t0;                 /* host clock at the execution's start (s) */
+    double base_ms;            /* timeline: when the worker's t_base was recorded (ms) */
+    int in_direct, out_direct; /* the caller's arrays are pinned and packed: copied
                                    straight from and to them (no staging) */
-    size_t lines_per_row;   /* device image lines (x rows) per slab row (2-D, 3-D) */
-    size_t in_line, out_line; /* bytes of a packed line; 1-D: of a slab row (one element) */
+    size_t lines_per_row;      /* device image lines (x rows) per slab row (2-D, 3-D) */
+    size_t in_line, out_line;  /* bytes of a packed line; 1-D: of a slab row (one element) */
 } worker_arg;
 
 static void free_worker(worker_res *r)
@@ -211,8 +211,7 @@ static convolve_status make_worker(convolve_context *ctx, const worker_arg *a, w
 
 /* Takes the slots' pinned staging from the process's pool for an
  * execution (buffers still held, too small ones given back first). */
-static convolve_status take_staging(convolve_context *ctx, const cvi_stream_job *job,
-                                   worker_res *r)
+static convolve_status take_staging(convolve_context *ctx, const cvi_stream_job *job, worker_res *r)
 {
     const size_t in = job->max_ext_rows * job->in_row_bytes;
     const size_t out = job->slab_rows * job->out_row_bytes;
@@ -251,8 +250,7 @@ static void give_staging(worker_res *r)
  * instead where the job stops meanwhile and `may_leave`. It polls: the first
  * millisecond without a pause (as the runtime's own spinning wait), then
  * every 20 microseconds or so. */
-static cudaError_t wait_event(const cvi_stream_job *job, cudaEvent_t ev, int may_leave,
-                              int *left)
+static cudaError_t wait_event(const cvi_stream_job *job, cudaEvent_t ev, int may_leave, int *left)
 {
     *left = 0;
     if (!may_leave)
@@ -274,8 +272,8 @@ static cudaError_t wait_event(const cvi_stream_job *job, cudaEvent_t ev, int may
 }
 
 /* The worker's sub-plan for buffers of ext_rows rows (made on first use). */
-static convolve_status sub_plan(convolve_context *ctx, cvi_stream_job *job, int w,
-                                worker_res *r, size_t ext_rows, cvcu_plan **plan)
+static convolve_status sub_plan(convolve_context *ctx, cvi_stream_job *job, int w, worker_res *r,
+                                size_t ext_rows, cvcu_plan **plan)
 {
     for (int i = 0; i < SUBPLANS; i++)
         if (r->sub_rows[i] == ext_rows) {
@@ -325,8 +323,8 @@ static convolve_status landed(convolve_context *ctx, worker_arg *a, slot *s, int
     if (t) {
         float ms[6] = {0};
         worker_res *r = a->res;
-        cudaEvent_t ev[6] = {s->t_in, s->copied_in, s->t_comp, s->computed, s->t_out,
-                             s->copied_out};
+        cudaEvent_t ev[6] = {s->t_in,     s->copied_in, s->t_comp,
+                             s->computed, s->t_out,     s->copied_out};
         for (int i = 0; i < 6; i++)
             if ((e = cudaEventElapsedTime(&ms[i], r->t_base, ev[i])) != cudaSuccess)
                 return cvcu_error(ctx, e, "timing a slab");
@@ -339,8 +337,7 @@ static convolve_status landed(convolve_context *ctx, worker_arg *a, slot *s, int
 
 /* Waits for slot s's copy out, scatters its rows and reports them; *left
  * = 1 instead (the slot still busy) where the job stopped and may_leave. */
-static convolve_status finish(convolve_context *ctx, worker_arg *a, slot *s, int deliver,
-                              int *left)
+static convolve_status finish(convolve_context *ctx, worker_arg *a, slot *s, int deliver, int *left)
 {
     *left = 0;
     if (!s->busy)

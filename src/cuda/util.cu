@@ -22,18 +22,10 @@ __global__ void __launch_bounds__(256)
         const unsigned long long h = cvk_mix((unsigned long long)i ^ seed);
         /* 24 and 53 random bits give floats and doubles in [-1, 1) */
         switch (type) {
-        case 0:
-            ((float *)p)[i] = (float)(h >> 40) * 0x1.0p-23f - 1.0f;
-            break;
-        case 1:
-            ((double *)p)[i] = (double)(h >> 11) * 0x1.0p-52 - 1.0;
-            break;
-        case 2:
-            ((uint8_t *)p)[i] = (uint8_t)(h >> 56);
-            break;
-        default:
-            ((uint16_t *)p)[i] = (uint16_t)(h >> 48);
-            break;
+        case 0: ((float *)p)[i] = (float)(h >> 40) * 0x1.0p-23f - 1.0f; break;
+        case 1: ((double *)p)[i] = (double)(h >> 11) * 0x1.0p-52 - 1.0; break;
+        case 2: ((uint8_t *)p)[i] = (uint8_t)(h >> 56); break;
+        default: ((uint16_t *)p)[i] = (uint16_t)(h >> 48); break;
         }
     }
 }

@@ -16,8 +16,7 @@ convolve_status cvio_layout_init(convolve_context *ctx, convolve_layout *layout,
 {
     convolve_status st = convolve_layout_init(layout, dtype, ndim, shape, channels);
     switch (st) {
-    case CONVOLVE_OK:
-        return CONVOLVE_OK;
+    case CONVOLVE_OK: return CONVOLVE_OK;
     case CONVOLVE_ERROR_INVALID_ARGUMENT:
         return cvi_error(ctx, st, "%s: unknown element type %d", what, (int)dtype);
     case CONVOLVE_ERROR_BAD_LAYOUT:
@@ -26,13 +25,15 @@ convolve_status cvio_layout_init(convolve_context *ctx, convolve_layout *layout,
                              CONVOLVE_MAX_DIMS);
         return cvi_error(ctx, st, "%s: an extent or the channel count is zero", what);
     default:
-        return cvi_error(ctx, CONVOLVE_ERROR_SIZE_OVERFLOW, "%s: too large, its byte count "
-                         "overflows", what);
+        return cvi_error(ctx, CONVOLVE_ERROR_SIZE_OVERFLOW,
+                         "%s: too large, its byte count "
+                         "overflows",
+                         what);
     }
 }
 
 convolve_status cvio_array_new(convolve_context *ctx, convolve_array **array, convolve_dtype dtype,
-                              int ndim, const size_t *shape, size_t channels, const char *what)
+                               int ndim, const size_t *shape, size_t channels, const char *what)
 {
     *array = NULL;
     convolve_layout L;
@@ -48,8 +49,8 @@ convolve_status cvio_array_new(convolve_context *ctx, convolve_array **array, co
     a->data = calloc(bytes, 1);
     if (!a->data) {
         free(a);
-        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY,
-                         "%s: out of memory for %zu bytes", what, bytes);
+        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "%s: out of memory for %zu bytes", what,
+                         bytes);
     }
     *array = a;
     return CONVOLVE_OK;
@@ -71,7 +72,8 @@ convolve_status cvio_check_pixel_limit(convolve_context *ctx, const char *what, 
         return cvi_error(ctx, CONVOLVE_ERROR_LIMIT,
                          "%s: %zux%zu pixels are more than the limit of %zu (raise it with "
                          "--max-pixels, or convolve_context_set_max_pixels, if the file is "
-                         "trusted)", what, width, height, limit);
+                         "trusted)",
+                         what, width, height, limit);
     }
     return CONVOLVE_OK;
 }
@@ -99,8 +101,8 @@ convolve_status convolve_array_create(convolve_context *ctx, convolve_array **ar
                                       size_t channels)
 {
     if (!array || !shape)
-        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
-                         "convolve_array_create: %s is NULL", array ? "shape" : "array");
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_array_create: %s is NULL",
+                         array ? "shape" : "array");
     *array = NULL;
     if (!convolve_dtype_name(dtype))
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
@@ -141,8 +143,8 @@ convolve_status convolve_array_convert(convolve_context *ctx, const convolve_arr
                                        convolve_dtype dtype, convolve_array **dst)
 {
     if (!src || !dst)
-        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
-                         "convolve_array_convert: %s is NULL", src ? "dst" : "src");
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_array_convert: %s is NULL",
+                         src ? "dst" : "src");
     *dst = NULL;
     if (!convolve_dtype_name(dtype))
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,

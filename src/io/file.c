@@ -45,10 +45,9 @@ convolve_status convolve_array_load_memory(convolve_context *ctx, convolve_array
         format = convolve_format_detect(d, size);
         char known[128];
         if (format == CONVOLVE_FORMAT_AUTO)
-            return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                             "%s: no known magic number (%s); name the format",
-                             size ? "unknown data" : "empty data",
-                             cvio_format_list(known, sizeof known, 1));
+            return cvi_error(
+                ctx, CONVOLVE_ERROR_FORMAT, "%s: no known magic number (%s); name the format",
+                size ? "unknown data" : "empty data", cvio_format_list(known, sizeof known, 1));
     }
     convolve_status st = parse(ctx, d, size, format, array);
     return st == CONVOLVE_OK ? cvi_ok(ctx) : st;
@@ -98,14 +97,15 @@ static convolve_status read_file(convolve_context *ctx, const char *path, unsign
     for (;;) {
         if (n == cap) { /* the file grew, or is not a regular file */
             size_t ncap = cap * 2;
-            unsigned char *p = ncap > cap && cap <= CVIO_MAX_FILE_BYTES ? realloc(buf, ncap)
-                                                                          : NULL;
+            unsigned char *p = ncap > cap && cap <= CVIO_MAX_FILE_BYTES ? realloc(buf, ncap) : NULL;
             if (!p) {
                 free(buf);
                 close(fd);
                 if (cap > CVIO_MAX_FILE_BYTES)
-                    return cvi_error(ctx, CONVOLVE_ERROR_IO, "'%s' is larger than the limit of "
-                                     "%zu bytes", path, CVIO_MAX_FILE_BYTES);
+                    return cvi_error(ctx, CONVOLVE_ERROR_IO,
+                                     "'%s' is larger than the limit of "
+                                     "%zu bytes",
+                                     path, CVIO_MAX_FILE_BYTES);
                 return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory reading '%s'",
                                  path);
             }
@@ -128,16 +128,16 @@ static convolve_status read_file(convolve_context *ctx, const char *path, unsign
     close(fd);
     if (n > CVIO_MAX_FILE_BYTES) {
         free(buf);
-        return cvi_error(ctx, CONVOLVE_ERROR_IO, "'%s' is larger than the limit of %zu bytes",
-                         path, CVIO_MAX_FILE_BYTES);
+        return cvi_error(ctx, CONVOLVE_ERROR_IO, "'%s' is larger than the limit of %zu bytes", path,
+                         CVIO_MAX_FILE_BYTES);
     }
     *data = buf;
     *size = n;
     return CONVOLVE_OK;
 }
 
-convolve_status convolve_array_load(convolve_context *ctx, convolve_array **array,
-                                    const char *path, convolve_format format)
+convolve_status convolve_array_load(convolve_context *ctx, convolve_array **array, const char *path,
+                                    convolve_format format)
 {
     if (!array || !path)
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_array_load: %s is NULL",
@@ -162,9 +162,11 @@ convolve_status convolve_array_load(convolve_context *ctx, convolve_array **arra
             format = convolve_format_from_path(path);
         if (format == CONVOLVE_FORMAT_AUTO) {
             free(data);
-            return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                             "cannot tell the format of '%s': no known magic number and no "
-                             "known extension (.npy .png .jpg .jpeg .pgm .ppm .pnm .tif .tiff .txt)", path);
+            return cvi_error(
+                ctx, CONVOLVE_ERROR_FORMAT,
+                "cannot tell the format of '%s': no known magic number and no "
+                "known extension (.npy .png .jpg .jpeg .pgm .ppm .pnm .tif .tiff .txt)",
+                path);
         }
     }
     st = parse(ctx, data, size, format, array);
@@ -195,8 +197,7 @@ convolve_status convolve_npy_inspect(convolve_context *ctx, const char *path,
         st = cvi_error(ctx, CONVOLVE_ERROR_IO, "cannot inspect '%s': it is not a regular file",
                        path);
     else if ((uintmax_t)sb.st_size > SIZE_MAX)
-        st = cvi_error(ctx, CONVOLVE_ERROR_SIZE_OVERFLOW, "'%s' is too large for this host",
-                       path);
+        st = cvi_error(ctx, CONVOLVE_ERROR_SIZE_OVERFLOW, "'%s' is too large for this host", path);
     else if (sb.st_size == 0)
         st = cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "'%s' is empty", path);
     const size_t size = st == CONVOLVE_OK ? (size_t)sb.st_size : 0;
@@ -220,9 +221,8 @@ convolve_status convolve_npy_inspect(convolve_context *ctx, const char *path,
     cvio_npy_desc d;
     if (st == CONVOLVE_OK && (st = cvio_npy_describe(ctx, head, avail, size, &d)) != CONVOLVE_OK)
         st = prefix_path(ctx, st, path);
-    if (st == CONVOLVE_OK &&
-        (st = cvio_layout_init(ctx, &info->layout, d.dtype, d.ndim, d.shape, 1, ".npy array")) ==
-            CONVOLVE_OK) {
+    if (st == CONVOLVE_OK && (st = cvio_layout_init(ctx, &info->layout, d.dtype, d.ndim, d.shape, 1,
+                                                    ".npy array")) == CONVOLVE_OK) {
         info->data_offset = d.data_offset;
         info->byte_swapped = d.swap;
         info->fortran_order = d.fortran;
@@ -249,17 +249,23 @@ static convolve_status save_bytes(convolve_context *ctx, const char *path,
         if (e == ENOMEM)
             return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory saving '%s'", path);
         if (e == ENOENT)
-            return cvi_error(ctx, CONVOLVE_ERROR_IO, "cannot save '%s': it is a symbolic link to "
+            return cvi_error(ctx, CONVOLVE_ERROR_IO,
+                             "cannot save '%s': it is a symbolic link to "
                              "'%s', which does not exist; a dangling link is not written "
-                             "through (create the file it names, or remove the link)", path, to);
-        return cvi_error(ctx, CONVOLVE_ERROR_IO, "cannot save '%s': it is a symbolic link to "
-                         "'%s', which cannot be followed: %s", path, to, strerror(e));
+                             "through (create the file it names, or remove the link)",
+                             path, to);
+        return cvi_error(ctx, CONVOLVE_ERROR_IO,
+                         "cannot save '%s': it is a symbolic link to "
+                         "'%s', which cannot be followed: %s",
+                         path, to, strerror(e));
     }
     const char *target = real ? real : path;
     convolve_status st;
     if (stat(target, &sb) == 0 && !S_ISREG(sb.st_mode))
-        st = cvi_error(ctx, CONVOLVE_ERROR_IO, "cannot save '%s': it exists and is not a regular "
-                       "file", path);
+        st = cvi_error(ctx, CONVOLVE_ERROR_IO,
+                       "cannot save '%s': it exists and is not a regular "
+                       "file",
+                       path);
     else
         st = cvi_write_file_atomic(ctx, target, data, size);
     free(real);
@@ -273,11 +279,12 @@ static convolve_status check_holds(convolve_context *ctx, convolve_format format
 {
     const char *holds;
     switch (cvio_format_fit(format, L, &holds)) {
-    case CVIO_HOLDS:
-        return CONVOLVE_OK;
+    case CVIO_HOLDS: return CONVOLVE_OK;
     case CVIO_NOT_DTYPE:
-        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED, "'%s': %s, not %s (convert the array "
-                         "first)", path, holds, convolve_dtype_name(L->dtype));
+        return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED,
+                         "'%s': %s, not %s (convert the array "
+                         "first)",
+                         path, holds, convolve_dtype_name(L->dtype));
     case CVIO_NOT_DIMS:
         return cvi_error(ctx, CONVOLVE_ERROR_UNSUPPORTED, "'%s': %s, not %d-D arrays", path, holds,
                          L->ndim);
@@ -306,8 +313,8 @@ convolve_status convolve_array_save(convolve_context *ctx, const convolve_array 
         char known[128];
         if (format == CONVOLVE_FORMAT_AUTO)
             return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
-                             "cannot tell the format to save '%s' in from its extension (%s)",
-                             path, cvio_format_list(known, sizeof known, 0));
+                             "cannot tell the format to save '%s' in from its extension (%s)", path,
+                             cvio_format_list(known, sizeof known, 0));
     }
     if (format == CONVOLVE_FORMAT_JPEG && (jpeg_quality < 0 || jpeg_quality > 100))
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,

@@ -14,7 +14,7 @@
 #include <strings.h>
 
 #define DTYPE_BIT(t) (1u << (t))
-#define DIMS_BIT(d) (1u << ((d) - 1))
+#define DIMS_BIT(d) (1u << ((d)-1))
 
 /* Magic numbers (convolve_format_detect): 1 if data[0..size-1] opens so. */
 static int sniff_npy(const unsigned char *d, size_t size)
@@ -52,12 +52,12 @@ static convolve_status write_jpeg(convolve_context *ctx, const convolve_array *a
     return cvio_write_jpeg(ctx, array, quality, out);
 }
 
-#define WRITER(fn)                                                                             \
-    static convolve_status fn##_q(convolve_context *ctx, const convolve_array *array, int q,  \
-                                  cvi_buf *out)                                                \
-    {                                                                                          \
-        (void)q;                                                                               \
-        return fn(ctx, array, out);                                                            \
+#define WRITER(fn)                                                                           \
+    static convolve_status fn##_q(convolve_context *ctx, const convolve_array *array, int q, \
+                                  cvi_buf *out)                                              \
+    {                                                                                        \
+        (void)q;                                                                             \
+        return fn(ctx, array, out);                                                          \
     }
 WRITER(cvio_write_npy)
 WRITER(cvio_write_png)
@@ -72,42 +72,123 @@ WRITER(cvio_write_text)
  * Extensions are listed, and magic numbers tried, in the table's order.
  */
 static const cvio_format k_formats[] = {
-    {CONVOLVE_FORMAT_NPY, "npy", ".npy", {"npy"}, sniff_npy, cvio_read_npy, cvio_write_npy_q, 0,
+    {CONVOLVE_FORMAT_NPY,
+     "npy",
+     ".npy",
+     {"npy"},
+     sniff_npy,
+     cvio_read_npy,
+     cvio_write_npy_q,
+     0,
      DTYPE_BIT(CONVOLVE_FLOAT32) | DTYPE_BIT(CONVOLVE_FLOAT64) | DTYPE_BIT(CONVOLVE_UINT8) |
          DTYPE_BIT(CONVOLVE_UINT16),
-     DIMS_BIT(1) | DIMS_BIT(2) | DIMS_BIT(3), 0, 0, NULL, NULL, NULL, NULL},
-    {CONVOLVE_FORMAT_PNG, "png", "PNG", {"png"}, sniff_png, cvio_read_png, cvio_write_png_q, 1,
-     DTYPE_BIT(CONVOLVE_UINT8) | DTYPE_BIT(CONVOLVE_UINT16), DIMS_BIT(2),
-     (1u << 1) | (1u << 2) | (1u << 3) | (1u << 4), CVIO_PNG_MAX_SIDE,
-     "PNG holds uint8 or uint16 data", "image files hold 2-D images", "PNG holds 1 to 4 channels",
+     DIMS_BIT(1) | DIMS_BIT(2) | DIMS_BIT(3),
+     0,
+     0,
+     NULL,
+     NULL,
+     NULL,
+     NULL},
+    {CONVOLVE_FORMAT_PNG,
+     "png",
+     "PNG",
+     {"png"},
+     sniff_png,
+     cvio_read_png,
+     cvio_write_png_q,
+     1,
+     DTYPE_BIT(CONVOLVE_UINT8) | DTYPE_BIT(CONVOLVE_UINT16),
+     DIMS_BIT(2),
+     (1u << 1) | (1u << 2) | (1u << 3) | (1u << 4),
+     CVIO_PNG_MAX_SIDE,
+     "PNG holds uint8 or uint16 data",
+     "image files hold 2-D images",
+     "PNG holds 1 to 4 channels",
      "PNG holds at most 1000000 pixels per side"},
-    {CONVOLVE_FORMAT_JPEG, "jpeg", "JPEG", {"jpg", "jpeg"}, sniff_jpeg, cvio_read_jpeg, write_jpeg,
-     1, DTYPE_BIT(CONVOLVE_UINT8), DIMS_BIT(2), (1u << 1) | (1u << 3), CVIO_JPEG_MAX_SIDE,
-     "JPEG holds uint8 data", "image files hold 2-D images",
-     "JPEG holds 1 (gray) or 3 (RGB) channels", "JPEG holds at most 65500 pixels per side"},
-    {CONVOLVE_FORMAT_PNM, "pnm", "PNM", {"pgm", "ppm", "pnm"}, sniff_pnm, cvio_read_pnm,
-     cvio_write_pnm_q, 1, DTYPE_BIT(CONVOLVE_UINT8) | DTYPE_BIT(CONVOLVE_UINT16), DIMS_BIT(2),
-     (1u << 1) | (1u << 3), 0, "PGM/PPM hold uint8 or uint16 data", "image files hold 2-D images",
-     "PGM/PPM hold 1 (gray) or 3 (RGB) channels", NULL},
+    {CONVOLVE_FORMAT_JPEG,
+     "jpeg",
+     "JPEG",
+     {"jpg", "jpeg"},
+     sniff_jpeg,
+     cvio_read_jpeg,
+     write_jpeg,
+     1,
+     DTYPE_BIT(CONVOLVE_UINT8),
+     DIMS_BIT(2),
+     (1u << 1) | (1u << 3),
+     CVIO_JPEG_MAX_SIDE,
+     "JPEG holds uint8 data",
+     "image files hold 2-D images",
+     "JPEG holds 1 (gray) or 3 (RGB) channels",
+     "JPEG holds at most 65500 pixels per side"},
+    {CONVOLVE_FORMAT_PNM,
+     "pnm",
+     "PNM",
+     {"pgm", "ppm", "pnm"},
+     sniff_pnm,
+     cvio_read_pnm,
+     cvio_write_pnm_q,
+     1,
+     DTYPE_BIT(CONVOLVE_UINT8) | DTYPE_BIT(CONVOLVE_UINT16),
+     DIMS_BIT(2),
+     (1u << 1) | (1u << 3),
+     0,
+     "PGM/PPM hold uint8 or uint16 data",
+     "image files hold 2-D images",
+     "PGM/PPM hold 1 (gray) or 3 (RGB) channels",
+     NULL},
 #ifdef CONVOLVE_HAVE_TIFF
-    {CONVOLVE_FORMAT_TIFF, "tiff", "TIFF", {"tif", "tiff"}, sniff_tiff, cvio_read_tiff,
-     cvio_write_tiff_q, 0,
+    {CONVOLVE_FORMAT_TIFF,
+     "tiff",
+     "TIFF",
+     {"tif", "tiff"},
+     sniff_tiff,
+     cvio_read_tiff,
+     cvio_write_tiff_q,
+     0,
      DTYPE_BIT(CONVOLVE_FLOAT32) | DTYPE_BIT(CONVOLVE_FLOAT64) | DTYPE_BIT(CONVOLVE_UINT8) |
          DTYPE_BIT(CONVOLVE_UINT16),
-     DIMS_BIT(2) | DIMS_BIT(3), (1u << 1) | (1u << 2) | (1u << 3) | (1u << 4), CVIO_TIFF_MAX_SIDE,
+     DIMS_BIT(2) | DIMS_BIT(3),
+     (1u << 1) | (1u << 2) | (1u << 3) | (1u << 4),
+     CVIO_TIFF_MAX_SIDE,
      "TIFF holds uint8, uint16, float32 or float64 data",
      "TIFF holds 2-D images and 3-D stacks (a page per plane)",
      "TIFF holds 1 to 4 channels (gray, gray+alpha, RGB, RGBA)",
      "TIFF holds at most 4294967295 pixels per side"},
 #else
-    {CONVOLVE_FORMAT_TIFF, "tiff", "TIFF", {"tif", "tiff"}, sniff_tiff, cvio_read_tiff,
-     cvio_write_tiff_q, 0, 0, 0, 0, 0, "this libconvolve was built without TIFF", NULL, NULL,
+    {CONVOLVE_FORMAT_TIFF,
+     "tiff",
+     "TIFF",
+     {"tif", "tiff"},
+     sniff_tiff,
+     cvio_read_tiff,
+     cvio_write_tiff_q,
+     0,
+     0,
+     0,
+     0,
+     0,
+     "this libconvolve was built without TIFF",
+     NULL,
+     NULL,
      NULL},
 #endif
-    {CONVOLVE_FORMAT_TEXT, "text", "text", {"txt"}, NULL, cvio_read_text, cvio_write_text_q, 0,
-     DTYPE_BIT(CONVOLVE_FLOAT32) | DTYPE_BIT(CONVOLVE_FLOAT64), DIMS_BIT(1) | DIMS_BIT(2), 1u << 1,
-     0, "text holds float data", "text holds 1-D or 2-D single-channel arrays",
-     "text holds 1-D or 2-D single-channel arrays", NULL},
+    {CONVOLVE_FORMAT_TEXT,
+     "text",
+     "text",
+     {"txt"},
+     NULL,
+     cvio_read_text,
+     cvio_write_text_q,
+     0,
+     DTYPE_BIT(CONVOLVE_FLOAT32) | DTYPE_BIT(CONVOLVE_FLOAT64),
+     DIMS_BIT(1) | DIMS_BIT(2),
+     1u << 1,
+     0,
+     "text holds float data",
+     "text holds 1-D or 2-D single-channel arrays",
+     "text holds 1-D or 2-D single-channel arrays",
+     NULL},
 };
 
 #define FORMAT_COUNT (sizeof k_formats / sizeof k_formats[0])

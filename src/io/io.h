@@ -15,8 +15,8 @@
 #include <stdint.h>
 
 struct convolve_array {
-    convolve_layout layout;     /* contiguous, C order, interleaved channels */
-    void *data;                 /* bytes bytes, owned */
+    convolve_layout layout; /* contiguous, C order, interleaved channels */
+    void *data;             /* bytes bytes, owned */
     size_t bytes;
 };
 
@@ -68,17 +68,17 @@ typedef convolve_status (*cvio_writer)(convolve_context *ctx, const convolve_arr
 /* A file format: everything the library knows of it (format.c's table). */
 typedef struct cvio_format {
     convolve_format format;
-    const char *name;               /* convolve_format_name */
-    const char *title;              /* in messages: ".npy", "PNG" */
+    const char *name;                            /* convolve_format_name */
+    const char *title;                           /* in messages: ".npy", "PNG" */
     const char *extensions[CVIO_MAX_EXTENSIONS]; /* lower case, no dot; NULL after the last */
     int (*sniff)(const unsigned char *data, size_t size); /* its magic number; NULL: none */
     cvio_reader read;
     cvio_writer write;
-    int image;                      /* 2-D integer images with channels */
-    unsigned dtypes;                /* bit t: holds convolve_dtype t */
-    unsigned dims;                  /* bit d-1: holds d-dimensional arrays */
-    unsigned channels;              /* bit c: holds c channels; 0: any count */
-    size_t max_side;                /* largest extent along any axis; 0: no limit */
+    int image;         /* 2-D integer images with channels */
+    unsigned dtypes;   /* bit t: holds convolve_dtype t */
+    unsigned dims;     /* bit d-1: holds d-dimensional arrays */
+    unsigned channels; /* bit c: holds c channels; 0: any count */
+    size_t max_side;   /* largest extent along any axis; 0: no limit */
     const char *holds_dtype, *holds_dims, *holds_channels, *holds_side; /* what it holds */
 } cvio_format;
 
@@ -132,11 +132,11 @@ convolve_status cvio_read_tiff(convolve_context *ctx, const unsigned char *data,
 /* A .npy file as its header describes it (cvio_npy_describe). */
 typedef struct cvio_npy_desc {
     convolve_dtype dtype;
-    int swap;                        /* data in the other byte order */
-    int fortran;                     /* Fortran order, 2 or 3 dimensions */
+    int swap;    /* data in the other byte order */
+    int fortran; /* Fortran order, 2 or 3 dimensions */
     int ndim;
     size_t shape[CONVOLVE_MAX_DIMS];
-    size_t data_offset, data_bytes;  /* where the data starts; its size */
+    size_t data_offset, data_bytes; /* where the data starts; its size */
 } cvio_npy_desc;
 
 /* The preamble and header's length (where the header dict ends) of a .npy

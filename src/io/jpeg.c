@@ -59,8 +59,7 @@ typedef struct {
 } jpeg_read_state;
 
 /* 0 on success, -1 with s->err.msg set, or a convolve_status > 0. */
-static int decode(convolve_context *ctx, jpeg_read_state *s, const unsigned char *data,
-                  size_t size)
+static int decode(convolve_context *ctx, jpeg_read_state *s, const unsigned char *data, size_t size)
 {
     struct jpeg_decompress_struct *ci = &s->cinfo;
     ci->err = &s->err.pub;
@@ -90,8 +89,8 @@ static int decode(convolve_context *ctx, jpeg_read_state *s, const unsigned char
                               "JPEG colour space %d is not supported (gray and RGB are)",
                               (int)ci->jpeg_color_space);
     }
-    convolve_status st = cvio_check_image_size(ctx, "JPEG image", ci->image_width,
-                                               ci->image_height, channels, 1);
+    convolve_status st = cvio_check_image_size(ctx, "JPEG image", ci->image_width, ci->image_height,
+                                               channels, 1);
     if (st == CONVOLVE_OK)
         st = cvio_check_pixel_limit(ctx, "JPEG image", ci->image_width, ci->image_height, 1);
     if (st != CONVOLVE_OK)
@@ -137,8 +136,9 @@ convolve_status cvio_read_jpeg(convolve_context *ctx, const unsigned char *data,
     if (r != 0) {
         convolve_array_free(s->array);
         st = r > 0 ? (convolve_status)r
-                   : cvi_error(ctx, strstr(s->err.msg, "memory") ? CONVOLVE_ERROR_OUT_OF_MEMORY
-                                                                  : CONVOLVE_ERROR_FORMAT,
+                   : cvi_error(ctx,
+                               strstr(s->err.msg, "memory") ? CONVOLVE_ERROR_OUT_OF_MEMORY
+                                                            : CONVOLVE_ERROR_FORMAT,
                                "malformed JPEG: %s", s->err.msg);
     } else {
         *array = s->array;
@@ -153,7 +153,7 @@ typedef struct {
     struct jpeg_compress_struct cinfo;
     jpeg_err err;
     int created;
-    struct jpeg_destination_mgr dest;   /* appends to out through chunk */
+    struct jpeg_destination_mgr dest; /* appends to out through chunk */
     cvi_buf *out;
     JOCTET chunk[JPEG_CHUNK];
 } jpeg_write_state;
@@ -226,8 +226,9 @@ convolve_status cvio_write_jpeg(convolve_context *ctx, const convolve_array *arr
         jpeg_destroy_compress(&s->cinfo);
     convolve_status st = CONVOLVE_OK;
     if (r != 0)
-        st = cvi_error(ctx, strstr(s->err.msg, "memory") ? CONVOLVE_ERROR_OUT_OF_MEMORY
-                                                          : CONVOLVE_ERROR_INTERNAL,
+        st = cvi_error(ctx,
+                       strstr(s->err.msg, "memory") ? CONVOLVE_ERROR_OUT_OF_MEMORY
+                                                    : CONVOLVE_ERROR_INTERNAL,
                        "JPEG encoding failed: %s", s->err.msg);
     free(s);
     return st;

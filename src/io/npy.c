@@ -20,14 +20,14 @@
 #define NPY_MAX_PARSED_DIMS 32
 
 typedef struct {
-    const char *s;  /* the header text */
-    size_t n, i;    /* its length, the read position */
+    const char *s; /* the header text */
+    size_t n, i;   /* its length, the read position */
 } hdr;
 
 static void skip_ws(hdr *h)
 {
-    while (h->i < h->n && (h->s[h->i] == ' ' || h->s[h->i] == '\t' || h->s[h->i] == '\n' ||
-                           h->s[h->i] == '\r'))
+    while (h->i < h->n &&
+           (h->s[h->i] == ' ' || h->s[h->i] == '\t' || h->s[h->i] == '\n' || h->s[h->i] == '\r'))
         h->i++;
 }
 
@@ -111,7 +111,7 @@ static int parse_shape(hdr *h, size_t *dims)
 
 typedef struct {
     convolve_dtype dtype;
-    int swap;   /* data is in the other byte order */
+    int swap; /* data is in the other byte order */
 } npy_type;
 
 static convolve_status parse_descr(convolve_context *ctx, const char *d, npy_type *t)
@@ -125,8 +125,10 @@ static convolve_status parse_descr(convolve_context *ctx, const char *d, npy_typ
     struct {
         const char *code;
         convolve_dtype dtype;
-    } known[] = {{"f4", CONVOLVE_FLOAT32}, {"f8", CONVOLVE_FLOAT64},
-                 {"u1", CONVOLVE_UINT8}, {"u2", CONVOLVE_UINT16}};
+    } known[] = {{"f4", CONVOLVE_FLOAT32},
+                 {"f8", CONVOLVE_FLOAT64},
+                 {"u1", CONVOLVE_UINT8},
+                 {"u2", CONVOLVE_UINT16}};
     for (size_t k = 0; order != '?' && k < 4; k++) {
         if (strcmp(code, known[k].code) != 0)
             continue;
@@ -139,7 +141,8 @@ static convolve_status parse_descr(convolve_context *ctx, const char *d, npy_typ
     }
     return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                      ".npy dtype '%s' is not supported; use float32 '<f4', float64 '<f8', uint8 "
-                     "'|u1' or uint16 '<u2' (numpy: a.astype(...))", d);
+                     "'|u1' or uint16 '<u2' (numpy: a.astype(...))",
+                     d);
 }
 
 static void swap_bytes(unsigned char *p, size_t count, size_t size)
@@ -169,8 +172,8 @@ static void fortran_to_c(unsigned char *dst, const unsigned char *src, int nd, c
 typedef struct {
     int seen_descr;
     char descr[64];
-    int fortran;    /* -1 until seen */
-    int nd;         /* -1 until seen */
+    int fortran; /* -1 until seen */
+    int nd;      /* -1 until seen */
     size_t dims[NPY_MAX_PARSED_DIMS];
 } npy_header;
 
@@ -184,7 +187,8 @@ static convolve_status read_preamble(convolve_context *ctx, const unsigned char 
     if (size < 10 || memcmp(data, "\x93NUMPY", 6) != 0)
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                          size < 10 ? "not a .npy file: %zu bytes is too short for its header"
-                                   : "not a .npy file: bad magic (%zu bytes)", size);
+                                   : "not a .npy file: bad magic (%zu bytes)",
+                         size);
     unsigned major = data[6], minor = data[7];
     if (major < 1 || major > 3 || minor != 0)
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
@@ -200,8 +204,8 @@ static convolve_status read_preamble(convolve_context *ctx, const unsigned char 
                 (size_t)data[11] << 24;
     if (*hlen > size - *pre)
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
-                         ".npy header length %zu runs past the end of the file (%zu bytes)",
-                         *hlen, size);
+                         ".npy header length %zu runs past the end of the file (%zu bytes)", *hlen,
+                         size);
     if (avail < *pre + *hlen)
         return CONVOLVE_OK;
     const unsigned char *s = data + *pre;
@@ -220,7 +224,8 @@ static convolve_status parse_entry(convolve_context *ctx, hdr *h, size_t pre, np
     if (!parse_string(h, key, sizeof key) || !accept(h, ':'))
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                          ".npy header is malformed near offset %zu (a quoted key and ':' "
-                         "expected)", pre + h->i);
+                         "expected)",
+                         pre + h->i);
     if (!strcmp(key, "descr")) {
         skip_ws(h);
         if (h->i < h->n && h->s[h->i] == '[')
@@ -246,7 +251,8 @@ static convolve_status parse_entry(convolve_context *ctx, hdr *h, size_t pre, np
             return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy header: duplicate key 'shape'");
         d->nd = parse_shape(h, d->dims);
         if (d->nd == -2)
-            return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy header: a shape extent "
+            return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                             ".npy header: a shape extent "
                              "overflows");
         if (d->nd < 0)
             return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
@@ -265,7 +271,8 @@ static convolve_status parse_header(convolve_context *ctx, hdr *h, size_t pre, n
     d->descr[0] = '\0';
     d->fortran = d->nd = -1;
     if (!accept(h, '{'))
-        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy header is not a dict: it must start "
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                         ".npy header is not a dict: it must start "
                          "with '{'");
     while (!accept(h, '}')) {
         convolve_status st = parse_entry(ctx, h, pre, d);
@@ -285,7 +292,9 @@ static convolve_status parse_header(convolve_context *ctx, hdr *h, size_t pre, n
                          ".npy header has text after its closing '}' (offset %zu)", pre + h->i);
     if (!d->seen_descr || d->fortran < 0 || d->nd < 0)
         return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, ".npy header lacks the key '%s'",
-                         !d->seen_descr ? "descr" : d->fortran < 0 ? "fortran_order" : "shape");
+                         !d->seen_descr   ? "descr"
+                         : d->fortran < 0 ? "fortran_order"
+                                          : "shape");
     return CONVOLVE_OK;
 }
 
@@ -430,12 +439,14 @@ convolve_status cvio_write_npy(convolve_context *ctx, const convolve_array *arra
     return st;
 }
 
-convolve_status convolve_npy_header(convolve_context *ctx, const convolve_layout *layout,
-                                    void *buf, size_t capacity, size_t *size)
+convolve_status convolve_npy_header(convolve_context *ctx, const convolve_layout *layout, void *buf,
+                                    size_t capacity, size_t *size)
 {
     if (!layout || !size || (!buf && capacity))
         return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_npy_header: %s is NULL",
-                         !layout ? "layout" : !size ? "size" : "buf");
+                         !layout ? "layout"
+                         : !size ? "size"
+                                 : "buf");
     *size = 0;
     convolve_layout L;
     convolve_status st = cvio_layout_init(ctx, &L, layout->dtype, layout->ndim, layout->shape,
@@ -448,8 +459,10 @@ convolve_status convolve_npy_header(convolve_context *ctx, const convolve_layout
     if (h.size > capacity) {
         size_t need = h.size;
         cvi_buf_free(&h);
-        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_npy_header: the header "
-                         "takes %zu bytes and the buffer holds %zu", need, capacity);
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
+                         "convolve_npy_header: the header "
+                         "takes %zu bytes and the buffer holds %zu",
+                         need, capacity);
     }
     memcpy(buf, h.data, h.size);
     *size = h.size;

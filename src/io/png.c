@@ -29,16 +29,16 @@ _Static_assert(CVIO_PNG_MAX_SIDE <= PNG_USER_WIDTH_MAX && CVIO_PNG_MAX_SIDE <= P
 typedef struct {
     png_structp png;
     png_infop info;
-    const unsigned char *data;  /* read: the file */
+    const unsigned char *data; /* read: the file */
     size_t size, pos;
-    cvi_buf *out;               /* write: where the bytes go */
-    int level;                  /* write: zlib level (convolve_context_set_png_compression) */
+    cvi_buf *out; /* write: where the bytes go */
+    int level;    /* write: zlib level (convolve_context_set_png_compression) */
     unsigned char **rows;
     convolve_array *array;
-    char msg[256];              /* libpng's error message */
-    char detail[128];           /* the IHDR warning that explains "Invalid IHDR data" */
-    int bad_data;               /* a warning said the image data is damaged */
-    uint64_t idat;              /* read: bytes of its IDAT chunks */
+    char msg[256];    /* libpng's error message */
+    char detail[128]; /* the IHDR warning that explains "Invalid IHDR data" */
+    int bad_data;     /* a warning said the image data is damaged */
+    uint64_t idat;    /* read: bytes of its IDAT chunks */
 } png_state;
 
 static void on_error(png_structp png, png_const_charp msg)
@@ -116,8 +116,10 @@ static int decode(convolve_context *ctx, png_state *s)
     uint64_t pixels = (uint64_t)w * h;
     if (pixels <= CVIO_MAX_PIXELS && /* else refused below */
         pixels * depth * png_get_channels(s->png, s->info) / 8 / PNG_MAX_INFLATE_RATIO > s->idat) {
-        snprintf(s->msg, sizeof s->msg, "%llu bytes of image data cannot hold %lux%lu pixels "
-                 "(truncated?)", (unsigned long long)s->idat, (unsigned long)w, (unsigned long)h);
+        snprintf(s->msg, sizeof s->msg,
+                 "%llu bytes of image data cannot hold %lux%lu pixels "
+                 "(truncated?)",
+                 (unsigned long long)s->idat, (unsigned long)w, (unsigned long)h);
         return -1;
     }
     png_set_expand(s->png); /* palette -> RGB, gray < 8 bits -> 8, tRNS -> alpha */
@@ -169,8 +171,10 @@ convolve_status cvio_read_png(convolve_context *ctx, const unsigned char *data, 
     memset(&s, 0, sizeof s);
     size_t bad = scan_chunks(data, size, &s.idat);
     if (bad)
-        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT, "malformed PNG: the chunk at byte %zu runs "
-                         "past the end of the file (truncated?)", bad);
+        return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
+                         "malformed PNG: the chunk at byte %zu runs "
+                         "past the end of the file (truncated?)",
+                         bad);
     s.data = data;
     s.size = size;
     s.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &s, on_error, on_warning);
@@ -260,8 +264,8 @@ convolve_status cvio_write_png(convolve_context *ctx, const convolve_array *arra
     int r = encode(&s, array);
     png_destroy_write_struct(&s.png, &s.info);
     if (r != 0)
-        return cvi_error(ctx, strstr(s.msg, "memory") ? CONVOLVE_ERROR_OUT_OF_MEMORY
-                                                      : CONVOLVE_ERROR_INTERNAL,
-                         "PNG encoding failed: %s", s.msg);
+        return cvi_error(
+            ctx, strstr(s.msg, "memory") ? CONVOLVE_ERROR_OUT_OF_MEMORY : CONVOLVE_ERROR_INTERNAL,
+            "PNG encoding failed: %s", s.msg);
     return CONVOLVE_OK;
 }

@@ -61,8 +61,8 @@ static int read_uint(pnm_in *p, size_t limit, size_t *v)
 
 /* A PNM header: the kind, then width, height and maxval. */
 typedef struct {
-    int binary;         /* P5, P6 */
-    size_t channels;    /* 1 (PGM) or 3 (PPM) */
+    int binary;      /* P5, P6 */
+    size_t channels; /* 1 (PGM) or 3 (PPM) */
     size_t width, height, maxval;
 } pnm_header;
 
@@ -126,7 +126,8 @@ static convolve_status check_raster(convolve_context *ctx, pnm_in *p, const pnm_
             if (!is_space(p->d[k]))
                 return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                                  "PNM file has %zu bytes after its raster (only one image per "
-                                 "file is supported)", p->n - p->i - need);
+                                 "file is supported)",
+                                 p->n - p->i - need);
     } else if ((p->n - p->i) / 2 < count) {
         /* each sample takes a digit and the whitespace before it: refuse a
          * header that claims more than the file holds before allocating */

@@ -135,7 +135,8 @@ static convolve_status parse_text(convolve_context *ctx, const char *s, size_t s
                 char shown[4 * sizeof tok];
                 return cvi_error(ctx, CONVOLVE_ERROR_FORMAT,
                                  "text line %zu: '%s' is not a number (numbers are separated by "
-                                 "whitespace)", line, escaped(tok, shown, sizeof shown));
+                                 "whitespace)",
+                                 line, escaped(tok, shown, sizeof shown));
             }
             if (!dvec_push(vals, x))
                 return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "text: out of memory");

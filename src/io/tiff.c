@@ -47,12 +47,12 @@ typedef struct {
     const unsigned char *data; /* read: the file */
     size_t size;               /* read: its size; write: bytes written */
     size_t pos;
-    cvi_buf *out;              /* write: where the bytes go */
-    size_t base;               /* write: out->size when writing began */
-    int multi;                 /* read: the file has more than one directory */
-    int decoding;              /* read: a strip or tile is being decoded */
-    char msg[256];             /* libtiff's first error */
-    char warning[256];         /* libtiff's first warning that pixels or pages are wrong */
+    cvi_buf *out;      /* write: where the bytes go */
+    size_t base;       /* write: out->size when writing began */
+    int multi;         /* read: the file has more than one directory */
+    int decoding;      /* read: a strip or tile is being decoded */
+    char msg[256];     /* libtiff's first error */
+    char warning[256]; /* libtiff's first warning that pixels or pages are wrong */
 } tiff_io;
 
 static int on_error(TIFF *tif, void *user, const char *module, const char *fmt, va_list ap)
@@ -199,11 +199,11 @@ static size_t max_expansion(uint16_t compression)
 {
     switch (compression) {
     case COMPRESSION_NONE: return 1;
-    case COMPRESSION_PACKBITS: return 64;      /* 2 bytes: a run of 128 */
+    case COMPRESSION_PACKBITS: return 64; /* 2 bytes: a run of 128 */
     case COMPRESSION_ADOBE_DEFLATE:
-    case COMPRESSION_DEFLATE: return 1032;     /* a 258-byte match in 2 bits */
-    case COMPRESSION_LZW: return 4096;         /* a 4096-byte string per 9..12-bit code, at most */
-    case COMPRESSION_JPEG: return 4096;        /* 1 bit per 8x8 block and component */
+    case COMPRESSION_DEFLATE: return 1032; /* a 258-byte match in 2 bits */
+    case COMPRESSION_LZW: return 4096;     /* a 4096-byte string per 9..12-bit code, at most */
+    case COMPRESSION_JPEG: return 4096;    /* 1 bit per 8x8 block and component */
     default:
 #ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
         return (size_t)1 << 12; /* tests/fuzz: keeps decodes within its memory limit */
@@ -218,7 +218,7 @@ typedef struct {
     uint32_t width, height;
     convolve_dtype dtype;
     size_t channels;
-    int planar;      /* samples in separate planes */
+    int planar; /* samples in separate planes */
     int tiled;
     uint32_t tile_w, tile_h; /* tiles; or width and rows per strip */
     uint16_t compression;
@@ -258,7 +258,7 @@ static convolve_status page_error(convolve_context *ctx, const tiff_io *s, size_
 /* The element type of bps-bit samples of SampleFormat fmt; FORMAT for what
  * is not supported. */
 static convolve_status sample_dtype(convolve_context *ctx, const tiff_io *s, size_t page,
-                                   uint16_t bps, uint16_t fmt, convolve_dtype *dtype)
+                                    uint16_t bps, uint16_t fmt, convolve_dtype *dtype)
 {
     if (fmt == SAMPLEFORMAT_UINT || fmt == SAMPLEFORMAT_VOID) {
         if (bps == 8)
@@ -266,20 +266,25 @@ static convolve_status sample_dtype(convolve_context *ctx, const tiff_io *s, siz
         else if (bps == 16)
             *dtype = CONVOLVE_UINT16;
         else
-            return page_error(ctx, s, page, "%u-bit unsigned samples are not supported (8 or 16 "
-                              "bits, or 32/64-bit float)", bps);
+            return page_error(ctx, s, page,
+                              "%u-bit unsigned samples are not supported (8 or 16 "
+                              "bits, or 32/64-bit float)",
+                              bps);
     } else if (fmt == SAMPLEFORMAT_IEEEFP) {
         if (bps == 32)
             *dtype = CONVOLVE_FLOAT32;
         else if (bps == 64)
             *dtype = CONVOLVE_FLOAT64;
         else
-            return page_error(ctx, s, page, "%u-bit float samples are not supported (32 or 64 "
-                              "bits)", bps);
+            return page_error(ctx, s, page,
+                              "%u-bit float samples are not supported (32 or 64 "
+                              "bits)",
+                              bps);
     } else {
-        return page_error(ctx, s, page, "%u-bit %s samples are not supported; convolve reads "
-                          "uint8, uint16, float32 and float64", bps,
-                          fmt == SAMPLEFORMAT_INT ? "signed integer" : "complex");
+        return page_error(ctx, s, page,
+                          "%u-bit %s samples are not supported; convolve reads "
+                          "uint8, uint16, float32 and float64",
+                          bps, fmt == SAMPLEFORMAT_INT ? "signed integer" : "complex");
     }
     return CONVOLVE_OK;
 }
@@ -298,25 +303,26 @@ static convolve_status check_photometric(convolve_context *ctx, TIFF *tif, const
         photo = PHOTOMETRIC_RGB;
     }
     switch (photo) {
-    case PHOTOMETRIC_MINISBLACK:
-        return CONVOLVE_OK;
+    case PHOTOMETRIC_MINISBLACK: return CONVOLVE_OK;
     case PHOTOMETRIC_RGB:
         if (spp < 3)
             return page_error(ctx, s, page, "RGB with %u samples per pixel", spp);
         return CONVOLVE_OK;
     case PHOTOMETRIC_MINISWHITE:
-        return page_error(ctx, s, page, "white-is-zero gray (Photometric 0) is not supported; "
+        return page_error(ctx, s, page,
+                          "white-is-zero gray (Photometric 0) is not supported; "
                           "save it as black-is-zero");
     case PHOTOMETRIC_PALETTE:
-        return page_error(ctx, s, page, "palette (indexed colour) images are not supported; "
+        return page_error(ctx, s, page,
+                          "palette (indexed colour) images are not supported; "
                           "save it as RGB");
     case PHOTOMETRIC_SEPARATED:
-        return page_error(ctx, s, page, "CMYK (separated) images are not supported; save it as "
+        return page_error(ctx, s, page,
+                          "CMYK (separated) images are not supported; save it as "
                           "RGB");
     case PHOTOMETRIC_YCBCR:
         return page_error(ctx, s, page, "YCbCr is supported only JPEG-compressed; save it as RGB");
-    default:
-        return page_error(ctx, s, page, "Photometric %u is not supported (gray, RGB)", photo);
+    default: return page_error(ctx, s, page, "Photometric %u is not supported (gray, RGB)", photo);
     }
 }
 
@@ -340,7 +346,8 @@ static convolve_status describe_page(convolve_context *ctx, TIFF *tif, const tif
     if (!TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &photo))
         photo = spp >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK;
     if (w == 0 || h == 0)
-        return page_error(ctx, s, page, "size %lux%lu is empty", (unsigned long)w, (unsigned long)h);
+        return page_error(ctx, s, page, "size %lux%lu is empty", (unsigned long)w,
+                          (unsigned long)h);
     if (depth != 1)
         return page_error(ctx, s, page, "ImageDepth %lu (SGI volume tiles) is not supported",
                           (unsigned long)depth);
@@ -350,8 +357,10 @@ static convolve_status describe_page(convolve_context *ctx, TIFF *tif, const tif
         (st = check_photometric(ctx, tif, s, page, photo, spp, compression)) != CONVOLVE_OK)
         return st;
     if (spp < 1 || spp > 4)
-        return page_error(ctx, s, page, "%u samples per pixel; 1 to 4 are supported (gray, "
-                          "gray+alpha, RGB, RGBA)", spp);
+        return page_error(ctx, s, page,
+                          "%u samples per pixel; 1 to 4 are supported (gray, "
+                          "gray+alpha, RGB, RGBA)",
+                          spp);
     if (planar != PLANARCONFIG_CONTIG && planar != PLANARCONFIG_SEPARATE)
         return page_error(ctx, s, page, "PlanarConfiguration %u is not valid", planar);
     if (compression == COMPRESSION_JBIG)
@@ -359,12 +368,15 @@ static convolve_status describe_page(convolve_context *ctx, TIFF *tif, const tif
          * so an 8-bit page comes out short; and libjbig sizes its buffers
          * from its own header, past libtiff's allocation limit (a 506-byte
          * file asked for 15 GB) */
-        return page_error(ctx, s, page, "JBIG compression holds bilevel (1-bit) images, which "
+        return page_error(ctx, s, page,
+                          "JBIG compression holds bilevel (1-bit) images, which "
                           "are not supported (8 or 16-bit, 32/64-bit float samples are)");
     if (!TIFFIsCODECConfigured(compression)) {
         const TIFFCodec *c = TIFFFindCODEC(compression);
-        return page_error(ctx, s, page, "compression scheme %u (%s) cannot be decoded by this "
-                          "libtiff", compression, c && c->name ? c->name : "unknown");
+        return page_error(ctx, s, page,
+                          "compression scheme %u (%s) cannot be decoded by this "
+                          "libtiff",
+                          compression, c && c->name ? c->name : "unknown");
     }
     p->width = w;
     p->height = h;
@@ -374,8 +386,7 @@ static convolve_status describe_page(convolve_context *ctx, TIFF *tif, const tif
     p->tiled = TIFFIsTiled(tif);
     if (p->tiled) {
         if (!TIFFGetField(tif, TIFFTAG_TILEWIDTH, &p->tile_w) ||
-            !TIFFGetField(tif, TIFFTAG_TILELENGTH, &p->tile_h) || p->tile_w == 0 ||
-            p->tile_h == 0)
+            !TIFFGetField(tif, TIFFTAG_TILELENGTH, &p->tile_h) || p->tile_w == 0 || p->tile_h == 0)
             return page_error(ctx, s, page, "tiled, but without a valid tile size");
     } else {
         uint32_t rps = h;
@@ -429,10 +440,12 @@ static convolve_status check_page_data(convolve_context *ctx, TIFF *tif, const t
     const size_t ratio = max_expansion(p->compression);
     const size_t page_bytes = row * p->height;
     if (page_bytes / ratio > in_file || p->unit_bytes / ratio > largest)
-        return page_error(ctx, s, page, "%llu bytes of image data cannot hold %lux%lu pixels of "
-                          "%zu %s channel%s (truncated?)", (unsigned long long)in_file,
-                          (unsigned long)p->width, (unsigned long)p->height, p->channels,
-                          convolve_dtype_name(p->dtype), p->channels == 1 ? "" : "s");
+        return page_error(ctx, s, page,
+                          "%llu bytes of image data cannot hold %lux%lu pixels of "
+                          "%zu %s channel%s (truncated?)",
+                          (unsigned long long)in_file, (unsigned long)p->width,
+                          (unsigned long)p->height, p->channels, convolve_dtype_name(p->dtype),
+                          p->channels == 1 ? "" : "s");
     return CONVOLVE_OK;
 }
 
@@ -443,8 +456,8 @@ static convolve_status check_page_data(convolve_context *ctx, TIFF *tif, const t
  * byte of the result can come from uninitialised memory whatever a codec
  * does. */
 static convolve_status decode_page(convolve_context *ctx, TIFF *tif, tiff_io *s, size_t page,
-                                   const tiff_page *p, unsigned char *dst,
-                                   unsigned char **scratch, size_t *scratch_size)
+                                   const tiff_page *p, unsigned char *dst, unsigned char **scratch,
+                                   size_t *scratch_size)
 {
     const size_t esize = convolve_dtype_size(p->dtype);
     const size_t pixel = esize * p->channels, row = (size_t)p->width * pixel;
@@ -481,8 +494,9 @@ static convolve_status decode_page(convolve_context *ctx, TIFF *tif, tiff_io *s,
         if (got != expect || s->msg[0] || s->warning[0])
             return page_error(ctx, s, page, "%s %lu: %s", p->tiled ? "tile" : "strip",
                               (unsigned long)i,
-                              s->msg[0] ? s->msg : s->warning[0] ? s->warning
-                                                 : "decoded to fewer bytes than its size needs");
+                              s->msg[0]       ? s->msg
+                              : s->warning[0] ? s->warning
+                                              : "decoded to fewer bytes than its size needs");
         if (direct)
             continue;
         const size_t src_row = (size_t)p->tile_w * unit_pixel;
@@ -526,8 +540,10 @@ static convolve_status grow_stack(convolve_context *ctx, tiff_stack *k)
         return cvi_error(ctx, CONVOLVE_ERROR_SIZE_OVERFLOW, "TIFF stack: byte count overflows");
     unsigned char *q = realloc(k->volume, nbytes);
     if (!q)
-        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "TIFF stack: out of memory for %zu "
-                         "bytes", nbytes);
+        return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY,
+                         "TIFF stack: out of memory for %zu "
+                         "bytes",
+                         nbytes);
     k->volume = q;
     k->cap = ncap;
     return CONVOLVE_OK;
@@ -550,7 +566,8 @@ static convolve_status read_page(convolve_context *ctx, TIFF *tif, tiff_io *s, s
         k->page_bytes = (size_t)p.width * p.height * p.channels *
                         convolve_dtype_size(p.dtype); /* checked by describe_page */
     } else if (!same_kind(&p, &k->first)) {
-        return page_error(ctx, s, k->pages, "%lux%lu %s %s, but page 1 is %lux%lu %s %s: the "
+        return page_error(ctx, s, k->pages,
+                          "%lux%lu %s %s, but page 1 is %lux%lu %s %s: the "
                           "pages of a stack must agree in size, sample type and channels",
                           (unsigned long)p.width, (unsigned long)p.height,
                           channels_name(p.channels), convolve_dtype_name(p.dtype),
@@ -558,18 +575,19 @@ static convolve_status read_page(convolve_context *ctx, TIFF *tif, tiff_io *s, s
                           channels_name(k->first.channels), convolve_dtype_name(k->first.dtype));
     }
     if ((st = check_page_data(ctx, tif, s, k->pages, &p)) != CONVOLVE_OK ||
-        (st = cvio_check_pixel_limit(ctx, k->pages ? "TIFF stack" : "TIFF image", p.width,
-                                     p.height, k->pages + 1)) != CONVOLVE_OK)
+        (st = cvio_check_pixel_limit(ctx, k->pages ? "TIFF stack" : "TIFF image", p.width, p.height,
+                                     k->pages + 1)) != CONVOLVE_OK)
         return st;
     k->backed += k->page_bytes / max_expansion(p.compression);
     if (k->backed > size) /* pages that share their image data */
-        return page_error(ctx, s, k->pages, "the file (%zu bytes) is too small for %zu pages "
-                          "of %lux%lu pixels (image data shared between pages?)", size,
-                          k->pages + 1, (unsigned long)p.width, (unsigned long)p.height);
+        return page_error(ctx, s, k->pages,
+                          "the file (%zu bytes) is too small for %zu pages "
+                          "of %lux%lu pixels (image data shared between pages?)",
+                          size, k->pages + 1, (unsigned long)p.width, (unsigned long)p.height);
     if ((st = grow_stack(ctx, k)) != CONVOLVE_OK)
         return st;
-    st = decode_page(ctx, tif, s, k->pages, &p, k->volume + k->pages * k->page_bytes,
-                     &k->scratch, &k->scratch_size);
+    st = decode_page(ctx, tif, s, k->pages, &p, k->volume + k->pages * k->page_bytes, &k->scratch,
+                     &k->scratch_size);
     if (st == CONVOLVE_OK)
         k->pages++;
     return st;
@@ -609,7 +627,7 @@ static int tiff_signature(const unsigned char *data, size_t size)
 }
 
 convolve_status cvio_read_tiff(convolve_context *ctx, const unsigned char *data, size_t size,
-                              convolve_array **array)
+                               convolve_array **array)
 {
     *array = NULL;
     if (!tiff_signature(data, size))
@@ -652,7 +670,9 @@ convolve_status cvio_read_tiff(convolve_context *ctx, const unsigned char *data,
             break;
         if (!TIFFReadDirectory(tif)) {
             st = page_error(ctx, &s, NO_PAGE, "directory %zu cannot be read: %s", dir + 2,
-                            s.msg[0] ? s.msg : s.warning[0] ? s.warning : "(no reason given)");
+                            s.msg[0]       ? s.msg
+                            : s.warning[0] ? s.warning
+                                           : "(no reason given)");
             break;
         }
         if (s.msg[0]) {
@@ -760,7 +780,7 @@ convolve_status cvio_write_tiff(convolve_context *ctx, const convolve_array *arr
 #else /* !CONVOLVE_HAVE_TIFF */
 
 convolve_status cvio_read_tiff(convolve_context *ctx, const unsigned char *data, size_t size,
-                              convolve_array **array)
+                               convolve_array **array)
 {
     (void)data, (void)size;
     *array = NULL;

@@ -22,8 +22,8 @@ static int packed_rows(const cvmpi_view *v)
 
 /* Copies n elements from the view at src (step elements apart along axis 2)
  * to contiguous dst. */
-static void gather_row(unsigned char *dst, const unsigned char *src, const cvmpi_view *v,
-                       size_t n, int step)
+static void gather_row(unsigned char *dst, const unsigned char *src, const cvmpi_view *v, size_t n,
+                       int step)
 {
     const size_t elem = v->channels * v->esize;
     if (step == 1 && packed_rows(v)) {
@@ -37,8 +37,7 @@ static void gather_row(unsigned char *dst, const unsigned char *src, const cvmpi
 }
 
 /* Copies n contiguous elements from src to the view at dst. */
-static void scatter_row(unsigned char *dst, const unsigned char *src, const cvmpi_view *v,
-                        size_t n)
+static void scatter_row(unsigned char *dst, const unsigned char *src, const cvmpi_view *v, size_t n)
 {
     if (packed_rows(v)) {
         memcpy(dst, src, n * v->channels * v->esize);
@@ -66,8 +65,8 @@ static int threads_for(size_t bytes, int threads)
     return bytes < ((size_t)1 << 21) ? 1 : threads;
 }
 
-void cvmpi_pack_transfer(const cvmpi_transfer *t, const unsigned char *base,
-                         const cvmpi_view *v, const size_t *lo, unsigned char *dst, int threads)
+void cvmpi_pack_transfer(const cvmpi_transfer *t, const unsigned char *base, const cvmpi_view *v,
+                         const size_t *lo, unsigned char *dst, int threads)
 {
     const size_t elem = v->channels * v->esize;
     const cvmpi_list *l = t->axis;
@@ -82,8 +81,7 @@ void cvmpi_pack_transfer(const cvmpi_transfer *t, const unsigned char *base,
             unsigned char *d = dst + (size_t)(j0 * n1 + j1) * n2 * elem;
             for (size_t r = 0; r < l[2].nruns; r++) {
                 const cvmpi_run *u = &l[2].runs[r];
-                gather_row(d, row + (ptrdiff_t)(u->src - lo[2]) * v->stride[2], v, u->len,
-                           u->step);
+                gather_row(d, row + (ptrdiff_t)(u->src - lo[2]) * v->stride[2], v, u->len, u->step);
                 d += u->len * elem;
             }
         }
@@ -142,15 +140,13 @@ void cvmpi_copy_self_transfer(const cvmpi_transfer *t, const unsigned char *base
               num_threads(threads_for(t->count * elem, threads)))
     for (ptrdiff_t j0 = 0; j0 < n0; j0++)
         for (ptrdiff_t j1 = 0; j1 < n1; j1++) {
-            const unsigned char *from = base +
-                                        (ptrdiff_t)(l[0].src[j0] - lo[0]) * v->stride[0] +
+            const unsigned char *from = base + (ptrdiff_t)(l[0].src[j0] - lo[0]) * v->stride[0] +
                                         (ptrdiff_t)(l[1].src[j1] - lo[1]) * v->stride[1];
             unsigned char *row = box + (l[0].pos[j0] * e[1] + l[1].pos[j1]) * e[2] * elem;
             for (size_t r = 0; r < l[2].nruns; r++) {
                 const cvmpi_run *u = &l[2].runs[r];
-                gather_row(row + u->pos * elem,
-                           from + (ptrdiff_t)(u->src - lo[2]) * v->stride[2], v, u->len,
-                           u->step);
+                gather_row(row + u->pos * elem, from + (ptrdiff_t)(u->src - lo[2]) * v->stride[2],
+                           v, u->len, u->step);
             }
         }
 }

@@ -16,8 +16,7 @@ int cvmpi_select_device(MPI_Comm comm, int want)
     /* collective on every rank, whether it wants a device or not */
     MPI_Comm node;
     int local = 0;
-    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
-        MPI_SUCCESS) {
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
         MPI_Comm_rank(node, &local);
         MPI_Comm_free(&node);
     }

@@ -37,25 +37,25 @@
 /* One transfer read from this rank's input box, staged in pinned memory. */
 typedef struct {
     const cvmpi_transfer *t;
-    int link;            /* index into p->sends; -1: the own link */
-    size_t lo[3];        /* the sub-box of the input box it reads */
+    int link;     /* index into p->sends; -1: the own link */
+    size_t lo[3]; /* the sub-box of the input box it reads */
     size_t shape[3];
-    size_t offset;       /* bytes into the staging block */
+    size_t offset; /* bytes into the staging block */
 } cvmpi_stage;
 
 struct cvmpi_device_state {
     int nstage;
     cvmpi_stage *stage;
-    unsigned char *staging;   /* pinned: every stage's sub-box, packed C order */
-    unsigned char *host_in[6];/* pinned: the pieces' input boxes, assembled */
-    void *din[6], *dout[6];   /* device: the pieces' input and output boxes */
+    unsigned char *staging;    /* pinned: every stage's sub-box, packed C order */
+    unsigned char *host_in[6]; /* pinned: the pieces' input boxes, assembled */
+    void *din[6], *dout[6];    /* device: the pieces' input and output boxes */
     size_t in_bytes[6];
-    size_t ext[6][3];         /* piece k's input box extents */
-    int direct[6];            /* piece k's transfers are all sub-boxes: its own
+    size_t ext[6][3];  /* piece k's input box extents */
+    int direct[6];     /* piece k's transfers are all sub-boxes: its own
                                  elements copied on the device, only its halos
                                  uploaded */
-    cudaStream_t side;        /* the faces' copies and the pieces */
-    cudaEvent_t ev[4];        /* start, faces, pieces, done */
+    cudaStream_t side; /* the faces' copies and the pieces */
+    cudaEvent_t ev[4]; /* start, faces, pieces, done */
     int have_side, nev, done_recorded;
 };
 
@@ -85,8 +85,7 @@ static cudaError_t copy_box(unsigned char *dst, const ptrdiff_t *ds, const unsig
         const size_t plane = w * shape[1];
         if (shape[0] == 1 || (ds[0] == (ptrdiff_t)plane && ss[0] == (ptrdiff_t)plane))
             return cudaMemcpyAsync(dst, src, plane * shape[0], kind, s);
-        return cudaMemcpy2DAsync(dst, (size_t)ds[0], src, (size_t)ss[0], plane, shape[0], kind,
-                                 s);
+        return cudaMemcpy2DAsync(dst, (size_t)ds[0], src, (size_t)ss[0], plane, shape[0], kind, s);
     }
     cudaError_t e = cudaSuccess;
     if (shape[0] <= shape[1] || shape[0] == 1) {
@@ -282,7 +281,8 @@ static convolve_status check_device_pointer(const convolve_mpi_plan *p, const vo
     if (a.type == cudaMemoryTypeDevice && a.device != p->device)
         return cvmpi_fail(p->ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                           "convolve_mpi_execute_device: the %s box is memory of device %d; this "
-                          "rank's plan runs on device %d", what, a.device, p->device);
+                          "rank's plan runs on device %d",
+                          what, a.device, p->device);
     return CONVOLVE_OK;
 }
 
@@ -315,7 +315,8 @@ static convolve_status check(convolve_mpi_plan *p, const void *in, const void *o
     if (p->backend != CONVOLVE_BACKEND_CUDA || p->device < 0)
         return cvmpi_fail(ctx, CONVOLVE_ERROR_UNSUPPORTED,
                           "convolve_mpi_execute_device needs a plan on a GPU; this one runs "
-                          "'%s' on the CPU", p->strategy);
+                          "'%s' on the CPU",
+                          p->strategy);
     if (!in || !out)
         return cvmpi_fail(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                           "convolve_mpi_execute_device: %s is NULL", in ? "out" : "in");
@@ -462,8 +463,8 @@ convolve_status convolve_mpi_execute_device(convolve_mpi_plan *p, const void *in
             continue;
         cvmpi_view v;
         packed_view(&p->user_in, d->stage[k].shape, &v);
-        cvmpi_copy_self_transfer(d->stage[k].t, d->staging + d->stage[k].offset, &v,
-                                 d->stage[k].lo, pr, &p->work, p->threads);
+        cvmpi_copy_self_transfer(d->stage[k].t, d->staging + d->stage[k].offset, &v, d->stage[k].lo,
+                                 pr, &p->work, p->threads);
     }
     const double t3 = MPI_Wtime();
 
@@ -523,9 +524,8 @@ convolve_status convolve_mpi_execute_device(convolve_mpi_plan *p, const void *in
             cvmpi_view v;
             packed_view(&p->user_out, ext, &v);
             e = copy_box((unsigned char *)out + offset_of(&p->user_out, at), p->user_out.stride,
-                         (const unsigned char *)d->dout[k] + offset_of(&v, from), v.stride,
-                         shape, p->user_out.channels * p->user_out.esize,
-                         cudaMemcpyDeviceToDevice, s);
+                         (const unsigned char *)d->dout[k] + offset_of(&v, from), v.stride, shape,
+                         p->user_out.channels * p->user_out.esize, cudaMemcpyDeviceToDevice, s);
             if (e != cudaSuccess)
                 st = cuda_fail(ctx, e, "cudaMemcpyAsync (an edge piece's outputs)");
         }
@@ -581,7 +581,8 @@ convolve_status convolve_mpi_execute_device(convolve_mpi_plan *p, const void *in
     convolve_status st = cvmpi_fail(p->ctx, CONVOLVE_ERROR_UNSUPPORTED,
                                     "convolve_mpi_execute_device needs a plan on a GPU; this "
                                     "one runs '%s' on the CPU (libconvolve_mpi was built without "
-                                    "CUDA)", p->strategy);
+                                    "CUDA)",
+                                    p->strategy);
     return cvmpi_agree(p->ctx, p->comm, st);
 }
 

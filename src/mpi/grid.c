@@ -39,8 +39,10 @@ convolve_status cvmpi_grid_build(cvmpi_grid *g, const size_t *n, int nranks,
         for (int a = 0; a < 3; a++) {
             unsigned long long s = boxes[6 * r + a], c = boxes[6 * r + 3 + a];
             if (c == 0 || s >= n[a] || c > n[a] - s) {
-                snprintf(why, why_size, "rank %d's box [%llu, %llu) along axis %d leaves the "
-                         "array's [0, %zu)", r, s, s + c, a, n[a]);
+                snprintf(why, why_size,
+                         "rank %d's box [%llu, %llu) along axis %d leaves the "
+                         "array's [0, %zu)",
+                         r, s, s + c, a, n[a]);
                 goto bad;
             }
         }
@@ -69,7 +71,8 @@ convolve_status cvmpi_grid_build(cvmpi_grid *g, const size_t *n, int nranks,
             size_t *at = bsearch(&s, g->cuts[a], (size_t)parts, sizeof(size_t), cmp_size);
             int p = (int)(at - g->cuts[a]);
             if (s + c != g->cuts[a][p + 1]) {
-                snprintf(why, why_size, "rank %d's box [%zu, %zu) along axis %d does not end "
+                snprintf(why, why_size,
+                         "rank %d's box [%zu, %zu) along axis %d does not end "
                          "where the next part begins (%zu): the boxes do not form a grid",
                          r, s, s + c, a, g->cuts[a][p + 1]);
                 goto bad;
@@ -79,9 +82,10 @@ convolve_status cvmpi_grid_build(cvmpi_grid *g, const size_t *n, int nranks,
     }
     size_t cells = (size_t)g->parts[0] * (size_t)g->parts[1] * (size_t)g->parts[2];
     if (cells != (size_t)nranks) {
-        snprintf(why, why_size, "the boxes cut the axes into %d x %d x %d parts, a grid of "
-                 "%zu boxes, but there are %d ranks", g->parts[0], g->parts[1], g->parts[2],
-                 cells, nranks);
+        snprintf(why, why_size,
+                 "the boxes cut the axes into %d x %d x %d parts, a grid of "
+                 "%zu boxes, but there are %d ranks",
+                 g->parts[0], g->parts[1], g->parts[2], cells, nranks);
         goto bad;
     }
     g->rank_at = malloc(cells * sizeof *g->rank_at);
@@ -146,8 +150,8 @@ convolve_status convolve_mpi_decompose(convolve_context *ctx, MPI_Comm comm, int
         g[a] = grid ? grid[a] : (a == 0 ? size : 1);
         if (g[a] < 0)
             return cvmpi_fail(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
-                              "convolve_mpi_decompose: grid[%d] is %d; give 0 (free) or more",
-                              a, g[a]);
+                              "convolve_mpi_decompose: grid[%d] is %d; give 0 (free) or more", a,
+                              g[a]);
         free_axes += g[a] == 0;
         product *= g[a] ? g[a] : 1;
         if (product > size)
@@ -162,7 +166,8 @@ convolve_status convolve_mpi_decompose(convolve_context *ctx, MPI_Comm comm, int
     if (product != size)
         return cvmpi_fail(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT,
                           "convolve_mpi_decompose: the grid's ranks (%lld%s) are not the "
-                          "communicator's %d", product, product > size ? " or more" : "", size);
+                          "communicator's %d",
+                          product, product > size ? " or more" : "", size);
     int rest = rank;
     for (int a = ndim - 1; a >= 0; a--) {
         int c = rest % g[a];
@@ -174,7 +179,8 @@ convolve_status convolve_mpi_decompose(convolve_context *ctx, MPI_Comm comm, int
         if (parts > n)
             return cvmpi_fail(ctx, CONVOLVE_ERROR_BAD_LAYOUT,
                               "convolve_mpi_decompose: %zu ranks along axis %d, which has only "
-                              "%zu elements", parts, a, n);
+                              "%zu elements",
+                              parts, a, n);
         size_t q = n / parts, rem = n % parts, i = (size_t)c;
         block_start[a] = q * i + (i < rem ? i : rem);
         block_shape[a] = q + (i < rem);

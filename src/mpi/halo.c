@@ -166,8 +166,7 @@ void cvmpi_link_free(cvmpi_link *link)
     memset(link, 0, sizeof *link);
 }
 
-int cvmpi_link_build(const cvmpi_geometry *geo, const cvmpi_work *wr, int sender,
-                     cvmpi_link *link)
+int cvmpi_link_build(const cvmpi_geometry *geo, const cvmpi_work *wr, int sender, cvmpi_link *link)
 {
     memset(link, 0, sizeof *link);
     link->rank = sender;

@@ -53,15 +53,15 @@ convolve_status cvmpi_agree(const convolve_context *ctx, MPI_Comm comm, convolve
 /* ---- the grid (grid.c) ------------------------------------------------------ */
 
 typedef struct {
-    ptrdiff_t lo, hi;  /* [lo, hi) */
+    ptrdiff_t lo, hi; /* [lo, hi) */
 } cvmpi_range;
 
 typedef struct cvmpi_grid {
     int nranks;
-    int parts[3];        /* ranks along each axis */
-    size_t *cuts[3];     /* parts[a] + 1 boundaries along axis a: part p is [cuts[p], cuts[p+1]) */
-    int *coord;          /* nranks * 3: each rank's part along each axis */
-    int *rank_at;        /* parts[0]*parts[1]*parts[2]: the rank holding a combination */
+    int parts[3];    /* ranks along each axis */
+    size_t *cuts[3]; /* parts[a] + 1 boundaries along axis a: part p is [cuts[p], cuts[p+1]) */
+    int *coord;      /* nranks * 3: each rank's part along each axis */
+    int *rank_at;    /* parts[0]*parts[1]*parts[2]: the rank holding a combination */
 } cvmpi_grid;
 
 /*
@@ -87,10 +87,10 @@ static inline cvmpi_range cvmpi_grid_box(const cvmpi_grid *g, int r, int a)
 
 /* What every rank knows of the problem: enough to compute any rank's pieces. */
 typedef struct cvmpi_geometry {
-    size_t n[3];         /* global extents */
-    size_t before[3];    /* reach of the filter below an output position */
-    size_t after[3];     /* and above it */
-    int mode;            /* convolve_mode */
+    size_t n[3];      /* global extents */
+    size_t before[3]; /* reach of the filter below an output position */
+    size_t after[3];  /* and above it */
+    int mode;         /* convolve_mode */
     const cvmpi_grid *grid;
 } cvmpi_geometry;
 
@@ -139,18 +139,17 @@ typedef struct cvmpi_transfer {
 
 /* All transfers between a sender and a receiver, in piece order. */
 typedef struct cvmpi_link {
-    int rank;                 /* the other rank */
+    int rank; /* the other rank */
     cvmpi_transfer *t;
     int nt;
-    size_t bytes;             /* elements * element bytes */
-    unsigned char *buf;       /* packed elements (NULL for the rank itself) */
-    int nreq;                 /* MPI messages (chunks) */
+    size_t bytes;       /* elements * element bytes */
+    unsigned char *buf; /* packed elements (NULL for the rank itself) */
+    int nreq;           /* MPI messages (chunks) */
 } cvmpi_link;
 
 /* Computes what `sender` sends to `receiver` for the receiver's pieces (wr).
  * Returns 0 when out of memory; *link has nt == 0 when nothing. */
-int cvmpi_link_build(const cvmpi_geometry *geo, const cvmpi_work *wr, int sender,
-                     cvmpi_link *link);
+int cvmpi_link_build(const cvmpi_geometry *geo, const cvmpi_work *wr, int sender, cvmpi_link *link);
 void cvmpi_link_free(cvmpi_link *link);
 
 /* ---- the plan (plan.c, execute.c) ------------------------------------------- */
@@ -160,13 +159,13 @@ void cvmpi_link_free(cvmpi_link *link);
 typedef struct cvmpi_view {
     ptrdiff_t stride[3];
     ptrdiff_t cstride;
-    size_t esize;        /* bytes per value */
+    size_t esize; /* bytes per value */
     size_t channels;
 } cvmpi_view;
 
 typedef struct cvmpi_piece_run {
     convolve_plan *plan;
-    void *in, *out;          /* contiguous boxes of piece.in's shape */
+    void *in, *out; /* contiguous boxes of piece.in's shape */
     cvmpi_view in_view, out_view;
 } cvmpi_piece_run;
 
@@ -181,23 +180,23 @@ struct convolve_mpi_plan {
     cvmpi_grid grid;
     cvmpi_geometry geo;
     cvmpi_work work;
-    cvmpi_view user_in, user_out;   /* the caller's boxes */
-    convolve_plan *interior;        /* over the caller's boxes */
-    int run_interior;               /* the inner box is not empty */
+    cvmpi_view user_in, user_out; /* the caller's boxes */
+    convolve_plan *interior;      /* over the caller's boxes */
+    int run_interior;             /* the inner box is not empty */
     cvmpi_piece_run pr[6];
-    cvmpi_link *sends, *recvs;      /* peers other than this rank */
+    cvmpi_link *sends, *recvs; /* peers other than this rank */
     int nsends, nrecvs;
-    cvmpi_link self;                /* own elements into own pieces */
+    cvmpi_link self; /* own elements into own pieces */
     MPI_Request *req;
     int nreq;
-    int progress_thread;            /* MPI allows a thread to test requests meanwhile */
-    int threads;                    /* for copies: options.threads, or all (0) */
-    convolve_backend backend;       /* what the local plans run */
+    int progress_thread;      /* MPI allows a thread to test requests meanwhile */
+    int threads;              /* for copies: options.threads, or all (0) */
+    convolve_backend backend; /* what the local plans run */
     char strategy[64];
-    char gpu_choice[64];            /* one process's GPU strategy, preferred ("": none) */
+    char gpu_choice[64]; /* one process's GPU strategy, preferred ("": none) */
     int device;
     convolve_mpi_stats stats;
-    cvmpi_device_state *dev;        /* NULL until convolve_mpi_execute_device runs */
+    cvmpi_device_state *dev; /* NULL until convolve_mpi_execute_device runs */
 };
 
 /* Packs the elements of `link` read from the sender's box at `base` (view
@@ -206,8 +205,8 @@ void cvmpi_pack(const cvmpi_link *link, const unsigned char *base, const cvmpi_v
                 unsigned char *dst, int threads);
 /* The same for one transfer read from a copy of the sender's box that
  * starts at its element lo[0..2] (base points at that element, view v). */
-void cvmpi_pack_transfer(const cvmpi_transfer *t, const unsigned char *base,
-                         const cvmpi_view *v, const size_t *lo, unsigned char *dst, int threads);
+void cvmpi_pack_transfer(const cvmpi_transfer *t, const unsigned char *base, const cvmpi_view *v,
+                         const size_t *lo, unsigned char *dst, int threads);
 /* Unpacks a link's packed elements into the receiver's piece input boxes. */
 void cvmpi_unpack(const cvmpi_link *link, const unsigned char *src, cvmpi_piece_run *pr,
                   const cvmpi_work *w, int threads);

@@ -50,7 +50,8 @@ static convolve_status describe(convolve_context *ctx, const size_t *global_shap
     if (in->ndim < 1 || in->ndim > CONVOLVE_MAX_DIMS || out->ndim != in->ndim)
         return cvmpi_fail(ctx, CONVOLVE_ERROR_BAD_LAYOUT,
                           "convolve_mpi_plan_create: the boxes have %d and %d dimensions; use "
-                          "1 to 3, alike", in->ndim, out->ndim);
+                          "1 to 3, alike",
+                          in->ndim, out->ndim);
     if (convolve_filter_ndim(filter) != in->ndim)
         return cvmpi_fail(ctx, CONVOLVE_ERROR_BAD_FILTER,
                           "the filter has %d dimensions and the array %d; they must match",
@@ -65,8 +66,7 @@ static convolve_status describe(convolve_context *ctx, const size_t *global_shap
     ag->autotune = o->autotune;
     ag->cval = o->cval;
     ag->named = strategy_named(o->strategy);
-    ag->strategy_hash = ag->named ? fnv(14695981039346656037ull, o->strategy,
-                                        strlen(o->strategy))
+    ag->strategy_hash = ag->named ? fnv(14695981039346656037ull, o->strategy, strlen(o->strategy))
                                   : 0;
     size_t count = 1;
     for (int a = 0; a < 3; a++) {
@@ -78,7 +78,8 @@ static convolve_status describe(convolve_context *ctx, const size_t *global_shap
     }
     double *w = malloc(count * sizeof *w);
     if (!w)
-        return cvmpi_fail(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for the filter's "
+        return cvmpi_fail(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY,
+                          "out of memory for the filter's "
                           "weights");
     convolve_filter_weights(filter, w, count);
     ag->weights_hash = fnv(14695981039346656037ull, w, count * sizeof *w);
@@ -86,8 +87,7 @@ static convolve_status describe(convolve_context *ctx, const size_t *global_shap
     return cvmpi_ok(ctx);
 }
 
-static convolve_status compare(const convolve_context *ctx, const agreed *mine,
-                               const agreed *first)
+static convolve_status compare(const convolve_context *ctx, const agreed *mine, const agreed *first)
 {
     const char *what = NULL;
     if (mine->ndim != first->ndim || memcmp(mine->n, first->n, sizeof mine->n))
@@ -292,8 +292,8 @@ static void release(convolve_mpi_plan *p)
  * collectives whatever its local status. */
 /* Every rank compares its arguments with rank 0's (*first on return); all
  * ranks agree on the outcome. */
-static convolve_status agree_arguments(convolve_mpi_plan *p, convolve_status st,
-                                       const agreed *mine, agreed *first)
+static convolve_status agree_arguments(convolve_mpi_plan *p, convolve_status st, const agreed *mine,
+                                       agreed *first)
 {
     convolve_context *ctx = p->ctx;
     int err;
@@ -321,8 +321,10 @@ static convolve_status build_grid(convolve_mpi_plan *p, const agreed *first,
         p->geo.n[a] = a < pad ? 1 : (size_t)first->n[a - pad];
     }
     st = boxes ? CONVOLVE_OK
-               : cvmpi_fail(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for the boxes of "
-                            "%d ranks", p->nranks);
+               : cvmpi_fail(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY,
+                            "out of memory for the boxes of "
+                            "%d ranks",
+                            p->nranks);
     if ((st = cvmpi_agree(ctx, p->comm, st)) != CONVOLVE_OK) {
         free(boxes);
         return st;
@@ -344,9 +346,9 @@ static convolve_status build_grid(convolve_mpi_plan *p, const agreed *first,
  * (plans allocate no array memory: this costs little): AUTO's backend (the
  * GPU only when the work pays) and, on the GPU, the strategy (p->gpu_choice),
  * which local plans then prefer. Sets lopt->backend to CPU or CUDA. */
-static void choose_backend(convolve_mpi_plan *p, convolve_options *lopt,
-                           const convolve_layout *in, const convolve_layout *out,
-                           const convolve_filter *filter, const convolve_options *o, int named)
+static void choose_backend(convolve_mpi_plan *p, convolve_options *lopt, const convolve_layout *in,
+                           const convolve_layout *out, const convolve_filter *filter,
+                           const convolve_options *o, int named)
 {
     convolve_context *ctx = p->ctx;
     int want_gpu = o->backend == CONVOLVE_BACKEND_CUDA ||
@@ -365,8 +367,7 @@ static void choose_backend(convolve_mpi_plan *p, convolve_options *lopt,
             if (o->backend == CONVOLVE_BACKEND_AUTO)
                 lopt->backend = convolve_plan_backend(probe);
             if (convolve_plan_backend(probe) == CONVOLVE_BACKEND_CUDA && !named)
-                snprintf(p->gpu_choice, sizeof p->gpu_choice, "%s",
-                         convolve_plan_strategy(probe));
+                snprintf(p->gpu_choice, sizeof p->gpu_choice, "%s", convolve_plan_strategy(probe));
         }
         convolve_plan_free(probe);
     }
@@ -432,9 +433,8 @@ static convolve_status choose_strategy(convolve_mpi_plan *p, convolve_options *l
 
 /* The geometry of this rank's work (inner box), the user's views, whether a
  * progress thread runs the exchange, and the thread count. */
-static void set_up_work(convolve_mpi_plan *p, const convolve_layout *in,
-                        const convolve_layout *out, const convolve_filter *filter,
-                        const convolve_options *o)
+static void set_up_work(convolve_mpi_plan *p, const convolve_layout *in, const convolve_layout *out,
+                        const convolve_filter *filter, const convolve_options *o)
 {
     p->geo.mode = (int)o->mode;
     p->geo.grid = &p->grid;
@@ -496,8 +496,7 @@ static convolve_status build(convolve_mpi_plan *p, convolve_status st, const agr
 convolve_status convolve_mpi_plan_create(convolve_context *ctx, convolve_mpi_plan **plan,
                                          MPI_Comm comm, const size_t *global_shape,
                                          const size_t *block_start, const convolve_layout *in,
-                                         const convolve_layout *out,
-                                         const convolve_filter *filter,
+                                         const convolve_layout *out, const convolve_filter *filter,
                                          const convolve_options *options)
 {
     if (plan)

@@ -88,9 +88,9 @@ cudaError_t cvk_emu_launch(const void *fn, dim3 grid, dim3 block, size_t smem,
                            std::function<void()> body);
 
 #define CVK_DYNAMIC_SHARED(name) unsigned char *name = cvk_emu_dynamic_shared()
-#define CVK_LAUNCH(K, grid, block, smem, stream, ARGS)                                        \
+#define CVK_LAUNCH(K, grid, block, smem, stream, ARGS) \
     cvk_emu_launch((const void *)K, grid, block, smem, [=]() { K ARGS; })
-#define CVK_LAUNCH_T(K, T, A, grid, block, smem, stream, ARGS)                                \
+#define CVK_LAUNCH_T(K, T, A, grid, block, smem, stream, ARGS) \
     cvk_emu_launch((const void *)K<T, A>, grid, block, smem, [=]() { K<T, A> ARGS; })
 
 /* cp.async (src/cuda/device_common.cuh): here the copies happen at once, so
@@ -107,7 +107,10 @@ inline void cvk_cp4(void *smem, const void *gmem)
         ((char *)smem)[i] = ((const char *)gmem)[i];
 }
 inline void cvk_cp_commit() {}
-template <int N> inline void cvk_cp_wait() {}
+template <int N>
+inline void cvk_cp_wait()
+{
+}
 
 /* kernel_math.h defines these for nvcc only */
 static inline uint8_t cvi_saturate_u8f(float v)

@@ -16,8 +16,12 @@ extern "C" {
 typedef int cufftHandle;
 typedef float cufftReal;
 typedef double cufftDoubleReal;
-typedef struct { float x, y; } cufftComplex;
-typedef struct { double x, y; } cufftDoubleComplex;
+typedef struct {
+    float x, y;
+} cufftComplex;
+typedef struct {
+    double x, y;
+} cufftDoubleComplex;
 
 typedef enum cufftResult_t {
     CUFFT_SUCCESS = 0,
@@ -38,9 +42,8 @@ typedef enum cufftType_t {
     CUFFT_Z2D = 0x6c
 } cufftType;
 
-cufftResult cufftPlanMany(cufftHandle *plan, int rank, int *n, int *inembed, int istride,
-                          int idist, int *onembed, int ostride, int odist, cufftType type,
-                          int batch);
+cufftResult cufftPlanMany(cufftHandle *plan, int rank, int *n, int *inembed, int istride, int idist,
+                          int *onembed, int ostride, int odist, cufftType type, int batch);
 cufftResult cufftSetStream(cufftHandle plan, cudaStream_t stream);
 cufftResult cufftDestroy(cufftHandle plan);
 cufftResult cufftExecR2C(cufftHandle plan, cufftReal *in, cufftComplex *out);

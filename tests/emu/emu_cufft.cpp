@@ -101,7 +101,8 @@ void unravel(long long e, const int *n, int rank, int *idx)
     }
 }
 
-template <typename R, typename C> cufftResult forward(cufftHandle h, R *in, C *out)
+template <typename R, typename C>
+cufftResult forward(cufftHandle h, R *in, C *out)
 {
     emu_plan p;
     {
@@ -133,7 +134,8 @@ template <typename R, typename C> cufftResult forward(cufftHandle h, R *in, C *o
     return CUFFT_SUCCESS;
 }
 
-template <typename C, typename R> cufftResult inverse(cufftHandle h, C *in, R *out)
+template <typename C, typename R>
+cufftResult inverse(cufftHandle h, C *in, R *out)
 {
     emu_plan p;
     {
@@ -168,12 +170,10 @@ template <typename C, typename R> cufftResult inverse(cufftHandle h, C *in, R *o
 
 extern "C" {
 
-cufftResult cufftPlanMany(cufftHandle *plan, int rank, int *n, int *inembed, int istride,
-                          int idist, int *onembed, int ostride, int odist, cufftType type,
-                          int batch)
+cufftResult cufftPlanMany(cufftHandle *plan, int rank, int *n, int *inembed, int istride, int idist,
+                          int *onembed, int ostride, int odist, cufftType type, int batch)
 {
-    if (rank < 1 || rank > 3 || istride != 1 || ostride != 1 || batch < 1 || !inembed ||
-        !onembed)
+    if (rank < 1 || rank > 3 || istride != 1 || ostride != 1 || batch < 1 || !inembed || !onembed)
         return CUFFT_INVALID_VALUE;
     emu_plan p;
     p.rank = rank, p.idist = idist, p.odist = odist, p.batch = batch, p.type = type;

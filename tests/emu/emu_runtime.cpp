@@ -61,8 +61,10 @@ static void check_threaded(const char *what)
 {
     g_synced.store(true, std::memory_order_relaxed);
     if (g_sequential) {
-        fprintf(stderr, "emu: %s in a kernel whose first launch called none; the emulation "
-                        "ran it thread after thread and cannot go on\n", what);
+        fprintf(stderr,
+                "emu: %s in a kernel whose first launch called none; the emulation "
+                "ran it thread after thread and cannot go on\n",
+                what);
         abort();
     }
 }
@@ -107,7 +109,7 @@ struct launch_ctx {
     std::function<void()> *body;
     size_t smem;
 };
-}
+} // namespace
 
 static void *emu_thread(void *p)
 {
@@ -336,8 +338,8 @@ cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned flags)
     if (!ptr || !size)
         return fail(cudaErrorInvalidValue);
     std::lock_guard<std::mutex> lock(g_pinned_mutex);
-    if (pinned_find(ptr) != g_pinned.end() || pinned_find((const char *)ptr + size - 1) !=
-                                                   g_pinned.end())
+    if (pinned_find(ptr) != g_pinned.end() ||
+        pinned_find((const char *)ptr + size - 1) != g_pinned.end())
         return fail(cudaErrorHostMemoryAlreadyRegistered);
     g_pinned[(const char *)ptr] = pinned_range{size, 2};
     return cudaSuccess;
@@ -568,7 +570,6 @@ cudaError_t cudaLibraryUnload(cudaLibrary_t library)
     (void)library;
     return cudaSuccess;
 }
-
 }
 
 cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t smem,

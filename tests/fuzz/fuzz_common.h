@@ -13,8 +13,7 @@
 #include <stdint.h>
 
 /* Aborts with the condition's text and where it failed. */
-#define FUZZ_CHECK(cond) \
-    ((cond) ? (void)0 : fuzz_fail(__FILE__, __LINE__, #cond))
+#define FUZZ_CHECK(cond) ((cond) ? (void)0 : fuzz_fail(__FILE__, __LINE__, #cond))
 
 void fuzz_fail(const char *file, int line, const char *what);
 

@@ -28,8 +28,9 @@ static int promised(const char *spec, int ndim)
     for (size_t i = 0; i < sizeof two_d / sizeof two_d[0]; i++)
         if (!strcmp(spec, two_d[i]))
             return ndim == 2;
-    const char *arg = !strncmp(spec, "box:", 4) ? spec + 4
-                      : !strncmp(spec, "gaussian:", 9) ? spec + 9 : NULL;
+    const char *arg = !strncmp(spec, "box:", 4)        ? spec + 4
+                      : !strncmp(spec, "gaussian:", 9) ? spec + 9
+                                                       : NULL;
     if (!arg || !*arg || (*arg != '.' && (*arg < '0' || *arg > '9')))
         return 0;
     char *end;

@@ -37,7 +37,7 @@
 
 static int g_rank, g_size;
 static convolve_backend g_backend = CONVOLVE_BACKEND_CPU; /* CONVOLVE_TEST_BACKEND=cuda: GPUs */
-static int g_device;  /* CONVOLVE_TEST_DEVICE=1: boxes in device memory too */
+static int g_device; /* CONVOLVE_TEST_DEVICE=1: boxes in device memory too */
 
 typedef struct {
     int ndim;
@@ -133,8 +133,9 @@ static void random_case(tcase *c, int kind)
     }
     const int large = kind == 3; /* interiors of many rows, tiles and bands; 4-row kernels */
     for (int a = 0; a < c->ndim; a++) {
-        long top = c->ndim == 1 ? (large ? 5000 : 40) : c->ndim == 2 ? (large ? 160 : 14)
-                                                                     : (large ? 40 : 8);
+        long top = c->ndim == 1   ? (large ? 5000 : 40)
+                   : c->ndim == 2 ? (large ? 160 : 14)
+                                  : (large ? 40 : 8);
         c->n[a] = (size_t)h_randint(large ? top / 4 : 1, top);
         c->k[a] = (size_t)h_randint(1, c->ndim == 3 ? (large ? 5 : 4) : large ? 11 : 6);
     }
@@ -166,19 +167,20 @@ static void random_case(tcase *c, int kind)
         }
         c->k[0] = (size_t)h_randint(3, 9);
         break;
-    default:
-        break;
+    default: break;
     }
     for (int a = 0; a < c->ndim; a++) {
         long K = (long)c->k[a];
-        c->opt.origin[a] = (ptrdiff_t)(h_randint(0, 2) == 0 ? (h_randint(0, 1) ? -(K / 2)
-                                                                                : (K - 1) / 2)
-                                                            : h_randint(-(K / 2), (K - 1) / 2));
+        c->opt.origin[a] = (ptrdiff_t)(h_randint(0, 2) == 0
+                                           ? (h_randint(0, 1) ? -(K / 2) : (K - 1) / 2)
+                                           : h_randint(-(K / 2), (K - 1) / 2));
     }
     c->pitched = h_randint(0, 4) == 0;
     long s = h_randint(0, 9);
-    c->strategy = s == 0 ? "direct" : s == 1 ? "reference" : s == 2 && c->separable ? "separable"
-                                                                                   : NULL;
+    c->strategy = s == 0                   ? "direct"
+                  : s == 1                 ? "reference"
+                  : s == 2 && c->separable ? "separable"
+                                           : NULL;
     if (g_backend != CONVOLVE_BACKEND_CPU)
         c->strategy = NULL; /* the GPU's own choice */
 }
@@ -297,8 +299,10 @@ static void run_device(convolve_context *ctx, convolve_mpi_plan *plan, const cha
         CUDA_OK(cudaStreamSynchronize(rep ? stream : NULL));
         CUDA_OK(cudaMemcpy(rep ? out : first, dout, out_bytes, cudaMemcpyDeviceToHost));
     }
-    CHECK(memcmp(first, out, out_bytes) == 0, "%s: the default stream's run differs from the "
-          "stream's", what);
+    CHECK(memcmp(first, out, out_bytes) == 0,
+          "%s: the default stream's run differs from the "
+          "stream's",
+          what);
     free(first);
     CUDA_OK(cudaStreamDestroy(stream));
     CUDA_OK(cudaFree(din));
@@ -317,8 +321,7 @@ static int run_case(convolve_context *ctx, const tcase *c)
     convolve_layout_init(&gout, c->tout, c->ndim, c->n, c->channels);
     size_t count = convolve_layout_count(&gin);
     size_t esi = convolve_dtype_size(c->tin), eso = convolve_dtype_size(c->tout);
-    unsigned char *gi = malloc(count * esi), *go = malloc(count * eso),
-                  *ga = malloc(count * eso);
+    unsigned char *gi = malloc(count * esi), *go = malloc(count * eso), *ga = malloc(count * eso);
     h_fill_typed(c->tin, gi, count, 10.0); /* same draws on every rank */
 
     size_t start[3], shape[3];
@@ -364,8 +367,8 @@ static int run_case(convolve_context *ctx, const tcase *c)
             diff += bo[i] != want[i];
         if (diff) {
             ok = 0;
-            CHECK(0, "rank %d: %s: %zu of %zu bytes differ from one process's (%s)", g_rank,
-                  what, diff, bout, one.strategy);
+            CHECK(0, "rank %d: %s: %zu of %zu bytes differ from one process's (%s)", g_rank, what,
+                  diff, bout, one.strategy);
         }
 #ifdef CONVOLVE_TEST_MPI_DEVICE
         if (dev_out) {
@@ -374,8 +377,10 @@ static int run_case(convolve_context *ctx, const tcase *c)
                 diff += dev_out[i] != want[i];
             if (diff) {
                 ok = 0;
-                CHECK(0, "rank %d: %s: boxes on the device: %zu of %zu bytes differ from one "
-                      "process's (%s)", g_rank, what, diff, bout, one.strategy);
+                CHECK(0,
+                      "rank %d: %s: boxes on the device: %zu of %zu bytes differ from one "
+                      "process's (%s)",
+                      g_rank, what, diff, bout, one.strategy);
             }
             free(dev_out);
         }
@@ -384,8 +389,7 @@ static int run_case(convolve_context *ctx, const tcase *c)
         if (!c->strategy && c->k[0] * c->k[1] * c->k[2] < 64 && g_backend == CONVOLVE_BACKEND_CPU) {
             one.strategy = NULL;
             CHECK_OK(ctx, convolve_run(ctx, &gin, gi, &gout, ga, f, &one));
-            CHECK(memcmp(ga, go, count * eso) == 0,
-                  "%s: auto differs from %s in one process", what,
+            CHECK(memcmp(ga, go, count * eso) == 0, "%s: auto differs from %s in one process", what,
                   convolve_mpi_plan_strategy(plan));
         }
     }
@@ -459,8 +463,8 @@ static void decompose_case(convolve_context *ctx, int wide)
         n[1] = 440;
         n[2] = 430;
     }
-    CHECK_OK(ctx, convolve_mpi_decompose(ctx, MPI_COMM_WORLD, 3, n, wide ? slabs : grid, start,
-                                         shape));
+    CHECK_OK(ctx,
+             convolve_mpi_decompose(ctx, MPI_COMM_WORLD, 3, n, wide ? slabs : grid, start, shape));
     double w[60];
     h_fill(w, 60);
     convolve_filter *f;
@@ -522,8 +526,8 @@ static void error_paths(convolve_context *ctx)
 
     /* a rank whose global shape differs */
     size_t other[2] = {n[0], n[1] + (g_rank == g_size - 1 && g_size > 1)};
-    convolve_status st =
-        convolve_mpi_plan_create(ctx, &plan, MPI_COMM_WORLD, other, start, &l, &l, f, &opt);
+    convolve_status st = convolve_mpi_plan_create(ctx, &plan, MPI_COMM_WORLD, other, start, &l, &l,
+                                                  f, &opt);
     check_all_fail(ctx, st, g_size > 1 ? CONVOLVE_ERROR_INVALID_ARGUMENT : CONVOLVE_OK,
                    "differing global shape");
     CHECK((st == CONVOLVE_OK) == (plan != NULL), "plan not NULL after a failure");
@@ -550,8 +554,8 @@ static void error_paths(convolve_context *ctx)
     convolve_mpi_plan_free(plan);
 
     /* NULL arguments on one rank */
-    st = convolve_mpi_plan_create(ctx, g_rank == 0 ? NULL : &plan, MPI_COMM_WORLD, n, start, &l,
-                                  &l, f, &opt);
+    st = convolve_mpi_plan_create(ctx, g_rank == 0 ? NULL : &plan, MPI_COMM_WORLD, n, start, &l, &l,
+                                  f, &opt);
     check_all_fail(ctx, st, CONVOLVE_ERROR_INVALID_ARGUMENT, "NULL plan on rank 0");
     if (g_rank != 0)
         CHECK(plan == NULL, "plan made although rank 0 failed");
@@ -583,11 +587,13 @@ static void error_paths(convolve_context *ctx)
     /* decompose's own errors */
     int grid[2] = {g_size + 1, 1};
     CHECK(convolve_mpi_decompose(ctx, MPI_COMM_WORLD, 2, n, grid, start, shape) ==
-              CONVOLVE_ERROR_INVALID_ARGUMENT, "a grid of size+1 ranks");
+              CONVOLVE_ERROR_INVALID_ARGUMENT,
+          "a grid of size+1 ranks");
     size_t tiny[2] = {(size_t)g_size - 1, 5};
     if (g_size > 1)
         CHECK(convolve_mpi_decompose(ctx, MPI_COMM_WORLD, 2, tiny, NULL, start, shape) ==
-                  CONVOLVE_ERROR_BAD_LAYOUT, "more ranks than rows");
+                  CONVOLVE_ERROR_BAD_LAYOUT,
+              "more ranks than rows");
     free(in);
     free(out);
     convolve_filter_free(f);
@@ -734,7 +740,8 @@ int main(int argc, char **argv)
     MPI_Reduce(&matched, &all_matched, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     if (g_rank == 0)
         printf("test_mpi_exact: %d ranks: %d cases x %d ranks, %d boxes identical bit for bit; "
-               "%d failures\n", g_size, cases, g_size, all_matched, all);
+               "%d failures\n",
+               g_size, cases, g_size, all_matched, all);
     MPI_Bcast(&all, 1, MPI_INT, 0, MPI_COMM_WORLD);
     MPI_Finalize();
     return all ? 1 : 0;

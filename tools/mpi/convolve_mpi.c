@@ -164,11 +164,12 @@ static const cli_text k_after[] = {
      "INPUT and OUTPUT are .npy files (float32, float64, uint8, uint16; C order; 1 to 3 "
      "dimensions). Each rank reads its box of INPUT and writes its box of OUTPUT with MPI-IO; "
      "OUTPUT is written to a temporary file beside it, renamed over OUTPUT by rank 0 when "
-     "every rank succeeded: a failed run leaves any old OUTPUT untouched.", 0},
-    {"Exit codes", NULL,
-     "0 success; 1 bad input or usage; 2 resource, device, MPI or I/O failure.", 0},
-    {"Example", NULL, "  mpirun -n 4 convolve-mpi volume.npy out.npy --filter gaussian:2 --mode wrap",
-     1},
+     "every rank succeeded: a failed run leaves any old OUTPUT untouched.",
+     0},
+    {"Exit codes", NULL, "0 success; 1 bad input or usage; 2 resource, device, MPI or I/O failure.",
+     0},
+    {"Example", NULL,
+     "  mpirun -n 4 convolve-mpi volume.npy out.npy --filter gaussian:2 --mode wrap", 1},
 };
 
 /* Builds the command (its option groups are made at run time from
@@ -241,17 +242,20 @@ static int parse(int argc, char **argv, args *a)
     if (rc != CLI_OK)
         return rc;
     if (a->run.npos > 2)
-        return say(CLI_BAD_INPUT, "unexpected argument '%s': give one INPUT and one OUTPUT (see "
-                   "convolve-mpi --help)", a->run.pos[2]);
+        return say(CLI_BAD_INPUT,
+                   "unexpected argument '%s': give one INPUT and one OUTPUT (see "
+                   "convolve-mpi --help)",
+                   a->run.pos[2]);
     if (a->run.npos != 2)
         return say(CLI_BAD_INPUT, "%s (see convolve-mpi --help)",
                    a->run.npos == 0 ? "no INPUT and OUTPUT given" : "no OUTPUT given");
     a->run.input = a->run.pos[0];
     a->run.output = a->run.pos[1];
     if (!a->run.weights == !a->run.filter)
-        return say(CLI_BAD_INPUT, "%s", a->run.weights
-                   ? "give either --weights or --filter, not both"
-                   : "no filter: give --weights FILE or --filter NAME (e.g. gaussian:2)");
+        return say(CLI_BAD_INPUT, "%s",
+                   a->run.weights
+                       ? "give either --weights or --filter, not both"
+                       : "no filter: give --weights FILE or --filter NAME (e.g. gaussian:2)");
     return CLI_OK;
 }
 
@@ -279,11 +283,17 @@ static int read_setup(convolve_context *ctx, const args *a, setup *s, double **w
     if (n < 4 || strcmp(a->run.output + n - 4, ".npy"))
         return snprintf(msg, cap, "OUTPUT '%s' must be a .npy file", a->run.output), CLI_BAD_INPUT;
     if (!a->run.force && same_file(a->run.input, a->run.output))
-        return snprintf(msg, cap, "OUTPUT '%s' is the input file; choose another name, or pass "
-                        "--force to replace it", a->run.output), CLI_BAD_INPUT;
+        return snprintf(msg, cap,
+                        "OUTPUT '%s' is the input file; choose another name, or pass "
+                        "--force to replace it",
+                        a->run.output),
+               CLI_BAD_INPUT;
     if (!a->run.force && a->run.weights && same_file(a->run.weights, a->run.output))
-        return snprintf(msg, cap, "OUTPUT '%s' is the weights file; choose another name, or "
-                        "pass --force to replace it", a->run.output), CLI_BAD_INPUT;
+        return snprintf(msg, cap,
+                        "OUTPUT '%s' is the weights file; choose another name, or "
+                        "pass --force to replace it",
+                        a->run.output),
+               CLI_BAD_INPUT;
     if (cli_npy_read_header(ctx, a->run.input, &s->h, msg, cap))
         return CLI_BAD_INPUT;
     if (!a->run.weights)
@@ -311,8 +321,11 @@ static int read_setup(convolve_context *ctx, const args *a, setup *s, double **w
     int nd = s->h.ndim, wd = L->ndim;
     if (wd > nd || (fmt == CONVOLVE_FORMAT_NPY && wd != nd)) {
         convolve_array_free(a64);
-        return snprintf(msg, cap, "weights '%s' have %d dimension%s and the input %d; they "
-                        "must match", a->run.weights, wd, wd == 1 ? "" : "s", nd), CLI_BAD_INPUT;
+        return snprintf(msg, cap,
+                        "weights '%s' have %d dimension%s and the input %d; they "
+                        "must match",
+                        a->run.weights, wd, wd == 1 ? "" : "s", nd),
+               CLI_BAD_INPUT;
     }
     s->wndim = nd;
     s->wcount = convolve_layout_count(L);
@@ -393,7 +406,8 @@ static int make_filter(convolve_context *ctx, const args *a, const setup *s, dou
         st = convolve_filter_create_named(ctx, f, a->run.filter, nd);
     }
     if (st != CONVOLVE_OK) /* alike on every rank */
-        return say(exit_code(st), "%s%s", a->run.weights ? "weights: " : "", convolve_last_error(ctx));
+        return say(exit_code(st), "%s%s", a->run.weights ? "weights: " : "",
+                   convolve_last_error(ctx));
     return CLI_OK;
 }
 
@@ -407,8 +421,10 @@ static int decompose(convolve_context *ctx, const args *a, const setup *s, convo
     int rc = CLI_OK;
     *o = a->run.opt;
     if (a->run.n_origin > 1 && a->run.n_origin != nd)
-        rc = say(CLI_BAD_INPUT, "--origin has %d values and the input %d dimension%s; give one "
-                 "value, or one per axis", a->run.n_origin, nd, nd == 1 ? "" : "s");
+        rc = say(CLI_BAD_INPUT,
+                 "--origin has %d values and the input %d dimension%s; give one "
+                 "value, or one per axis",
+                 a->run.n_origin, nd, nd == 1 ? "" : "s");
     for (int k = 0; k < nd; k++)
         o->origin[k] = a->run.n_origin == 0 ? 0 : a->run.origin[a->run.n_origin == 1 ? 0 : k];
     int auto_grid = a->have_grid && !a->grid[0] && !a->grid[1] && !a->grid[2];
@@ -475,8 +491,8 @@ static int execute_timed(convolve_context *ctx, const args *a, convolve_mpi_plan
  * tcap bytes, on every rank) and renamed over OUTPUT by rank 0 when every
  * rank wrote its box; tmp is emptied once renamed. */
 static int write_output(const args *a, const setup *s, convolve_dtype tout, const size_t *start,
-                        const size_t *box, unsigned char *out, char *tmp, size_t tcap,
-                        char *msg, size_t cap)
+                        const size_t *box, unsigned char *out, char *tmp, size_t tcap, char *msg,
+                        size_t cap)
 {
     const int nd = s->h.ndim;
     char header[512];

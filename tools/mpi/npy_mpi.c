@@ -48,8 +48,7 @@ size_t cli_npy_format_header(convolve_dtype dtype, int ndim, const size_t *shape
 /* ---- boxes through MPI-IO ------------------------------------------------------ */
 
 int cli_npy_box_io(MPI_File fh, int write, unsigned long long offset, convolve_dtype dtype,
-                   int ndim, const size_t *shape, const size_t *start, const size_t *box,
-                   void *buf)
+                   int ndim, const size_t *shape, const size_t *start, const size_t *box, void *buf)
 {
     int sizes[CONVOLVE_MAX_DIMS], subs[CONVOLVE_MAX_DIMS], starts[CONVOLVE_MAX_DIMS];
     size_t rows = 1;
@@ -64,8 +63,8 @@ int cli_npy_box_io(MPI_File fh, int write, unsigned long long offset, convolve_d
     }
     if (rows > INT_MAX)
         return MPI_ERR_COUNT;
-    MPI_Datatype elem = MPI_DATATYPE_NULL, filetype = MPI_DATATYPE_NULL,
-                 row = MPI_DATATYPE_NULL, memtype = MPI_DATATYPE_NULL;
+    MPI_Datatype elem = MPI_DATATYPE_NULL, filetype = MPI_DATATYPE_NULL, row = MPI_DATATYPE_NULL,
+                 memtype = MPI_DATATYPE_NULL;
     int err = MPI_Type_contiguous((int)convolve_dtype_size(dtype), MPI_BYTE, &elem);
     if (!err)
         err = MPI_Type_commit(&elem);

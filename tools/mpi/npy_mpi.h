@@ -13,10 +13,10 @@
 
 typedef struct cli_npy {
     convolve_dtype dtype;
-    int swap;                        /* data in the other byte order */
-    int ndim;                        /* 1 to 3 */
+    int swap; /* data in the other byte order */
+    int ndim; /* 1 to 3 */
     size_t shape[CONVOLVE_MAX_DIMS];
-    unsigned long long offset;       /* where the data begins */
+    unsigned long long offset; /* where the data begins */
 } cli_npy;
 
 /* Reads and checks the header of the .npy file at path as convolve_npy_inspect
