@@ -167,7 +167,7 @@ int main(int argc, char **argv)
         free(h);
     }
 
-    enum { PHASES = 3 };
+    enum { PHASES = 6 };
     double *t = malloc((size_t)runs * PHASES * sizeof *t);
     for (int r = -3; r < runs; r++) {
         MPI_Barrier(MPI_COMM_WORLD);
@@ -180,6 +180,7 @@ int main(int argc, char **argv)
         mine[0] = (MPI_Wtime() - t0) * 1e3;
         mine[1] = s.post_ms + s.wait_ms;
         mine[2] = s.edges_ms;
+        mine[3] = s.post_ms, mine[4] = s.interior_ms, mine[5] = s.wait_ms;
         MPI_Allreduce(mine, worst, PHASES, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         if (r >= 0)
             for (int p = 0; p < PHASES; p++)
@@ -224,11 +225,13 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("ranks=%d scaling=%s dims=%d global=%zux%zux%zu box0=%zux%zux%zu grid=%dx%dx%d "
                "filter=%s strategy=%s mode=%s rank_ms=%.3f kernel_ms=%.3f exchange_ms=%.3f "
-               "edges_ms=%.3f ratio=%.3f halo_MB=%.3f rank_halo_MB=%.3f devices=%s",
+               "edges_ms=%.3f post_ms=%.3f interior_ms=%.3f wait_ms=%.3f ratio=%.3f halo_MB=%.3f "
+               "rank_halo_MB=%.3f devices=%s",
                size, weak ? "weak" : "strong", dims, global[0], global[1], global[2], shape[0],
                shape[1], shape[2], grid[0], grid[1], grid[2], spec,
-               convolve_mpi_plan_strategy(plan), mode, med[0], worst_kernel, med[1], med[2],
-               med[0] / (worst_kernel + med[1]), (double)all_sent / 1e6, (double)most / 1e6, where);
+               convolve_mpi_plan_strategy(plan), mode, med[0], worst_kernel, med[1], med[2], med[3],
+               med[4], med[5], med[0] / (worst_kernel + med[1]), (double)all_sent / 1e6,
+               (double)most / 1e6, where);
         for (int r = 1; r < size; r++) {
             MPI_Recv(where, (int)sizeof where, MPI_CHAR, r, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             printf(",%s", where);
