@@ -46,6 +46,10 @@ int cvcpu_isa_parse(const char *name);
 #if defined(__x86_64__) && defined(__GNUC__)
 #define CVCPU_AVX2 __attribute__((target("avx2,fma")))
 #define CVCPU_AVX512 __attribute__((target("avx512f,avx2,fma")))
+/* AVX-512F alone (fft.c's 512-bit transposes and butterflies): without FMA
+ * for their 256-bit and scalar code, whose sums then round as they always
+ * have (contracting them into FMAs would move the CPU FFT's last bits) */
+#define CVCPU_AVX512F_ONLY __attribute__((target("avx512f")))
 #endif
 
 /* ---- row kernels -------------------------------------------------------- */

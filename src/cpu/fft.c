@@ -246,11 +246,8 @@ CVCPU_FFT_SET(pd, double, )
 #define CVCPU_FFT_X86 1
 #include <immintrin.h>
 
-#define CVCPU_T_AVX2 __attribute__((target("avx2,fma")))
-#define CVCPU_T_AVX512 __attribute__((target("avx512f")))
-
 /* dst (column stride ds) = transpose of the 8 x 8 floats at src (row stride ss) */
-CVCPU_T_AVX2 static inline void tr8_f(float *dst, size_t ds, const float *src, size_t ss)
+CVCPU_AVX2 static inline void tr8_f(float *dst, size_t ds, const float *src, size_t ss)
 {
     __m256 r[8], t[8], u[8];
     for (int i = 0; i < 8; i++)
@@ -272,7 +269,7 @@ CVCPU_T_AVX2 static inline void tr8_f(float *dst, size_t ds, const float *src, s
 }
 
 /* the same for 4 x 4 doubles */
-CVCPU_T_AVX2 static inline void tr4_d(double *dst, size_t ds, const double *src, size_t ss)
+CVCPU_AVX2 static inline void tr4_d(double *dst, size_t ds, const double *src, size_t ss)
 {
     __m256d r0 = _mm256_loadu_pd(src), r1 = _mm256_loadu_pd(src + ss);
     __m256d r2 = _mm256_loadu_pd(src + 2 * ss), r3 = _mm256_loadu_pd(src + 3 * ss);
@@ -306,7 +303,7 @@ static const int32_t k_tr16[4][2][16] __attribute__((aligned(64))) = {
      {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31}},
 };
 
-CVCPU_T_AVX512 static inline void tr16_f(float *dst, size_t ds, const float *src, size_t ss)
+CVCPU_AVX512F_ONLY static inline void tr16_f(float *dst, size_t ds, const float *src, size_t ss)
 {
     __m512 r0 = _mm512_loadu_ps(src + 0 * ss);
     __m512 r1 = _mm512_loadu_ps(src + 1 * ss);
@@ -393,7 +390,7 @@ static const int64_t k_tr8[3][2][8] __attribute__((aligned(64))) = {
     {{0, 8, 2, 10, 4, 12, 6, 14}, {1, 9, 3, 11, 5, 13, 7, 15}},
 };
 
-CVCPU_T_AVX512 static inline void tr8_d(double *dst, size_t ds, const double *src, size_t ss)
+CVCPU_AVX512F_ONLY static inline void tr8_d(double *dst, size_t ds, const double *src, size_t ss)
 {
     __m512d r0 = _mm512_loadu_pd(src + 0 * ss);
     __m512d r1 = _mm512_loadu_pd(src + 1 * ss);
@@ -450,22 +447,22 @@ CVCPU_T_AVX512 static inline void tr8_d(double *dst, size_t ds, const double *sr
             }                                                                                 \
         return rows;                                                                          \
     }
-CVCPU_TR_BLOCKS(trb_af, CVCPU_T_AVX2, float, 8, tr8_f)
-CVCPU_TR_BLOCKS(trb_ad, CVCPU_T_AVX2, double, 4, tr4_d)
-CVCPU_TR_BLOCKS(trb_zf, CVCPU_T_AVX512, float, 16, tr16_f)
-CVCPU_TR_BLOCKS(trb_zd, CVCPU_T_AVX512, double, 8, tr8_d)
+CVCPU_TR_BLOCKS(trb_af, CVCPU_AVX2, float, 8, tr8_f)
+CVCPU_TR_BLOCKS(trb_ad, CVCPU_AVX2, double, 4, tr4_d)
+CVCPU_TR_BLOCKS(trb_zf, CVCPU_AVX512F_ONLY, float, 16, tr16_f)
+CVCPU_TR_BLOCKS(trb_zd, CVCPU_AVX512F_ONLY, double, 8, tr8_d)
 
 #define TRANSPOSE_BLOCKS trb_af
-CVCPU_FFT_SET(af, float, CVCPU_T_AVX2)
+CVCPU_FFT_SET(af, float, CVCPU_AVX2)
 #undef TRANSPOSE_BLOCKS
 #define TRANSPOSE_BLOCKS trb_ad
-CVCPU_FFT_SET(ad, double, CVCPU_T_AVX2)
+CVCPU_FFT_SET(ad, double, CVCPU_AVX2)
 #undef TRANSPOSE_BLOCKS
 #define TRANSPOSE_BLOCKS trb_zf
-CVCPU_FFT_SET(zf, float, CVCPU_T_AVX512)
+CVCPU_FFT_SET(zf, float, CVCPU_AVX512F_ONLY)
 #undef TRANSPOSE_BLOCKS
 #define TRANSPOSE_BLOCKS trb_zd
-CVCPU_FFT_SET(zd, double, CVCPU_T_AVX512)
+CVCPU_FFT_SET(zd, double, CVCPU_AVX512F_ONLY)
 #undef TRANSPOSE_BLOCKS
 #endif
 
