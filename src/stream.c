@@ -875,8 +875,8 @@ convolve_status cvi_stream_choose(convolve_plan *plan, int in_place, size_t *sla
      * devices are listed, in place, and whenever the arrays pass
      * CVI_STREAM_MIN_BYTES: pageable rows then move through pinned staging
      * buffers, filled and emptied by host threads at once while the device
-     * copies other slabs (H100 host, 16 threads: 45 GB/s each way against
-     * 9-15 GB/s for cudaMemcpy of pageable memory, which one shot uses).
+     * copies other slabs (faster than cudaMemcpy of pageable memory, which
+     * one shot uses: docs/architecture.md, "Measured choices").
      * Slabs start where the backend asks (window_cost's align: the FFT's
      * groups of tiles), so that they compute what the one shot does. FFT
      * plans stream only when they must: their slabs hold whole groups of
@@ -909,9 +909,9 @@ convolve_status cvi_stream_choose(convolve_plan *plan, int in_place, size_t *sla
     int workers = plan->device_count > 0 ? plan->device_count : 1;
     if (workers > 1) {
         /* CVI_SLABS_PER_DEVICE slabs a device, but not below 8 halos (a
-         * thinner slab spends more of its kernel on the halo: 3-D 640^3
-         * 15^3 on two H100s, 80-row slabs took 92% of the time of 112-row
-         * ones) unless that leaves a device without a slab */
+         * thinner slab spends more of its kernel on the halo: "Measured
+         * choices" in docs/architecture.md) unless that leaves a device
+         * without a slab */
         const size_t w = (size_t)workers;
         size_t share = (n + w * CVI_SLABS_PER_DEVICE - 1) / (w * CVI_SLABS_PER_DEVICE);
         size_t least = (n + w - 1) / w;

@@ -50,8 +50,8 @@ convolve_status cvcpu_image_check(const cvi_problem *p, char *why, size_t why_si
  * to one execution at a time (an execution running while another holds it
  * allocates its own). Allocating and freeing them on every execution let
  * glibc return the pages to the system each time, and touching them again
- * cost more than the filtering on small images (RGB 1024^2, two threads:
- * 1.1 ms against 0.35). */
+ * cost more than the filtering on small images ("Measured choices",
+ * docs/architecture.md). */
 typedef struct cvcpu_img_scratch {
     _Atomic(void *) block;
 } cvcpu_img_scratch;

@@ -29,8 +29,7 @@
  * (stays in L1). */
 #define HCHUNK 2048
 /* The ring path prefetches the input row this many rows ahead of the one
- * it converts (Zen 5, RGB 4096^2 uint8, K = 5, best of 8: 8.46 ms without,
- * 7.41 ms at 2 rows; 1 to 8 rows within noise of 2) */
+ * it converts (docs/architecture.md, "Measured choices") */
 #define CVCPU_PREFETCH_ROWS 2
 
 /* ---- the kernels' table ---------------------------------------------------- */

@@ -16,10 +16,8 @@
  * each weight is an FMA operand read from the kernel's parameter bank
  * (constant memory) at a compile-time offset.
  *
- * (Measured on an H100, BENCHMARKS.md: this ring beat keeping rows in
- * registers with windows by shuffles at every size but 3x3, e.g. 7x7 0.36
- * against 0.42 ms and a separable 33-tap Gaussian 0.70 against 1.35 ms on
- * 8192^2.)
+ * (This ring beat keeping rows in registers with windows by shuffles at
+ * every size but 3x3: docs/architecture.md, "Measured choices".)
  * 2-D: each warp keeps a ring of CVK_RING_ROWS row segments in shared memory,
  * filled by cp.async (16-byte chunks, halo included) several rows ahead, and
  * reads its window from there; warps whose segment reaches past the row's

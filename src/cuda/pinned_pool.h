@@ -1,9 +1,9 @@
 /*
  * pinned_pool.h - the process's pool of pinned host buffers (the streamed
  * executor's staging, src/cuda/stream.c): taken for an execution, given
- * back after it, kept for the next execution of any plan. Pinning costs
- * about 0.35 ms a MiB on the H100 host (cudaMallocHost, 2.8 GB/s), which a
- * plan's first execution paid for its own buffers before the pool.
+ * back after it, kept for the next execution of any plan: pinning is slow
+ * (cudaMallocHost; docs/architecture.md, "Measured choices"), and a plan's
+ * first execution paid it for its own buffers before the pool.
  */
 #ifndef CONVOLVE_CUDA_PINNED_POOL_H
 #define CONVOLVE_CUDA_PINNED_POOL_H

@@ -145,9 +145,8 @@ static int odd_cube(const cvi_problem *p, int dims)
 
 /* 1 if the generated kernels (gen.c) run strategy `id` (direct or
  * separable) on p: every case the legacy register-streaming kernels do not
- * serve, and those they serve where the generated ones measured faster on
- * the H100 (BENCHMARKS.md, 8192^2 float32: dense 3x3 0.28 against 0.33 ms,
- * 9x9 0.44 against 0.54; separable 17 taps 0.46 against 0.63).
+ * serve, and those they serve where the generated ones measured faster
+ * (docs/architecture.md, "Measured choices").
  * CONVOLVE_DIRECT_KERNELS=generated or =legacy forces one (for comparing
  * them). */
 static int use_generated(int id, const cvi_problem *p)

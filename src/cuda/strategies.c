@@ -20,19 +20,15 @@
 #define CVCU_MAX_TAPS ((size_t)INT_MAX / 2)
 
 /* auto: dense filters of up to this many taps run direct, larger ones by
- * FFT. Measured on an H100 (BENCHMARKS.md): direct beat the FFT at every
- * size the legacy kernels were compiled for (2-D 17x17: 1.1 ms against 3.4
- * ms on 8192^2; 3-D 7x7x7: 0.42 against 0.88 ms on 256^3). */
+ * FFT: direct beat the FFT at every size the legacy kernels were compiled
+ * for (this and the two below: docs/architecture.md, "Measured choices"). */
 #define CVCU_DIRECT_OVER_FFT 400
 /* Separable 2-D filters of at most this many dense taps (5 x 5) run direct:
  * the dense tile keeps more warps busy than the separable strip, whose
- * ring of rows limits its occupancy (H100, 2026-11-23: u8 RGBA box:2
- * direct 0.404 ms, separable 0.599; f32 Gaussian 5 x 5 direct 0.290,
- * separable 0.303). */
+ * ring of rows limits its occupancy. */
 #define CVCU_DIRECT_OVER_SEPARABLE 25
 /* Separable filters whose extents sum past this run by FFT: the strip's
- * cost grows with the taps, the FFT's hardly (H100, 8192^2 float32:
- * 65 + 65 taps separable 0.85 ms, 257 + 257 taps 7.3 ms against FFT 4.95). */
+ * cost grows with the taps, the FFT's hardly. */
 #define CVCU_FFT_OVER_SEPARABLE 300
 
 size_t cvcu_acc_size(const cvi_problem *p)

@@ -423,8 +423,8 @@ static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu
      * copied straight from it, their copy queued first, and only an edge
      * slab's halo rows (mapped by the mode) are gathered into the staging
      * buffer meanwhile, then copied (gathering a whole edge slab held the
-     * first copy back 3.5-6 ms: 3-D 640^3 7^3); else every row is gathered,
-     * then copied */
+     * first copy back: "Measured choices", docs/architecture.md); else
+     * every row is gathered, then copied */
     const size_t ext = slab->ext_rows, rb = job->in_row_bytes;
     size_t lo = 0, hi = 0;
     if (a->in_direct && job->in_place) { /* the own rows; the halo from the store */
@@ -549,8 +549,7 @@ static void *run_worker(void *p)
     int left = 0; /* the job stopped while slabs were in flight: they are left */
     while (st == CONVOLVE_OK) {
         /* a free slot first, then a slab: a worker that took the next slab
-         * while its slots were busy held it back from an idle device (3-D
-         * 640^3 15^3 on two H100s: 4 of 6 slabs on one device) */
+         * while its slots were busy held it back from an idle device */
         slot *s = &r->slots[turn % CVI_STREAM_BUFFERS];
         if (!staged) {
             if ((st = finish(ctx, a, s, 1, &left)) != CONVOLVE_OK || left ||

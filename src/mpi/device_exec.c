@@ -207,9 +207,8 @@ static convolve_status setup(convolve_mpi_plan *p)
     add_stages(d, &p->self, -1, &bytes, elem);
     /* a thread per CVMPI_DEVICE_COPY_BYTES of faces, up to the plan's: the
      * faces are small, and a team of every core in each rank of a node
-     * made the exchange 10-20 times slower (2 ranks on 2 x H100, 32 cores,
-     * 1 MiB faces: 12 ms to pack and post with 32 OpenMP threads a rank,
-     * 0.5 ms with 1) */
+     * made the exchange many times slower (docs/scale.md, "Boxes on the
+     * device") */
     size_t want = bytes / CVMPI_DEVICE_COPY_BYTES + 1;
     d->copy_threads = p->threads > 0 && (size_t)p->threads < want ? p->threads
                       : want > 64                                 ? 64
