@@ -72,10 +72,9 @@ static long long smooth_at_least(long long m)
     }
 }
 
-/* Relative cost of one transform point (measured on an H100 with nvcc 13.0:
- * batched tiles of 2^k or 3*2^k points, up to 2^22 points a tile, cost about
- * 35 ps a point for a whole round trip; one transform of a whole array, of a
- * 7-smooth size, about 60 ps past 2^20 points and 50 below). */
+/* Relative cost of one transform point: batched tiles of 2^k or 3*2^k
+ * points against one transform of a whole array of a 7-smooth size, as
+ * measured (docs/architecture.md, "Measured choices"). */
 static double fft_point_cost(double total, int whole)
 {
     if (whole)

@@ -415,17 +415,14 @@ void cvcu_device_key(const cvi_device *dev, const cvi_problem *p, char *key, siz
 
 /* ---- the estimate for AUTO's choice of backend ---------------------------- */
 
-/* Starting CUDA in a process (driver, context; the first call pays it):
- * about 0.3 s measured on the H100 machine (the CLI on the bundled photo,
- * 0.44 s with a GPU started against 0.13 s without). */
+/* Starting CUDA in a process (driver, context; the first call pays it).
+ * This constant and the four below as measured: docs/architecture.md,
+ * "Measured choices". */
 #define CVCU_START_MS 300.0
 /* Host <-> device copies of pageable host arrays, bytes (in plus out) per
- * millisecond: in one shot, cudaMemcpy (about 10 GB/s); streamed (from
- * CVI_STREAM_MIN_BYTES on), staged by host threads while the device copies:
- * H100 host, 16 cores, 256 MiB in and out, 13.7-14.7 ms into an output
- * already written once (37 GB/s), 25.4 ms from Python into a new numpy
- * array, whose pages are then written the first time (21 GB/s): the
- * latter, the common case, is taken. */
+ * millisecond: in one shot, cudaMemcpy; streamed (from CVI_STREAM_MIN_BYTES
+ * on), staged by host threads while the device copies, into a new output
+ * (its pages written the first time: the common case from Python). */
 #define CVCU_HOST_BYTES_PER_MS 10e6
 #define CVCU_STREAMED_BYTES_PER_MS 20e6
 /* Filter taps per millisecond a GPU sustains (about 2e12 multiply-adds
