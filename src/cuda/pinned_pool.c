@@ -4,16 +4,27 @@
  * given freed first when an execution ends with the free bytes past the
  * limit (cvcu_pinned_trim). A buffer the pool keeps stays pinned until
  * the process ends.
+ *
+ * New buffers are anonymous mappings asking for transparent huge pages,
+ * faulted in by several threads at once and then registered
+ * (cudaHostRegister): the page faults and their zeroing, not the pinning,
+ * are most of cudaMallocHost's cost, and one thread does them there
+ * (docs/architecture.md, "Measured choices"). Where registering fails the
+ * first time (no such support), the pool uses cudaMallocHost for good.
  */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, madvise */
 #include "pinned_pool.h"
 
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define POOL_SLOTS 64
-#define POOL_ROUND ((size_t)1 << 20) /* sizes are whole MiB: fewer near misses */
+#define POOL_ROUND ((size_t)2 << 20)  /* sizes are whole huge pages: fewer near misses */
+#define TOUCH_CHUNK ((size_t)2 << 20) /* bytes a faulting thread takes at least */
+#define TOUCH_THREADS 8
 
 typedef struct {
     void *ptr;
@@ -27,6 +38,8 @@ static int pool_count;
 static size_t pool_bytes;
 static unsigned long long pool_clock;
 static size_t pool_limit = (size_t)-1; /* (size_t)-1: not read yet */
+static int pool_register = -1;         /* new buffers: 1 mapped and registered,
+                                          0 cudaMallocHost, -1 not tried yet */
 
 /* The limit on free bytes kept (the mutex held). */
 static size_t limit_locked(void)
@@ -48,8 +61,8 @@ static size_t limit_locked(void)
     return limit;
 }
 
-/* bytes rounded up to whole MiB (fewer near misses between sizes) */
-static size_t round_mib(size_t bytes)
+/* bytes rounded up to whole 2 MiB (fewer near misses between sizes) */
+static size_t round_up(size_t bytes)
 {
     return bytes <= SIZE_MAX - POOL_ROUND ? (bytes + POOL_ROUND - 1) / POOL_ROUND * POOL_ROUND
                                           : bytes;
@@ -60,6 +73,106 @@ static void remove_locked(int i)
 {
     pool_bytes -= pool[i].size;
     pool[i] = pool[--pool_count];
+}
+
+typedef struct {
+    char *p;
+    size_t n;
+} touch_job;
+
+/* Faults in one byte a page of [p, p + n). */
+static void *touch_pages(void *arg)
+{
+    const touch_job *j = arg;
+    const size_t page = 4096;
+    for (size_t i = 0; i < j->n; i += page)
+        ((volatile char *)j->p)[i] = 0;
+    return NULL;
+}
+
+/* Faults in [p, p + n) with up to TOUCH_THREADS threads (this one too). */
+static void touch_parallel(char *p, size_t n)
+{
+    size_t parts = n / TOUCH_CHUNK;
+    parts = parts < 1 ? 1 : parts > TOUCH_THREADS ? TOUCH_THREADS : parts;
+    const size_t share = (n / parts + 4095) / 4096 * 4096;
+    pthread_t th[TOUCH_THREADS];
+    touch_job jobs[TOUCH_THREADS];
+    int started[TOUCH_THREADS] = {0};
+    for (size_t k = 0; k < parts; k++) {
+        const size_t off = k * share < n ? k * share : n;
+        jobs[k].p = p + off;
+        jobs[k].n = k + 1 == parts ? n - off : (share < n - off ? share : n - off);
+        if (k > 0)
+            started[k] = pthread_create(&th[k], NULL, touch_pages, &jobs[k]) == 0;
+    }
+    touch_pages(&jobs[0]);
+    for (size_t k = 1; k < parts; k++) {
+        if (started[k])
+            pthread_join(th[k], NULL);
+        else
+            touch_pages(&jobs[k]); /* no thread: this one does it */
+    }
+}
+
+/* A new pinned buffer of `bytes` (a multiple of POOL_ROUND): mapped,
+ * faulted in in parallel and registered; cudaMallocHost where registering
+ * is not supported. */
+static cudaError_t pin_new(size_t bytes, void **ptr)
+{
+    pthread_mutex_lock(&pool_mutex);
+    int reg = pool_register;
+    pthread_mutex_unlock(&pool_mutex);
+    if (reg == 0)
+        return cudaMallocHost(ptr, bytes);
+    /* mapped POOL_ROUND-aligned (huge pages need it), the excess unmapped */
+    if (bytes > SIZE_MAX - POOL_ROUND)
+        return cudaErrorMemoryAllocation;
+    char *m = mmap(NULL, bytes + POOL_ROUND, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (m == MAP_FAILED)
+        return cudaErrorMemoryAllocation;
+    const size_t head = (POOL_ROUND - (uintptr_t)m % POOL_ROUND) % POOL_ROUND;
+    char *p = m + head;
+    if (head)
+        munmap(m, head);
+    if (POOL_ROUND - head)
+        munmap(p + bytes, POOL_ROUND - head);
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, bytes, MADV_HUGEPAGE); /* a hint: fewer faults and pages to pin */
+#endif
+    touch_parallel(p, bytes);
+    cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterPortable);
+    if (e != cudaSuccess)
+        (void)cudaGetLastError();
+    pthread_mutex_lock(&pool_mutex);
+    if (pool_register < 0) /* the first answer decides for the process */
+        pool_register = e == cudaSuccess;
+    reg = pool_register;
+    pthread_mutex_unlock(&pool_mutex);
+    if (e == cudaSuccess && reg == 1) {
+        *ptr = p;
+        return cudaSuccess;
+    }
+    if (e == cudaSuccess && cudaHostUnregister(p) != cudaSuccess)
+        (void)cudaGetLastError();
+    munmap(p, bytes);
+    return reg == 1 ? e : cudaMallocHost(ptr, bytes);
+}
+
+/* Frees a buffer of pin_new. */
+static void unpin(void *ptr, size_t size)
+{
+    pthread_mutex_lock(&pool_mutex);
+    int reg = pool_register;
+    pthread_mutex_unlock(&pool_mutex);
+    if (reg == 1) {
+        if (cudaHostUnregister(ptr) != cudaSuccess)
+            (void)cudaGetLastError();
+        munmap(ptr, size);
+    } else if (cudaFreeHost(ptr) != cudaSuccess) {
+        (void)cudaGetLastError();
+    }
 }
 
 cudaError_t cvcu_pinned_take(size_t bytes, void **ptr, size_t *size)
@@ -78,8 +191,8 @@ cudaError_t cvcu_pinned_take(size_t bytes, void **ptr, size_t *size)
     pthread_mutex_unlock(&pool_mutex);
     if (*ptr)
         return cudaSuccess;
-    size_t want = round_mib(bytes);
-    cudaError_t e = cudaMallocHost(ptr, want);
+    size_t want = round_up(bytes);
+    cudaError_t e = pin_new(want, ptr);
     if (e != cudaSuccess) {
         *ptr = NULL;
         return e;
@@ -93,6 +206,7 @@ void cvcu_pinned_give(void *ptr, size_t size)
     if (!ptr)
         return;
     void *drop = NULL;
+    size_t drop_size = 0;
     pthread_mutex_lock(&pool_mutex);
     if (pool_count == POOL_SLOTS) { /* full: the oldest goes */
         int old = 0;
@@ -100,6 +214,7 @@ void cvcu_pinned_give(void *ptr, size_t size)
             if (pool[i].given < pool[old].given)
                 old = i;
         drop = pool[old].ptr;
+        drop_size = pool[old].size;
         remove_locked(old);
     }
     pool[pool_count].ptr = ptr;
@@ -108,13 +223,14 @@ void cvcu_pinned_give(void *ptr, size_t size)
     pool_count++;
     pool_bytes += size;
     pthread_mutex_unlock(&pool_mutex);
-    if (drop && cudaFreeHost(drop) != cudaSuccess)
-        (void)cudaGetLastError();
+    if (drop)
+        unpin(drop, drop_size);
 }
 
 void cvcu_pinned_trim(size_t keep)
 {
     void *drop[POOL_SLOTS];
+    size_t drop_size[POOL_SLOTS];
     int ndrop = 0;
     pthread_mutex_lock(&pool_mutex);
     size_t limit = limit_locked();
@@ -124,11 +240,11 @@ void cvcu_pinned_trim(size_t keep)
         for (int i = 1; i < pool_count; i++)
             if (pool[i].given < pool[old].given)
                 old = i;
+        drop_size[ndrop] = pool[old].size;
         drop[ndrop++] = pool[old].ptr;
         remove_locked(old);
     }
     pthread_mutex_unlock(&pool_mutex);
     for (int i = 0; i < ndrop; i++)
-        if (cudaFreeHost(drop[i]) != cudaSuccess)
-            (void)cudaGetLastError();
+        unpin(drop[i], drop_size[i]);
 }

@@ -2,7 +2,7 @@
  * pinned_pool.h - the process's pool of pinned host buffers (the streamed
  * executor's staging, src/cuda/stream.c): taken for an execution, given
  * back after it, kept for the next execution of any plan: pinning is slow
- * (cudaMallocHost; docs/architecture.md, "Measured choices"), and a plan's
+ * (docs/architecture.md, "Measured choices"), and a plan's
  * first execution paid it for its own buffers before the pool.
  */
 #ifndef CONVOLVE_CUDA_PINNED_POOL_H
@@ -13,8 +13,10 @@
 
 /* *ptr = a pinned buffer of at least `bytes` bytes (bytes > 0), *size its
  * size: the smallest free one of the pool that holds it, else a new one
- * (cudaMallocHost). Thread-safe. Errors: those of cudaMallocHost (*ptr is
- * then NULL). */
+ * (mapped, faulted in by several threads and registered; cudaMallocHost
+ * where registering is not supported). Thread-safe. Errors:
+ * cudaErrorMemoryAllocation, or those of cudaHostRegister or cudaMallocHost
+ * (*ptr is then NULL). */
 cudaError_t cvcu_pinned_take(size_t bytes, void **ptr, size_t *size);
 
 /* Gives back a buffer from cvcu_pinned_take (no copy may still use it;

@@ -685,7 +685,7 @@ convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job
     /* the pool keeps this execution's staging (given back last) whatever its
      * limit, for the plan's next run; older buffers past the limit go */
     const size_t slot_bytes = job->max_ext_rows * job->in_row_bytes +
-                              job->slab_rows * job->out_row_bytes + ((size_t)2 << 20);
+                              job->slab_rows * job->out_row_bytes + ((size_t)4 << 20);
     cvcu_pinned_trim(slot_bytes * CVI_STREAM_BUFFERS * (size_t)W);
     if (recs) {
         FILE *f = fopen(timeline, "a");
