@@ -352,6 +352,34 @@ int main(int argc, char **argv)
     base_case(&c, "direct", 3, 2, 3, 4, 1, 3, CONVOLVE_FLOAT32);
     run_case(&c);
 
+    /* 3-D separable, float32 (fast_direct3d.cu's one-pass walk): every
+     * compiled K (the x halo of 4 and of 8 columns), every mode with
+     * origins, rows that are not 16-byte aligned, tiny volumes */
+    for (size_t K = 3; K <= 17; K += 2) {
+        if (g_small && K != 3 && K != 9 && K != 17)
+            continue;
+        base_case(&c, "separable", 3, 4 + K, 13, (g_small ? 140 : 300) + 4, 1, K, CONVOLVE_FLOAT32);
+        c.separable = 1;
+        out_type_variant(&c);
+        run_case(&c);
+    }
+    for (int m = 0; m < 5; m++) {
+        base_case(&c, "separable", 3, 9, 10, 133 + 2 * m, 1, 7, CONVOLVE_FLOAT32);
+        c.separable = 1;
+        c.mode = (convolve_mode)m;
+        c.origin[0] = m % 3 - 1;
+        c.origin[1] = m % 2 ? 2 : -1;
+        c.origin[2] = m % 2 ? -3 : 1;
+        run_case(&c);
+    }
+    base_case(&c, "separable", 3, 2, 3, 5, 1, 13, CONVOLVE_FLOAT32);
+    c.separable = 1;
+    c.mode = CONVOLVE_MODE_CONSTANT;
+    run_case(&c);
+    base_case(&c, "separable", 3, 1, 1, 1, 1, 3, CONVOLVE_FLOAT32);
+    c.separable = 1;
+    run_case(&c);
+
     /* FFT: every dimensionality and type, channels, even and long filters */
     static const convolve_dtype types[4] = {CONVOLVE_FLOAT32, CONVOLVE_FLOAT64, CONVOLVE_UINT8,
                                             CONVOLVE_UINT16};

@@ -1,6 +1,7 @@
 /*
- * fast_direct3d.h - the 2.5-D streaming 3-D kernel (fast_direct3d.cu) for
- * float32 volumes and cubic odd filters, reached from C through this launcher.
+ * fast_direct3d.h - the 2.5-D streaming 3-D kernels (fast_direct3d.cu) for
+ * float32 volumes and cubic odd filters, dense or separable, reached from C
+ * through this launcher.
  */
 #ifndef CONVOLVE_CUDA_FAST_DIRECT3D_H
 #define CONVOLVE_CUDA_FAST_DIRECT3D_H
@@ -12,8 +13,10 @@
 extern "C" {
 #endif
 
-/* Largest filter extent the kernel is compiled for (odd sizes 3..this). */
+/* Largest filter extents the kernels are compiled for (odd sizes 3..these):
+ * dense, separable. */
 #define CVK_DIRECT3D_MAX_K 9
+#define CVK_SEP3D_MAX_K 17
 
 typedef struct cvk_direct3d_args {
     const void *in; /* element (0, 0, 0) */
@@ -22,17 +25,20 @@ typedef struct cvk_direct3d_args {
     ptrdiff_t out_strides[2];
     long long depth, height, width;
     int channels; /* must be 1 */
-    int ksize;    /* K: the filter is K x K x K, odd, 3..CVK_DIRECT3D_MAX_K */
+    int ksize;    /* K: the filter is K x K x K, odd, 3..CVK_DIRECT3D_MAX_K
+                     (separable: 3..CVK_SEP3D_MAX_K) */
     int koffz, koffy, koffx;
     int mode;
     float cval;
-    int in_type, out_type; /* convolve_dtype */
-    const double *weights; /* K^3, correlation form, C order */
+    int in_type, out_type;                  /* convolve_dtype */
+    int separable;                          /* 1: taps_z, taps_y, taps_x; 0: weights */
+    const double *weights;                  /* K^3, correlation form, C order */
+    const double *taps_z, *taps_y, *taps_x; /* K each, correlation form */
     int multiprocessors;
 } cvk_direct3d_args;
 
-/* 1 if the kernel serves this element type, channel count and extent. */
-int cvk_direct3d_supports(int in_type, int channels, int ksize);
+/* 1 if a kernel serves this element type, channel count, extent and kind. */
+int cvk_direct3d_supports(int in_type, int channels, int ksize, int separable);
 
 /* Launches on `stream`; returns the launch's error. */
 cudaError_t cvk_direct3d_launch(const cvk_direct3d_args *args, cudaStream_t stream);

@@ -164,11 +164,12 @@ static int use_generated(int id, const cvi_problem *p)
         !(p->cval >= 0 && p->cval <= 255 && p->cval == (double)(int)p->cval))
         return 1;
     if (id == CVK_SEPARABLE)
-        return !(p->ndim == 2 && p->separable && odd_cube(p, 2) &&
-                 cvk_direct2d_supports(t, C, K, 1));
+        return !(p->separable &&
+                 ((p->ndim == 2 && odd_cube(p, 2) && cvk_direct2d_supports(t, C, K, 1)) ||
+                  (p->ndim == 3 && odd_cube(p, 3) && cvk_direct3d_supports(t, C, K, 1))));
     return !((p->ndim == 1 && odd_cube(p, 1) && cvk_direct1d_supports(t, C, K)) ||
              (p->ndim == 2 && odd_cube(p, 2) && cvk_direct2d_supports(t, C, K, 0)) ||
-             (p->ndim == 3 && odd_cube(p, 3) && cvk_direct3d_supports(t, C, K)));
+             (p->ndim == 3 && odd_cube(p, 3) && cvk_direct3d_supports(t, C, K, 0)));
 }
 
 /* What the plan's kernels need besides the arguments: the FFT's plans, the
@@ -295,7 +296,7 @@ static cudaError_t launch_fft(cvcu_plan *plan, const cvk_args *a, cudaStream_t s
                                                      : cudaErrorLaunchFailure;
 }
 
-/* The 3-D direct kernel on rows of interleaved channels. */
+/* The 3-D streaming kernels (dense or separable) on rows of one channel. */
 static cudaError_t launch_direct3d(const cvcu_plan *plan, const cvk_args *a, cudaStream_t stream)
 {
     const cvi_problem *p = &plan->p;
@@ -315,7 +316,9 @@ static cudaError_t launch_direct3d(const cvcu_plan *plan, const cvk_args *a, cud
     g.mode = p->mode;
     g.cval = (float)p->cval;
     g.in_type = (int)p->in_type, g.out_type = (int)p->out_type;
+    g.separable = plan->strategy->id == CVK_SEPARABLE;
     g.weights = p->weights;
+    g.taps_z = plan->taps[0], g.taps_y = plan->taps[1], g.taps_x = plan->taps[2];
     g.multiprocessors = plan->multiprocessors;
     return cvk_direct3d_launch(&g, stream);
 }
