@@ -548,6 +548,17 @@ def ncu_binary(name):
     return None
 
 
+def ncu_has_option(ncu, option, cache={}):
+    """Whether `ncu --help` lists OPTION (older versions lack some)."""
+    if (ncu, option) not in cache:
+        try:
+            h = subprocess.run([ncu, "--help"], capture_output=True, text=True, timeout=60)
+            cache[(ncu, option)] = option in h.stdout + h.stderr
+        except (OSError, subprocess.TimeoutExpired):
+            cache[(ncu, option)] = False
+    return cache[(ncu, option)]
+
+
 def run_ncu(ncu, a, case):
     """Profiles one auto execution of CASE in a child under ncu: returns
     (summary or None, message); the message says what went wrong, or how
@@ -556,8 +567,12 @@ def run_ncu(ncu, a, case):
              "--ncu-child", case.name] + (["--quick"] if a.quick else [])
     metrics = NCU_METRICS + NCU_EXTRA
     for attempt in range(2):
-        cmd = [ncu, "--csv", "--page", "raw", "--print-units", "base", "--clock-control", "none",
-               "--profile-from-start", "off", "--metrics", ",".join(metrics)] + child
+        # the raw page's columns by metric name (newer ncu label them by default)
+        names = (["--print-metric-name", "name"]
+                 if ncu_has_option(ncu, "--print-metric-name") else [])
+        cmd = [ncu, "--csv", "--page", "raw", "--print-units", "base"] + names + [
+            "--clock-control", "none", "--profile-from-start", "off",
+            "--metrics", ",".join(metrics)] + child
         # a session of its own, so that a timeout ends ncu and the child it
         # started; ended too when this script is (main() turns SIGTERM into
         # SystemExit)

@@ -220,9 +220,11 @@ class Ncu(unittest.TestCase):
             fh.write(RAW)
         # it answers only when the child is asked for and profiled from
         # cudaProfilerStart on, as run_ncu must ask
-        ncu = self.fake_ncu('case "$*" in *"--profile-from-start off"*"--ncu-child f32 8x256^2 '
-                            'stack 1x5x5 --quick"*) cat "%s" ;; *) echo "==ERROR== bad: $*" ;; '
-                            'esac\n' % raw)
+        # (and by metric names where its --help lists --print-metric-name)
+        ncu = self.fake_ncu('case "$*" in --help) echo "  --print-metric-name arg" ;; '
+                            '*"--print-metric-name name"*"--profile-from-start off"*"--ncu-child '
+                            'f32 8x256^2 stack 1x5x5 --quick"*) cat "%s" ;; '
+                            '*) echo "==ERROR== bad: $*" ;; esac\n' % raw)
         s, msg = G.run_ncu(ncu, self.args(), by_name("f32 8x256^2 stack 1x5x5", quick=True))
         self.assertIsNotNone(s, msg)
         self.assertEqual(msg, "2 kernel(s), 0.004 ms under ncu")
@@ -234,7 +236,7 @@ class Ncu(unittest.TestCase):
         s, msg = G.run_ncu(ncu, self.args(), c)
         self.assertIsNone(s)
         self.assertIn("ERR_NVGPUCTRPERM", msg)
-        ncu = self.fake_ncu("sleep 30\n")
+        ncu = self.fake_ncu('[ "$1" = --help ] && exit 0\nsleep 30\n')
         s, msg = G.run_ncu(ncu, self.args(timeout=1), c)
         self.assertIsNone(s)
         self.assertEqual(msg, "ncu timed out after 1 s")
