@@ -7,6 +7,7 @@ a stand-in ncu) gives what it should. Needs numpy only; skipped (77) without
 it unless CONVOLVE_REQUIRE_PYTHON=1."""
 import argparse
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -203,8 +204,13 @@ class Ncu(unittest.TestCase):
         self.assertEqual(G.limiter(s), "SM 65%")
         self.assertEqual(G.limiter(None), "no kernels profiled")
 
-    def fake_ncu(self, body):
+    def tmpdir(self):
         d = tempfile.mkdtemp(prefix="generality_ncu_")
+        self.addCleanup(shutil.rmtree, d, True)
+        return d
+
+    def fake_ncu(self, body):
+        d = self.tmpdir()
         path = os.path.join(d, "ncu")
         with open(path, "w") as fh:
             fh.write("#!/bin/sh\n" + body)
@@ -215,7 +221,7 @@ class Ncu(unittest.TestCase):
         return argparse.Namespace(build="build", quick=True, ncu_timeout=timeout)
 
     def test_run_ncu_with_a_stand_in(self):
-        raw = os.path.join(tempfile.mkdtemp(prefix="generality_raw_"), "raw.csv")
+        raw = os.path.join(self.tmpdir(), "raw.csv")
         with open(raw, "w") as fh:
             fh.write(RAW)
         # it answers only when the child is asked for and profiled from
