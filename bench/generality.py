@@ -584,7 +584,10 @@ def run_ncu(ncu, a, case):
             return None, f"ncu timed out after {a.ncu_timeout} s"
         finally:
             if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
                 p.communicate()
         kernels = parse_ncu_csv(text)
         if kernels:
