@@ -15,6 +15,9 @@
 # with a time limit, so the whole stays under GPU_CHECK_BUDGET seconds
 # (default 530); what does not fit is reported SKIPPED. GPU_CHECK_PROFILE=1
 # adds Nsight Compute profiles of the fast kernels and an FFT size probe;
+# GPU_CHECK_GENERALITY_NCU=1 passes --ncu to the generality suite (Nsight
+# Compute's limiter of each case in its targets table; minutes of profiling:
+# raise GPU_CHECK_BUDGET, e.g. with GPU_CHECK_ONLY=generality);
 # GPU_CHECK_SKIP_LARGE=1 leaves out the arrays past 2^31 elements.
 # GPU_CHECK_ONLY="tests sanitize generality ..." runs only the named groups
 # (build always runs): tests (ctest gpu; the generated kernels without NVRTC;
@@ -240,7 +243,12 @@ fi
 if want generality; then
     GEN_STRATS=()
     [ -n "${GPU_CHECK_FAST_STRATEGIES:-}" ] && GEN_STRATS=(--strategies direct,separable,fft)
-    step "generality suite" "$OUT/generality.txt" 300 \
+    GEN_LIMIT=300
+    if [ "${GPU_CHECK_GENERALITY_NCU:-0}" = 1 ]; then
+        GEN_STRATS+=(--ncu --ncu-timeout 120)
+        GEN_LIMIT=3000  # ncu runs each case in a child; the budget still caps it
+    fi
+    step "generality suite" "$OUT/generality.txt" "$GEN_LIMIT" \
         env PYTHONUNBUFFERED=1 "$PY" "$ROOT/bench/generality.py" --build "$BUILD" --runs 15 \
         ${GEN_STRATS[@]+"${GEN_STRATS[@]}"} --json "$OUT/generality.json"
     [ -n "${GPU_CHECK_GEN_ONLY:-}" ] && step "generality, generated kernels only" "$OUT/generality.txt" 120 \
