@@ -567,10 +567,11 @@ def run_ncu(ncu, a, case):
              "--ncu-child", case.name] + (["--quick"] if a.quick else [])
     metrics = NCU_METRICS + NCU_EXTRA
     for attempt in range(2):
-        # the raw page's columns by metric name (newer ncu label them by default)
+        # the details page, a row a metric, by metric name (newer ncu print
+        # labels by default; --print-metric-name serves that page only)
         names = (["--print-metric-name", "name"]
                  if ncu_has_option(ncu, "--print-metric-name") else [])
-        cmd = [ncu, "--csv", "--page", "raw", "--print-units", "base"] + names + [
+        cmd = [ncu, "--csv", "--page", "details", "--print-units", "base"] + names + [
             "--clock-control", "none", "--profile-from-start", "off",
             "--metrics", ",".join(metrics)] + child
         # a session of its own, so that a timeout ends ncu and the child it
