@@ -4,10 +4,11 @@
  * enough for interior warps and edges on both sides, every mode with a
  * non-zero cval, origins (including ones that shift stores off vector
  * alignment), convolve and correlate, every filter size compiled, uint8 gray
- * and RGB, 1-D signals, 3-D volumes, FFTs of every dimensionality and type
- * (float64 in double precision), tiny arrays, pitched and reversed layouts,
- * planar channels (the fast kernels' fallback), on host memory and on device
- * memory. Outputs are poisoned first; fresh random data each run (seeded).
+ * and RGB, 1-D signals, 3-D volumes (float64 too, separable), FFTs of every
+ * dimensionality and type (float64 in double precision), tiny arrays,
+ * pitched and reversed layouts, planar channels (the fast kernels'
+ * fallback), on host memory and on device memory. Outputs are poisoned
+ * first; fresh random data each run (seeded).
  *
  *   test_gpu_fast           the full set (a few seconds on an H100)
  *   test_gpu_fast --small   fewer, smaller cases (compute-sanitizer, CPU emulation)
@@ -37,8 +38,9 @@ typedef struct {
     convolve_mode mode;
     int correlate;
     ptrdiff_t origin[3];
-    int layout; /* H_PACKED, H_PITCHED, H_REVERSED or H_PLANAR (harness.h) */
-    int device; /* run convolve_execute_device too */
+    int layout;    /* H_PACKED, H_PITCHED, H_REVERSED or H_PLANAR (harness.h) */
+    int device;    /* run convolve_execute_device too */
+    double xscale; /* float inputs drawn from [-xscale, xscale] (0: 1) */
 } fcase;
 
 static const char *dt(convolve_dtype t)
@@ -100,7 +102,8 @@ static void run_case(const fcase *c)
     /* input, packed, and its reference result (double) */
     size_t ies = convolve_dtype_size(c->tin), oes = convolve_dtype_size(c->tout);
     char *xin = malloc(n * ies);
-    h_fill_typed(c->tin, xin, n, 1.0);
+    const double xs = c->xscale > 0 ? c->xscale : 1.0;
+    h_fill_typed(c->tin, xin, n, xs);
     double *ref = malloc(n * sizeof *ref);
     convolve_layout lin_p, lref;
     convolve_layout_init(&lin_p, c->tin, c->ndim, c->shape, c->C);
@@ -109,7 +112,7 @@ static void run_case(const fcase *c)
     ro.backend = CONVOLVE_BACKEND_CPU;
     ro.strategy = "reference";
     CHECK_OK(ctx, convolve_run(ctx, &lin_p, xin, &lref, ref, f, &ro));
-    double xmax = c->tin == CONVOLVE_UINT8 ? 255 : c->tin == CONVOLVE_UINT16 ? 65535 : 1.0;
+    double xmax = c->tin == CONVOLVE_UINT8 ? 255 : c->tin == CONVOLVE_UINT16 ? 65535 : xs;
     double scale = (xmax + fabs(o.cval)) * wsum;
 
     /* the layouts under test */
@@ -377,6 +380,45 @@ int main(int argc, char **argv)
     c.mode = CONVOLVE_MODE_CONSTANT;
     run_case(&c);
     base_case(&c, "separable", 3, 1, 1, 1, 1, 3, CONVOLVE_FLOAT32);
+    c.separable = 1;
+    run_case(&c);
+
+    /* 3-D separable, float64 (the same walk summed in double: 2 columns a
+     * lane, 64-column tiles, x halos of 2 to 8 columns): every compiled K,
+     * every mode with origins (odd shifts store element by element), odd
+     * widths (rows not 16-byte aligned), every output type (inputs up to 300,
+     * so that integer outputs round and saturate), tiny volumes */
+    for (size_t K = 3; K <= 17; K += 2) {
+        if (g_small && K != 3 && K != 7 && K != 17)
+            continue;
+        base_case(&c, "separable", 3, 4 + K, 11, (g_small ? 140 : 300) + 2, 1, K, CONVOLVE_FLOAT64);
+        c.separable = 1;
+        out_type_variant(&c);
+        run_case(&c);
+    }
+    for (int m = 0; m < 5; m++) {
+        base_case(&c, "separable", 3, 9, 10, 131 + m, 1, 7, CONVOLVE_FLOAT64);
+        c.separable = 1;
+        c.mode = (convolve_mode)m;
+        c.origin[0] = m % 3 - 1;
+        c.origin[1] = m % 2 ? 2 : -1;
+        c.origin[2] = m == 4 ? 2 : m % 2 ? -3 : 1;
+        run_case(&c);
+    }
+    for (int t = 0; t < 4; t++) {
+        static const convolve_dtype outs[4] = {CONVOLVE_FLOAT32, CONVOLVE_FLOAT64, CONVOLVE_UINT8,
+                                               CONVOLVE_UINT16};
+        base_case(&c, "separable", 3, 7, 9, 140 + t, 1, 5, CONVOLVE_FLOAT64);
+        c.separable = 1;
+        c.tout = outs[t];
+        c.xscale = 300.0; /* integer outputs spread over hundreds of steps */
+        run_case(&c);
+    }
+    base_case(&c, "separable", 3, 2, 3, 5, 1, 13, CONVOLVE_FLOAT64);
+    c.separable = 1;
+    c.mode = CONVOLVE_MODE_CONSTANT;
+    run_case(&c);
+    base_case(&c, "separable", 3, 1, 1, 1, 1, 3, CONVOLVE_FLOAT64);
     c.separable = 1;
     run_case(&c);
 

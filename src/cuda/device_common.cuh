@@ -128,6 +128,19 @@ __device__ __forceinline__ void cvk_store_float(int type, char *row, long long e
     }
 }
 
+/* Stores the double result v as element e of an output row of dtype `type`
+ * (the fast kernels that accumulate in double): float32 cast once, integers
+ * rounded to nearest and saturated in double (cvi_store_double). */
+__device__ __forceinline__ void cvk_store_double(int type, char *row, long long e, double v)
+{
+    switch (type) {
+    case CVI_DTYPE_FLOAT32: ((float *)row)[e] = (float)v; break;
+    case CVI_DTYPE_FLOAT64: ((double *)row)[e] = v; break;
+    case CVI_DTYPE_UINT8: ((unsigned char *)row)[e] = cvi_saturate_u8(v); break;
+    default: ((unsigned short *)row)[e] = cvi_saturate_u16(v); break;
+    }
+}
+
 /* The bank's weights as the accumulation type (the argument only selects). */
 __device__ __forceinline__ const float *cvk_bank_weights(const cvk_bank &b, float)
 {
@@ -245,8 +258,8 @@ __device__ __forceinline__ long long cvk_grid_row()
     } while (0)
 
 /* ---- asynchronous copies global -> shared (cp.async, sm_80+) ------------ *
- * cvk_cp16 copies 16 bytes (both addresses 16-byte aligned), cvk_cp4 4
- * bytes; cvk_cp_commit closes a group of copies, cvk_cp_wait<N> waits until
+ * cvk_cp16 copies 16 bytes (both addresses 16-byte aligned), cvk_cp8 8
+ * bytes (both 8-byte aligned), cvk_cp4 4 bytes; cvk_cp_commit closes a group of copies, cvk_cp_wait<N> waits until
  * at most N groups are in flight. The fast kernels (fast_direct.cuh,
  * fast_direct3d.cu) fill their shared-memory buffers with them. A build
  * that defines CVK_CP_ASYNC_DEFINED supplies its own (tests/emu/).        */
@@ -255,6 +268,11 @@ __device__ __forceinline__ void cvk_cp16(void *smem, const void *gmem)
 {
     unsigned s = (unsigned)__cvta_generic_to_shared(smem);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void cvk_cp8(void *smem, const void *gmem)
+{
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(gmem));
 }
 __device__ __forceinline__ void cvk_cp4(void *smem, const void *gmem)
 {

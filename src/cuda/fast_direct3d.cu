@@ -1,7 +1,7 @@
 /*
- * fast_direct3d.cu - 2.5-D streaming convolution for 3-D float32 volumes
- * (one channel) and cubic odd filters: dense, K = 3, 5, 7, 9, and separable
- * (three taps vectors), K = 3..17.
+ * fast_direct3d.cu - 2.5-D streaming convolution for 3-D volumes of one
+ * channel and cubic odd filters: float32 dense, K = 3, 5, 7, 9; float32 and
+ * float64 separable (three taps vectors), K = 3..17.
  *
  * A block of 8 warps owns an output tile of 8 rows x 128 columns (a warp a
  * row, 4 columns a lane) and walks along z through a run of planes. Each
@@ -20,7 +20,11 @@
  * taps' rolling accumulators. Out of range, the tile holds the mode's
  * values, so the result is the dense outer-product filter's on the extended
  * volume (CONSTANT: cval filtered along each axis), as the other kernels
- * define it.
+ * define it. The separable kernel is a template on the element type, which
+ * is also the accumulation type: float as above; double with 2 columns a
+ * lane and 64-column tiles (16-byte copies and vector accesses of 2
+ * doubles, 8-byte copies on the element-by-element path), taps and cval in
+ * double, stores rounded from the double sum.
  */
 #include "fast_direct3d.h"
 
@@ -28,6 +32,7 @@
 #include "device_common.cuh"
 
 #include <stdint.h>
+#include <string.h>
 
 #define CVK_3D_TY 8   /* output rows per block (one warp each) */
 #define CVK_3D_TX 128 /* output columns per block (4 per lane) */
@@ -46,29 +51,116 @@ typedef struct cvk_direct3d_params {
     int aligned, vec_store;
     float cval;
     float w[CVK_DIRECT3D_MAX_K * CVK_DIRECT3D_MAX_K * CVK_DIRECT3D_MAX_K];
+    /* the double separable kernel's: cval, the z, y and x taps, K each */
+    double cval64;
+    double w64[3 * CVK_SEP3D_MAX_K];
 } cvk_direct3d_params;
+/* kernel parameters stay within the 4 KB every CUDA version takes */
+static_assert(sizeof(cvk_direct3d_params) <= 4096, "cvk_direct3d_params past 4 KB");
+
+/* The separable kernel's element-type-dependent pieces, as overloads (the
+ * last argument only selects): cval, taps, one element's asynchronous
+ * copy, 16-byte vector load, store, fill and axpy, fma, the output store. */
+__device__ __forceinline__ float cvk_3d_cval(const cvk_direct3d_params &p, float)
+{
+    return p.cval;
+}
+__device__ __forceinline__ double cvk_3d_cval(const cvk_direct3d_params &p, double)
+{
+    return p.cval64;
+}
+__device__ __forceinline__ float cvk_3d_tap(const cvk_direct3d_params &p, int i, float)
+{
+    return p.w[i];
+}
+__device__ __forceinline__ double cvk_3d_tap(const cvk_direct3d_params &p, int i, double)
+{
+    return p.w64[i];
+}
+__device__ __forceinline__ void cvk_3d_cp(float *dst, const float *src)
+{
+    cvk_cp4(dst, src);
+}
+__device__ __forceinline__ void cvk_3d_cp(double *dst, const double *src)
+{
+    cvk_cp8(dst, src);
+}
+__device__ __forceinline__ void cvk_3d_ld16(const float *src, float *v)
+{
+    const float4 q = *(const float4 *)src;
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+}
+__device__ __forceinline__ void cvk_3d_ld16(const double *src, double *v)
+{
+    const double2 q = *(const double2 *)src;
+    v[0] = q.x, v[1] = q.y;
+}
+__device__ __forceinline__ void cvk_3d_st16(float *dst, const float *v)
+{
+    *(float4 *)dst = make_float4(v[0], v[1], v[2], v[3]);
+}
+__device__ __forceinline__ void cvk_3d_st16(double *dst, const double *v)
+{
+    *(double2 *)dst = make_double2(v[0], v[1]);
+}
+__device__ __forceinline__ void cvk_3d_fill16(float *dst, float v)
+{
+    *(float4 *)dst = make_float4(v, v, v, v);
+}
+__device__ __forceinline__ void cvk_3d_fill16(double *dst, double v)
+{
+    *(double2 *)dst = make_double2(v, v);
+}
+/* v[i] += w * src[i] for the 16 bytes at src */
+__device__ __forceinline__ void cvk_3d_axpy16(float w, const float *src, float *v)
+{
+    const float4 q = *(const float4 *)src;
+    v[0] = fmaf(w, q.x, v[0]), v[1] = fmaf(w, q.y, v[1]);
+    v[2] = fmaf(w, q.z, v[2]), v[3] = fmaf(w, q.w, v[3]);
+}
+__device__ __forceinline__ void cvk_3d_axpy16(double w, const double *src, double *v)
+{
+    const double2 q = *(const double2 *)src;
+    v[0] = fma(w, q.x, v[0]), v[1] = fma(w, q.y, v[1]);
+}
+__device__ __forceinline__ float cvk_3d_fma(float a, float b, float c)
+{
+    return fmaf(a, b, c);
+}
+__device__ __forceinline__ double cvk_3d_fma(double a, double b, double c)
+{
+    return fma(a, b, c);
+}
+__device__ __forceinline__ void cvk_3d_store(int type, char *row, long long e, float v)
+{
+    cvk_store_float(type, row, e, v);
+}
+__device__ __forceinline__ void cvk_3d_store(int type, char *row, long long e, double v)
+{
+    cvk_store_double(type, row, e, v);
+}
 
 /* Starts copying input plane z (tile rows y0 - koffy .. + rows, columns
- * x0 - XP .. + TXL + XP) into buf: asynchronous copies, cval written
- * directly. */
-template <int XP, int TXL>
-__device__ __forceinline__ void cvk_load_plane(const cvk_direct3d_params &p, float *buf,
-                                               long long z, long long y0, long long x0, int rows,
-                                               bool fast)
+ * x0 - XP .. + TXL + XP) of element type T into buf: asynchronous copies,
+ * cval written directly. fast: 16-byte chunks (x0 - XP a multiple of
+ * 16 / sizeof(T), the rows 16-byte aligned, the columns all in range). */
+template <typename T, int XP, int TXL>
+__device__ __forceinline__ void cvk_load_plane(const cvk_direct3d_params &p, T *buf, long long z,
+                                               long long y0, long long x0, int rows, bool fast)
 {
-    enum { SW = TXL + 2 * XP };
+    enum { SW = TXL + 2 * XP, V = (int)(16 / sizeof(T)) };
     const long long mz = cvi_boundary_index(z, p.D, p.mode);
     if (fast) {
-        const int per_row = SW / 4;
+        const int per_row = SW / V;
         for (int i = threadIdx.x; i < rows * per_row; i += CVK_3D_THREADS) {
             const int ty = i / per_row, q = i - ty * per_row;
             const long long my = cvi_boundary_index(y0 - p.koffy + ty, p.H, p.mode);
-            float *dst = buf + ty * SW + 4 * q;
+            T *dst = buf + ty * SW + V * q;
             if (mz < 0 || my < 0) {
-                *(float4 *)dst = make_float4(p.cval, p.cval, p.cval, p.cval);
+                cvk_3d_fill16(dst, cvk_3d_cval(p, T()));
             } else {
-                const float *src = (const float *)(p.in + mz * p.in_str[0] + my * p.in_str[1]) +
-                                   (x0 - XP + 4 * q);
+                const T *src = (const T *)(p.in + mz * p.in_str[0] + my * p.in_str[1]) +
+                               (x0 - XP + V * q);
                 cvk_cp16(dst, src);
             }
         }
@@ -77,11 +169,11 @@ __device__ __forceinline__ void cvk_load_plane(const cvk_direct3d_params &p, flo
             const int ty = i / SW, s = i - ty * SW;
             const long long my = cvi_boundary_index(y0 - p.koffy + ty, p.H, p.mode);
             const long long mx = cvi_boundary_index(x0 - XP + s, p.W, p.mode);
-            float *dst = buf + ty * SW + s;
+            T *dst = buf + ty * SW + s;
             if (mz < 0 || my < 0 || mx < 0)
-                *dst = p.cval;
+                *dst = cvk_3d_cval(p, T());
             else
-                cvk_cp4(dst, (const float *)(p.in + mz * p.in_str[0] + my * p.in_str[1]) + mx);
+                cvk_3d_cp(dst, (const T *)(p.in + mz * p.in_str[0] + my * p.in_str[1]) + mx);
         }
     }
 }
@@ -109,9 +201,9 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
 
     const int total = planes + K - 1; /* >= K >= 3 */
     const long long zbase = z0 - p.koffz;
-    cvk_load_plane<CVK_3D_XP, CVK_3D_TX>(p, tile[0], zbase, y0, x0, ROWS, fast);
+    cvk_load_plane<float, CVK_3D_XP, CVK_3D_TX>(p, tile[0], zbase, y0, x0, ROWS, fast);
     cvk_cp_commit();
-    cvk_load_plane<CVK_3D_XP, CVK_3D_TX>(p, tile[1], zbase + 1, y0, x0, ROWS, fast);
+    cvk_load_plane<float, CVK_3D_XP, CVK_3D_TX>(p, tile[1], zbase + 1, y0, x0, ROWS, fast);
     cvk_cp_commit();
 
 #pragma unroll 1
@@ -119,8 +211,8 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
         cvk_cp_wait<1>();  /* plane t's copies are done (t + 1's may fly on) */
         __syncthreads();   /* ...everyone's; and plane t - 1's readers are done */
         if (t + 2 < total) /* into the buffer plane t - 1 used */
-            cvk_load_plane<CVK_3D_XP, CVK_3D_TX>(p, tile[(t + 2) % 3], zbase + t + 2, y0, x0, ROWS,
-                                                 fast);
+            cvk_load_plane<float, CVK_3D_XP, CVK_3D_TX>(p, tile[(t + 2) % 3], zbase + t + 2, y0, x0,
+                                                        ROWS, fast);
         cvk_cp_commit();
         const float *buf = tile[t % 3];
         /* plane t adds to outputs t-kz (weight slice kz) in acc[K-1-kz] */
@@ -174,40 +266,50 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
     }
 }
 
-/* The separable walk (the file's header): x taps into xrows (ROWS x TX),
- * y taps per output, z taps into the rolling accumulators; p.w holds the
- * z, y and x taps, K each. Dynamic shared memory: cvk_sep3d_smem(K).
+/* The separable walk (the file's header) on elements of type T, summed in
+ * T: x taps into xrows (ROWS x TX), y taps per output, z taps into the
+ * rolling accumulators; the taps (z, y, x, K each) in p.w (float) or p.w64
+ * (double). A lane holds V = 16 / sizeof(T) columns, a block TX = 32 V.
+ * Dynamic shared memory: cvk_sep3d_smem(K, sizeof(T)).
  * (Filtering along y first, on 128-column tiles holding the x halo, needs
- * fewer instructions but more registers: measured slower,
+ * fewer instructions but more registers: measured slower for float,
  * docs/architecture.md "Measured choices".) */
-template <int K>
+template <typename T, int K>
 __global__ void __launch_bounds__(CVK_3D_THREADS)
     cvk_sep3d_kernel(const __grid_constant__ cvk_direct3d_params p)
 {
-    enum { R = K / 2, XP = (R + 3) / 4 * 4, SW = CVK_3D_TX + 2 * XP, ROWS = CVK_3D_TY + K - 1 };
+    enum {
+        R = K / 2,
+        V = (int)(16 / sizeof(T)),
+        TX = 32 * V,
+        XP = (R + V - 1) / V * V,
+        SW = TX + 2 * XP,
+        ROWS = CVK_3D_TY + K - 1
+    };
+    const int own_type = sizeof(T) == 4 ? CVI_DTYPE_FLOAT32 : CVI_DTYPE_FLOAT64;
     CVK_DYNAMIC_SHARED(smem);
-    float *tile = (float *)smem;         /* 3 planes' tiles, ROWS x SW each */
-    float *xrows = tile + 3 * ROWS * SW; /* the current plane filtered along x */
+    T *tile = (T *)smem;             /* 3 planes' tiles, ROWS x SW each */
+    T *xrows = tile + 3 * ROWS * SW; /* the current plane filtered along x */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const long long x0 = p.x_base + (long long)blockIdx.x * CVK_3D_TX; /* centred columns */
+    const long long x0 = p.x_base + (long long)blockIdx.x * TX; /* centred columns */
     const long long y0 = (long long)blockIdx.y * CVK_3D_TY;
     const long long z0 = (long long)blockIdx.z * p.zrun;
     const int planes = (int)(p.D - z0 < p.zrun ? p.D - z0 : p.zrun);
-    const bool fast = p.aligned && x0 - XP >= 0 && x0 + CVK_3D_TX + XP <= p.W;
+    const bool fast = p.aligned && x0 - XP >= 0 && x0 + TX + XP <= p.W;
     const long long y = y0 + warp;
 
-    float acc[K][4];
+    T acc[K][V];
 #pragma unroll
     for (int a = 0; a < K; a++)
 #pragma unroll
-        for (int i = 0; i < 4; i++)
-            acc[a][i] = 0.0f;
+        for (int i = 0; i < V; i++)
+            acc[a][i] = T(0);
 
     const int total = planes + K - 1; /* >= K >= 3 */
     const long long zbase = z0 - p.koffz;
-    cvk_load_plane<XP, CVK_3D_TX>(p, tile, zbase, y0, x0, ROWS, fast);
+    cvk_load_plane<T, XP, TX>(p, tile, zbase, y0, x0, ROWS, fast);
     cvk_cp_commit();
-    cvk_load_plane<XP, CVK_3D_TX>(p, tile + ROWS * SW, zbase + 1, y0, x0, ROWS, fast);
+    cvk_load_plane<T, XP, TX>(p, tile + ROWS * SW, zbase + 1, y0, x0, ROWS, fast);
     cvk_cp_commit();
 
 #pragma unroll 1
@@ -215,37 +317,38 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
         cvk_cp_wait<1>();  /* plane t's copies are done (t + 1's may fly on) */
         __syncthreads();   /* ...everyone's; plane t - 1's readers are done */
         if (t + 2 < total) /* into the buffer plane t - 1 used */
-            cvk_load_plane<XP, CVK_3D_TX>(p, tile + (t + 2) % 3 * ROWS * SW, zbase + t + 2, y0, x0,
-                                          ROWS, fast);
+            cvk_load_plane<T, XP, TX>(p, tile + (t + 2) % 3 * ROWS * SW, zbase + t + 2, y0, x0,
+                                      ROWS, fast);
         cvk_cp_commit();
-        const float *buf = tile + t % 3 * ROWS * SW;
-        /* x: every tile row, 4 columns a lane from the aligned 4 + 2 XP around them */
+        const T *buf = tile + t % 3 * ROWS * SW;
+        /* x: every tile row, V columns a lane from the aligned V + 2 XP around them */
 #pragma unroll 1
         for (int r = warp; r < ROWS; r += CVK_3D_TY) {
-            const float *src = buf + r * SW + 4 * lane;
-            float sup[4 + 2 * XP];
+            const T *src = buf + r * SW + V * lane;
+            T sup[V + 2 * XP];
 #pragma unroll
-            for (int q = 0; q < (4 + 2 * XP) / 4; q++) {
-                float4 v = *(const float4 *)(src + 4 * q);
-                sup[4 * q] = v.x, sup[4 * q + 1] = v.y, sup[4 * q + 2] = v.z, sup[4 * q + 3] = v.w;
-            }
-            float h[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (int q = 0; q < (V + 2 * XP) / V; q++)
+                cvk_3d_ld16(src + V * q, sup + V * q);
+            T h[V];
+#pragma unroll
+            for (int i = 0; i < V; i++)
+                h[i] = T(0);
 #pragma unroll
             for (int kx = 0; kx < K; kx++)
 #pragma unroll
-                for (int i = 0; i < 4; i++)
-                    h[i] = fmaf(p.w[2 * K + kx], sup[XP - R + i + kx], h[i]);
-            *(float4 *)(xrows + r * CVK_3D_TX + 4 * lane) = make_float4(h[0], h[1], h[2], h[3]);
+                for (int i = 0; i < V; i++)
+                    h[i] = cvk_3d_fma(cvk_3d_tap(p, 2 * K + kx, T()), sup[XP - R + i + kx], h[i]);
+            cvk_3d_st16(xrows + r * TX + V * lane, h);
         }
         __syncthreads();
         /* y: the warp's row */
-        float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        T v[V];
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            v[i] = T(0);
 #pragma unroll
         for (int ky = 0; ky < K; ky++) {
-            const float4 q = *(const float4 *)(xrows + (warp + ky) * CVK_3D_TX + 4 * lane);
-            const float w = p.w[K + ky];
-            v[0] = fmaf(w, q.x, v[0]), v[1] = fmaf(w, q.y, v[1]);
-            v[2] = fmaf(w, q.z, v[2]), v[3] = fmaf(w, q.w, v[3]);
+            cvk_3d_axpy16(cvk_3d_tap(p, K + ky, T()), xrows + (warp + ky) * TX + V * lane, v);
         }
         /* z: plane t adds to outputs t - kz (tap kz) in acc[K-1-kz] */
 #pragma unroll
@@ -253,60 +356,76 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
             if (kz > t || kz <= t - planes)
                 continue;
 #pragma unroll
-            for (int i = 0; i < 4; i++)
-                acc[K - 1 - kz][i] = fmaf(p.w[kz], v[i], acc[K - 1 - kz][i]);
+            for (int i = 0; i < V; i++)
+                acc[K - 1 - kz][i] = cvk_3d_fma(cvk_3d_tap(p, kz, T()), v[i], acc[K - 1 - kz][i]);
         }
         const int o = t - (K - 1); /* acc[0] is complete */
         if (o >= 0 && y < p.H) {
             char *row = p.out + (z0 + o) * p.out_str[0] + y * p.out_str[1];
-            const long long x = x0 + 4 * lane + p.shift;
-            if (p.vec_store && p.out_type == CVI_DTYPE_FLOAT32 && x >= 0 && x + 4 <= p.W) {
-                *(float4 *)((float *)row + x) = make_float4(acc[0][0], acc[0][1], acc[0][2],
-                                                            acc[0][3]);
+            const long long x = x0 + V * lane + p.shift;
+            if (p.vec_store && p.out_type == own_type && x >= 0 && x + V <= p.W) {
+                cvk_3d_st16((T *)row + x, acc[0]);
             } else {
 #pragma unroll
-                for (int i = 0; i < 4; i++)
+                for (int i = 0; i < V; i++)
                     if (x + i >= 0 && x + i < p.W)
-                        cvk_store_float(p.out_type, row, x + i, acc[0][i]);
+                        cvk_3d_store(p.out_type, row, x + i, acc[0][i]);
             }
         }
 #pragma unroll
         for (int a = 0; a < K - 1; a++)
 #pragma unroll
-            for (int i = 0; i < 4; i++)
+            for (int i = 0; i < V; i++)
                 acc[a][i] = acc[a + 1][i];
 #pragma unroll
-        for (int i = 0; i < 4; i++)
-            acc[K - 1][i] = 0.0f;
+        for (int i = 0; i < V; i++)
+            acc[K - 1][i] = T(0);
     }
 }
 
-/* Dynamic shared memory of cvk_sep3d_kernel<K>: three tiles and the x-filtered rows. */
-static size_t cvk_sep3d_smem(int K)
+/* Columns a block of cvk_sep3d_kernel covers for elements of esize bytes. */
+static int cvk_sep3d_tx(size_t esize)
 {
-    const int R = K / 2, XP = (R + 3) / 4 * 4, rows = CVK_3D_TY + K - 1;
-    return (size_t)(3 * rows * (CVK_3D_TX + 2 * XP) + rows * CVK_3D_TX) * sizeof(float);
+    return (int)(32 * (16 / esize));
+}
+
+/* Dynamic shared memory of cvk_sep3d_kernel<T, K>, esize = sizeof(T): three
+ * tiles and the x-filtered rows. */
+static size_t cvk_sep3d_smem(int K, size_t esize)
+{
+    const int V = (int)(16 / esize), TX = cvk_sep3d_tx(esize);
+    const int R = K / 2, XP = (R + V - 1) / V * V, rows = CVK_3D_TY + K - 1;
+    return (size_t)(3 * rows * (TX + 2 * XP) + rows * TX) * esize;
 }
 
 typedef void (*cvk_direct3d_kernel_fn)(cvk_direct3d_params);
 
+template <typename T>
+static cvk_direct3d_kernel_fn pick_sep3d(int K)
+{
+    switch (K) {
+    case 3: return cvk_sep3d_kernel<T, 3>;
+    case 5: return cvk_sep3d_kernel<T, 5>;
+    case 7: return cvk_sep3d_kernel<T, 7>;
+    case 9: return cvk_sep3d_kernel<T, 9>;
+    case 11: return cvk_sep3d_kernel<T, 11>;
+    case 13: return cvk_sep3d_kernel<T, 13>;
+    case 15: return cvk_sep3d_kernel<T, 15>;
+    case 17: return cvk_sep3d_kernel<T, 17>;
+    default: return 0;
+    }
+}
+
 static cvk_direct3d_kernel_fn pick3d(int in_type, int channels, int K, int separable)
 {
-    if (in_type != CVI_DTYPE_FLOAT32 || channels != 1)
+    if (channels != 1)
         return 0;
-    if (separable) {
-        switch (K) {
-        case 3: return cvk_sep3d_kernel<3>;
-        case 5: return cvk_sep3d_kernel<5>;
-        case 7: return cvk_sep3d_kernel<7>;
-        case 9: return cvk_sep3d_kernel<9>;
-        case 11: return cvk_sep3d_kernel<11>;
-        case 13: return cvk_sep3d_kernel<13>;
-        case 15: return cvk_sep3d_kernel<15>;
-        case 17: return cvk_sep3d_kernel<17>;
-        default: return 0;
-        }
-    }
+    if (separable && in_type == CVI_DTYPE_FLOAT64)
+        return pick_sep3d<double>(K);
+    if (in_type != CVI_DTYPE_FLOAT32)
+        return 0;
+    if (separable)
+        return pick_sep3d<float>(K);
     switch (K) {
     case 3: return cvk_direct3d_kernel<3>;
     case 5: return cvk_direct3d_kernel<5>;
@@ -327,7 +446,11 @@ extern "C" cudaError_t cvk_direct3d_launch(const cvk_direct3d_args *a, cudaStrea
     if (!fn)
         return cudaErrorInvalidValue;
     const int K = a->ksize, R = K / 2;
+    /* element size of the kernel's type; V of them a lane, TX a block */
+    const size_t esize = a->separable && a->in_type == CVI_DTYPE_FLOAT64 ? 8 : 4;
+    const int V = (int)(16 / esize), TX = a->separable ? cvk_sep3d_tx(esize) : CVK_3D_TX;
     cvk_direct3d_params p;
+    memset(&p, 0, sizeof p);
     p.in = (const char *)a->in;
     p.out = (char *)a->out;
     for (int i = 0; i < 2; i++) {
@@ -342,8 +465,15 @@ extern "C" cudaError_t cvk_direct3d_launch(const cvk_direct3d_args *a, cudaStrea
     p.shift = a->koffx - R;
     p.mode = a->mode;
     p.out_type = a->out_type;
-    p.cval = a->cval;
-    if (a->separable) {
+    p.cval = (float)a->cval;
+    p.cval64 = a->cval;
+    if (a->separable && esize == 8) {
+        for (int i = 0; i < K; i++) {
+            p.w64[i] = a->taps_z[i];
+            p.w64[K + i] = a->taps_y[i];
+            p.w64[2 * K + i] = a->taps_x[i];
+        }
+    } else if (a->separable) {
         for (int i = 0; i < K; i++) {
             p.w[i] = (float)a->taps_z[i];
             p.w[K + i] = (float)a->taps_y[i];
@@ -355,12 +485,12 @@ extern "C" cudaError_t cvk_direct3d_launch(const cvk_direct3d_args *a, cudaStrea
     }
     p.aligned = (uintptr_t)a->in % 16 == 0 && a->in_strides[0] % 16 == 0 &&
                 a->in_strides[1] % 16 == 0;
-    p.vec_store = p.shift % 4 == 0 && (uintptr_t)a->out % 16 == 0 && a->out_strides[0] % 16 == 0 &&
+    p.vec_store = p.shift % V == 0 && (uintptr_t)a->out % 16 == 0 && a->out_strides[0] % 16 == 0 &&
                   a->out_strides[1] % 16 == 0;
     /* centred columns x' = x - shift must cover [0, W) */
     const long long lo = -(long long)p.shift, hi = p.W - p.shift;
-    p.x_base = lo >= 0 ? 0 : -CVK_3D_TX;
-    const long long bx = (hi - p.x_base + CVK_3D_TX - 1) / CVK_3D_TX;
+    p.x_base = lo >= 0 ? 0 : -TX;
+    const long long bx = (hi - p.x_base + TX - 1) / TX;
     const long long by = (p.H + CVK_3D_TY - 1) / CVK_3D_TY;
     /* planes a block walks: enough blocks for about four waves of 3 a SM,
      * at least 4(K-1) planes so the z halo stays a small share */
@@ -376,7 +506,7 @@ extern "C" cudaError_t cvk_direct3d_launch(const cvk_direct3d_args *a, cudaStrea
         return cudaErrorInvalidConfiguration;
     const dim3 grid((unsigned)bx, (unsigned)by, (unsigned)bz);
     if (a->separable) {
-        const size_t smem = cvk_sep3d_smem(K);
+        const size_t smem = cvk_sep3d_smem(K, esize);
         if (smem > CVK_DEFAULT_SHARED) {
             cudaError_t e = cudaFuncSetAttribute(
                 (const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);

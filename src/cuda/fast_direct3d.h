@@ -1,7 +1,8 @@
 /*
  * fast_direct3d.h - the 2.5-D streaming 3-D kernels (fast_direct3d.cu) for
- * float32 volumes and cubic odd filters, dense or separable, reached from C
- * through this launcher.
+ * volumes of one channel and cubic odd filters, reached from C through this
+ * launcher: float32 dense (summed in float), float32 separable (in float)
+ * and float64 separable (in double); any output type.
  */
 #ifndef CONVOLVE_CUDA_FAST_DIRECT3D_H
 #define CONVOLVE_CUDA_FAST_DIRECT3D_H
@@ -14,7 +15,7 @@ extern "C" {
 #endif
 
 /* Largest filter extents the kernels are compiled for (odd sizes 3..these):
- * dense, separable. */
+ * dense (float32), separable (float32 and float64). */
 #define CVK_DIRECT3D_MAX_K 9
 #define CVK_SEP3D_MAX_K 17
 
@@ -29,7 +30,7 @@ typedef struct cvk_direct3d_args {
                      (separable: 3..CVK_SEP3D_MAX_K) */
     int koffz, koffy, koffx;
     int mode;
-    float cval;
+    double cval;                            /* rounded to float for float32 input */
     int in_type, out_type;                  /* convolve_dtype */
     int separable;                          /* 1: taps_z, taps_y, taps_x; 0: weights */
     const double *weights;                  /* K^3, correlation form, C order */
@@ -37,10 +38,14 @@ typedef struct cvk_direct3d_args {
     int multiprocessors;
 } cvk_direct3d_args;
 
-/* 1 if a kernel serves this element type, channel count, extent and kind. */
+/* 1 if a kernel serves this input element type, channel count, extent and
+ * kind (separable 1 or dense 0): float32 dense K <= CVK_DIRECT3D_MAX_K,
+ * float32 or float64 separable K <= CVK_SEP3D_MAX_K, K odd, one channel. */
 int cvk_direct3d_supports(int in_type, int channels, int ksize, int separable);
 
-/* Launches on `stream`; returns the launch's error. */
+/* Launches on `stream`; returns the launch's error (cudaErrorInvalidValue
+ * for a combination cvk_direct3d_supports refuses, cudaErrorInvalidConfiguration
+ * for a grid past the device's limits). */
 cudaError_t cvk_direct3d_launch(const cvk_direct3d_args *args, cudaStream_t stream);
 
 #ifdef __cplusplus

@@ -314,7 +314,7 @@ static cudaError_t launch_direct3d(const cvcu_plan *plan, const cvk_args *a, cud
     g.ksize = (int)p->ksize[2];
     g.koffz = (int)p->koff[0], g.koffy = (int)p->koff[1], g.koffx = (int)p->koff[2];
     g.mode = p->mode;
-    g.cval = (float)p->cval;
+    g.cval = p->cval;
     g.in_type = (int)p->in_type, g.out_type = (int)p->out_type;
     g.separable = plan->strategy->id == CVK_SEPARABLE;
     g.weights = p->weights;

@@ -51,6 +51,9 @@ struct __attribute__((aligned(16))) float4 {
 struct __attribute__((aligned(8))) float2 {
     float x, y;
 };
+struct __attribute__((aligned(16))) double2 {
+    double x, y;
+};
 struct __attribute__((aligned(8))) uint2 {
     unsigned x, y;
 };
@@ -64,6 +67,10 @@ cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **arg
 inline float4 make_float4(float x, float y, float z, float w)
 {
     return float4{x, y, z, w};
+}
+inline double2 make_double2(double x, double y)
+{
+    return double2{x, y};
 }
 
 /* Waits for the warp's lanes (all 32 must call). */
@@ -99,6 +106,11 @@ cudaError_t cvk_emu_launch(const void *fn, dim3 grid, dim3 block, size_t smem,
 inline void cvk_cp16(void *smem, const void *gmem)
 {
     for (int i = 0; i < 16; i++)
+        ((char *)smem)[i] = ((const char *)gmem)[i];
+}
+inline void cvk_cp8(void *smem, const void *gmem)
+{
+    for (int i = 0; i < 8; i++)
         ((char *)smem)[i] = ((const char *)gmem)[i];
 }
 inline void cvk_cp4(void *smem, const void *gmem)
