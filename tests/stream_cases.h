@@ -51,7 +51,8 @@ typedef struct {
     int exact;         /* 1: byte for byte; 0: within a tolerance (FFT) */
     int min_slabs;     /* the streamed run must report at least this many slabs */
     int max_slabs;     /* and at most this many (0: any) */
-    int pin;           /* register the streamed run's arrays (convolve_host_register) */
+    int pin;           /* register the streamed run's arrays (convolve_host_register):
+                                   1 both, 2 the input only (in place: both) */
     int in_place;      /* the streamed run writes over its input (out == in; the
                                    types' sizes must match) */
     const char *route; /* in place: CONVOLVE_IN_PLACE ("slabs", "copy"; NULL:
@@ -96,7 +97,10 @@ static const char *s_describe(const s_case *c, char *buf, size_t size)
              c->ksize[0], c->ndim > 1 ? c->ksize[1] : 1, c->ndim > 2 ? c->ksize[2] : 1,
              c->separable ? " sep" : "", convolve_mode_name(c->mode), c->cval, c->origin[0],
              c->origin[1], c->origin[2], c->layout, c->budget, c->device_count,
-             c->pin ? " pinned" : "", c->in_place ? " in place" : "",
+             c->pin == 2 ? " input pinned"
+             : c->pin    ? " pinned"
+                         : "",
+             c->in_place ? " in place" : "",
              c->in_place && c->route ? (strcmp(c->route, "copy") ? " (slabs)" : " (copy)") : "");
     return buf;
 }
@@ -195,21 +199,20 @@ static int s_run_case(const s_case *c)
         const char *src = c->in_place ? two + oorigin : in + iorigin;
         if (c->in_place)
             memcpy(two, in, ibytes < obytes ? ibytes : obytes);
-        if (c->pin) {
-            if (!c->in_place)
-                CHECK_OK(ctx, convolve_host_register(ctx, in, ibytes));
+        const int pin_out = c->pin == 1 || (c->pin && c->in_place);
+        if (c->pin && !c->in_place)
+            CHECK_OK(ctx, convolve_host_register(ctx, in, ibytes));
+        if (pin_out)
             CHECK_OK(ctx, convolve_host_register(ctx, two, obytes));
-        }
         if (c->in_place && c->route)
             setenv("CONVOLVE_IN_PLACE", c->route, 1);
         st = convolve_execute(p2, src, two + oorigin);
         unsetenv("CONVOLVE_IN_PLACE");
         CHECK(st == CONVOLVE_OK, "%s: streamed: %s", what, convolve_last_error(ctx));
-        if (c->pin) {
-            if (!c->in_place)
-                CHECK_OK(ctx, convolve_host_unregister(ctx, in));
+        if (c->pin && !c->in_place)
+            CHECK_OK(ctx, convolve_host_unregister(ctx, in));
+        if (pin_out)
             CHECK_OK(ctx, convolve_host_unregister(ctx, two));
-        }
         /* a CUDA FFT's slabs hold whole groups of its tiles: often one */
         size_t min_slabs = (size_t)c->min_slabs;
         if (c->backend == CONVOLVE_BACKEND_CUDA && !c->fft_groups &&

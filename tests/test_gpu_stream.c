@@ -11,7 +11,8 @@
  * then pinned (convolve_host_register; and pinned edge slabs in every mode,
  * whose rows past the array are gathered), now and then in place (out ==
  * in: in slabs, the rows other slabs read saved first, or through a copy).
- * Also: CONVOLVE_DEVICE_BUDGET,
+ * Also: pinned staging taken slot by slot (fewer slabs than slots, staging
+ * that grows, and on the emulation a slot that cannot pin), CONVOLVE_DEVICE_BUDGET,
  * a budget too small for one slab, cancellation from the progress
  * callback, and every device of the host when it has several (skipped
  * with a message on a one-GPU machine). Exit 77 without a usable GPU.
@@ -356,6 +357,156 @@ static void pinned_edges(void)
             }
 }
 
+/* One streamed run of a 2-D float32 3x3 problem of `rows` x 33 on device 0
+ * in slabs of slab_rows rows (the arrays pinned where `pin`), with
+ * CVK_EMU_FAIL_PIN_AFTER=knob: status `want`, and on success (or on a rerun
+ * without the knob after a failure) the one-shot run's bytes in
+ * `want_slabs` slabs. */
+static void staging_run(size_t rows, size_t slab_rows, convolve_mode mode, int pin,
+                        const char *knob, convolve_status want, size_t want_slabs)
+{
+    const size_t shape[2] = {rows, 33}, ks[2] = {3, 3}, n = rows * 33;
+    convolve_layout l;
+    convolve_layout_init(&l, CONVOLVE_FLOAT32, 2, shape, 1);
+    double w[9];
+    h_fill(w, 9);
+    convolve_filter *f;
+    CHECK_OK(ctx, convolve_filter_create(ctx, &f, 2, ks, w));
+    float *in = malloc(n * sizeof *in), *one = malloc(n * sizeof *one),
+          *out = malloc(n * sizeof *out);
+    h_fill_typed(CONVOLVE_FLOAT32, in, n, 4.0);
+    h_poison(CONVOLVE_FLOAT32, one, n);
+    h_poison(CONVOLVE_FLOAT32, out, n);
+    convolve_options o;
+    convolve_options_init(&o);
+    o.backend = CONVOLVE_BACKEND_CUDA;
+    o.strategy = "basic";
+    o.mode = mode;
+    o.cval = 0.5;
+    CHECK_OK(ctx, convolve_run(ctx, &l, in, &l, one, f, &o));
+    s_case c;
+    memset(&c, 0, sizeof c);
+    c.in_type = c.out_type = CONVOLVE_FLOAT32;
+    c.ndim = 2, c.shape[0] = rows, c.shape[1] = 33, c.channels = 1;
+    c.ksize[0] = c.ksize[1] = 3;
+    o.devices = k_two, o.device_count = 1;
+    o.device_memory_budget = budget_for(&c, slab_rows);
+    s_progress_log log = {0, -1, {0}, 1};
+    o.progress = s_on_progress, o.progress_user = &log;
+    convolve_plan *p;
+    CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, f, &o));
+    if (pin) {
+        CHECK_OK(ctx, convolve_host_register(ctx, in, n * sizeof *in));
+        CHECK_OK(ctx, convolve_host_register(ctx, out, n * sizeof *out));
+    }
+    setenv("CVK_EMU_FAIL_PIN_AFTER", knob, 1);
+    CHECK_STATUS(ctx, convolve_execute(p, in, out), want);
+    unsetenv("CVK_EMU_FAIL_PIN_AFTER");
+    if (want != CONVOLVE_OK) {
+        CHECK(strstr(convolve_last_error(ctx), "pinned staging") != NULL,
+              "the message names the staging: %s", convolve_last_error(ctx));
+        log = (s_progress_log){0, -1, {0}, 1};
+        CHECK_OK(ctx, convolve_execute(p, in, out));
+    }
+    CHECK(memcmp(out, one, n * sizeof *out) == 0,
+          "staging: %zu rows in slabs of %zu, %s%s: the streamed run differs from the one-shot "
+          "run",
+          rows, slab_rows, convolve_mode_name(mode), pin ? ", pinned" : "");
+    CHECK(log.last.slabs_total == want_slabs, "staging: %zu slabs, want %zu", log.last.slabs_total,
+          want_slabs);
+    if (pin) {
+        CHECK_OK(ctx, convolve_host_unregister(ctx, in));
+        CHECK_OK(ctx, convolve_host_unregister(ctx, out));
+    }
+    convolve_plan_free(p);
+    convolve_filter_free(f);
+    free(in), free(one), free(out);
+}
+
+/* Emulation only (CVK_EMU_FAIL_PIN_AFTER), and first: the process's pinned
+ * pool (src/cuda/pinned_pool.c) holds nothing yet. A slot takes its staging
+ * (one pinned buffer for its input and output rows) when a slab first
+ * reaches it, and only what the slab needs: pinned packed arrays in
+ * CONSTANT mode (no row gathered, the output copied straight) pin nothing;
+ * a run in one slab pins one buffer; a run in three slabs of that size
+ * whose second slot cannot pin (the first takes the pool's buffer) fails
+ * with DEVICE_OUT_OF_MEMORY naming the staging, leaking nothing (ASan), and
+ * the plan runs once pinning works again. */
+static void staging_pins(void)
+{
+    if (!g_emulated)
+        return;
+    staging_run(60, 20, CONVOLVE_MODE_CONSTANT, 1, "0", CONVOLVE_OK, 3);
+    staging_run(20, 20, CONVOLVE_MODE_REFLECT, 0, "1", CONVOLVE_OK, 1);
+    staging_run(60, 20, CONVOLVE_MODE_REFLECT, 0, "0", CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY, 3);
+    printf("test_gpu_stream: pinned staging taken slot by slot (emulated): checked\n");
+}
+
+/* Fewer slabs than a device's slots (those no slab reaches take no
+ * staging): one and two slabs on one device, one a device on two; every
+ * mode, pageable, pinned, the input alone pinned, in place. */
+static void few_slabs(void)
+{
+    for (int v = 0; v < 16; v++) {
+        const int two = v % 2 && g_devices > 1;
+        s_case c;
+        memset(&c, 0, sizeof c);
+        c.backend = CONVOLVE_BACKEND_CUDA;
+        c.strategy = g_emulated ? "basic" : "direct";
+        c.in_type = c.out_type = CONVOLVE_FLOAT32;
+        c.ndim = 2, c.channels = 1;
+        /* two devices: rows for one slab a device (8 halos would leave
+         * one idle: slab_shares) */
+        c.shape[0] = two ? 40 : g_small ? 23 : 601, c.shape[1] = g_small ? 13 : 301;
+        c.ksize[0] = two ? 9 : 5, c.ksize[1] = 3;
+        c.origin[0] = v % 3 - 1;
+        c.mode = (convolve_mode)(v % 5);
+        c.cval = 0.5;
+        c.layout = H_PACKED;
+        c.exact = 1;
+        c.pin = v / 4 % 3;
+        c.in_place = v / 4 == 3;
+        c.route = "slabs";
+        c.devices = k_two;
+        c.device_count = two ? 2 : 1;
+        const size_t slabs = two ? 2 : 1 + (size_t)(v / 2 % 2);
+        c.budget = two ? 0 : budget_for(&c, (c.shape[0] + slabs - 1) / slabs);
+        c.min_slabs = c.max_slabs = (int)slabs;
+        s_run_case(&c);
+    }
+}
+
+/* Staging that grows: small slabs, then a plan whose slabs need more than
+ * the pool's buffers hold, and with only the input pinned (the output
+ * staged): a slot first reached by a middle slab takes room for output rows
+ * alone, and takes a larger buffer when an edge slab (rows past the array
+ * gathered) reaches it. */
+static void staging_grows(void)
+{
+    for (int v = 0; v < 3; v++) {
+        s_case c;
+        memset(&c, 0, sizeof c);
+        c.backend = CONVOLVE_BACKEND_CUDA;
+        c.strategy = g_emulated ? "basic" : "direct";
+        c.in_type = c.out_type = CONVOLVE_FLOAT32;
+        c.ndim = 2, c.channels = 1;
+        /* slabs of about 330 rows of 4 KiB: 1.3 MiB of output rows, 2.6 MiB
+         * with the input's (past the pool's 2 MiB steps); 4 or more slabs,
+         * so that a slot first reached by a middle slab gets the last */
+        const size_t rows = v == 0 ? 5 : 400;
+        c.shape[0] = 5 * rows, c.shape[1] = 1024;
+        c.ksize[0] = c.ksize[1] = 3;
+        c.mode = CONVOLVE_MODE_REFLECT;
+        c.layout = H_PACKED;
+        c.exact = 1;
+        c.pin = v == 1 ? 2 : 0;
+        c.devices = k_two, c.device_count = 1;
+        c.budget = budget_for(&c, rows);
+        c.min_slabs = 4;
+        s_run_case(&c);
+    }
+}
+
 static void cancellation(void)
 {
     s_case c;
@@ -459,7 +610,10 @@ int main(int argc, char **argv)
     printf("test_gpu_stream: %s, %d device%s\n", info.name, g_devices, g_devices == 1 ? "" : "s");
     if (g_devices < 2)
         printf("test_gpu_stream: one device: the several-device cases are skipped\n");
+    staging_pins(); /* first: the pinned pool is empty */
     random_cases(cases >= 0 ? cases : g_small ? 40 : 150);
+    few_slabs();
+    staging_grows();
     fft_slabs();
     budgets();
     registration();

@@ -12,7 +12,12 @@
  * while the GPU works; a slot is reused once its copy out has landed, when
  * its rows are scattered to the caller's output and reported. The calling
  * thread meanwhile reports progress (cvi_stream_monitor). Resources are kept
- * in the plan for its next execution. Every CUDA call is checked.
+ * in the plan for its next execution, but for the pinned staging: a slot
+ * takes it from the process's pool (pinned_pool.h) when a slab first reaches
+ * it in an execution (one buffer for its input and output rows, and only
+ * the side the slab stages), so the first slab waits for one slot's
+ * pinning, not all of them, and gives it back when the execution ends.
+ * Every CUDA call is checked.
  *
  * Arrays the caller pinned (convolve_host_register) with packed rows are
  * copied straight from and to (of a slab whose extended rows reach past the
@@ -23,8 +28,10 @@
  * CONVOLVE_STREAM_TIMELINE=FILE (a measuring aid for bench/stream_bench.c
  * and docs/scale.md) appends to FILE, after each streamed execution, one CSV
  * line per slab: device, slab, rows, and the start and end (ms since the
- * execution began) of its gather (host), copy in, kernel, copy out and
- * scatter (host), the device times from CUDA events.
+ * execution began) of its gather (host), copy in, kernel, copy out, scatter
+ * (host) and its slot's taking of staging (host: before the gather; as long
+ * as a pinning where a slot takes a new buffer), the device times from CUDA
+ * events.
  */
 #include "backend.h"
 #include "pinned_pool.h"
@@ -39,10 +46,12 @@
 #define SUBPLANS 6
 
 typedef struct {
-    void *h_in, *h_out;           /* pinned staging: packed extended input, exact output rows,
-                                       from the process's pool (pinned_pool.h) for an execution */
-    size_t h_in_size, h_out_size; /* their sizes (0: none held) */
-    void *d_in, *d_out;           /* device images, lines `pitch` bytes apart */
+    void *h;            /* pinned staging from the process's pool (pinned_pool.h), taken
+                           at the slot's first use in an execution (slot_staging) */
+    size_t h_size;      /* its size (0: none held) */
+    char *h_in, *h_out; /* in it: the packed extended input rows (at its start), the
+                           exact output rows (at its end); NULL: not needed */
+    void *d_in, *d_out; /* device images, lines `pitch` bytes apart */
     size_t in_pitch, out_pitch;
     cudaEvent_t copied_in, computed, copied_out;
     cvi_slab slab;
@@ -56,6 +65,7 @@ typedef struct {
     int device;
     size_t slab, rows;
     double gather0, gather1, in0, in1, k0, k1, out0, out1, scatter0, scatter1;
+    double staging0, staging1; /* its slot's staging taken (slot_staging) */
 } timeline_rec;
 
 /* One device's resources, kept by the plan between executions. */
@@ -109,8 +119,7 @@ static void free_worker(worker_res *r)
             cvcu_release(r->sub[i]);
     for (int i = 0; i < CVI_STREAM_BUFFERS; i++) {
         slot *s = &r->slots[i];
-        cvcu_pinned_give(s->h_in, s->h_in_size);
-        cvcu_pinned_give(s->h_out, s->h_out_size);
+        cvcu_pinned_give(s->h, s->h_size);
         if (s->d_in)
             (void)cudaFree(s->d_in);
         if (s->d_out)
@@ -209,28 +218,43 @@ static convolve_status make_worker(convolve_context *ctx, const worker_arg *a, w
     return CONVOLVE_OK;
 }
 
-/* Takes the slots' pinned staging from the process's pool for an
- * execution (buffers still held, too small ones given back first). */
-static convolve_status take_staging(convolve_context *ctx, const cvi_stream_job *job, worker_res *r)
+/* Bytes the output rows take at the end of a slot's staging (whole
+ * STAGING_ALIGN, so that they start aligned), 0 where the output is copied
+ * straight to the caller's array. */
+#define STAGING_ALIGN ((size_t)256)
+static size_t staging_out_bytes(const worker_arg *a)
 {
-    const size_t in = job->max_ext_rows * job->in_row_bytes;
-    const size_t out = job->slab_rows * job->out_row_bytes;
-    for (int i = 0; i < CVI_STREAM_BUFFERS; i++) {
-        slot *s = &r->slots[i];
-        cudaError_t e = cudaSuccess;
-        if (s->h_in_size < in) {
-            cvcu_pinned_give(s->h_in, s->h_in_size);
-            s->h_in = NULL, s->h_in_size = 0;
-            e = cvcu_pinned_take(in, &s->h_in, &s->h_in_size);
-        }
-        if (e == cudaSuccess && s->h_out_size < out) {
-            cvcu_pinned_give(s->h_out, s->h_out_size);
-            s->h_out = NULL, s->h_out_size = 0;
-            e = cvcu_pinned_take(out, &s->h_out, &s->h_out_size);
-        }
-        if (e != cudaSuccess)
+    const size_t out = a->job->slab_rows * a->job->out_row_bytes;
+    return a->out_direct ? 0 : (out + STAGING_ALIGN - 1) / STAGING_ALIGN * STAGING_ALIGN;
+}
+
+/* Gives slot s the pinned staging its next slab needs, when the slot is
+ * about to be used (not every slot up front: the first slab waits for one
+ * slot's pinning, the other slots are pinned while the device works on it,
+ * and a slot no slab reaches takes none): one buffer from the process's
+ * pool, the extended input rows at its start where need_in (rows are
+ * gathered), the output rows at its end where the output is staged. A
+ * buffer held (taken earlier in the execution, or by a cancelled one) that
+ * is large enough is kept, a smaller one given back for a larger (nothing
+ * in flight uses it: the slot is free). Errors: "allocating pinned staging
+ * buffers" (the slot then holds none). */
+static convolve_status slot_staging(convolve_context *ctx, const worker_arg *a, slot *s,
+                                    int need_in)
+{
+    const size_t in = need_in ? a->job->max_ext_rows * a->job->in_row_bytes : 0;
+    const size_t out = staging_out_bytes(a);
+    if (s->h_size < in + out) {
+        cvcu_pinned_give(s->h, s->h_size);
+        s->h = NULL, s->h_size = 0;
+        cudaError_t e = cvcu_pinned_take(in + out, &s->h, &s->h_size);
+        if (e != cudaSuccess) {
+            s->h = NULL, s->h_size = 0;
+            s->h_in = s->h_out = NULL;
             return cvcu_error(ctx, e, "allocating pinned staging buffers");
+        }
     }
+    s->h_in = in ? s->h : NULL;
+    s->h_out = out ? (char *)s->h + s->h_size - out : NULL;
     return CONVOLVE_OK;
 }
 
@@ -239,10 +263,9 @@ static void give_staging(worker_res *r)
 {
     for (int i = 0; i < CVI_STREAM_BUFFERS; i++) {
         slot *s = &r->slots[i];
-        cvcu_pinned_give(s->h_in, s->h_in_size);
-        cvcu_pinned_give(s->h_out, s->h_out_size);
+        cvcu_pinned_give(s->h, s->h_size);
+        s->h = NULL, s->h_size = 0;
         s->h_in = s->h_out = NULL;
-        s->h_in_size = s->h_out_size = 0;
     }
 }
 
@@ -405,8 +428,39 @@ static cudaError_t copy_in(const worker_arg *a, slot *s, const void *src, size_t
                              cudaMemcpyHostToDevice, a->res->in_stream);
 }
 
+/* The extended rows [*lo, *hi) of the slab that are copied straight from
+ * the caller's pinned input (none: *lo == *hi == 0); the others are
+ * gathered into the slot's staging. From a pinned input, the rows that lie
+ * in the array (in place, the slab's own rows; the halo comes from the
+ * store); else none. */
+static void direct_rows(const worker_arg *a, const cvi_slab *slab, size_t *lo, size_t *hi)
+{
+    const cvi_stream_job *job = a->job;
+    *lo = *hi = 0;
+    if (a->in_direct && job->in_place) {
+        *lo = slab->out_first;
+        *hi = *lo + (slab->r1 - slab->r0);
+    } else if (a->in_direct) {
+        const ptrdiff_t n = (ptrdiff_t)job->rows;
+        *lo = slab->ext_lo < 0 ? (size_t)-slab->ext_lo : 0;
+        *hi = slab->ext_lo + (ptrdiff_t)slab->ext_rows > n ? (size_t)(n - slab->ext_lo)
+                                                           : slab->ext_rows;
+        if (*lo >= *hi)
+            *lo = *hi = 0;
+    }
+}
+
+/* 1 if some of the slab's extended rows are gathered into staging. */
+static int gathers(const worker_arg *a, const cvi_slab *slab)
+{
+    size_t lo, hi;
+    direct_rows(a, slab, &lo, &hi);
+    return lo == hi || lo > 0 || hi < slab->ext_rows;
+}
+
 /* Gathers slab into slot s (unless `gathered`: exchange() did) and queues
- * its copy in, kernel and copy out. */
+ * its copy in, kernel and copy out; the slot holds the staging the slab
+ * needs (slot_staging). */
 static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu_plan *plan,
                              int gathered)
 {
@@ -426,17 +480,8 @@ static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu
      * first copy back: "Measured choices", docs/architecture.md); else
      * every row is gathered, then copied */
     const size_t ext = slab->ext_rows, rb = job->in_row_bytes;
-    size_t lo = 0, hi = 0;
-    if (a->in_direct && job->in_place) { /* the own rows; the halo from the store */
-        lo = slab->out_first;
-        hi = lo + (slab->r1 - slab->r0);
-    } else if (a->in_direct) {
-        const ptrdiff_t n = (ptrdiff_t)job->rows;
-        lo = slab->ext_lo < 0 ? (size_t)-slab->ext_lo : 0;
-        hi = slab->ext_lo + (ptrdiff_t)ext > n ? (size_t)(n - slab->ext_lo) : ext;
-        if (lo >= hi)
-            lo = hi = 0;
-    }
+    size_t lo, hi;
+    direct_rows(a, slab, &lo, &hi);
     if (lo == hi && !gathered)
         cvi_stream_gather(job, slab, 0, ext, s->h_in, job->host_threads);
     if (t) {
@@ -458,8 +503,8 @@ static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu
             cvi_stream_gather(job, slab, hi, ext, s->h_in, job->host_threads);
         if (t && (lo > 0 || hi < ext)) /* the halo rows' gather */
             t->gather1 = (cvi_now_s() - a->t0) * 1e3;
-        if ((e = copy_in(a, s, staged, 0, lo)) != cudaSuccess ||
-            (e = copy_in(a, s, staged + hi * rb, hi, ext)) != cudaSuccess)
+        if ((lo > 0 && (e = copy_in(a, s, staged, 0, lo)) != cudaSuccess) ||
+            (hi < ext && (e = copy_in(a, s, staged + hi * rb, hi, ext)) != cudaSuccess))
             return cvcu_error(ctx, e, "copying a slab to the device");
     } else if ((e = copy_in(a, s, staged, 0, ext)) != cudaSuccess) {
         return cvcu_error(ctx, e, "copying a slab to the device");
@@ -530,8 +575,6 @@ static void *run_worker(void *p)
     }
     if (!r->in_stream && (st = make_worker(ctx, a, r)) != CONVOLVE_OK)
         goto out;
-    if ((st = take_staging(ctx, job, r)) != CONVOLVE_OK)
-        goto out;
     if (a->recs) {
         /* the base: after the last execution's work, on the copy-in stream */
         if ((e = cudaStreamSynchronize(r->in_stream)) != cudaSuccess ||
@@ -549,13 +592,21 @@ static void *run_worker(void *p)
     int left = 0; /* the job stopped while slabs were in flight: they are left */
     while (st == CONVOLVE_OK) {
         /* a free slot first, then a slab: a worker that took the next slab
-         * while its slots were busy held it back from an idle device */
+         * while its slots were busy held it back from an idle device; the
+         * slot's staging once it has a slab (a slot no slab reaches takes
+         * none) */
         slot *s = &r->slots[turn % CVI_STREAM_BUFFERS];
+        timeline_rec *t = NULL;
+        double t_staging = 0;
         if (!staged) {
             if ((st = finish(ctx, a, s, 1, &left)) != CONVOLVE_OK || left ||
                 !cvi_stream_next(job, &index))
                 break;
             cvi_stream_slab(job, index, &s->slab);
+            t = a->recs ? &a->recs[index] : NULL;
+            t_staging = t ? (cvi_now_s() - a->t0) * 1e3 : 0;
+            if ((st = slot_staging(ctx, a, s, gathers(a, &s->slab))) != CONVOLVE_OK)
+                break;
         } else {
             /* the slot's copy out first (a slab is taken only once a slot
              * is free), then its scatter and the next slab's gather at once */
@@ -567,7 +618,15 @@ static void *run_worker(void *p)
                 break;
             }
             cvi_stream_slab(job, index, &next);
+            t = a->recs ? &a->recs[index] : NULL;
+            t_staging = t ? (cvi_now_s() - a->t0) * 1e3 : 0;
+            if ((st = slot_staging(ctx, a, s, 1)) != CONVOLVE_OK)
+                break;
             exchange(a, s, &next);
+        }
+        if (t) {
+            t->staging0 = t_staging;
+            t->staging1 = (cvi_now_s() - a->t0) * 1e3;
         }
         turn++;
         cvcu_plan *plan = NULL;
@@ -691,13 +750,16 @@ convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job
         FILE *f = fopen(timeline, "a");
         if (f) { /* a measuring aid: a file that cannot be written is left out */
             fprintf(f, "# device,slab,rows,gather0,gather1,in0,in1,kernel0,kernel1,out0,out1,"
-                       "scatter0,scatter1 (ms)\n");
+                       "scatter0,scatter1,staging0,staging1 (ms)\n");
             for (size_t i = 0; i < job->slab_count; i++) {
                 const timeline_rec *t = &recs[i];
                 if (t->rows)
-                    fprintf(f, "%d,%zu,%zu,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+                    fprintf(f,
+                            "%d,%zu,%zu,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,"
+                            "%.3f\n",
                             t->device, t->slab, t->rows, t->gather0, t->gather1, t->in0, t->in1,
-                            t->k0, t->k1, t->out0, t->out1, t->scatter0, t->scatter1);
+                            t->k0, t->k1, t->out0, t->out1, t->scatter0, t->scatter1, t->staging0,
+                            t->staging1);
             }
             fclose(f);
         }

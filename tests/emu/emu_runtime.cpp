@@ -25,7 +25,11 @@
  * cudaHostUnregister of memory not registered, and cudaFreeHost of memory
  * not from cudaMallocHost, fail as CUDA would. CVK_EMU_FAIL_MALLOC_DEVICE=D
  * makes every cudaMalloc on device D fail (out of memory), to exercise the
- * error paths of work spread over devices.
+ * error paths of work spread over devices. CVK_EMU_FAIL_PIN_AFTER=N lets N
+ * more calls of cudaHostRegister and cudaMallocHost succeed, then makes them
+ * fail (out of memory); the count starts again whenever the variable's text
+ * changes (set, unset, or another value), to exercise pinned staging's
+ * error paths and show how much is pinned.
  */
 #include "cuda_runtime.h"
 
@@ -38,6 +42,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <string>
 #include <vector>
 
 thread_local dim3 threadIdx, blockIdx;
@@ -308,8 +313,33 @@ static std::map<const char *, pinned_range>::iterator pinned_find(const void *p)
     return c < it->first + it->second.bytes ? it : g_pinned.end();
 }
 
+/* CVK_EMU_FAIL_PIN_AFTER: 1 if this pinning call is to fail. */
+static bool pin_fails()
+{
+    static std::mutex m;
+    static std::string seen;
+    static long allowed;
+    const char *v = getenv("CVK_EMU_FAIL_PIN_AFTER");
+    std::lock_guard<std::mutex> lock(m);
+    const std::string now = v ? v : "";
+    if (now != seen) {
+        seen = now;
+        allowed = now.empty() ? 0 : atol(now.c_str());
+    }
+    if (now.empty())
+        return false;
+    if (allowed <= 0)
+        return true;
+    allowed--;
+    return false;
+}
+
 cudaError_t cudaMallocHost(void **ptr, size_t size)
 {
+    if (pin_fails()) {
+        *ptr = nullptr;
+        return fail(cudaErrorMemoryAllocation);
+    }
     *ptr = malloc(size ? size : 1);
     if (!*ptr)
         return fail(cudaErrorMemoryAllocation);
@@ -337,6 +367,8 @@ cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned flags)
     (void)flags;
     if (!ptr || !size)
         return fail(cudaErrorInvalidValue);
+    if (pin_fails())
+        return fail(cudaErrorMemoryAllocation);
     std::lock_guard<std::mutex> lock(g_pinned_mutex);
     if (pinned_find(ptr) != g_pinned.end() ||
         pinned_find((const char *)ptr + size - 1) != g_pinned.end())
