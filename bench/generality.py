@@ -574,9 +574,9 @@ def run_ncu(ncu, a, case):
         cmd = [ncu, "--csv", "--page", "details", "--print-units", "base"] + names + [
             "--clock-control", "none", "--profile-from-start", "off",
             "--metrics", ",".join(metrics)] + child
-        # a session of its own, so that a timeout ends ncu and the child it
-        # started; ended too when this script is (main() turns SIGTERM into
-        # SystemExit)
+        # ncu in a new process group (setsid), so that a timeout ends ncu and
+        # the child it started; ended too when this script is (main() turns
+        # SIGTERM into SystemExit)
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              start_new_session=True)
         try:
