@@ -133,15 +133,24 @@ CONVOLVE_MPI_API convolve_status convolve_mpi_execute(convolve_mpi_plan *plan, c
  * (channels interleaved) and no negative stride. The work is enqueued on
  * `stream` (a cudaStream_t of that device; NULL for the default stream):
  * the box's interior is launched on it while, on a stream of the plan's
- * that starts where `stream` is, the faces the other ranks need are copied
- * to pinned host memory, exchanged with MPI, and the edge pieces uploaded
- * and computed; `stream` then waits for those and copies the pieces'
- * outputs into `out` (docs/scale.md, "Boxes on the device"). Returns when all of it is
- * enqueued: `out` is written when the stream reaches this point (as with
- * convolve_execute_device); `in` must not change until then. The staging
- * buffers are the plan's, made at the first call (each call first waits
- * for the previous call's work on its stream). The results are those of
- * convolve_mpi_execute bit for bit. Collective.
+ * that starts where `stream` is, the faces the other ranks need travel and
+ * the edge pieces are computed; `stream` then waits for those and copies
+ * the pieces' outputs into `out` (docs/scale.md, "Boxes on the device").
+ * The faces go GPU to GPU (CUDA IPC: each rank copies them into its
+ * neighbours' device buffers, the ranks trading only small MPI messages)
+ * when every rank of the plan is on one node with a GPU of its own and
+ * every face is a sub-box of both boxes; otherwise (several nodes, ranks
+ * sharing a GPU, faces reversed or wrapped by the boundary mode across boxes
+ * thinner than the filter, the environment variable
+ * CONVOLVE_MPI_DEVICE_EXCHANGE=host; =gpu lets ranks share a GPU, slower)
+ * they are copied to pinned host
+ * memory, exchanged with MPI and uploaded (convolve_mpi_stats.device_exchange
+ * says which). Returns when all of it is enqueued: `out` is written when the
+ * stream reaches this point (as with convolve_execute_device); `in` must not
+ * change until then. The buffers are the plan's, made at the first call
+ * (with host staging, each call first waits for the previous call's work on
+ * its stream). The results are those of convolve_mpi_execute bit for bit.
+ * Collective.
  * Errors: INVALID_ARGUMENT (NULL or overlapping pointers; memory that is not
  * the plan's device's, as cudaPointerGetAttributes tells, on any rank),
  * BAD_LAYOUT (boxes whose layout the copies cannot take: see above),
@@ -165,7 +174,11 @@ CONVOLVE_MPI_API int convolve_mpi_plan_device(const convolve_mpi_plan *plan);
  * After convolve_mpi_execute_device, which returns before the GPU is done:
  * post_ms is the faces' copy to the host, packing and sending; interior_ms
  * launching the interior; wait_ms waiting for the halos; edges_ms unpacking
- * them and launching the pieces; post_ms + wait_ms is the exchange. */
+ * them and launching the pieces; post_ms + wait_ms is the exchange. With the
+ * faces GPU to GPU (device_exchange 1) the host only queues the copies and
+ * waits for the peers' messages saying theirs are queued: post_ms +
+ * wait_ms is then that, and the copies themselves run on the GPUs beside
+ * the interior. */
 typedef struct convolve_mpi_stats {
     double post_ms;     /* receives posted, halos packed and sent, own halo rows copied */
     double interior_ms; /* the box's interior, computed while halos travel */
@@ -175,6 +188,8 @@ typedef struct convolve_mpi_stats {
     size_t bytes_sent, bytes_received; /* halo bytes, this rank */
     int peers_sent, peers_received;    /* ranks sent to, received from */
     int pieces;                        /* edge pieces computed after the halos */
+    int device_exchange; /* convolve_mpi_execute_device: 1 when the halos went GPU to GPU
+                            (CUDA IPC: every rank on one node), 0 staged through host memory */
 } convolve_mpi_stats;
 
 /* Fills *stats for the last execution (zeros before the first).

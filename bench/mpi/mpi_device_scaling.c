@@ -17,7 +17,9 @@
  * cudaStreamSynchronize): rank_ms is the median over runs of that maximum.
  * exchange_ms is the median of the slowest rank's halo exchange within the
  * same runs (convolve_mpi_stats post_ms + wait_ms: faces to the host,
- * packing, MPI, while the interior runs). kernel_ms is the slowest rank's
+ * packing, MPI, while the interior runs; with the halos GPU to GPU,
+ * exchange=gpu, only the host's part: queuing the copies and waiting for
+ * the peers' messages, the copies themselves being inside rank_ms). kernel_ms is the slowest rank's
  * single-GPU time for the same box with a plain libconvolve plan of the
  * same strategy (convolve_plan_benchmark: device memory, CUDA events,
  * median). ratio = rank_ms / (kernel_ms + exchange_ms). halo_MB: the halo
@@ -226,12 +228,12 @@ int main(int argc, char **argv)
         printf("ranks=%d scaling=%s dims=%d global=%zux%zux%zu box0=%zux%zux%zu grid=%dx%dx%d "
                "filter=%s strategy=%s mode=%s rank_ms=%.3f kernel_ms=%.3f exchange_ms=%.3f "
                "edges_ms=%.3f post_ms=%.3f interior_ms=%.3f wait_ms=%.3f ratio=%.3f halo_MB=%.3f "
-               "rank_halo_MB=%.3f devices=%s",
+               "rank_halo_MB=%.3f exchange=%s devices=%s",
                size, weak ? "weak" : "strong", dims, global[0], global[1], global[2], shape[0],
                shape[1], shape[2], grid[0], grid[1], grid[2], spec,
                convolve_mpi_plan_strategy(plan), mode, med[0], worst_kernel, med[1], med[2], med[3],
                med[4], med[5], med[0] / (worst_kernel + med[1]), (double)all_sent / 1e6,
-               (double)most / 1e6, where);
+               (double)most / 1e6, s.device_exchange ? "gpu" : "host", where);
         for (int r = 1; r < size; r++) {
             MPI_Recv(where, (int)sizeof where, MPI_CHAR, r, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             printf(",%s", where);

@@ -10,7 +10,10 @@ issue's targets read off:
   strong: S(n) = T(1) / T(n)   (the global array is SIZE^3) target >= 3.3 at 4
 where T is rank_ms (the slowest rank, the call until its stream is done),
 kernel_ms the slowest rank's single-GPU time for its box with a plain plan,
-exchange_ms its halo exchange inside the same runs (docs/scale.md).
+exchange_ms its halo exchange inside the same runs (docs/scale.md; with the
+halos GPU to GPU only the host's part, the copies being inside rank ms), and
+"halos" how they travelled (CONVOLVE_MPI_DEVICE_EXCHANGE=host forces host
+staging).
 
 usage: bench/mpi/mpi_device_scaling.py [--build DIR] [--ranks 1,2,3,4]
        [--weak-size 512] [--strong-size 1024] [--strong-ranks 1,2,4]
@@ -71,17 +74,19 @@ def main():
                 s, f, r1["strategy"], r1["mode"], a.weak_size if s == "weak" else a.strong_size,
                 " per rank" if s == "weak" else ""))
             print("| ranks | global | rank ms | kernel ms | exchange ms | rank / (kernel +"
-                  " exchange) | %s | halo MB | devices |" % (
+                  " exchange) | %s | halo MB | halos | devices |" % (
                       "efficiency" if s == "weak" else "speed-up"))
-            print("|---|---|---|---|---|---|---|---|---|")
+            print("|---|---|---|---|---|---|---|---|---|---|")
             for n in ranks:
                 r = best[(s, f, n)]
                 t = float(r["rank_ms"])
                 scale = ("%.0f%%" % (100 * t1 / ranks[0] / t) if s == "weak"
                          else "%.2fx" % (t1 / t))
-                print("| %d | %s | %.3f | %.3f | %.3f | %.2f | %s | %.1f | %s |" % (
+                halos = {"gpu": "GPU to GPU", "host": "via host"}.get(r.get("exchange"), "-")
+                print("| %d | %s | %.3f | %.3f | %.3f | %.2f | %s | %.1f | %s | %s |" % (
                     n, r["global"], t, float(r["kernel_ms"]), float(r["exchange_ms"]),
-                    float(r["ratio"]), scale, float(r["halo_MB"]), r["devices"]))
+                    float(r["ratio"]), scale, float(r["halo_MB"]),
+                    halos if n > 1 else "-", r["devices"]))
     print("\ntargets (4 ranks): rank / (kernel + exchange) <= 1.3; weak efficiency >= 90%;"
           " strong speed-up >= 3.3x")
 

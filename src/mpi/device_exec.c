@@ -22,9 +22,18 @@
  * caller's stream, once past the call, has everything of it behind it. The
  * call returns once the last of it is enqueued.
  *
+ * GPU to GPU (ipc_setup, ipc_call): when every rank is on one node with a
+ * GPU of its own and every face a rank sends or receives is a sub-box on
+ * both sides, each rank copies its faces from its input box straight into
+ * its receivers' device buffers (CUDA IPC handles, traded once), ordered
+ * by interprocess events; per call the ranks trade only two small MPI
+ * messages a link (the receiver's buffer is free; the sender's copies are
+ * queued), and the host never waits for a GPU. Own elements reflected or
+ * wrapped into a piece still go through the host as above.
+ *
  * No kernel lives here (CUDA code is src/cuda's): packing on the device would
- * need one for the reversed runs of reflect and mirror; the faces are thin,
- * so the host packs them.
+ * need one for the reversed runs of reflect and mirror; such faces are
+ * packed by the host (staged path).
  */
 #include "mpi_internal.h"
 
@@ -61,6 +70,25 @@ struct cvmpi_device_state {
     cudaStream_t side; /* the faces' copies and the pieces */
     cudaEvent_t ev[4]; /* start, faces, pieces, done */
     int have_side, nev, done_recorded;
+    /* GPU to GPU (CUDA IPC, ranks of one node): ipc -1 not decided yet, 0
+     * staged through host memory, 1 GPU to GPU. Each rank receives every
+     * link's elements, packed as the MPI message would carry them, in its
+     * own device buffer `rbuf` (link i at roff[i]); each sender writes them
+     * there itself (peer_buf[j]: the receiver's rbuf at this rank's offset,
+     * opened from its handle) */
+    int ipc;
+    void *rbuf;
+    size_t *roff;               /* per receive link */
+    void **peer_base;           /* per send link: the opened buffer (to close) */
+    unsigned char **peer_buf;   /* per send link: where this rank's elements go */
+    cudaEvent_t consumed;       /* interprocess: this rank's side stream has read rbuf */
+    cudaEvent_t written;        /* interprocess: this rank's elements are in its peers' rbuf */
+    cudaEvent_t *peer_consumed; /* per send link: the receiver's `consumed` */
+    cudaEvent_t *peer_written;  /* per receive link: the sender's `written` */
+    int *tokens;                /* each call's tokens (ipc_call) */
+    MPI_Request *treq;          /* and their requests */
+    int have_consumed, have_written;
+    unsigned calls; /* device-resident calls made: the tokens' contents */
 };
 
 enum { EV_START, EV_FACES, EV_PIECES, EV_DONE };
@@ -236,7 +264,462 @@ static convolve_status setup(convolve_mpi_plan *p)
     if ((e = cudaStreamCreateWithFlags(&d->side, cudaStreamNonBlocking)) != cudaSuccess)
         return cuda_fail(ctx, e, "cudaStreamCreateWithFlags");
     d->have_side = 1;
+    d->ipc = -1; /* decided by ipc_setup, collectively, once every rank has its buffers */
     return CONVOLVE_OK;
+}
+
+/* 3. of a call: the edge pieces on `side` (with `upload`, first the input
+ * boxes of those not copied on the device), beside the interior; their
+ * outputs over the interior's, on the caller's stream s after both. */
+static convolve_status launch_pieces(convolve_mpi_plan *p, void *out, cudaStream_t s, int upload)
+{
+    cvmpi_device_state *d = p->dev;
+    convolve_context *ctx = p->ctx;
+    convolve_status st = CONVOLVE_OK;
+    cudaError_t e;
+    for (int k = 0; k < p->work.npieces && st == CONVOLVE_OK; k++) {
+        e = d->direct[k] || !upload ? cudaSuccess
+                                    : cudaMemcpyAsync(d->din[k], d->host_in[k], d->in_bytes[k],
+                                                      cudaMemcpyHostToDevice, d->side);
+        if (e != cudaSuccess)
+            return cuda_fail(ctx, e, "cudaMemcpyAsync (an edge piece to the device)");
+        convolve_status c = convolve_execute_device(p->pr[k].plan, d->din[k], d->dout[k], d->side);
+        if (c != CONVOLVE_OK)
+            st = cvmpi_fail_core(ctx, c, "computing an edge piece");
+    }
+    if (st == CONVOLVE_OK && ((e = cudaEventRecord(d->ev[EV_PIECES], d->side)) != cudaSuccess ||
+                              (e = cudaStreamWaitEvent(s, d->ev[EV_PIECES], 0)) != cudaSuccess))
+        st = cuda_fail(ctx, e, "cudaEventRecord / cudaStreamWaitEvent (the pieces)");
+    for (int k = 0; k < p->work.npieces && st == CONVOLVE_OK; k++) {
+        const cvmpi_piece *pc = &p->work.piece[k];
+        size_t ext[3], from[3], at[3], shape[3];
+        for (int a = 0; a < 3; a++) {
+            ext[a] = (size_t)(pc->in[a].hi - pc->in[a].lo);
+            from[a] = (size_t)(pc->out[a].lo - pc->in[a].lo);
+            at[a] = (size_t)(pc->out[a].lo - p->work.box[a].lo);
+            shape[a] = (size_t)(pc->out[a].hi - pc->out[a].lo);
+        }
+        cvmpi_view v;
+        packed_view(&p->user_out, ext, &v);
+        e = copy_box((unsigned char *)out + offset_of(&p->user_out, at), p->user_out.stride,
+                     (const unsigned char *)d->dout[k] + offset_of(&v, from), v.stride, shape,
+                     p->user_out.channels * p->user_out.esize, cudaMemcpyDeviceToDevice, s);
+        if (e != cudaSuccess)
+            st = cuda_fail(ctx, e, "cudaMemcpyAsync (an edge piece's outputs)");
+    }
+    p->stats.pieces = p->work.npieces;
+    return st;
+}
+
+/* ---- halos GPU to GPU (CUDA IPC) ------------------------------------------- */
+
+/* The emulation (tests/emu) has no interprocess handles: staged there. */
+#ifndef CONVOLVE_MPI_CUDA_EMULATED
+#define CVMPI_HAVE_IPC 1
+#endif
+
+/* Message tags of the exchange's setup and of each call's tokens (the
+ * halos' own messages use tag 0). */
+enum { TAG_TO_SOURCE = 7101, TAG_TO_DEST, TAG_FREE, TAG_WRITTEN };
+
+#ifdef CVMPI_HAVE_IPC
+/* What a rank tells a peer when the exchange is set up: to a rank it
+ * receives from, its receive buffer, where that rank's elements go in it and
+ * its `consumed` event; to a rank it sends to, its `written` event. */
+typedef struct {
+    cudaIpcMemHandle_t mem;
+    cudaIpcEventHandle_t ev;
+    unsigned long long offset;
+    int ok;
+} ipc_msg;
+
+/* 1 if every transfer this rank receives or sends is a sub-box on both
+ * sides (no reversed or wrapped runs: those are packed on the host), and
+ * CONVOLVE_MPI_DEVICE_EXCHANGE does not ask for host staging. (Its own
+ * elements may be reflected or wrapped into its pieces: those still go
+ * through the host, as on the staged path.) */
+static int ipc_wanted(const convolve_mpi_plan *p)
+{
+    const char *env = getenv("CONVOLVE_MPI_DEVICE_EXCHANGE");
+    if (env && strcmp(env, "host") == 0)
+        return 0;
+    for (int i = 0; i < p->nrecvs + p->nsends; i++) {
+        const cvmpi_link *l = i < p->nrecvs ? &p->recvs[i] : &p->sends[i - p->nrecvs];
+        for (int k = 0; k < l->nt; k++)
+            if (!box_like(&l->t[k]))
+                return 0;
+    }
+    return 1;
+}
+#endif
+
+/* Frees what ipc_setup made (the plan's device current). */
+static void ipc_release(convolve_mpi_plan *p)
+{
+    cvmpi_device_state *d = p->dev;
+#ifdef CVMPI_HAVE_IPC
+    for (int j = 0; j < p->nsends; j++) {
+        if (d->peer_base && d->peer_base[j])
+            (void)cudaIpcCloseMemHandle(d->peer_base[j]);
+        if (d->peer_consumed && d->peer_consumed[j])
+            (void)cudaEventDestroy(d->peer_consumed[j]);
+    }
+    for (int i = 0; i < p->nrecvs; i++)
+        if (d->peer_written && d->peer_written[i])
+            (void)cudaEventDestroy(d->peer_written[i]);
+#endif
+    if (d->have_consumed)
+        (void)cudaEventDestroy(d->consumed);
+    if (d->have_written)
+        (void)cudaEventDestroy(d->written);
+    (void)cudaFree(d->rbuf);
+    (void)cudaGetLastError();
+    free(d->roff);
+    free(d->peer_base);
+    free(d->peer_buf);
+    free(d->peer_consumed);
+    free(d->peer_written);
+    free(d->tokens);
+    free(d->treq);
+    d->rbuf = NULL;
+    d->roff = NULL;
+    d->peer_base = NULL;
+    d->peer_buf = NULL;
+    d->peer_consumed = d->peer_written = NULL;
+    d->tokens = NULL;
+    d->treq = NULL;
+    d->have_consumed = d->have_written = 0;
+    d->ipc = 0;
+}
+
+/*
+ * Collective, at the first device-resident call: decides whether the halos
+ * go GPU to GPU. They do when every rank of the plan is on one node with a
+ * GPU of its own, every transfer is a sub-box on both sides (ipc_wanted)
+ * and every rank made its
+ * receive buffer and events and opened its peers' handles; otherwise (or
+ * where CUDA lacks interprocess handles) they are staged through host
+ * memory. Only an MPI failure is an error.
+ */
+static convolve_status ipc_setup(convolve_mpi_plan *p)
+{
+    cvmpi_device_state *d = p->dev;
+    d->ipc = 0;
+#ifdef CVMPI_HAVE_IPC
+    int ok = p->nranks > 1 && ipc_wanted(p), all = 0, err;
+    MPI_Comm node;
+    int node_size = 0;
+    if ((err = MPI_Comm_split_type(p->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node)) !=
+        MPI_SUCCESS)
+        return cvmpi_fail_mpi(p->ctx, err, "MPI_Comm_split_type (the exchange's setup)");
+    err = MPI_Comm_size(node, &node_size);
+    MPI_Comm_free(&node);
+    ok = ok && err == MPI_SUCCESS && node_size == p->nranks;
+    /* a GPU a rank: ranks sharing one wait on each other's contexts, which
+     * the GPU runs in turns (2.9 ms a call against 0.7 staged, 2 ranks on
+     * one H100, 256^3 a rank); CONVOLVE_MPI_DEVICE_EXCHANGE=gpu takes
+     * the GPU path anyway (the tests, on one GPU) */
+    int *devs = malloc((size_t)p->nranks * sizeof *devs);
+    if (!devs)
+        return cvmpi_fail(p->ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for a plan");
+    if ((err = MPI_Allgather(&p->device, 1, MPI_INT, devs, 1, MPI_INT, p->comm)) != MPI_SUCCESS) {
+        free(devs);
+        return cvmpi_fail_mpi(p->ctx, err, "MPI_Allgather (the exchange's setup)");
+    }
+    const char *env = getenv("CONVOLVE_MPI_DEVICE_EXCHANGE");
+    if (!(env && strcmp(env, "gpu") == 0))
+        for (int r = 0; r < p->nranks; r++)
+            ok = ok && devs[r] != (r == p->rank ? -1 : p->device);
+    free(devs);
+    if ((err = MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, p->comm)) != MPI_SUCCESS)
+        return cvmpi_fail_mpi(p->ctx, err, "MPI_Allreduce (the exchange's setup)");
+    if (!all)
+        return CONVOLVE_OK;
+    const int nr = p->nrecvs, ns = p->nsends, links = nr + ns;
+    d->roff = calloc((size_t)nr + 1, sizeof *d->roff);
+    d->peer_base = calloc((size_t)ns + 1, sizeof *d->peer_base);
+    d->peer_buf = calloc((size_t)ns + 1, sizeof *d->peer_buf);
+    d->peer_consumed = calloc((size_t)ns + 1, sizeof *d->peer_consumed);
+    d->peer_written = calloc((size_t)nr + 1, sizeof *d->peer_written);
+    d->tokens = calloc(2 * (size_t)links + 1, sizeof *d->tokens);
+    d->treq = calloc(2 * (size_t)links + 1, sizeof *d->treq);
+    ipc_msg msg[2 * links + 1]; /* out: [0, links), in: after (links: 26 at most) */
+    MPI_Request req[2 * links + 1];
+    memset(msg, 0, sizeof msg);
+    ok = d->roff && d->peer_base && d->peer_buf && d->peer_consumed && d->peer_written &&
+         d->tokens && d->treq;
+    size_t bytes = 0;
+    for (int i = 0; ok && i < nr; i++) {
+        d->roff[i] = bytes;
+        bytes += (p->recvs[i].bytes + 255) / 256 * 256;
+    }
+    cudaIpcMemHandle_t mem;
+    cudaIpcEventHandle_t consumed, written;
+    memset(&mem, 0, sizeof mem);
+    memset(&consumed, 0, sizeof consumed);
+    memset(&written, 0, sizeof written);
+    const unsigned flags = cudaEventDisableTiming | cudaEventInterprocess;
+    ok = ok && (!bytes || (cudaMalloc(&d->rbuf, bytes) == cudaSuccess &&
+                           cudaIpcGetMemHandle(&mem, d->rbuf) == cudaSuccess));
+    ok = ok && (d->have_consumed = cudaEventCreateWithFlags(&d->consumed, flags) == cudaSuccess) &&
+         (d->have_written = cudaEventCreateWithFlags(&d->written, flags) == cudaSuccess) &&
+         cudaIpcGetEventHandle(&consumed, d->consumed) == cudaSuccess &&
+         cudaIpcGetEventHandle(&written, d->written) == cudaSuccess;
+    (void)cudaGetLastError();
+    /* every rank exchanges its handles with each peer, whatever failed */
+    int nreq = 0;
+    err = MPI_SUCCESS;
+    for (int i = 0; i < links && err == MPI_SUCCESS; i++) {
+        ipc_msg *out = &msg[i], *in = &msg[links + i];
+        const int to_source = i < nr, peer = to_source ? p->recvs[i].rank : p->sends[i - nr].rank;
+        out->ok = ok;
+        out->mem = mem;
+        out->ev = to_source ? consumed : written;
+        out->offset = to_source && d->roff ? d->roff[i] : 0;
+        /* a rank's sources send to it with TAG_TO_DEST, its destinations with TAG_TO_SOURCE */
+        err = MPI_Isend(out, (int)sizeof *out, MPI_BYTE, peer,
+                        to_source ? TAG_TO_SOURCE : TAG_TO_DEST, p->comm, &req[nreq++]);
+        if (err == MPI_SUCCESS)
+            err = MPI_Irecv(in, (int)sizeof *in, MPI_BYTE, peer,
+                            to_source ? TAG_TO_DEST : TAG_TO_SOURCE, p->comm, &req[nreq++]);
+    }
+    if (err == MPI_SUCCESS && nreq)
+        err = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+    if (err != MPI_SUCCESS) {
+        ipc_release(p);
+        return cvmpi_fail_mpi(p->ctx, err, "exchanging the GPUs' handles");
+    }
+    for (int j = 0; ok && j < ns; j++) { /* the receivers' buffers and events */
+        const ipc_msg *in = &msg[links + nr + j];
+        ok = in->ok &&
+             cudaIpcOpenMemHandle(&d->peer_base[j], in->mem, cudaIpcMemLazyEnablePeerAccess) ==
+                 cudaSuccess &&
+             cudaIpcOpenEventHandle(&d->peer_consumed[j], in->ev) == cudaSuccess;
+        if (ok)
+            d->peer_buf[j] = (unsigned char *)d->peer_base[j] + in->offset;
+    }
+    for (int i = 0; ok && i < nr; i++) /* the senders' events */
+        ok = msg[links + i].ok &&
+             cudaIpcOpenEventHandle(&d->peer_written[i], msg[links + i].ev) == cudaSuccess;
+    (void)cudaGetLastError();
+    if ((err = MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, p->comm)) != MPI_SUCCESS) {
+        ipc_release(p);
+        return cvmpi_fail_mpi(p->ctx, err, "MPI_Allreduce (the exchange's setup)");
+    }
+    if (!all)
+        ipc_release(p);
+    else
+        d->ipc = 1;
+#endif
+    return CONVOLVE_OK;
+}
+
+/*
+ * One call with the halos GPU to GPU (the plan's device current, every rank
+ * in this call). On `side`, after the caller's stream s: `consumed` (the
+ * last call's reads of rbuf are behind it), the own elements into the
+ * pieces' input boxes; on s the interior; once each receiver's `free` token
+ * has come (it recorded `consumed`), on `side` after its `consumed`, this
+ * rank's elements straight from the input box into the receiver's rbuf,
+ * `written`, and a `written` token to each receiver; once each sender's
+ * token has come, on `side` after its `written`, the received elements
+ * from rbuf into the pieces' input boxes, and the pieces. The host waits
+ * only for the tokens (peers entering the call), never for the GPU. Every
+ * token is sent whatever failed, so that no rank waits forever. times[0..3]:
+ * MPI_Wtime after the setup of the copies, the interior, the sends and the
+ * wait for the senders' tokens.
+ */
+static convolve_status ipc_call(convolve_mpi_plan *p, const unsigned char *bin, void *out,
+                                cudaStream_t s, double *times)
+{
+    cvmpi_device_state *d = p->dev;
+    convolve_context *ctx = p->ctx;
+    convolve_status st = CONVOLVE_OK;
+    const size_t elem = p->user_in.channels * p->user_in.esize;
+    const int nr = p->nrecvs, ns = p->nsends;
+    int usable = 1, err = MPI_SUCCESS, e_mpi;
+    cudaError_t e;
+    /* token buffers and requests: [0, nr) free to the sources, [nr, nr+ns)
+     * free from the destinations, then written to the destinations, then
+     * written from the sources */
+    int *tok = d->tokens;
+    MPI_Request *rq = d->treq;
+    for (int i = 0; i < 2 * (nr + ns); i++)
+        rq[i] = MPI_REQUEST_NULL;
+    MPI_Request *free_out = rq, *free_in = rq + nr, *wr_out = rq + nr + ns,
+                *wr_in = rq + nr + 2 * ns;
+    const int token = (int)(++d->calls & 0x7fffffff);
+    if ((e = cudaEventRecord(d->ev[EV_START], s)) != cudaSuccess ||
+        (e = cudaStreamWaitEvent(d->side, d->ev[EV_START], 0)) != cudaSuccess ||
+        (e = cudaEventRecord(d->consumed, d->side)) != cudaSuccess) {
+        st = cuda_fail(ctx, e, "cudaEventRecord (the call's start)");
+        usable = 0;
+    }
+    for (int j = 0; j < ns && err == MPI_SUCCESS; j++)
+        err = MPI_Irecv(&tok[nr + j], 1, MPI_INT, p->sends[j].rank, TAG_FREE, p->comm, &free_in[j]);
+    for (int i = 0; i < nr && err == MPI_SUCCESS; i++)
+        err = MPI_Irecv(&tok[nr + 2 * ns + i], 1, MPI_INT, p->recvs[i].rank, TAG_WRITTEN, p->comm,
+                        &wr_in[i]);
+    for (int i = 0; i < nr && err == MPI_SUCCESS; i++) {
+        tok[i] = token;
+        err = MPI_Isend(&tok[i], 1, MPI_INT, p->recvs[i].rank, TAG_FREE, p->comm, &free_out[i]);
+    }
+    /* own elements into the pieces' input boxes: on the device where they
+     * are sub-boxes (d->direct: every piece's received transfers are, here),
+     * else through the host as on the staged path (the stages of the own
+     * link; the last call's upload from host_in done first) */
+    int staged = 0;
+    for (int k = 0; k < d->nstage; k++)
+        staged |= d->stage[k].link == -1;
+    if (staged && usable && d->done_recorded &&
+        (e = cudaEventSynchronize(d->ev[EV_DONE])) != cudaSuccess) {
+        st = cuda_fail(ctx, e, "cudaEventSynchronize (the last call)");
+        usable = 0;
+    }
+    for (int k = 0; k < d->nstage && usable && staged; k++) {
+        if (d->stage[k].link != -1)
+            continue;
+        cvmpi_view v;
+        packed_view(&p->user_in, d->stage[k].shape, &v);
+        e = copy_box(d->staging + d->stage[k].offset, v.stride,
+                     bin + offset_of(&p->user_in, d->stage[k].lo), p->user_in.stride,
+                     d->stage[k].shape, elem, cudaMemcpyDeviceToHost, d->side);
+        if (e != cudaSuccess) {
+            st = cuda_fail(ctx, e, "cudaMemcpyAsync (own elements to the host)");
+            usable = 0;
+        }
+    }
+    if (staged && usable && (e = cudaEventRecord(d->ev[EV_FACES], d->side)) != cudaSuccess) {
+        st = cuda_fail(ctx, e, "cudaEventRecord");
+        usable = 0;
+    }
+    for (int k = 0; k < p->self.nt && usable; k++) {
+        const cvmpi_transfer *t = &p->self.t[k];
+        if (!d->direct[t->piece])
+            continue;
+        size_t pos[3], src[3], shape[3];
+        transfer_box(t, pos, src, shape);
+        cvmpi_view v;
+        packed_view(&p->user_in, d->ext[t->piece], &v);
+        e = copy_box((unsigned char *)d->din[t->piece] + offset_of(&v, pos), v.stride,
+                     bin + offset_of(&p->user_in, src), p->user_in.stride, shape, elem,
+                     cudaMemcpyDeviceToDevice, d->side);
+        if (e != cudaSuccess) {
+            st = cuda_fail(ctx, e, "cudaMemcpyAsync (own elements into an edge piece)");
+            usable = 0;
+        }
+    }
+    times[0] = MPI_Wtime();
+    if (usable && p->run_interior) {
+        convolve_status c = convolve_execute_device(p->interior, bin, out, s);
+        if (c != CONVOLVE_OK) {
+            st = cvmpi_fail_core(ctx, c, "computing this rank's box");
+            usable = 0;
+        }
+    }
+    times[1] = MPI_Wtime();
+    if (staged && usable) { /* own elements of the other pieces, on the host */
+        if ((e = cudaEventSynchronize(d->ev[EV_FACES])) != cudaSuccess) {
+            st = cuda_fail(ctx, e, "cudaEventSynchronize (own elements)");
+            usable = 0;
+        }
+        cvmpi_piece_run pr[6];
+        memcpy(pr, p->pr, sizeof pr);
+        for (int k = 0; k < p->work.npieces; k++)
+            pr[k].in = d->host_in[k];
+        for (int k = 0; k < d->nstage && usable; k++) {
+            if (d->stage[k].link != -1)
+                continue;
+            cvmpi_view v;
+            packed_view(&p->user_in, d->stage[k].shape, &v);
+            cvmpi_copy_self_transfer(d->stage[k].t, d->staging + d->stage[k].offset, &v,
+                                     d->stage[k].lo, pr, &p->work, d->copy_threads);
+        }
+    }
+    /* this rank's elements into each receiver's buffer, once it has read the last ones */
+    if (err == MPI_SUCCESS && ns)
+        err = MPI_Waitall(ns, free_in, MPI_STATUSES_IGNORE);
+    for (int j = 0; j < ns && usable && err == MPI_SUCCESS; j++) {
+        if ((e = cudaStreamWaitEvent(d->side, d->peer_consumed[j], 0)) != cudaSuccess) {
+            st = cuda_fail(ctx, e, "cudaStreamWaitEvent (a receiver's buffer)");
+            usable = 0;
+            break;
+        }
+        unsigned char *dst = d->peer_buf[j];
+        for (int k = 0; k < p->sends[j].nt && usable; k++) {
+            const cvmpi_transfer *t = &p->sends[j].t[k];
+            size_t pos[3], src[3], shape[3];
+            transfer_box(t, pos, src, shape);
+            cvmpi_view v;
+            packed_view(&p->user_in, shape, &v);
+            e = copy_box(dst, v.stride, bin + offset_of(&p->user_in, src), p->user_in.stride, shape,
+                         elem, cudaMemcpyDefault, d->side);
+            if (e != cudaSuccess) {
+                st = cuda_fail(ctx, e, "cudaMemcpyAsync (halos to a peer's GPU)");
+                usable = 0;
+            }
+            dst += t->count * elem;
+        }
+        p->stats.bytes_sent += p->sends[j].bytes;
+    }
+    if (usable && (e = cudaEventRecord(d->written, d->side)) != cudaSuccess) {
+        st = cuda_fail(ctx, e, "cudaEventRecord (the halos sent)");
+        usable = 0;
+    }
+    for (int j = 0; j < ns && err == MPI_SUCCESS; j++) {
+        tok[nr + ns + j] = token;
+        err = MPI_Isend(&tok[nr + ns + j], 1, MPI_INT, p->sends[j].rank, TAG_WRITTEN, p->comm,
+                        &wr_out[j]);
+    }
+    times[2] = MPI_Wtime();
+    if (err == MPI_SUCCESS && nr)
+        err = MPI_Waitall(nr, wr_in, MPI_STATUSES_IGNORE);
+    times[3] = MPI_Wtime();
+    /* the input boxes of the pieces assembled on the host uploaded, then the
+     * received elements over them (and into the others), then the pieces */
+    for (int k = 0; k < p->work.npieces && usable; k++)
+        if (!d->direct[k] &&
+            (e = cudaMemcpyAsync(d->din[k], d->host_in[k], d->in_bytes[k], cudaMemcpyHostToDevice,
+                                 d->side)) != cudaSuccess) {
+            st = cuda_fail(ctx, e, "cudaMemcpyAsync (an edge piece to the device)");
+            usable = 0;
+        }
+    for (int i = 0; i < nr && usable && err == MPI_SUCCESS; i++) {
+        if ((e = cudaStreamWaitEvent(d->side, d->peer_written[i], 0)) != cudaSuccess) {
+            st = cuda_fail(ctx, e, "cudaStreamWaitEvent (a sender's halos)");
+            usable = 0;
+            break;
+        }
+        const unsigned char *from = (const unsigned char *)d->rbuf + d->roff[i];
+        for (int k = 0; k < p->recvs[i].nt && usable; k++) {
+            const cvmpi_transfer *t = &p->recvs[i].t[k];
+            size_t pos[3], src[3], shape[3];
+            transfer_box(t, pos, src, shape);
+            cvmpi_view v, packed;
+            packed_view(&p->user_in, d->ext[t->piece], &v);
+            packed_view(&p->user_in, shape, &packed);
+            e = copy_box((unsigned char *)d->din[t->piece] + offset_of(&v, pos), v.stride, from,
+                         packed.stride, shape, elem, cudaMemcpyDeviceToDevice, d->side);
+            if (e != cudaSuccess) {
+                st = cuda_fail(ctx, e, "cudaMemcpyAsync (halos into an edge piece)");
+                usable = 0;
+            }
+            from += t->count * elem;
+        }
+        p->stats.bytes_received += p->recvs[i].bytes;
+    }
+    if (usable && err == MPI_SUCCESS)
+        st = launch_pieces(p, out, s, 0);
+    /* the tokens sent have left (their buffers are the plan's) */
+    if ((e_mpi = MPI_Waitall(2 * (nr + ns), rq, MPI_STATUSES_IGNORE)) != MPI_SUCCESS &&
+        err == MPI_SUCCESS)
+        err = e_mpi;
+    if (err != MPI_SUCCESS && st == CONVOLVE_OK)
+        st = cvmpi_fail_mpi(ctx, err, "the halos' tokens");
+    p->stats.peers_received = nr;
+    p->stats.peers_sent = ns;
+    p->stats.device_exchange = 1;
+    return st;
 }
 
 void cvmpi_device_release(convolve_mpi_plan *p)
@@ -251,6 +734,7 @@ void cvmpi_device_release(convolve_mpi_plan *p)
         (void)cudaEventSynchronize(d->ev[EV_DONE]); /* nothing of ours still in flight */
     if (d->have_side)
         (void)cudaStreamSynchronize(d->side);
+    ipc_release(p);
     for (int k = 0; k < 6; k++) {
         (void)cudaFreeHost(d->host_in[k]);
         (void)cudaFree(d->din[k]);
@@ -344,38 +828,19 @@ static convolve_status check(convolve_mpi_plan *p, const void *in, const void *o
     return st != CONVOLVE_OK ? st : check_device_pointer(p, out, "output");
 }
 
-convolve_status convolve_mpi_execute_device(convolve_mpi_plan *p, const void *in, void *out,
-                                            void *stream)
+/*
+ * One call with the halos staged through pinned host memory (the plan's
+ * device current, every rank in this call): the steps of this file's
+ * opening comment. times[0..3]: MPI_Wtime after the faces' copies are
+ * queued, the interior, the sends and the wait for the halos.
+ */
+static convolve_status staged_call(convolve_mpi_plan *p, const unsigned char *bin, void *out,
+                                   cudaStream_t s, double *times)
 {
-    if (!p)
-        return CONVOLVE_ERROR_INVALID_ARGUMENT;
-    convolve_context *ctx = p->ctx;
-    const double t0 = MPI_Wtime();
-    memset(&p->stats, 0, sizeof p->stats);
-    convolve_status st = check(p, in, out);
-    int prev = -1;
-    cudaError_t e = cudaSuccess;
-    if (st == CONVOLVE_OK) {
-        if ((e = cudaGetDevice(&prev)) != cudaSuccess ||
-            (e = cudaSetDevice(p->device)) != cudaSuccess) {
-            prev = -1;
-            st = cuda_fail(ctx, e, "cudaSetDevice (the plan's device)");
-        } else if (!p->dev) {
-            st = setup(p);
-            if (st != CONVOLVE_OK)
-                cvmpi_device_release(p);
-        }
-    }
-    /* every rank runs the exchange below, or none */
-    if ((st = cvmpi_agree(ctx, p->comm, st)) != CONVOLVE_OK) {
-        if (prev >= 0)
-            (void)cudaSetDevice(prev);
-        p->stats.total_ms = (MPI_Wtime() - t0) * 1e3;
-        return st;
-    }
     cvmpi_device_state *d = p->dev;
-    cudaStream_t s = (cudaStream_t)stream;
-    const unsigned char *bin = in;
+    convolve_context *ctx = p->ctx;
+    convolve_status st = CONVOLVE_OK;
+    cudaError_t e;
     const size_t elem = p->user_in.channels * p->user_in.esize;
     int usable = 1, err = MPI_SUCCESS, nreq = 0;
 
@@ -430,17 +895,17 @@ convolve_status convolve_mpi_execute_device(convolve_mpi_plan *p, const void *in
             usable = 0;
         }
     }
-    const double t1 = MPI_Wtime();
+    times[0] = MPI_Wtime();
 
     /* 2. the interior on the GPU, while the faces travel */
     if (usable && p->run_interior) {
-        convolve_status c = convolve_execute_device(p->interior, in, out, stream);
+        convolve_status c = convolve_execute_device(p->interior, bin, out, s);
         if (c != CONVOLVE_OK) {
             st = cvmpi_fail_core(ctx, c, "computing this rank's box");
             usable = 0;
         }
     }
-    const double t2 = MPI_Wtime();
+    times[1] = MPI_Wtime();
     if (usable && (e = cudaEventSynchronize(d->ev[EV_FACES])) != cudaSuccess) {
         st = cuda_fail(ctx, e, "cudaEventSynchronize (the faces)");
         usable = 0;
@@ -478,14 +943,14 @@ convolve_status convolve_mpi_execute_device(convolve_mpi_plan *p, const void *in
         cvmpi_copy_self_transfer(d->stage[k].t, d->staging + d->stage[k].offset, &v, d->stage[k].lo,
                                  pr, &p->work, d->copy_threads);
     }
-    const double t3 = MPI_Wtime();
+    times[2] = MPI_Wtime();
 
     if (p->nreq && (err = MPI_Waitall(p->nreq, p->req, MPI_STATUSES_IGNORE)) != MPI_SUCCESS &&
         st == CONVOLVE_OK) {
         st = cvmpi_fail_mpi(ctx, err, "MPI_Waitall (the halo messages)");
         usable = 0;
     }
-    const double t4 = MPI_Wtime();
+    times[3] = MPI_Wtime();
 
     /* 3. the edge pieces on `side`, beside the interior; their outputs over
      * the interior's, on the caller's stream after both */
@@ -508,41 +973,53 @@ convolve_status convolve_mpi_execute_device(convolve_mpi_plan *p, const void *in
                 if (e != cudaSuccess)
                     st = cuda_fail(ctx, e, "cudaMemcpyAsync (halos to the device)");
             }
-        for (int k = 0; k < p->work.npieces && st == CONVOLVE_OK; k++) {
-            e = d->direct[k] ? cudaSuccess
-                             : cudaMemcpyAsync(d->din[k], d->host_in[k], d->in_bytes[k],
-                                               cudaMemcpyHostToDevice, d->side);
-            if (e != cudaSuccess) {
-                st = cuda_fail(ctx, e, "cudaMemcpyAsync (an edge piece to the device)");
-                break;
-            }
-            convolve_status c = convolve_execute_device(p->pr[k].plan, d->din[k], d->dout[k],
-                                                        d->side);
-            if (c != CONVOLVE_OK)
-                st = cvmpi_fail_core(ctx, c, "computing an edge piece");
-        }
-        if (st == CONVOLVE_OK && ((e = cudaEventRecord(d->ev[EV_PIECES], d->side)) != cudaSuccess ||
-                                  (e = cudaStreamWaitEvent(s, d->ev[EV_PIECES], 0)) != cudaSuccess))
-            st = cuda_fail(ctx, e, "cudaEventRecord / cudaStreamWaitEvent (the pieces)");
-        for (int k = 0; k < p->work.npieces && st == CONVOLVE_OK; k++) {
-            const cvmpi_piece *pc = &p->work.piece[k];
-            size_t ext[3], from[3], at[3], shape[3];
-            for (int a = 0; a < 3; a++) {
-                ext[a] = (size_t)(pc->in[a].hi - pc->in[a].lo);
-                from[a] = (size_t)(pc->out[a].lo - pc->in[a].lo);
-                at[a] = (size_t)(pc->out[a].lo - p->work.box[a].lo);
-                shape[a] = (size_t)(pc->out[a].hi - pc->out[a].lo);
-            }
-            cvmpi_view v;
-            packed_view(&p->user_out, ext, &v);
-            e = copy_box((unsigned char *)out + offset_of(&p->user_out, at), p->user_out.stride,
-                         (const unsigned char *)d->dout[k] + offset_of(&v, from), v.stride, shape,
-                         p->user_out.channels * p->user_out.esize, cudaMemcpyDeviceToDevice, s);
-            if (e != cudaSuccess)
-                st = cuda_fail(ctx, e, "cudaMemcpyAsync (an edge piece's outputs)");
-        }
-        p->stats.pieces = p->work.npieces;
+        if (st == CONVOLVE_OK)
+            st = launch_pieces(p, out, s, 1);
     }
+    return st;
+}
+
+convolve_status convolve_mpi_execute_device(convolve_mpi_plan *p, const void *in, void *out,
+                                            void *stream)
+{
+    if (!p)
+        return CONVOLVE_ERROR_INVALID_ARGUMENT;
+    convolve_context *ctx = p->ctx;
+    const double t0 = MPI_Wtime();
+    memset(&p->stats, 0, sizeof p->stats);
+    convolve_status st = check(p, in, out);
+    int prev = -1;
+    cudaError_t e = cudaSuccess;
+    if (st == CONVOLVE_OK) {
+        if ((e = cudaGetDevice(&prev)) != cudaSuccess ||
+            (e = cudaSetDevice(p->device)) != cudaSuccess) {
+            prev = -1;
+            st = cuda_fail(ctx, e, "cudaSetDevice (the plan's device)");
+        } else if (!p->dev) {
+            st = setup(p);
+            if (st != CONVOLVE_OK)
+                cvmpi_device_release(p);
+        }
+    }
+    /* every rank runs the exchange below, or none */
+    if ((st = cvmpi_agree(ctx, p->comm, st)) != CONVOLVE_OK) {
+        if (prev >= 0)
+            (void)cudaSetDevice(prev);
+        p->stats.total_ms = (MPI_Wtime() - t0) * 1e3;
+        return st;
+    }
+    cvmpi_device_state *d = p->dev;
+    /* the first call decides how the halos travel (collective) */
+    if (d->ipc < 0 && (st = cvmpi_agree(ctx, p->comm, ipc_setup(p))) != CONVOLVE_OK) {
+        (void)cudaSetDevice(prev);
+        p->stats.total_ms = (MPI_Wtime() - t0) * 1e3;
+        return st;
+    }
+    cudaStream_t s = (cudaStream_t)stream;
+    double tm[4];
+    st = d->ipc == 1 ? ipc_call(p, (const unsigned char *)in, out, s, tm)
+                     : staged_call(p, (const unsigned char *)in, out, s, tm);
+    const double t1 = tm[0], t2 = tm[1], t3 = tm[2], t4 = tm[3];
     /* whatever failed, the caller's stream ends behind `side` (which reads
      * `in`), and the next call waits for this event */
     if ((e = cudaEventRecord(d->ev[EV_PIECES], d->side)) != cudaSuccess ||

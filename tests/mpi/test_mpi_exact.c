@@ -24,7 +24,10 @@
  * the GPUs with the boxes in device memory as well (convolve_mpi_execute_device,
  * on the default stream and on a stream of the test's, its output poisoned),
  * the boundary mode cycling through all five, and checks the device path's
- * errors; it exits 77 (skipped) where no device is found.
+ * errors; it exits 77 (skipped) where no device is found. It counts the
+ * device-resident calls whose halos went GPU to GPU (CUDA IPC) and, with
+ * CONVOLVE_TEST_DEVICE_EXCHANGE=gpu (or =host), fails when on 2 or more
+ * ranks none did (or any did).
  */
 #include "convolve_mpi.h"
 #include "harness.h"
@@ -37,7 +40,8 @@
 
 static int g_rank, g_size;
 static convolve_backend g_backend = CONVOLVE_BACKEND_CPU; /* CONVOLVE_TEST_BACKEND=cuda: GPUs */
-static int g_device; /* CONVOLVE_TEST_DEVICE=1: boxes in device memory too */
+static int g_device;                        /* CONVOLVE_TEST_DEVICE=1: boxes in device memory too */
+static int g_gpu_exchanges, g_device_calls; /* device-resident calls: halos GPU to GPU, all */
 
 typedef struct {
     int ndim;
@@ -296,6 +300,11 @@ static void run_device(convolve_context *ctx, convolve_mpi_plan *plan, const cha
         convolve_status st = convolve_mpi_execute_device(plan, din, dout, rep ? stream : NULL);
         CHECK(st == CONVOLVE_OK, "%s: execute on the device: %s: %s", what,
               convolve_status_name(st), convolve_mpi_last_error(ctx));
+        convolve_mpi_stats stats;
+        if (st == CONVOLVE_OK && convolve_mpi_plan_stats(plan, &stats) == CONVOLVE_OK) {
+            g_device_calls++;
+            g_gpu_exchanges += stats.device_exchange;
+        }
         CUDA_OK(cudaStreamSynchronize(rep ? stream : NULL));
         CUDA_OK(cudaMemcpy(rep ? out : first, dout, out_bytes, cudaMemcpyDeviceToHost));
     }
@@ -735,6 +744,21 @@ int main(int argc, char **argv)
 #endif
     convolve_context_free(ctx);
 
+    if (g_device) { /* which way the halos went */
+        int calls = 0, gpu = 0;
+        MPI_Allreduce(&g_device_calls, &calls, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(&g_gpu_exchanges, &gpu, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        if (g_rank == 0)
+            printf("test_mpi_exact: %d of %d device-resident calls (all ranks) had their halos "
+                   "GPU to GPU\n",
+                   gpu, calls);
+        const char *want = getenv("CONVOLVE_TEST_DEVICE_EXCHANGE");
+        if (want && g_size > 1 && g_rank == 0) {
+            CHECK(strcmp(want, "gpu") != 0 || gpu > 0, "no call had its halos GPU to GPU");
+            CHECK(strcmp(want, "host") != 0 || gpu == 0, "%d calls had their halos GPU to GPU",
+                  gpu);
+        }
+    }
     int fails = h_failures, all = 0, all_matched = 0;
     MPI_Reduce(&fails, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Reduce(&matched, &all_matched, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
