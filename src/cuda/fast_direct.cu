@@ -154,7 +154,10 @@ extern "C" cudaError_t cvk_direct2d_launch(const cvk_direct_args *a, cudaStream_
         return cudaErrorInvalidValue;
     const int K = a->ksize, C = a->channels, HALO = (K / 2) * C;
     const int es = a->in_type == CVI_DTYPE_UINT8 ? 1 : 4;
-    const int V = es == 1 ? 8 : (a->separable && K >= 17) ? 2 : 4, SEG = 32 * V;
+    const int V = es == 1                     ? cvk_direct2d_u8_lanes(C, K, a->separable)
+                  : (a->separable && K >= 17) ? 2
+                                              : 4,
+              SEG = 32 * V;
     cvk_direct_params p;
     setup_params(a, V, p);
     /* interior warps copy rows in 16-byte chunks: 16-byte aligned rows */

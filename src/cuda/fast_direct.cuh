@@ -273,6 +273,13 @@ __device__ __forceinline__ void cvk_lds(const float *p, float (&v)[2])
     float2 q = *(const float2 *)p;
     v[0] = q.x, v[1] = q.y;
 }
+__device__ __forceinline__ void cvk_lds(const unsigned char *p, float (&v)[4])
+{
+    const unsigned q = *(const unsigned *)p;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        v[i] = (float)((q >> (8 * i)) & 0xffu);
+}
 __device__ __forceinline__ void cvk_lds(const unsigned char *p, float (&v)[8])
 {
     uint2 q = *(const uint2 *)p;
@@ -508,10 +515,14 @@ __global__ void __launch_bounds__(256)
 typedef void (*cvk_direct_kernel_fn)(cvk_direct_params);
 
 /* Elements a lane: 16 bytes of float (8 bytes, 2 elements, for separable
- * K >= 17, whose K accumulator rows would cost too many registers), 8 of uint8. */
+ * K >= 17, whose K accumulator rows would cost too many registers), 8 of
+ * uint8 (but see cvk_direct2d_u8_lanes). */
 #define CVK_DIRECT_LANE(T, K, S) (sizeof(T) == 1 ? 8 : ((S) && (K) >= 17) ? 2 : 4)
 #define CVK_DIRECT_CASE(K, C, T, S) \
-    case K: return cvk_direct2d_kernel<K, C, T, S, CVK_DIRECT_LANE(T, K, S)>;
+    case K:                         \
+        return cvk_direct2d_kernel<K, C, T, S, CVK_DIRECT_LANE(T, K, S)>;
+#define CVK_DIRECT_CASE_V(K, C, T, S, V) \
+    case K: return cvk_direct2d_kernel<K, C, T, S, V>;
 
 /* The instances, by file: fast_direct_f32.cu (dense float32 gray, K = 3..17,
  * and 1-D), fast_direct_sep.cu (separable float32 gray, K = 3..33),
@@ -520,6 +531,8 @@ typedef void (*cvk_direct_kernel_fn)(cvk_direct_params);
 cvk_direct_kernel_fn cvk_direct2d_dense_f32(int K);
 cvk_direct_kernel_fn cvk_direct2d_sep_f32(int K);
 cvk_direct_kernel_fn cvk_direct2d_u8(int channels, int K, int separable);
+/* uint8 elements a lane of cvk_direct2d_u8's kernel (8, or 4). */
+int cvk_direct2d_u8_lanes(int channels, int K, int separable);
 cvk_direct_kernel_fn cvk_direct1d_f32(int K);
 
 #endif
