@@ -23,9 +23,9 @@
 #include <unistd.h>
 
 #define POOL_SLOTS 64
-#define POOL_ROUND ((size_t)2 << 20)  /* a huge page: buffers start on one */
+#define POOL_ROUND ((size_t)2 << 20)     /* a huge page: buffers start on one */
 #define POOL_TAIL_MIN ((size_t)64 << 10) /* the smallest tail step (cvcu_pinned_class) */
-#define TOUCH_CHUNK ((size_t)2 << 20) /* bytes a faulting thread takes at least */
+#define TOUCH_CHUNK ((size_t)2 << 20)    /* bytes a faulting thread takes at least */
 #define TOUCH_THREADS 8
 
 typedef struct {
