@@ -13,8 +13,17 @@ the process (CUDA's start-up included). Cases: gaussian_filter on float32
 n^2 (sigma 2), uint8 n^2 x 3 RGB ((2, 2, 0), scipy's integer semantics and
 saturate=True), correlate 7x7 float32.
 
+The small warm-up calls do not stream (host arrays stream on the GPU from
+8 MiB of input and output on, src/stream.h CVI_STREAM_MIN_BYTES), so by
+default the first streamed case also pays the process's first streamed
+execution (its pinned staging, its worker threads). --warm-streamed also
+makes one streamed call a backend at other shapes (float32 1536^2, 18 MiB
+in and out, and uint8 1536^2 x 3 RGB, 13.5 MiB) before the cases: the
+first call is then that of a new shape in a process that has streamed
+before. The line above the table names the warm-up used.
+
     PYTHONPATH=build/python python3 bench/python_first_call.py [--backend cpu,cuda,auto]
-        [--sizes 512,2048,4096] [--calls 5]
+        [--sizes 512,2048,4096] [--calls 5] [--warm-streamed]
 """
 import argparse
 import os
@@ -88,6 +97,9 @@ def main():
     ap.add_argument("--backend", default="cpu")
     ap.add_argument("--sizes", default="512,2048")
     ap.add_argument("--calls", type=int, default=5)
+    ap.add_argument("--warm-streamed", action="store_true",
+                    help="also warm up with one streamed call a backend (float32 1536^2, "
+                         "uint8 1536^2 x 3) before the cases")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     rng = np.random.default_rng(1)
@@ -99,9 +111,14 @@ def main():
                                        spent["exec"] * 1e3))
         return
     backends = [b for b in args.backend.split(",") if b == "cpu" or cv.backend_available("cuda")]
-    for b in backends:  # warm: threads and CUDA started
-        call("f32", make("f32", 64, rng), b, w)
-        call("u8", make("u8", 64, rng), b, w)
+    warm = [64] + ([1536] if args.warm_streamed else [])
+    for b in backends:  # warm: threads and CUDA started (and a streamed execution made)
+        for n in warm:
+            call("f32", make("f32", n, rng), b, w)
+            call("u8", make("u8", n, rng), b, w)
+    print("warm-up: float32 64^2 and uint8 64^2 x 3 calls a backend%s"
+          % (", then float32 1536^2 and uint8 1536^2 x 3 (streamed on the GPU)"
+             if args.warm_streamed else " (none streamed)"))
     print("| backend | case | n | first (ms) | later (ms) | first / later | plan (ms) | "
           "executions (ms) | fresh process: first | later |")
     print("|---|---|---|---|---|---|---|---|---|---|")

@@ -15,12 +15,24 @@
  * that grows, and on the emulation a slot that cannot pin), CONVOLVE_DEVICE_BUDGET,
  * a budget too small for one slab, cancellation from the progress
  * callback, and every device of the host when it has several (skipped
- * with a message on a one-GPU machine). Exit 77 without a usable GPU.
+ * with a message on a one-GPU machine). And: the pinned pool's size classes,
+ * the parked worker threads reused by a later execution, several caller
+ * threads streaming at once, and (emulation) streaming in a fork() child.
+ * Exit 77 without a usable GPU.
  *   test_gpu_stream [--small] [--cases N]
  */
 #include "harness.h"
 
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
+
+#ifdef CONVOLVE_WITH_CUDA
+#include "cuda/pinned_pool.h"
+#include "cuda/stream_workers.h"
+#endif
 
 static convolve_context *ctx;
 
@@ -491,7 +503,7 @@ static void staging_grows(void)
         c.in_type = c.out_type = CONVOLVE_FLOAT32;
         c.ndim = 2, c.channels = 1;
         /* slabs of about 330 rows of 4 KiB: 1.3 MiB of output rows, 2.6 MiB
-         * with the input's (past the pool's 2 MiB steps); 4 or more slabs,
+         * with the input's (past the 2 MiB class of the output's); 4 or more slabs,
          * so that a slot first reached by a middle slab gets the last */
         const size_t rows = v == 0 ? 5 : 400;
         c.shape[0] = 5 * rows, c.shape[1] = 1024;
@@ -587,6 +599,268 @@ static void slow_callback(void)
     free(in), free(want), free(out);
 }
 
+/* ---- the process's parked worker threads and pinned size classes -------- */
+
+#ifdef CONVOLVE_WITH_CUDA
+/* A 2-D float32 plan of rows x 37 (3x3 weights w) streamed on device 0 in
+ * slabs of about slab_rows rows, in context c. */
+static convolve_plan *streamed_plan(convolve_context *c, size_t rows, size_t slab_rows,
+                                    convolve_filter *f, convolve_layout *l)
+{
+    const size_t shape[2] = {rows, 37};
+    convolve_layout_init(l, CONVOLVE_FLOAT32, 2, shape, 1);
+    convolve_options o;
+    convolve_options_init(&o);
+    o.backend = CONVOLVE_BACKEND_CUDA;
+    o.strategy = "basic";
+    o.mode = CONVOLVE_MODE_MIRROR;
+    o.devices = k_two, o.device_count = 1;
+    s_case sc;
+    memset(&sc, 0, sizeof sc);
+    sc.in_type = sc.out_type = CONVOLVE_FLOAT32;
+    sc.ndim = 2, sc.shape[0] = rows, sc.shape[1] = 37, sc.channels = 1;
+    sc.ksize[0] = sc.ksize[1] = 3;
+    o.device_memory_budget = budget_for(&sc, slab_rows);
+    convolve_plan *p = NULL;
+    if (convolve_plan_create(c, &p, l, l, f, &o) != CONVOLVE_OK)
+        return NULL;
+    return p;
+}
+
+/* The one-shot result of the same problem (not streamed). */
+static void one_shot(size_t rows, convolve_filter *f, const float *in, float *out)
+{
+    const size_t shape[2] = {rows, 37};
+    convolve_layout l;
+    convolve_layout_init(&l, CONVOLVE_FLOAT32, 2, shape, 1);
+    convolve_options o;
+    convolve_options_init(&o);
+    o.backend = CONVOLVE_BACKEND_CUDA;
+    o.strategy = "basic";
+    o.mode = CONVOLVE_MODE_MIRROR;
+    CHECK_OK(ctx, convolve_run(ctx, &l, in, &l, out, f, &o));
+}
+
+/* cvcu_pinned_class: whole 2 MiB, the rest rounded up to a power of two
+ * from 64 KiB; and the pool gives a buffer back to a request of its class. */
+static void pinned_classes(void)
+{
+    const size_t K = 1024, M = 1024 * K;
+    static const size_t want[][2] = {
+        {1, 64 * 1024},
+        {64 * 1024, 64 * 1024},
+        {64 * 1024 + 1, 128 * 1024},
+        {300 * 1024, 512 * 1024},
+        {(size_t)1 << 20, (size_t)1 << 20},
+        {((size_t)1 << 20) + 1, (size_t)2 << 20},
+        {(size_t)2 << 20, (size_t)2 << 20},
+        {((size_t)2 << 20) + 1, ((size_t)2 << 20) + 64 * 1024},
+        /* a 2048^2 float32 slab: 272 rows of 8 KiB in, 256 out */
+        {(272 + 256) * 8192, ((size_t)4 << 20) + 128 * 1024},
+        /* a 2000^2 one: 266 rows of 8000 bytes in, 250 out (256-aligned) */
+        {266 * 8000 + 2000128, (size_t)4 << 20},
+        {((size_t)16 << 20) + 300 * 1024, ((size_t)16 << 20) + 512 * 1024},
+        {SIZE_MAX, SIZE_MAX},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        size_t got = cvcu_pinned_class(want[i][0]);
+        CHECK(got == want[i][1], "pinned class of %zu bytes: %zu, want %zu", want[i][0], got,
+              want[i][1]);
+    }
+    for (int i = 0; i < 2000; i++) { /* random sizes: the rule's bounds */
+        size_t b = (size_t)h_randint(1, 40 * (long)M);
+        const size_t c = cvcu_pinned_class(b), whole = b / (2 * M) * (2 * M), tail = b - whole;
+        const size_t step = c - whole;
+        CHECK(tail == 0 ? c == b
+                        : step >= tail && step >= 64 * K && step <= 2 * M &&
+                              (step & (step - 1)) == 0 && (step == 64 * K || step < 2 * tail),
+              "pinned class of %zu bytes: %zu", b, c);
+    }
+    /* a buffer given back serves a later request of its class (a size no
+     * staging of the earlier cases reaches: slabs hold about 64 MiB) */
+    void *a = NULL, *b = NULL;
+    size_t as = 0, bs = 0;
+    const size_t first = ((size_t)160 << 20) + 70 * 1024, second = first + 50 * 1024;
+    CHECK(cvcu_pinned_take(first, &a, &as) == cudaSuccess && a, "pinned take");
+    CHECK(as == ((size_t)160 << 20) + 128 * 1024, "pinned take of %zu bytes: %zu", first, as);
+    cvcu_pinned_give(a, as);
+    CHECK(cvcu_pinned_take(second, &b, &bs) == cudaSuccess && b == a && bs == as,
+          "a request of the same class takes the buffer given back (%p %zu, %p %zu)", a, as, b, bs);
+    cvcu_pinned_give(b, bs);
+    printf("test_gpu_stream: pinned size classes: checked\n");
+}
+
+/* Streamed executions reuse the process's parked worker threads: a second
+ * execution creates none, and threads are parked after it. */
+static void workers_persist(void)
+{
+    convolve_filter *f;
+    double w[9];
+    h_fill(w, 9);
+    CHECK_OK(ctx, convolve_filter_create(ctx, &f, 2, (const size_t[]){3, 3}, w));
+    const size_t rows = 90, n = rows * 37;
+    float *in = malloc(n * sizeof *in), *want = malloc(n * sizeof *want),
+          *out = malloc(n * sizeof *out);
+    h_fill_typed(CONVOLVE_FLOAT32, in, n, 2.0);
+    one_shot(rows, f, in, want);
+    convolve_layout l;
+    convolve_plan *p = streamed_plan(ctx, rows, 20, f, &l);
+    CHECK(p != NULL, "workers: plan: %s", convolve_last_error(ctx));
+    int idle0, idle1, idle2;
+    unsigned long made0, made1, made2;
+    cvcu_workers_stats(&idle0, &made0);
+    for (int run = 0; p && run < 2; run++) {
+        h_poison(CONVOLVE_FLOAT32, out, n);
+        CHECK_OK(ctx, convolve_execute(p, in, out));
+        CHECK(memcmp(out, want, n * sizeof *out) == 0, "workers: run %d differs", run);
+        cvcu_workers_stats(run ? &idle2 : &idle1, run ? &made2 : &made1);
+    }
+    if (p) {
+        CHECK(made1 - made0 <= 1 && made2 == made1 && idle1 >= 1 && idle2 == idle1,
+              "workers: threads made %lu then %lu, parked %d then %d (before: %d)", made1 - made0,
+              made2 - made1, idle1, idle2, idle0);
+    }
+    convolve_plan_free(p);
+    convolve_filter_free(f);
+    free(in), free(want), free(out);
+    printf("test_gpu_stream: parked workers reused: checked\n");
+}
+
+/* Several caller threads streaming at once, each with its own context and
+ * plan, each run equal to the one-shot result. */
+#define CALLERS 3
+typedef struct {
+    size_t rows;
+    convolve_filter *f;
+    const float *in, *want;
+    int bad; /* runs that failed or differed */
+    char msg[256];
+} caller_job;
+
+static void *caller(void *p)
+{
+    caller_job *j = p;
+    convolve_context *c = NULL;
+    if (convolve_context_create(&c) != CONVOLVE_OK) {
+        j->bad++;
+        return NULL;
+    }
+    const size_t n = j->rows * 37;
+    float *out = malloc(n * sizeof *out);
+    convolve_layout l;
+    convolve_plan *plan = streamed_plan(c, j->rows, j->rows / 5 + 1, j->f, &l);
+    for (int run = 0; run < 4 && plan && out; run++) {
+        memset(out, 0xFF, n * sizeof *out);
+        if (convolve_execute(plan, j->in, out) != CONVOLVE_OK) {
+            snprintf(j->msg, sizeof j->msg, "%s", convolve_last_error(c));
+            j->bad++;
+        } else if (memcmp(out, j->want, n * sizeof *out) != 0) {
+            j->bad++;
+        }
+    }
+    if (!plan || !out)
+        j->bad++;
+    convolve_plan_free(plan);
+    free(out);
+    convolve_context_free(c);
+    return NULL;
+}
+
+static void concurrent_callers(void)
+{
+    caller_job jobs[CALLERS];
+    pthread_t th[CALLERS];
+    float *bufs[CALLERS][2];
+    convolve_filter *f;
+    double w[9];
+    h_fill(w, 9);
+    CHECK_OK(ctx, convolve_filter_create(ctx, &f, 2, (const size_t[]){3, 3}, w));
+    for (int t = 0; t < CALLERS; t++) {
+        const size_t rows = 50 + 17 * (size_t)t, n = rows * 37;
+        bufs[t][0] = malloc(n * sizeof(float));
+        bufs[t][1] = malloc(n * sizeof(float));
+        h_fill_typed(CONVOLVE_FLOAT32, bufs[t][0], n, 3.0);
+        one_shot(rows, f, bufs[t][0], bufs[t][1]);
+        jobs[t] = (caller_job){rows, f, bufs[t][0], bufs[t][1], 0, {0}};
+    }
+    int started[CALLERS];
+    for (int t = 0; t < CALLERS; t++)
+        started[t] = pthread_create(&th[t], NULL, caller, &jobs[t]) == 0;
+    for (int t = 0; t < CALLERS; t++) {
+        if (started[t])
+            pthread_join(th[t], NULL);
+        CHECK(started[t] && jobs[t].bad == 0, "concurrent caller %d: %d bad runs %s", t,
+              jobs[t].bad, jobs[t].msg);
+        free(bufs[t][0]), free(bufs[t][1]);
+    }
+    int idle;
+    unsigned long made;
+    cvcu_workers_stats(&idle, &made);
+    CHECK(idle >= 1 && idle <= CVCU_WORKERS_IDLE_MAX, "concurrent callers: %d threads parked",
+          idle);
+    convolve_filter_free(f);
+    printf("test_gpu_stream: %d callers streaming at once: checked\n", CALLERS);
+}
+
+/* Emulation only (CUDA itself does not survive fork()): a fork() child,
+ * where the parent's parked threads do not exist, streams with threads of
+ * its own (were it to hand its work to a parked thread of the parent's, it
+ * would wait for ever: the alarm ends it). */
+static void fork_child(void)
+{
+    if (!g_emulated)
+        return;
+    convolve_filter *f;
+    double w[9];
+    h_fill(w, 9);
+    CHECK_OK(ctx, convolve_filter_create(ctx, &f, 2, (const size_t[]){3, 3}, w));
+    const size_t rows = 70, n = rows * 37;
+    float *in = malloc(n * sizeof *in), *want = malloc(n * sizeof *want),
+          *out = malloc(n * sizeof *out);
+    h_fill_typed(CONVOLVE_FLOAT32, in, n, 2.0);
+    one_shot(rows, f, in, want);
+    convolve_layout l;
+    convolve_plan *p = streamed_plan(ctx, rows, 15, f, &l);
+    CHECK(p != NULL && convolve_execute(p, in, out) == CONVOLVE_OK, "fork: parent's run");
+    int idle;
+    unsigned long made;
+    cvcu_workers_stats(&idle, &made);
+    CHECK(idle >= 1, "fork: no thread parked before the fork");
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(60);
+        int code = 0;
+        cvcu_workers_stats(&idle, &made);
+        if (idle != 0 || made != 0)
+            code = 2;
+        memset(out, 0xFF, n * sizeof *out);
+        if (convolve_execute(p, in, out) != CONVOLVE_OK || memcmp(out, want, n * sizeof *out))
+            code = 3;
+        cvcu_workers_stats(&idle, &made);
+        if (made == 0 || idle == 0)
+            code = 4;
+        _exit(code);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork: fork or wait failed");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "fork: the child's streamed run: %s %d (2: parked threads seen, 3: wrong result, "
+          "4: no thread made or parked)",
+          WIFEXITED(status) ? "exit" : "signal",
+          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    /* the parent's threads still serve it */
+    memset(out, 0xFF, n * sizeof *out);
+    CHECK(p && convolve_execute(p, in, out) == CONVOLVE_OK &&
+              memcmp(out, want, n * sizeof *out) == 0,
+          "fork: the parent's run after the fork");
+    convolve_plan_free(p);
+    convolve_filter_free(f);
+    free(in), free(want), free(out);
+    printf("test_gpu_stream: streaming in a fork() child: checked\n");
+}
+#endif
+
 int main(int argc, char **argv)
 {
     int cases = -1;
@@ -622,6 +896,12 @@ int main(int argc, char **argv)
     pinned_edges();
     cancellation();
     slow_callback();
+#ifdef CONVOLVE_WITH_CUDA
+    pinned_classes();
+    workers_persist();
+    concurrent_callers();
+    fork_child();
+#endif
     convolve_context_free(ctx);
     return h_finish("test_gpu_stream");
 }

@@ -6,6 +6,7 @@
  * the process ends.
  *
  * New buffers are anonymous mappings asking for transparent huge pages,
+ * starting on a huge page (2 MiB), of a size class (cvcu_pinned_class),
  * faulted in by several threads at once and then registered
  * (cudaHostRegister): the page faults and their zeroing, not the pinning,
  * are most of cudaMallocHost's cost, and one thread does them there
@@ -22,8 +23,9 @@
 #include <unistd.h>
 
 #define POOL_SLOTS 64
-#define POOL_ROUND ((size_t)2 << 20)  /* sizes are whole huge pages: fewer near misses */
-#define TOUCH_CHUNK ((size_t)2 << 20) /* bytes a faulting thread takes at least */
+#define POOL_ROUND ((size_t)2 << 20)     /* a huge page: buffers start on one */
+#define POOL_TAIL_MIN ((size_t)64 << 10) /* the smallest tail step (cvcu_pinned_class) */
+#define TOUCH_CHUNK ((size_t)2 << 20)    /* bytes a faulting thread takes at least */
 #define TOUCH_THREADS 8
 
 typedef struct {
@@ -61,11 +63,15 @@ static size_t limit_locked(void)
     return limit;
 }
 
-/* bytes rounded up to whole 2 MiB (fewer near misses between sizes) */
-static size_t round_up(size_t bytes)
+size_t cvcu_pinned_class(size_t bytes)
 {
-    return bytes <= SIZE_MAX - POOL_ROUND ? (bytes + POOL_ROUND - 1) / POOL_ROUND * POOL_ROUND
-                                          : bytes;
+    const size_t whole = bytes / POOL_ROUND * POOL_ROUND, tail = bytes - whole;
+    if (tail == 0)
+        return bytes;
+    size_t step = POOL_TAIL_MIN;
+    while (step < tail)
+        step *= 2;
+    return whole <= SIZE_MAX - step ? whole + step : bytes;
 }
 
 /* Removes pool[i] (the mutex held). */
@@ -115,7 +121,7 @@ static void touch_parallel(char *p, size_t n)
     }
 }
 
-/* A new pinned buffer of `bytes` (a multiple of POOL_ROUND): mapped,
+/* A new pinned buffer of `bytes` (a size class: whole pages): mapped,
  * faulted in in parallel and registered; cudaMallocHost where registering
  * is not supported. */
 static cudaError_t pin_new(size_t bytes, void **ptr)
@@ -191,7 +197,7 @@ cudaError_t cvcu_pinned_take(size_t bytes, void **ptr, size_t *size)
     pthread_mutex_unlock(&pool_mutex);
     if (*ptr)
         return cudaSuccess;
-    size_t want = round_up(bytes);
+    size_t want = cvcu_pinned_class(bytes);
     cudaError_t e = pin_new(want, ptr);
     if (e != cudaSuccess) {
         *ptr = NULL;

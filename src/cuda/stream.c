@@ -1,8 +1,10 @@
 /*
  * stream.c - the CUDA backend's pipelined executor for streamed host-memory
  * plans (cvi_backend.execute_host_streamed; the job and its slabs:
- * src/stream.h). One host thread per device (a worker), each with three
- * streams (copies in, kernels, copies out), CVI_STREAM_BUFFERS slots of
+ * src/stream.h). One host thread per device (a worker; the threads are the
+ * process's parked set, stream_workers.h, which outlive an execution and
+ * keep their OpenMP teams), each with three streams (copies in, kernels,
+ * copies out), CVI_STREAM_BUFFERS slots of
  * pinned staging and pitched device buffers, and its own sub-plans (one per
  * distinct slab buffer size, made with its device current, of the plan's
  * strategy). A worker takes slabs from the job's shared counter; for each it
@@ -36,8 +38,8 @@
 #include "backend.h"
 #include "pinned_pool.h"
 #include "plan.h"
+#include "stream_workers.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -551,7 +553,9 @@ static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu
     return CONVOLVE_OK;
 }
 
-static void *run_worker(void *p)
+/* One device's part of the job, on a thread of the process's parked set
+ * (stream_workers.h): it may have run workers of earlier executions. */
+static void run_worker(void *p)
 {
     worker_arg *a = p;
     cvi_stream_job *job = a->job;
@@ -559,6 +563,8 @@ static void *run_worker(void *p)
     convolve_context *ctx = job->worker_ctx[w];
     worker_res *r = a->res;
     convolve_status st = CONVOLVE_OK;
+    (void)cudaGetLastError(); /* the thread's last error, left by an earlier execution
+                                 (launches read it), is not this one's */
     cudaError_t e = cudaSetDevice(r->device);
     if (e != cudaSuccess) {
         st = cvcu_error(ctx, e, "selecting the device");
@@ -662,7 +668,6 @@ out:
         free_worker_keep_device(r); /* made anew by the next execution */
     }
     cvi_stream_worker_exit(job);
-    return NULL;
 }
 
 /* 1 if host memory [ptr, ptr + bytes) is pinned (cudaHostRegister or
@@ -708,7 +713,7 @@ convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job
 
     const cvi_problem *p = job->problem;
     worker_arg args[W > 0 ? W : 1];
-    pthread_t threads[W > 0 ? W : 1];
+    cvcu_worker *threads[W > 0 ? W : 1];
     const size_t per_line = p->shape[2] * p->channels;
     int started = 0;
     const char *timeline = getenv("CONVOLVE_STREAM_TIMELINE");
@@ -730,7 +735,7 @@ convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job
         args[w].lines_per_row = job->axis == 0 ? p->shape[1] : 1;
         args[w].in_line = job->axis == 2 ? job->in_row_bytes : per_line * plan->in_esize;
         args[w].out_line = job->axis == 2 ? job->out_row_bytes : per_line * plan->out_esize;
-        if (pthread_create(&threads[w], NULL, run_worker, &args[w]) != 0) {
+        if (cvcu_worker_start(run_worker, &args[w], &threads[w]) != 0) {
             cvi_error(job->worker_ctx[w], CONVOLVE_ERROR_OUT_OF_MEMORY,
                       "cannot start a worker thread");
             cvi_stream_fail(job, w, CONVOLVE_ERROR_OUT_OF_MEMORY);
@@ -738,9 +743,11 @@ convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job
         }
         started++;
     }
+    /* the monitor stays on the caller's thread: the progress callback (and
+     * the Python package's Ctrl-C through it) runs there */
     cvi_stream_monitor(job, started);
     for (int w = 0; w < started; w++)
-        pthread_join(threads[w], NULL);
+        cvcu_worker_wait(threads[w]); /* args[w] is not used after; the thread parks */
     /* the pool keeps this execution's staging (given back last) whatever its
      * limit, for the plan's next run; older buffers past the limit go */
     const size_t slot_bytes = job->max_ext_rows * job->in_row_bytes +
