@@ -574,7 +574,7 @@ static void slow_callback(void)
     o.backend = CONVOLVE_BACKEND_CUDA;
     o.strategy = "direct";
     CHECK_OK(ctx, convolve_run(ctx, &l, in, &l, want, f, &o));
-    const int devices = g_devices > 1 ? 2 : 1;
+    const int devices = g_devices > 1 ? g_devices : 1; /* device_count -1: every device */
     if (devices > 1)
         o.device_count = -1;
     o.device_memory_budget = 3 * (2 + 2) * shape[1] * 8; /* slabs of 2 rows */
