@@ -592,6 +592,16 @@ static void run_worker(void *p)
         a->base_ms = (cvi_now_s() - a->t0) * 1e3;
     }
     size_t index, turn = 0;
+    /* slots in use: with several devices and few slabs, no more than a
+     * device's share of them, so that the first device to start does not
+     * take three slabs of eight while the others are still starting (3-D
+     * 640^3 15^3, 8 slabs on 4 GPUs: 87 ms against 221 on one, as fast as
+     * on 3) */
+    const size_t share = (job->slab_count + (size_t)job->worker_count - 1) /
+                         (size_t)(job->worker_count > 0 ? job->worker_count : 1);
+    const size_t nslots = job->worker_count > 1 && share < CVI_STREAM_BUFFERS
+                              ? (share > 0 ? share : 1)
+                              : CVI_STREAM_BUFFERS;
     /* every row through the staging buffers: the scatter of a slot's last
      * slab and the gather of its next one run at once */
     const int staged = !a->in_direct && !a->out_direct && !job->in_place;
@@ -601,7 +611,7 @@ static void run_worker(void *p)
          * while its slots were busy held it back from an idle device; the
          * slot's staging once it has a slab (a slot no slab reaches takes
          * none) */
-        slot *s = &r->slots[turn % CVI_STREAM_BUFFERS];
+        slot *s = &r->slots[turn % nslots];
         timeline_rec *t = NULL;
         double t_staging = 0;
         if (!staged) {
@@ -646,8 +656,8 @@ static void run_worker(void *p)
      * (the next use of the worker drains them first), after their copies
      * in from a pinned input (the caller's memory) have landed: a cancel
      * returns within the monitor's tick, not after the slabs queued */
-    for (size_t i = 0; i < CVI_STREAM_BUFFERS; i++) {
-        slot *s = &r->slots[(turn + i) % CVI_STREAM_BUFFERS];
+    for (size_t i = 0; i < nslots; i++) {
+        slot *s = &r->slots[(turn + i) % nslots];
         convolve_status fs = CONVOLVE_OK;
         if (!left && s->busy)
             fs = finish(ctx, a, s, st == CONVOLVE_OK, &left);
