@@ -918,6 +918,15 @@ convolve_status cvi_stream_choose(convolve_plan *plan, int in_place, size_t *sla
         least = least < 8 * halo ? least : 8 * halo;
         share = share > least ? share : least;
         rows = rows < share ? rows : share;
+        /* a whole number of slabs a device: 640 planes in 8 slabs left a
+         * third device with 2 slabs against the others' 3 (3-D 640^3 15^3
+         * on 3 H100s: 89.1 ms against 225.1 on one, 2.53x); 9 slabs split
+         * 3, 3, 3 */
+        size_t count = (n + rows - 1) / rows;
+        if (count > w && count % w) {
+            count = (count + w - 1) / w * w;
+            rows = (n + count - 1) / count;
+        }
     }
     size_t align = 1, extra = 0;
     if (plan->backend->window_cost)
