@@ -13,8 +13,9 @@
 
 /* *ptr = a pinned buffer of at least `bytes` bytes (bytes > 0), *size its
  * size: the smallest free one of the pool that holds it, else a new one of
- * cvcu_pinned_class(bytes) bytes (mapped, faulted in by several threads and registered; cudaMallocHost
- * where registering is not supported). Thread-safe. Errors:
+ * cvcu_pinned_class(bytes) bytes (mapped, faulted in by several threads and
+ * registered; cudaMallocHost where registering is not supported).
+ * Thread-safe. Errors:
  * cudaErrorMemoryAllocation, or those of cudaHostRegister or cudaMallocHost
  * (*ptr is then NULL). */
 cudaError_t cvcu_pinned_take(size_t bytes, void **ptr, size_t *size);
