@@ -346,15 +346,37 @@ static convolve_status build_problem(convolve_plan *plan, const convolve_filter 
     return CONVOLVE_OK;
 }
 
+/* An output of at least this many bytes is taken to be new memory whose
+ * pages each run faults in (glibc maps allocations past 32 MiB afresh and
+ * unmaps them when freed: numpy's outputs from Python), costing the
+ * backends these milliseconds a MiB: the CPU's threads fault as they
+ * write, the GPU's host threads all at once before the slabs
+ * (cvi_stream_prefault_out). H100 host, 16 cores, gaussian sigma 2 from
+ * Python, new output against one given: CPU +3.7 ms at 4096^2 float32,
+ * +15 to +25 ms at 8192^2; GPU +2.6 and +6 ms (docs/architecture.md,
+ * "Measured choices"). */
+#define NEW_OUTPUT_BYTES ((size_t)32 << 20)
+#define NEW_OUTPUT_CPU_MS_PER_MIB 0.06
+#define NEW_OUTPUT_GPU_MS_PER_MIB 0.025
+
 /* Under AUTO with no strategy named: does the GPU pay for p? The two
  * backends' estimates of a host-memory execution (the GPU's with its
- * copies, and with starting CUDA when this context has not yet), made
- * before touching CUDA, so small work never pays CUDA's start-up. */
+ * copies, and with starting CUDA when this context has not yet), each
+ * with the faults of a new output where it is large enough to be one,
+ * made before touching CUDA, so small work never pays CUDA's start-up. */
 static int gpu_pays(const convolve_context *ctx, const cvi_problem *p)
 {
     if (!cvcu_backend.estimate_ms || !cvcpu_backend.estimate_ms)
         return 0;
-    return cvcu_backend.estimate_ms(p, ctx->cuda_probed) < cvcpu_backend.estimate_ms(p, 0);
+    double gpu = cvcu_backend.estimate_ms(p, ctx->cuda_probed),
+           cpu = cvcpu_backend.estimate_ms(p, 0);
+    const double out = (double)p->shape[0] * (double)p->shape[1] * (double)p->shape[2] *
+                       (double)p->channels * (double)convolve_dtype_size(p->out_type);
+    if (out >= (double)NEW_OUTPUT_BYTES) {
+        gpu += out / (1 << 20) * NEW_OUTPUT_GPU_MS_PER_MIB;
+        cpu += out / (1 << 20) * NEW_OUTPUT_CPU_MS_PER_MIB;
+    }
+    return gpu < cpu;
 }
 
 /* The backend a plan runs on: the one asked for, or under AUTO the GPU

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The CPU slab when a progress callback is set: about this much input, and
  * no more than about this much time by the backend's estimate, so that the
@@ -485,6 +486,29 @@ void cvi_stream_scatter(const cvi_stream_job *job, const cvi_slab *slab, const v
                  (char *)src + (size_t)i * rb, 0);
 }
 
+void cvi_stream_prefault_out(const cvi_stream_job *job, int threads)
+{
+    const size_t chunk = (size_t)2 << 20, page = 4096, bytes = job->rows * job->out_row_bytes;
+    char *const begin = job->out, *const end = begin + bytes;
+    const long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    if (bytes == 0 || pages <= 0 || psize <= 0 || bytes / 16 > (size_t)pages / 256 * (size_t)psize)
+        return;
+    /* chunks on 2 MiB boundaries of the address space: one thread a huge
+     * page, and with small pages a run of 512 */
+    const uintptr_t first = (uintptr_t)begin / chunk, last = ((uintptr_t)end - 1) / chunk;
+    const long count = (long)(last - first + 1);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (count > 1)
+#endif
+    for (long i = 0; i < count; i++) {
+        uintptr_t lo = (first + (uintptr_t)i) * chunk, hi = lo + chunk;
+        lo = lo < (uintptr_t)begin ? (uintptr_t)begin : lo;
+        hi = hi > (uintptr_t)end ? (uintptr_t)end : hi;
+        for (uintptr_t a = lo; a < hi; a = (a / page + 1) * page)
+            *(volatile char *)a = 0;
+    }
+}
+
 /* Part k of m of the copy of n bytes: [*off, *off + *len). */
 static void share(size_t n, int k, int m, size_t *off, size_t *len)
 {
@@ -832,6 +856,18 @@ static void describe(const convolve_plan *plan, cvi_stream_job *job)
     job->out_row_bytes = job->row_elems * convolve_dtype_size(p->out_type);
 }
 
+size_t cvi_stream_staging_bytes(void)
+{
+    const char *e = getenv("CONVOLVE_STREAM_STAGING_MIB");
+    if (e && *e) {
+        char *end;
+        unsigned long mib = strtoul(e, &end, 10);
+        if (*end == '\0' && mib >= 1 && mib <= 4096)
+            return (size_t)mib << 20;
+    }
+    return CVI_STREAM_STAGING_BYTES;
+}
+
 convolve_status cvi_stream_choose(convolve_plan *plan, int in_place, size_t *slab_rows)
 {
     cvi_stream_job job;
@@ -906,6 +942,16 @@ convolve_status cvi_stream_choose(convolve_plan *plan, int in_place, size_t *sla
     few = few < least_rows ? least_rows : few;
     few = few < 4 * halo ? 4 * halo : few; /* the halo's share small */
     rows = rows < few ? rows : few;
+    /* a slot's pinned staging (extended input rows and output rows, the
+     * latter 256-aligned) within the pool's buffer size, so that every
+     * shape's slabs take buffers earlier runs pinned: unless slabs would be
+     * thinner than 4 halos (3-D planes with long filters) */
+    const size_t staging = cvi_stream_staging_bytes(), align_out = 256;
+    if (staging > halo * job.in_row_bytes + align_out) {
+        const size_t cap = (staging - halo * job.in_row_bytes - align_out) / row_io;
+        if (cap >= 1 && cap >= 4 * halo && cap < rows)
+            rows = cap;
+    }
     int workers = plan->device_count > 0 ? plan->device_count : 1;
     if (workers > 1) {
         /* CVI_SLABS_PER_DEVICE slabs a device, but not below 8 halos (a

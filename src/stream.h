@@ -45,6 +45,8 @@ extern "C" {
  * device even when they fit it at once (cvi_stream_choose): faster from a
  * few MiB on (docs/scale.md). */
 #define CVI_STREAM_MIN_BYTES ((size_t)8 << 20)
+/* The pinned staging a slot aims at (cvi_stream_staging_bytes). */
+#define CVI_STREAM_STAGING_BYTES ((size_t)16 << 20)
 
 typedef struct cvi_slab {
     size_t index;
@@ -94,6 +96,14 @@ struct cvi_stream_job {
     struct cvi_stream_state *state; /* the core's: counters, progress, errors */
 };
 
+/* The pinned staging a slot of the CUDA backend's streamed runs aims at
+ * (its extended input rows and output rows): CVI_STREAM_STAGING_BYTES, or
+ * CONVOLVE_STREAM_STAGING_MIB MiB (a measuring aid; 1 to 4096). Slabs are
+ * made no thicker than that holds (unless that leaves them thinner than 4
+ * halos) and the pinned pool's buffers no smaller, so that after the
+ * first streamed run of a process every shape finds its staging pinned. */
+size_t cvi_stream_staging_bytes(void);
+
 /* The geometry of slab `index` (< job->slab_count). */
 void cvi_stream_slab(const cvi_stream_job *job, size_t index, cvi_slab *slab);
 
@@ -113,6 +123,17 @@ void cvi_stream_gather(const cvi_stream_job *job, const cvi_slab *slab, size_t r
  * caller's output. Uses up to `threads` OpenMP threads. */
 void cvi_stream_scatter(const cvi_stream_job *job, const cvi_slab *slab, const void *src,
                         int threads);
+
+/* Writes a zero byte in every page of the caller's output (packed rows,
+ * not in place), with up to `threads` OpenMP threads, each taking whole
+ * 2 MiB-aligned chunks: the page faults of a newly allocated output
+ * (numpy's, with transparent huge pages asked for) are taken in parallel,
+ * no two threads on one huge page, rather than in the scatters, whose
+ * threads split a slab's rows and wait on each other's faults. Does
+ * nothing for an output past a sixteenth of the host's memory (one mapped
+ * from a file, whose pages the CLI's progress callback gives back as slabs
+ * land, stays bounded). */
+void cvi_stream_prefault_out(const cvi_stream_job *job, int threads);
 
 /* Scatters slab `done`'s output rows from src (as cvi_stream_scatter) and
  * gathers slab `next`'s whole buffer into dst (as cvi_stream_gather) at

@@ -32,6 +32,7 @@
 #ifdef CONVOLVE_WITH_CUDA
 #include "cuda/pinned_pool.h"
 #include "cuda/stream_workers.h"
+#include "stream.h"
 #endif
 
 static convolve_context *ctx;
@@ -369,6 +370,14 @@ static void pinned_edges(void)
             }
 }
 
+/* Waits for the pinned pool's background pinning (src/cuda/pinned_pool.c). */
+static void settle_pinning(void)
+{
+#ifdef CONVOLVE_WITH_CUDA
+    cvcu_pinned_settle();
+#endif
+}
+
 /* One streamed run of a 2-D float32 3x3 problem of `rows` x 33 on device 0
  * in slabs of slab_rows rows (the arrays pinned where `pin`), with
  * CVK_EMU_FAIL_PIN_AFTER=knob: status `want`, and on success (or on a rerun
@@ -411,6 +420,8 @@ static void staging_run(size_t rows, size_t slab_rows, convolve_mode mode, int p
         CHECK_OK(ctx, convolve_host_register(ctx, in, n * sizeof *in));
         CHECK_OK(ctx, convolve_host_register(ctx, out, n * sizeof *out));
     }
+    /* the pool's background pinning reads the knob too: settled first */
+    settle_pinning();
     setenv("CVK_EMU_FAIL_PIN_AFTER", knob, 1);
     CHECK_STATUS(ctx, convolve_execute(p, in, out), want);
     unsetenv("CVK_EMU_FAIL_PIN_AFTER");
@@ -436,22 +447,43 @@ static void staging_run(size_t rows, size_t slab_rows, convolve_mode mode, int p
 }
 
 /* Emulation only (CVK_EMU_FAIL_PIN_AFTER), and first: the process's pinned
- * pool (src/cuda/pinned_pool.c) holds nothing yet. A slot takes its staging
- * (one pinned buffer for its input and output rows) when a slab first
- * reaches it, and only what the slab needs: pinned packed arrays in
- * CONSTANT mode (no row gathered, the output copied straight) pin nothing;
- * a run in one slab pins one buffer; a run in three slabs of that size
- * whose second slot cannot pin (the first takes the pool's buffer) fails
- * with DEVICE_OUT_OF_MEMORY naming the staging, leaking nothing (ASan), and
- * the plan runs once pinning works again. */
+ * pool (src/cuda/pinned_pool.c) holds nothing yet. The first host-array
+ * run on the device primes it: CVI_STREAM_BUFFERS buffers of the staging
+ * size pinned in the background, taken later with pinning failing. With
+ * those held (the pool empty), a slot takes its staging (one pinned buffer
+ * for its input and output rows) when a slab first reaches it, and only
+ * what the slab needs: pinned packed arrays in CONSTANT mode (no row
+ * gathered, the output copied straight) pin nothing; a run in one slab
+ * pins one buffer; a run in three slabs of that size whose second slot
+ * cannot pin (the first takes the pool's buffer) fails with
+ * DEVICE_OUT_OF_MEMORY naming the staging, leaking nothing (ASan), and the
+ * plan runs once pinning works again. */
 static void staging_pins(void)
 {
     if (!g_emulated)
         return;
     staging_run(60, 20, CONVOLVE_MODE_CONSTANT, 1, "0", CONVOLVE_OK, 3);
+#ifdef CONVOLVE_WITH_CUDA
+    void *held[CVI_STREAM_BUFFERS + 1] = {0};
+    size_t held_size[CVI_STREAM_BUFFERS + 1] = {0};
+    const size_t staging = cvi_stream_staging_bytes();
+    settle_pinning();
+    setenv("CVK_EMU_FAIL_PIN_AFTER", "0", 1);
+    for (int i = 0; i <= CVI_STREAM_BUFFERS; i++) {
+        const cudaError_t e = cvcu_pinned_take(staging, &held[i], &held_size[i]);
+        CHECK((i < CVI_STREAM_BUFFERS) == (e == cudaSuccess && held[i] && held_size[i] >= staging),
+              "primed pool: take %d of %d MiB: %s", i, (int)(staging >> 20),
+              e == cudaSuccess ? "taken" : "not taken");
+    }
+    unsetenv("CVK_EMU_FAIL_PIN_AFTER");
+#endif
     staging_run(20, 20, CONVOLVE_MODE_REFLECT, 0, "1", CONVOLVE_OK, 1);
     staging_run(60, 20, CONVOLVE_MODE_REFLECT, 0, "0", CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY, 3);
-    printf("test_gpu_stream: pinned staging taken slot by slot (emulated): checked\n");
+#ifdef CONVOLVE_WITH_CUDA
+    for (int i = 0; i < CVI_STREAM_BUFFERS; i++)
+        cvcu_pinned_give(held[i], held_size[i]);
+#endif
+    printf("test_gpu_stream: pinned staging primed, taken slot by slot (emulated): checked\n");
 }
 
 /* Fewer slabs than a device's slots (those no slab reaches take no

@@ -12,13 +12,27 @@
  * are most of cudaMallocHost's cost, and one thread does them there
  * (docs/architecture.md, "Measured choices"). Where registering fails the
  * first time (no such support), the pool uses cudaMallocHost for good.
+ *
+ * New buffers are at least the streamed executor's staging size
+ * (cvi_stream_staging_bytes), so that one serves a slot of any shape.
+ * cvcu_pinned_prime queues such buffers, once a process, for a background
+ * thread, which pins them one after the other into the pool and ends when
+ * the queue is empty; a take that finds no free buffer claims a queued one
+ * that will hold its request and waits for it, rather than pinning the
+ * same memory twice. A destructor (library unloaded, process exiting)
+ * stops the queue and waits for the buffer being pinned; pthread_atfork
+ * handlers hold the mutex across fork() and empty the queue in the child
+ * (the thread is not there).
  */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, madvise */
 #include "pinned_pool.h"
 
+#include "../stream.h"
+
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -27,6 +41,7 @@
 #define POOL_TAIL_MIN ((size_t)64 << 10) /* the smallest tail step (cvcu_pinned_class) */
 #define TOUCH_CHUNK ((size_t)2 << 20)    /* bytes a faulting thread takes at least */
 #define TOUCH_THREADS 8
+#define QUEUE_MAX 8 /* sizes queued for the background thread at most */
 
 typedef struct {
     void *ptr;
@@ -42,6 +57,21 @@ static unsigned long long pool_clock;
 static size_t pool_limit = (size_t)-1; /* (size_t)-1: not read yet */
 static int pool_register = -1;         /* new buffers: 1 mapped and registered,
                                           0 cudaMallocHost, -1 not tried yet */
+/* the background thread's queue (the mutex held) */
+typedef struct {
+    size_t size;
+    int claimed;      /* a take waits for it */
+    unsigned long id; /* which one */
+} queued_buf;
+static queued_buf queue[QUEUE_MAX]; /* buffers to pin, the first being pinned */
+static int queue_count;
+static unsigned long queue_ids;
+static int primed;  /* cvcu_pinned_prime queued its buffers (once a process) */
+static int pinning; /* the background thread runs */
+static int closing; /* the destructor ran: nothing more is pinned in the background */
+static pthread_cond_t queue_cond = PTHREAD_COND_INITIALIZER; /* a queued buffer pinned, or
+                                                                 the thread ended */
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
 /* The limit on free bytes kept (the mutex held). */
 static size_t limit_locked(void)
@@ -181,23 +211,152 @@ static void unpin(void *ptr, size_t size)
     }
 }
 
-cudaError_t cvcu_pinned_take(size_t bytes, void **ptr, size_t *size)
+/* Takes the smallest free buffer that holds `bytes` into *ptr and *size
+ * (the mutex held); 0 if none does. */
+static int take_free_locked(size_t bytes, void **ptr, size_t *size)
 {
-    *ptr = NULL;
-    pthread_mutex_lock(&pool_mutex);
     int best = -1;
     for (int i = 0; i < pool_count; i++)
         if (pool[i].size >= bytes && (best < 0 || pool[i].size < pool[best].size))
             best = i;
-    if (best >= 0) {
-        *ptr = pool[best].ptr;
-        *size = pool[best].size;
-        remove_locked(best);
+    if (best < 0)
+        return 0;
+    *ptr = pool[best].ptr;
+    *size = pool[best].size;
+    remove_locked(best);
+    return 1;
+}
+
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&pool_mutex);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&pool_mutex);
+}
+
+static void fork_child(void)
+{
+    queue_count = 0; /* the thread is not in the child */
+    pinning = 0;
+    pthread_mutex_unlock(&pool_mutex);
+}
+
+static void register_fork(void)
+{
+    (void)pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+/* The background thread: pins the queued buffers one by one into the pool
+ * (each stays queued, and may be claimed, until it is there). */
+static void *pin_queued(void *unused)
+{
+    (void)unused;
+    pthread_mutex_lock(&pool_mutex);
+    while (queue_count > 0 && !closing) {
+        const size_t size = queue[0].size;
+        pthread_mutex_unlock(&pool_mutex);
+        void *p = NULL;
+        if (pin_new(size, &p) == cudaSuccess)
+            cvcu_pinned_give(p, size);
+        else
+            (void)cudaGetLastError(); /* nothing pinned: its claimer pins its own */
+        pthread_mutex_lock(&pool_mutex);
+        if (queue_count > 0) /* (the destructor or a fork may have emptied it) */
+            memmove(queue, queue + 1, (size_t)--queue_count * sizeof queue[0]);
+        pthread_cond_broadcast(&queue_cond);
+    }
+    queue_count = 0;
+    pinning = 0;
+    pthread_cond_broadcast(&queue_cond);
+    pthread_mutex_unlock(&pool_mutex);
+    return NULL;
+}
+
+void cvcu_pinned_prime(size_t bytes, int count)
+{
+    (void)pthread_once(&fork_once, register_fork);
+    pthread_mutex_lock(&pool_mutex);
+    const size_t size = cvcu_pinned_class(bytes);
+    if (!primed && !closing && count > 0 && count <= QUEUE_MAX &&
+        size <= limit_locked() / (size_t)count) {
+        primed = 1;
+        for (int i = 0; i < count && queue_count < QUEUE_MAX; i++) {
+            queue[queue_count].size = size;
+            queue[queue_count].claimed = 0;
+            queue[queue_count].id = ++queue_ids;
+            queue_count++;
+        }
+        if (!pinning) {
+            pthread_attr_t at;
+            pthread_t id;
+            int made = 0;
+            if (pthread_attr_init(&at) == 0) {
+                made = pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0 &&
+                       pthread_create(&id, &at, pin_queued, NULL) == 0;
+                pthread_attr_destroy(&at);
+            }
+            if (made)
+                pinning = 1;
+            else
+                queue_count = 0; /* no thread: takes pin for themselves */
+        }
     }
     pthread_mutex_unlock(&pool_mutex);
-    if (*ptr)
+}
+
+void cvcu_pinned_settle(void)
+{
+    pthread_mutex_lock(&pool_mutex);
+    while (pinning)
+        pthread_cond_wait(&queue_cond, &pool_mutex);
+    pthread_mutex_unlock(&pool_mutex);
+}
+
+/* At unload or exit: nothing more is pinned in the background; the buffer
+ * being pinned is waited for (no thread stays in code being unmapped). */
+__attribute__((destructor)) static void end_pinning(void)
+{
+    pthread_mutex_lock(&pool_mutex);
+    closing = 1;
+    pthread_mutex_unlock(&pool_mutex);
+    cvcu_pinned_settle();
+}
+
+/* 1 if a queued buffer with this id is still to be pinned (the mutex held). */
+static int queued_locked(unsigned long id)
+{
+    for (int i = 0; i < queue_count; i++)
+        if (queue[i].id == id)
+            return 1;
+    return 0;
+}
+
+cudaError_t cvcu_pinned_take(size_t bytes, void **ptr, size_t *size)
+{
+    *ptr = NULL;
+    pthread_mutex_lock(&pool_mutex);
+    int got;
+    /* none free that holds it: a buffer being pinned in the background
+     * that would is claimed and waited for (not pinned twice) */
+    while (!(got = take_free_locked(bytes, ptr, size))) {
+        int k = 0;
+        while (k < queue_count && (queue[k].claimed || queue[k].size < bytes))
+            k++;
+        if (k == queue_count)
+            break;
+        queue[k].claimed = 1;
+        const unsigned long id = queue[k].id;
+        while (queued_locked(id))
+            pthread_cond_wait(&queue_cond, &pool_mutex);
+    }
+    pthread_mutex_unlock(&pool_mutex);
+    if (got)
         return cudaSuccess;
-    size_t want = cvcu_pinned_class(bytes);
+    const size_t least = cvi_stream_staging_bytes();
+    size_t want = cvcu_pinned_class(bytes > least ? bytes : least);
     cudaError_t e = pin_new(want, ptr);
     if (e != cudaSuccess) {
         *ptr = NULL;

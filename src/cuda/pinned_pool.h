@@ -12,13 +12,26 @@
 #include <stddef.h>
 
 /* *ptr = a pinned buffer of at least `bytes` bytes (bytes > 0), *size its
- * size: the smallest free one of the pool that holds it, else a new one of
- * cvcu_pinned_class(bytes) bytes (mapped, faulted in by several threads and
+ * size: the smallest free one of the pool that holds it (or one being
+ * pinned by cvcu_pinned_prime's thread that will, waited for), else a new
+ * one of cvcu_pinned_class of the larger of bytes and
+ * cvi_stream_staging_bytes() (mapped, faulted in by several threads and
  * registered; cudaMallocHost where registering is not supported).
  * Thread-safe. Errors:
  * cudaErrorMemoryAllocation, or those of cudaHostRegister or cudaMallocHost
  * (*ptr is then NULL). */
 cudaError_t cvcu_pinned_take(size_t bytes, void **ptr, size_t *size);
+
+/* Queues `count` buffers of cvcu_pinned_class(bytes) to be pinned into
+ * the pool by a background thread, the first time it is called in the
+ * process (later calls do nothing), unless they would pass the pool's
+ * limit: the first streamed execution then finds its staging pinned, or
+ * waits only for what is left of it (cvcu_pinned_take). Thread-safe. */
+void cvcu_pinned_prime(size_t bytes, int count);
+
+/* Waits until the background thread of cvcu_pinned_prime has pinned what is
+ * queued (tests; the library's unload). */
+void cvcu_pinned_settle(void);
 
 /* The size of a new buffer for `bytes`: the whole 2 MiB (huge pages) of
  * bytes, plus what is left rounded up to a power of two from 64 KiB to

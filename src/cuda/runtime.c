@@ -9,6 +9,7 @@
  */
 #include "backend.h"
 #include "kernels.h"
+#include "pinned_pool.h"
 #include "plan.h"
 
 #include <cuda_runtime_api.h>
@@ -284,6 +285,9 @@ static convolve_status ensure_host_path(convolve_context *ctx, cvcu_plan *plan)
 convolve_status cvcu_execute_host(convolve_context *ctx, void *state, const void *in, void *out)
 {
     cvcu_plan *plan = state;
+    /* host arrays on the GPU: the staging a later streamed run takes is
+     * pinned in the background meanwhile (once a process) */
+    cvcu_pinned_prime(cvi_stream_staging_bytes(), CVI_STREAM_BUFFERS);
     int prev;
     cudaError_t e = cvcu_enter_device(plan, &prev);
     if (e != cudaSuccess)

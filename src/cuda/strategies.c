@@ -421,10 +421,12 @@ void cvcu_device_key(const cvi_device *dev, const cvi_problem *p, char *key, siz
 #define CVCU_START_MS 300.0
 /* Host <-> device copies of pageable host arrays, bytes (in plus out) per
  * millisecond: in one shot, cudaMemcpy; streamed (from CVI_STREAM_MIN_BYTES
- * on), staged by host threads while the device copies, into a new output
- * (its pages written the first time: the common case from Python). */
+ * on), staged by host threads while the device copies, into an output
+ * whose pages are there (a new one's page faults: gpu_pays in src/plan.c),
+ * plus the pipeline's start (workers woken, the first slab's copy in). */
 #define CVCU_HOST_BYTES_PER_MS 10e6
-#define CVCU_STREAMED_BYTES_PER_MS 20e6
+#define CVCU_STREAMED_BYTES_PER_MS 36e6
+#define CVCU_STREAMED_START_MS 0.6
 /* Filter taps per millisecond a GPU sustains (about 2e12 multiply-adds
  * a second), and the cost of a launch and its synchronisation. */
 #define CVCU_TAPS_PER_MS 2e9
@@ -440,8 +442,9 @@ double cvcu_estimate_ms(const cvi_problem *p, int started)
                                : (double)p->kcount;
     if (taps > CVCU_DIRECT_OVER_FFT) /* the FFT takes over */
         taps = CVCU_DIRECT_OVER_FFT;
-    const double rate = bytes >= (double)CVI_STREAM_MIN_BYTES ? CVCU_STREAMED_BYTES_PER_MS
-                                                              : CVCU_HOST_BYTES_PER_MS;
-    return (started ? 0.0 : CVCU_START_MS) + bytes / rate + outputs * taps / CVCU_TAPS_PER_MS +
+    const int streamed = bytes >= (double)CVI_STREAM_MIN_BYTES;
+    const double copies = streamed ? CVCU_STREAMED_START_MS + bytes / CVCU_STREAMED_BYTES_PER_MS
+                                   : bytes / CVCU_HOST_BYTES_PER_MS;
+    return (started ? 0.0 : CVCU_START_MS) + copies + outputs * taps / CVCU_TAPS_PER_MS +
            CVCU_LAUNCH_MS;
 }

@@ -701,6 +701,7 @@ convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job
 {
     cvcu_plan *plan = job->backend_state;
     const int W = job->worker_count;
+    cvcu_pinned_prime(cvi_stream_staging_bytes(), CVI_STREAM_BUFFERS); /* once a process */
     struct cvcu_stream_cache *c = plan->stream;
     /* buffers made for another geometry (another budget) are remade */
     if (c && (c->count != W || c->workers[0].slab_rows != job->slab_rows ||
@@ -733,6 +734,9 @@ convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job
     const double t0 = cvi_now_s();
     const int in_direct = job->in_packed && pinned(job->in, job->rows * job->in_row_bytes);
     const int out_direct = job->out_packed && pinned(job->out, job->rows * job->out_row_bytes);
+    /* a pageable output: its pages faulted in at once, in parallel */
+    if (!out_direct && job->out_packed && !job->in_place)
+        cvi_stream_prefault_out(job, job->host_threads);
     for (int w = 0; w < W; w++) {
         args[w].in_direct = in_direct;
         args[w].out_direct = out_direct;
