@@ -5,8 +5,12 @@
 #include "backend.h"
 #include "internal.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Some context of the process found a usable GPU: CUDA has started. */
+static atomic_int cuda_started;
 
 int cvi_cuda_usable(convolve_context *ctx)
 {
@@ -18,8 +22,15 @@ int cvi_cuda_usable(convolve_context *ctx)
             snprintf(ctx->cuda.info.reason, sizeof ctx->cuda.info.reason,
                      "libconvolve was built without CUDA");
         ctx->cuda_probed = 1;
+        if (ctx->cuda.info.available)
+            atomic_store(&cuda_started, 1);
     }
     return ctx->cuda.info.available;
+}
+
+int cvi_cuda_started(const convolve_context *ctx)
+{
+    return ctx->cuda_probed || atomic_load(&cuda_started);
 }
 
 convolve_status convolve_device_query(convolve_context *ctx, convolve_device_info *info)

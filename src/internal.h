@@ -25,6 +25,11 @@ struct convolve_context {
 /* Probes the CUDA device once; returns ctx->cuda.info.available. */
 int cvi_cuda_usable(convolve_context *ctx);
 
+/* 1 if CUDA's start-up is paid: this context probed the device, or some
+ * context of the process found a usable one (the Python package makes a
+ * context a plan). Thread-safe. */
+int cvi_cuda_started(const convolve_context *ctx);
+
 /* ---- filters ------------------------------------------------------------ */
 
 struct convolve_filter {

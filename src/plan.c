@@ -361,15 +361,15 @@ static convolve_status build_problem(convolve_plan *plan, const convolve_filter 
 
 /* Under AUTO with no strategy named: does the GPU pay for p? The two
  * backends' estimates of a host-memory execution (the GPU's with its
- * copies, and with starting CUDA when this context has not yet), each
+ * copies, and with starting CUDA unless the process has: cvi_cuda_started), each
  * with the faults of a new output where it is large enough to be one,
  * made before touching CUDA, so small work never pays CUDA's start-up. */
 static int gpu_pays(const convolve_context *ctx, const cvi_problem *p)
 {
     if (!cvcu_backend.estimate_ms || !cvcpu_backend.estimate_ms)
         return 0;
-    double gpu = cvcu_backend.estimate_ms(p, ctx->cuda_probed),
-           cpu = cvcpu_backend.estimate_ms(p, 0);
+    double gpu = cvcu_backend.estimate_ms(p, cvi_cuda_started(ctx));
+    double cpu = cvcpu_backend.estimate_ms(p, 0);
     const double out = (double)p->shape[0] * (double)p->shape[1] * (double)p->shape[2] *
                        (double)p->channels * (double)convolve_dtype_size(p->out_type);
     if (out >= (double)NEW_OUTPUT_BYTES) {

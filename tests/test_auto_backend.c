@@ -88,5 +88,24 @@ int main(void)
     }
     convolve_plan_free(plan);
     convolve_context_free(ctx);
+
+    /* a new context once another found the GPU (the Python package makes a
+     * context a plan): CUDA's start-up is not counted again, so work of
+     * tens of milliseconds goes to the GPU: 8192^2 float32 31x31 (with the
+     * start-up counted, the CPU's estimate wins on a 16-core host) */
+    CHECK_OK(NULL, convolve_context_create(&ctx));
+    plan = plan_for(ctx, CONVOLVE_FLOAT32, 2, big, 1, 31);
+    if (plan && cuda_built && cvcu_backend.estimate_ms) {
+        const int started = cvi_cuda_started(ctx), usable = cvi_cuda_usable(ctx);
+        CHECK(!usable || started, "a new context: CUDA usable but not counted as started");
+        printf("test_auto_backend: 8192^2 31x31, a second context: planned on %s\n",
+               convolve_backend_name(convolve_plan_backend(plan)));
+        if (usable)
+            CHECK(convolve_plan_backend(plan) == CONVOLVE_BACKEND_CUDA,
+                  "8192^2 31x31, a second context: planned on %s",
+                  convolve_backend_name(convolve_plan_backend(plan)));
+    }
+    convolve_plan_free(plan);
+    convolve_context_free(ctx);
     return h_finish("test_auto_backend");
 }
