@@ -722,21 +722,44 @@ static void pinned_classes(void)
     printf("test_gpu_stream: pinned size classes: checked\n");
 }
 
+/* A random 3x3 filter, a random float32 input of `rows` x 37, its one-shot
+ * result and room for an output: what the cases below stream. */
+typedef struct {
+    convolve_filter *f;
+    size_t rows, n;
+    float *in, *want, *out;
+} small_case;
+
+static void small_case_make(small_case *c, size_t rows)
+{
+    double w[9];
+    h_fill(w, 9);
+    c->f = NULL;
+    CHECK_OK(ctx, convolve_filter_create(ctx, &c->f, 2, (const size_t[]){3, 3}, w));
+    c->rows = rows, c->n = rows * 37;
+    c->in = malloc(c->n * sizeof *c->in);
+    c->want = malloc(c->n * sizeof *c->want);
+    c->out = malloc(c->n * sizeof *c->out);
+    h_fill_typed(CONVOLVE_FLOAT32, c->in, c->n, 2.0);
+    one_shot(rows, c->f, c->in, c->want);
+}
+
+static void small_case_free(small_case *c)
+{
+    convolve_filter_free(c->f);
+    free(c->in), free(c->want), free(c->out);
+}
+
 /* Streamed executions reuse the process's parked worker threads: a second
  * execution creates none, and threads are parked after it. */
 static void workers_persist(void)
 {
-    convolve_filter *f;
-    double w[9];
-    h_fill(w, 9);
-    CHECK_OK(ctx, convolve_filter_create(ctx, &f, 2, (const size_t[]){3, 3}, w));
-    const size_t rows = 90, n = rows * 37;
-    float *in = malloc(n * sizeof *in), *want = malloc(n * sizeof *want),
-          *out = malloc(n * sizeof *out);
-    h_fill_typed(CONVOLVE_FLOAT32, in, n, 2.0);
-    one_shot(rows, f, in, want);
+    small_case c;
+    small_case_make(&c, 90);
+    float *const in = c.in, *const want = c.want, *const out = c.out;
+    const size_t n = c.n;
     convolve_layout l;
-    convolve_plan *p = streamed_plan(ctx, rows, 20, f, &l);
+    convolve_plan *p = streamed_plan(ctx, c.rows, 20, c.f, &l);
     CHECK(p != NULL, "workers: plan: %s", convolve_last_error(ctx));
     int idle0, idle1, idle2;
     unsigned long made0, made1, made2;
@@ -753,8 +776,7 @@ static void workers_persist(void)
               made2 - made1, idle1, idle2, idle0);
     }
     convolve_plan_free(p);
-    convolve_filter_free(f);
-    free(in), free(want), free(out);
+    small_case_free(&c);
     printf("test_gpu_stream: parked workers reused: checked\n");
 }
 
@@ -842,17 +864,12 @@ static void fork_child(void)
 {
     if (!g_emulated)
         return;
-    convolve_filter *f;
-    double w[9];
-    h_fill(w, 9);
-    CHECK_OK(ctx, convolve_filter_create(ctx, &f, 2, (const size_t[]){3, 3}, w));
-    const size_t rows = 70, n = rows * 37;
-    float *in = malloc(n * sizeof *in), *want = malloc(n * sizeof *want),
-          *out = malloc(n * sizeof *out);
-    h_fill_typed(CONVOLVE_FLOAT32, in, n, 2.0);
-    one_shot(rows, f, in, want);
+    small_case c;
+    small_case_make(&c, 70);
+    float *const in = c.in, *const want = c.want, *const out = c.out;
+    const size_t n = c.n;
     convolve_layout l;
-    convolve_plan *p = streamed_plan(ctx, rows, 15, f, &l);
+    convolve_plan *p = streamed_plan(ctx, c.rows, 15, c.f, &l);
     CHECK(p != NULL && convolve_execute(p, in, out) == CONVOLVE_OK, "fork: parent's run");
     int idle;
     unsigned long made;
@@ -887,8 +904,7 @@ static void fork_child(void)
               memcmp(out, want, n * sizeof *out) == 0,
           "fork: the parent's run after the fork");
     convolve_plan_free(p);
-    convolve_filter_free(f);
-    free(in), free(want), free(out);
+    small_case_free(&c);
     printf("test_gpu_stream: streaming in a fork() child: checked\n");
 }
 #endif
