@@ -491,7 +491,10 @@ void cvi_stream_prefault_out(const cvi_stream_job *job, int threads)
     const size_t chunk = (size_t)2 << 20, page = 4096, bytes = job->rows * job->out_row_bytes;
     char *const begin = job->out, *const end = begin + bytes;
     const long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-    if (bytes == 0 || pages <= 0 || psize <= 0 || bytes / 16 > (size_t)pages / 256 * (size_t)psize)
+    if (bytes == 0 || pages <= 0 || psize <= 0)
+        return;
+    const size_t ram = (size_t)pages * (size_t)psize, most = (size_t)2 << 30;
+    if (bytes > ram / 16 || bytes > most)
         return;
     /* chunks on 2 MiB boundaries of the address space: one thread a huge
      * page, and with small pages a run of 512 */
@@ -504,8 +507,11 @@ void cvi_stream_prefault_out(const cvi_stream_job *job, int threads)
         uintptr_t lo = (first + (uintptr_t)i) * chunk, hi = lo + chunk;
         lo = lo < (uintptr_t)begin ? (uintptr_t)begin : lo;
         hi = hi > (uintptr_t)end ? (uintptr_t)end : hi;
+        /* an atomic add of zero: a write (one fault, for writing) that
+         * leaves the byte as it was (a cancelled run's unwritten rows keep
+         * what the caller put there) */
         for (uintptr_t a = lo; a < hi; a = (a / page + 1) * page)
-            *(volatile char *)a = 0;
+            (void)__atomic_fetch_add((volatile unsigned char *)a, 0, __ATOMIC_RELAXED);
     }
 }
 

@@ -285,9 +285,16 @@ static void s_cancel_case(const s_case *c, int after)
     const size_t n = convolve_layout_count(&l), es = convolve_dtype_size(c->in_type);
     convolve_filter *f;
     CHECK_OK(ctx, convolve_filter_create_named(ctx, &f, "box:1", c->ndim));
-    char *in = malloc(n * es), *out = malloc(n * es);
+    char *in = malloc(n * es), *out = malloc(n * es), *poison = malloc(n * es);
     h_fill_typed(c->in_type, in, n, 1.0);
     h_poison(c->in_type, out, n);
+    /* floats: NaNs whose every byte is set, so that a run that wrote any
+     * byte of a row it did not compute is seen */
+    for (size_t i = 0; i < n && c->in_type == CONVOLVE_FLOAT32; i++)
+        ((uint32_t *)(void *)out)[i] = 0x7FC0ABCDu;
+    for (size_t i = 0; i < n && c->in_type == CONVOLVE_FLOAT64; i++)
+        ((uint64_t *)(void *)out)[i] = 0x7FF8ABCDABCDABCDull;
+    memcpy(poison, out, n * es);
     s_progress_log log = {0, after, {0}, 1};
     convolve_options o;
     convolve_options_init(&o);
@@ -306,7 +313,7 @@ static void s_cancel_case(const s_case *c, int after)
           log.last.slabs_done, log.last.slabs_total);
     /* the rows reported done are written (slab order is not promised with
      * several devices: count the rows that are) */
-    size_t row = n / c->shape[0] * (c->ndim == 1 ? 1 : 1), written_rows = 0;
+    size_t row = n / c->shape[0] * (c->ndim == 1 ? 1 : 1), written_rows = 0, touched_rows = 0;
     if (c->ndim == 1)
         row = c->channels;
     for (size_t r = 0; r < c->shape[0]; r++) {
@@ -314,9 +321,13 @@ static void s_cancel_case(const s_case *c, int after)
         for (size_t i = 0; i < row; i++)
             all &= !isnan(h_get(c->in_type, out, r * row + i));
         written_rows += all;
+        /* a row not written keeps the caller's bytes, every one */
+        touched_rows += !all && memcmp(out + r * row * es, poison + r * row * es, row * es) != 0;
     }
     CHECK(written_rows >= log.last.rows_done, "%s: %zu rows written, %zu reported", what,
           written_rows, log.last.rows_done);
+    CHECK(touched_rows == 0, "%s: %zu rows neither computed nor left as they were", what,
+          touched_rows);
     /* the plan still works after a cancellation (the slabs a cancelled CUDA
      * execution left running are drained first), and a plan freed at once
      * after one waits for them */
@@ -326,7 +337,7 @@ static void s_cancel_case(const s_case *c, int after)
     CHECK_STATUS(ctx, convolve_execute(p, in, out), CONVOLVE_ERROR_CANCELLED);
     convolve_plan_free(p);
     convolve_filter_free(f);
-    free(in), free(out);
+    free(in), free(out), free(poison);
 }
 
 #endif
