@@ -948,17 +948,18 @@ convolve_status cvi_stream_choose(convolve_plan *plan, int in_place, size_t *sla
     few = few < least_rows ? least_rows : few;
     few = few < 4 * halo ? 4 * halo : few; /* the halo's share small */
     rows = rows < few ? rows : few;
-    /* a slot's pinned staging (extended input rows and output rows, the
-     * latter 256-aligned) within the pool's buffer size, so that every
-     * shape's slabs take buffers earlier runs pinned: unless slabs would be
-     * thinner than 4 halos (3-D planes with long filters) */
+    /* on one device, a slot's pinned staging (extended input rows and
+     * output rows, the latter 256-aligned) within the pool's buffer size,
+     * so that every shape's slabs take buffers earlier runs pinned: unless
+     * slabs would be thinner than 4 halos (3-D planes with long filters).
+     * Several devices keep the slabs their balance was measured with */
+    int workers = plan->device_count > 0 ? plan->device_count : 1;
     const size_t staging = cvi_stream_staging_bytes(), align_out = 256;
-    if (staging > halo * job.in_row_bytes + align_out) {
+    if (workers == 1 && staging > halo * job.in_row_bytes + align_out) {
         const size_t cap = (staging - halo * job.in_row_bytes - align_out) / row_io;
         if (cap >= 1 && cap >= 4 * halo && cap < rows)
             rows = cap;
     }
-    int workers = plan->device_count > 0 ? plan->device_count : 1;
     if (workers > 1) {
         /* CVI_SLABS_PER_DEVICE slabs a device, but not below 8 halos (a
          * thinner slab spends more of its kernel on the halo: "Measured

@@ -98,10 +98,11 @@ struct cvi_stream_job {
 
 /* The pinned staging a slot of the CUDA backend's streamed runs aims at
  * (its extended input rows and output rows): CVI_STREAM_STAGING_BYTES, or
- * CONVOLVE_STREAM_STAGING_MIB MiB (a measuring aid; 1 to 4096). Slabs are
- * made no thicker than that holds (unless that leaves them thinner than 4
- * halos) and the pinned pool's buffers no smaller, so that after the
- * first streamed run of a process every shape finds its staging pinned. */
+ * CONVOLVE_STREAM_STAGING_MIB MiB (a measuring aid; 1 to 4096). Slabs on
+ * one device are made no thicker than that holds (unless that leaves them
+ * thinner than 4 halos) and the pinned pool's buffers no smaller, so that
+ * after the first streamed run of a process every shape finds its staging
+ * pinned. */
 size_t cvi_stream_staging_bytes(void);
 
 /* The geometry of slab `index` (< job->slab_count). */
