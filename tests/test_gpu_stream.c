@@ -723,14 +723,17 @@ static void pinned_classes(void)
 }
 
 /* A random 3x3 filter, a random float32 input of `rows` x 37, its one-shot
- * result and room for an output: what the cases below stream. */
+ * result, room for an output and a plan streaming it in slabs of
+ * slab_rows rows (NULL if it could not be made): what the cases below run. */
 typedef struct {
     convolve_filter *f;
     size_t rows, n;
     float *in, *want, *out;
+    convolve_layout l;
+    convolve_plan *p;
 } small_case;
 
-static void small_case_make(small_case *c, size_t rows)
+static void small_case_make(small_case *c, size_t rows, size_t slab_rows)
 {
     double w[9];
     h_fill(w, 9);
@@ -742,10 +745,12 @@ static void small_case_make(small_case *c, size_t rows)
     c->out = malloc(c->n * sizeof *c->out);
     h_fill_typed(CONVOLVE_FLOAT32, c->in, c->n, 2.0);
     one_shot(rows, c->f, c->in, c->want);
+    c->p = streamed_plan(ctx, rows, slab_rows, c->f, &c->l);
 }
 
 static void small_case_free(small_case *c)
 {
+    convolve_plan_free(c->p);
     convolve_filter_free(c->f);
     free(c->in), free(c->want), free(c->out);
 }
@@ -755,27 +760,22 @@ static void small_case_free(small_case *c)
 static void workers_persist(void)
 {
     small_case c;
-    small_case_make(&c, 90);
-    float *const in = c.in, *const want = c.want, *const out = c.out;
-    const size_t n = c.n;
-    convolve_layout l;
-    convolve_plan *p = streamed_plan(ctx, c.rows, 20, c.f, &l);
-    CHECK(p != NULL, "workers: plan: %s", convolve_last_error(ctx));
+    small_case_make(&c, 90, 20);
+    CHECK(c.p != NULL, "workers: plan: %s", convolve_last_error(ctx));
     int idle0, idle1, idle2;
     unsigned long made0, made1, made2;
     cvcu_workers_stats(&idle0, &made0);
-    for (int run = 0; p && run < 2; run++) {
-        h_poison(CONVOLVE_FLOAT32, out, n);
-        CHECK_OK(ctx, convolve_execute(p, in, out));
-        CHECK(memcmp(out, want, n * sizeof *out) == 0, "workers: run %d differs", run);
+    for (int run = 0; c.p && run < 2; run++) {
+        h_poison(CONVOLVE_FLOAT32, c.out, c.n);
+        CHECK_OK(ctx, convolve_execute(c.p, c.in, c.out));
+        CHECK(memcmp(c.out, c.want, c.n * sizeof *c.out) == 0, "workers: run %d differs", run);
         cvcu_workers_stats(run ? &idle2 : &idle1, run ? &made2 : &made1);
     }
-    if (p) {
+    if (c.p) {
         CHECK(made1 - made0 <= 1 && made2 == made1 && idle1 >= 1 && idle2 == idle1,
               "workers: threads made %lu then %lu, parked %d then %d (before: %d)", made1 - made0,
               made2 - made1, idle1, idle2, idle0);
     }
-    convolve_plan_free(p);
     small_case_free(&c);
     printf("test_gpu_stream: parked workers reused: checked\n");
 }
@@ -865,12 +865,8 @@ static void fork_child(void)
     if (!g_emulated)
         return;
     small_case c;
-    small_case_make(&c, 70);
-    float *const in = c.in, *const want = c.want, *const out = c.out;
-    const size_t n = c.n;
-    convolve_layout l;
-    convolve_plan *p = streamed_plan(ctx, c.rows, 15, c.f, &l);
-    CHECK(p != NULL && convolve_execute(p, in, out) == CONVOLVE_OK, "fork: parent's run");
+    small_case_make(&c, 70, 15);
+    CHECK(c.p != NULL && convolve_execute(c.p, c.in, c.out) == CONVOLVE_OK, "fork: parent's run");
     int idle;
     unsigned long made;
     cvcu_workers_stats(&idle, &made);
@@ -883,8 +879,9 @@ static void fork_child(void)
         cvcu_workers_stats(&idle, &made);
         if (idle != 0 || made != 0)
             code = 2;
-        memset(out, 0xFF, n * sizeof *out);
-        if (convolve_execute(p, in, out) != CONVOLVE_OK || memcmp(out, want, n * sizeof *out))
+        memset(c.out, 0xFF, c.n * sizeof *c.out);
+        if (convolve_execute(c.p, c.in, c.out) != CONVOLVE_OK ||
+            memcmp(c.out, c.want, c.n * sizeof *c.out))
             code = 3;
         cvcu_workers_stats(&idle, &made);
         if (made == 0 || idle == 0)
@@ -899,11 +896,10 @@ static void fork_child(void)
           WIFEXITED(status) ? "exit" : "signal",
           WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
     /* the parent's threads still serve it */
-    memset(out, 0xFF, n * sizeof *out);
-    CHECK(p && convolve_execute(p, in, out) == CONVOLVE_OK &&
-              memcmp(out, want, n * sizeof *out) == 0,
+    memset(c.out, 0xFF, c.n * sizeof *c.out);
+    CHECK(c.p && convolve_execute(c.p, c.in, c.out) == CONVOLVE_OK &&
+              memcmp(c.out, c.want, c.n * sizeof *c.out) == 0,
           "fork: the parent's run after the fork");
-    convolve_plan_free(p);
     small_case_free(&c);
     printf("test_gpu_stream: streaming in a fork() child: checked\n");
 }
