@@ -10,9 +10,11 @@
  * plane's FMAs run. K rolling accumulators (one per output plane the input
  * plane touches) stay in registers; the oldest is complete after each plane
  * and is stored. Weights are constant-bank operands at compile-time offsets.
- * Tiles at the volume's faces, or when the data is not 16-byte aligned, load
- * element by element through cvi_boundary_index, so every mode is exact. A
- * horizontal origin shifts where outputs are stored (loads stay aligned).
+ * The 16-byte chunks of a tile that reach past the volume's x faces (or all
+ * of them when the data is not 16-byte aligned) load element by element
+ * through boundary maps the block computes once with cvi_boundary_index, so
+ * every mode is exact. A horizontal origin shifts where outputs are stored
+ * (loads stay aligned).
  *
  * Separable filters take the same walk in one pass over DRAM: each plane's
  * tile is filtered along x into a second shared buffer (all its rows, halo
@@ -140,40 +142,66 @@ __device__ __forceinline__ void cvk_3d_store(int type, char *row, long long e, d
     cvk_store_double(type, row, e, v);
 }
 
+/* rmap's mark for a row the mode makes cval (a byte offset may be negative:
+ * rows in reverse order) */
+#define CVK_3D_CVAL_ROW (-0x7fffffffffffffffLL - 1)
+
+/* The block's boundary maps, once per block: cmap[s] is the column that
+ * tile column s (x0 - XP + s) reads (-1: cval), rmap[r] the byte offset of
+ * the row tile row r (y0 - koffy + r) reads (CVK_3D_CVAL_ROW: cval). The
+ * caller synchronises before the first cvk_load_plane. */
+template <int XP, int TXL>
+__device__ __forceinline__ void cvk_3d_maps(const cvk_direct3d_params &p, long long *cmap,
+                                            long long *rmap, long long y0, long long x0, int rows)
+{
+    for (int s = threadIdx.x; s < TXL + 2 * XP; s += CVK_3D_THREADS)
+        cmap[s] = cvi_boundary_index(x0 - XP + s, p.W, p.mode);
+    for (int r = threadIdx.x; r < rows; r += CVK_3D_THREADS) {
+        const long long my = cvi_boundary_index(y0 - p.koffy + r, p.H, p.mode);
+        rmap[r] = my < 0 ? CVK_3D_CVAL_ROW : my * p.in_str[1];
+    }
+}
+
 /* Starts copying input plane z (tile rows y0 - koffy .. + rows, columns
  * x0 - XP .. + TXL + XP) of element type T into buf: asynchronous copies,
- * cval written directly. fast: 16-byte chunks (x0 - XP a multiple of
- * 16 / sizeof(T), the rows 16-byte aligned, the columns all in range). */
+ * cval written directly. The tile goes in 16-byte chunks (x0 - XP is a
+ * multiple of 16 / sizeof(T)): a chunk whose columns all lie in the volume
+ * is one 16-byte copy when p.aligned (the rows 16-byte aligned); the others
+ * (the faces' halo, a last partial chunk, unaligned data) go element by
+ * element through the block's maps (cvk_3d_maps). Deciding per chunk
+ * rather than per tile keeps the tiles at the x faces on 16-byte copies
+ * too (on a 512-wide volume, half the tiles). */
 template <typename T, int XP, int TXL>
-__device__ __forceinline__ void cvk_load_plane(const cvk_direct3d_params &p, T *buf, long long z,
-                                               long long y0, long long x0, int rows, bool fast)
+__device__ __forceinline__ void cvk_load_plane(const cvk_direct3d_params &p, T *buf,
+                                               const long long *cmap, const long long *rmap,
+                                               long long z, long long x0, int rows)
 {
-    enum { SW = TXL + 2 * XP, V = (int)(16 / sizeof(T)) };
+    enum { SW = TXL + 2 * XP, V = (int)(16 / sizeof(T)), PER_ROW = SW / V };
+    static_assert(SW % V == 0, "tile rows of whole chunks");
     const long long mz = cvi_boundary_index(z, p.D, p.mode);
-    if (fast) {
-        const int per_row = SW / V;
-        for (int i = threadIdx.x; i < rows * per_row; i += CVK_3D_THREADS) {
-            const int ty = i / per_row, q = i - ty * per_row;
-            const long long my = cvi_boundary_index(y0 - p.koffy + ty, p.H, p.mode);
-            T *dst = buf + ty * SW + V * q;
-            if (mz < 0 || my < 0) {
-                cvk_3d_fill16(dst, cvk_3d_cval(p, T()));
-            } else {
-                const T *src = (const T *)(p.in + mz * p.in_str[0] + my * p.in_str[1]) +
-                               (x0 - XP + V * q);
-                cvk_cp16(dst, src);
-            }
+    const char *plane = p.in + (mz < 0 ? 0 : mz) * p.in_str[0];
+    const T cval = cvk_3d_cval(p, T());
+    for (int i = threadIdx.x; i < rows * PER_ROW; i += CVK_3D_THREADS) {
+        const int ty = i / PER_ROW, q = i - ty * PER_ROW;
+        const long long ro = rmap[ty];
+        T *dst = buf + ty * SW + V * q;
+        if (mz < 0 || ro == CVK_3D_CVAL_ROW) {
+            cvk_3d_fill16(dst, cval);
+            continue;
         }
-    } else {
-        for (int i = threadIdx.x; i < rows * SW; i += CVK_3D_THREADS) {
-            const int ty = i / SW, s = i - ty * SW;
-            const long long my = cvi_boundary_index(y0 - p.koffy + ty, p.H, p.mode);
-            const long long mx = cvi_boundary_index(x0 - XP + s, p.W, p.mode);
-            T *dst = buf + ty * SW + s;
-            if (mz < 0 || my < 0 || mx < 0)
-                *dst = cvk_3d_cval(p, T());
-            else
-                cvk_3d_cp(dst, (const T *)(p.in + mz * p.in_str[0] + my * p.in_str[1]) + mx);
+        const T *src = (const T *)(plane + ro);
+        const long long xs = x0 - XP + V * q; /* the chunk's first column */
+        if (p.aligned && xs >= 0 && xs + V <= p.W) {
+            cvk_cp16(dst, src + xs);
+        } else {
+#pragma unroll
+            for (int e = 0; e < V; e++) {
+                const long long mx = cmap[V * q + e];
+                if (mx < 0)
+                    dst[e] = cval;
+                else
+                    cvk_3d_cp(dst + e, src + mx);
+            }
         }
     }
 }
@@ -184,12 +212,12 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
 {
     enum { R = K / 2, ROWS = CVK_3D_TY + K - 1 };
     __shared__ __align__(16) float tile[3][ROWS * CVK_3D_SW];
+    __shared__ long long cmap[CVK_3D_SW], rmap[ROWS];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const long long x0 = p.x_base + (long long)blockIdx.x * CVK_3D_TX; /* centred columns */
     const long long y0 = (long long)blockIdx.y * CVK_3D_TY;
     const long long z0 = (long long)blockIdx.z * p.zrun;
     const int planes = (int)(p.D - z0 < p.zrun ? p.D - z0 : p.zrun);
-    const bool fast = p.aligned && x0 - CVK_3D_XP >= 0 && x0 + CVK_3D_TX + CVK_3D_XP <= p.W;
     const long long y = y0 + warp;
 
     float acc[K][4];
@@ -201,9 +229,11 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
 
     const int total = planes + K - 1; /* >= K >= 3 */
     const long long zbase = z0 - p.koffz;
-    cvk_load_plane<float, CVK_3D_XP, CVK_3D_TX>(p, tile[0], zbase, y0, x0, ROWS, fast);
+    cvk_3d_maps<CVK_3D_XP, CVK_3D_TX>(p, cmap, rmap, y0, x0, ROWS);
+    __syncthreads();
+    cvk_load_plane<float, CVK_3D_XP, CVK_3D_TX>(p, tile[0], cmap, rmap, zbase, x0, ROWS);
     cvk_cp_commit();
-    cvk_load_plane<float, CVK_3D_XP, CVK_3D_TX>(p, tile[1], zbase + 1, y0, x0, ROWS, fast);
+    cvk_load_plane<float, CVK_3D_XP, CVK_3D_TX>(p, tile[1], cmap, rmap, zbase + 1, x0, ROWS);
     cvk_cp_commit();
 
 #pragma unroll 1
@@ -211,8 +241,8 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
         cvk_cp_wait<1>();  /* plane t's copies are done (t + 1's may fly on) */
         __syncthreads();   /* ...everyone's; and plane t - 1's readers are done */
         if (t + 2 < total) /* into the buffer plane t - 1 used */
-            cvk_load_plane<float, CVK_3D_XP, CVK_3D_TX>(p, tile[(t + 2) % 3], zbase + t + 2, y0, x0,
-                                                        ROWS, fast);
+            cvk_load_plane<float, CVK_3D_XP, CVK_3D_TX>(p, tile[(t + 2) % 3], cmap, rmap,
+                                                        zbase + t + 2, x0, ROWS);
         cvk_cp_commit();
         const float *buf = tile[t % 3];
         /* plane t adds to outputs t-kz (weight slice kz) in acc[K-1-kz] */
@@ -270,12 +300,15 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
  * T: x taps into xrows (ROWS x TX), y taps per output, z taps into the
  * rolling accumulators; the taps (z, y, x, K each) in p.w (float) or p.w64
  * (double). A lane holds V = 16 / sizeof(T) columns, a block TX = 32 V.
- * Dynamic shared memory: cvk_sep3d_smem(K, sizeof(T)).
+ * Dynamic shared memory: cvk_sep3d_smem(K, sizeof(T)). Float instances
+ * are held to 3 blocks a multiprocessor up to K = 13 (80 registers, no
+ * spills), 2 above; double to the compiler's choice (measured fastest).
  * (Filtering along y first, on 128-column tiles holding the x halo, needs
  * fewer instructions but more registers: measured slower for float,
  * docs/architecture.md "Measured choices".) */
+#define CVK_SEP3D_MIN_BLOCKS(T, K) (sizeof(T) == 4 ? ((K) <= 13 ? 3 : 2) : 1)
 template <typename T, int K>
-__global__ void __launch_bounds__(CVK_3D_THREADS)
+__global__ void __launch_bounds__(CVK_3D_THREADS, CVK_SEP3D_MIN_BLOCKS(T, K))
     cvk_sep3d_kernel(const __grid_constant__ cvk_direct3d_params p)
 {
     enum {
@@ -290,12 +323,12 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
     CVK_DYNAMIC_SHARED(smem);
     T *tile = (T *)smem;             /* 3 planes' tiles, ROWS x SW each */
     T *xrows = tile + 3 * ROWS * SW; /* the current plane filtered along x */
+    long long *cmap = (long long *)(xrows + ROWS * TX), *rmap = cmap + SW;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const long long x0 = p.x_base + (long long)blockIdx.x * TX; /* centred columns */
     const long long y0 = (long long)blockIdx.y * CVK_3D_TY;
     const long long z0 = (long long)blockIdx.z * p.zrun;
     const int planes = (int)(p.D - z0 < p.zrun ? p.D - z0 : p.zrun);
-    const bool fast = p.aligned && x0 - XP >= 0 && x0 + TX + XP <= p.W;
     const long long y = y0 + warp;
 
     T acc[K][V];
@@ -307,9 +340,11 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
 
     const int total = planes + K - 1; /* >= K >= 3 */
     const long long zbase = z0 - p.koffz;
-    cvk_load_plane<T, XP, TX>(p, tile, zbase, y0, x0, ROWS, fast);
+    cvk_3d_maps<XP, TX>(p, cmap, rmap, y0, x0, ROWS);
+    __syncthreads();
+    cvk_load_plane<T, XP, TX>(p, tile, cmap, rmap, zbase, x0, ROWS);
     cvk_cp_commit();
-    cvk_load_plane<T, XP, TX>(p, tile + ROWS * SW, zbase + 1, y0, x0, ROWS, fast);
+    cvk_load_plane<T, XP, TX>(p, tile + ROWS * SW, cmap, rmap, zbase + 1, x0, ROWS);
     cvk_cp_commit();
 
 #pragma unroll 1
@@ -317,8 +352,8 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
         cvk_cp_wait<1>();  /* plane t's copies are done (t + 1's may fly on) */
         __syncthreads();   /* ...everyone's; plane t - 1's readers are done */
         if (t + 2 < total) /* into the buffer plane t - 1 used */
-            cvk_load_plane<T, XP, TX>(p, tile + (t + 2) % 3 * ROWS * SW, zbase + t + 2, y0, x0,
-                                      ROWS, fast);
+            cvk_load_plane<T, XP, TX>(p, tile + (t + 2) % 3 * ROWS * SW, cmap, rmap, zbase + t + 2,
+                                      x0, ROWS);
         cvk_cp_commit();
         const T *buf = tile + t % 3 * ROWS * SW;
         /* x: every tile row, V columns a lane from the aligned V + 2 XP around them */
@@ -350,7 +385,9 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
         for (int ky = 0; ky < K; ky++) {
             cvk_3d_axpy16(cvk_3d_tap(p, K + ky, T()), xrows + (warp + ky) * TX + V * lane, v);
         }
-        /* z: plane t adds to outputs t - kz (tap kz) in acc[K-1-kz] */
+        /* z: plane t adds to outputs t - kz (tap kz) in acc[K-1-kz]; the
+         * test skips outputs outside the run (never stored: without it,
+         * more registers, measured slower for float64) */
 #pragma unroll
         for (int kz = 0; kz < K; kz++) {
             if (kz > t || kz <= t - planes)
@@ -390,12 +427,13 @@ static int cvk_sep3d_tx(size_t esize)
 }
 
 /* Dynamic shared memory of cvk_sep3d_kernel<T, K>, esize = sizeof(T): three
- * tiles and the x-filtered rows. */
+ * tiles, the x-filtered rows and the block's boundary maps. */
 static size_t cvk_sep3d_smem(int K, size_t esize)
 {
     const int V = (int)(16 / esize), TX = cvk_sep3d_tx(esize);
     const int R = K / 2, XP = (R + V - 1) / V * V, rows = CVK_3D_TY + K - 1;
-    return (size_t)(3 * rows * (TX + 2 * XP) + rows * TX) * esize;
+    return (size_t)(3 * rows * (TX + 2 * XP) + rows * TX) * esize +
+           (size_t)(TX + 2 * XP + rows) * sizeof(long long);
 }
 
 typedef void (*cvk_direct3d_kernel_fn)(cvk_direct3d_params);
