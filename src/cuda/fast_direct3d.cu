@@ -142,58 +142,74 @@ __device__ __forceinline__ void cvk_3d_store(int type, char *row, long long e, d
     cvk_store_double(type, row, e, v);
 }
 
-/* rmap's mark for a row the mode makes cval (a byte offset may be negative:
- * rows in reverse order) */
-#define CVK_3D_CVAL_ROW (-0x7fffffffffffffffLL - 1)
+/* A block's maps (long longs, cvk_3d_maps_len of them): cmap, the column
+ * each tile column reads (-1: cval), SW of them; rmap, the byte offset of
+ * the row each tile row reads (rows the mode makes cval: unused), `rows`;
+ * coff, what each 16-byte chunk of the tile (rows x PER_ROW, chunk i at
+ * element V i of a tile buffer) copies: the byte offset from its plane's
+ * start (a multiple of 16), or one of the odd marks below. */
+#define CVK_3D_CHUNK_CVAL 1   /* the row is cval */
+#define CVK_3D_CHUNK_MAPPED 3 /* element by element through cmap */
 
-/* The block's boundary maps, once per block: cmap[s] is the column that
- * tile column s (x0 - XP + s) reads (-1: cval), rmap[r] the byte offset of
- * the row tile row r (y0 - koffy + r) reads (CVK_3D_CVAL_ROW: cval). The
- * caller synchronises before the first cvk_load_plane. */
-template <int XP, int TXL>
-__device__ __forceinline__ void cvk_3d_maps(const cvk_direct3d_params &p, long long *cmap,
-                                            long long *rmap, long long y0, long long x0, int rows)
+__host__ __device__ constexpr int cvk_3d_maps_len(int SW, int V, int rows)
 {
-    for (int s = threadIdx.x; s < TXL + 2 * XP; s += CVK_3D_THREADS)
+    return SW + rows + rows * (SW / V);
+}
+
+/* Computes the block's maps into `maps` (the caller synchronises before the
+ * first cvk_load_plane). A chunk is one 16-byte copy when p.aligned (the
+ * data and rows 16-byte aligned) and all its columns lie in the volume;
+ * the chunks past the x faces, a last partial chunk, and all of them on
+ * unaligned data go element by element. */
+template <typename T, int XP, int TXL>
+__device__ __forceinline__ void cvk_3d_maps(const cvk_direct3d_params &p, long long *maps,
+                                            long long y0, long long x0, int rows)
+{
+    enum { SW = TXL + 2 * XP, V = (int)(16 / sizeof(T)), PER_ROW = SW / V };
+    long long *cmap = maps, *rmap = maps + SW, *coff = rmap + rows;
+    for (int s = threadIdx.x; s < SW; s += CVK_3D_THREADS)
         cmap[s] = cvi_boundary_index(x0 - XP + s, p.W, p.mode);
-    for (int r = threadIdx.x; r < rows; r += CVK_3D_THREADS) {
+    for (int i = threadIdx.x; i < rows * PER_ROW; i += CVK_3D_THREADS) {
+        const int r = i / PER_ROW, q = i - r * PER_ROW;
         const long long my = cvi_boundary_index(y0 - p.koffy + r, p.H, p.mode);
-        rmap[r] = my < 0 ? CVK_3D_CVAL_ROW : my * p.in_str[1];
+        const long long xs = x0 - XP + V * q; /* the chunk's first column */
+        if (q == 0)
+            rmap[r] = my < 0 ? 0 : my * p.in_str[1];
+        if (my < 0)
+            coff[i] = CVK_3D_CHUNK_CVAL;
+        else if (p.aligned && xs >= 0 && xs + V <= p.W)
+            coff[i] = my * p.in_str[1] + xs * (long long)sizeof(T);
+        else
+            coff[i] = CVK_3D_CHUNK_MAPPED;
     }
 }
 
 /* Starts copying input plane z (tile rows y0 - koffy .. + rows, columns
- * x0 - XP .. + TXL + XP) of element type T into buf: asynchronous copies,
- * cval written directly. The tile goes in 16-byte chunks (x0 - XP is a
- * multiple of 16 / sizeof(T)): a chunk whose columns all lie in the volume
- * is one 16-byte copy when p.aligned (the rows 16-byte aligned); the others
- * (the faces' halo, a last partial chunk, unaligned data) go element by
- * element through the block's maps (cvk_3d_maps). Deciding per chunk
- * rather than per tile keeps the tiles at the x faces on 16-byte copies
- * too (on a 512-wide volume, half the tiles). */
+ * x0 - XP .. + TXL + XP) of element type T into buf as the block's maps
+ * (cvk_3d_maps) say, chunk by chunk: asynchronous copies, cval written
+ * directly. Deciding per chunk rather than per tile keeps the tiles at the
+ * x faces (on a 512-wide volume, half of them) on 16-byte copies, and the
+ * maps made once keep the per-plane work to a load and a copy a chunk. */
 template <typename T, int XP, int TXL>
 __device__ __forceinline__ void cvk_load_plane(const cvk_direct3d_params &p, T *buf,
-                                               const long long *cmap, const long long *rmap,
-                                               long long z, long long x0, int rows)
+                                               const long long *maps, long long z, int rows)
 {
     enum { SW = TXL + 2 * XP, V = (int)(16 / sizeof(T)), PER_ROW = SW / V };
     static_assert(SW % V == 0, "tile rows of whole chunks");
+    const long long *cmap = maps, *rmap = maps + SW, *coff = rmap + rows;
     const long long mz = cvi_boundary_index(z, p.D, p.mode);
     const char *plane = p.in + (mz < 0 ? 0 : mz) * p.in_str[0];
     const T cval = cvk_3d_cval(p, T());
     for (int i = threadIdx.x; i < rows * PER_ROW; i += CVK_3D_THREADS) {
-        const int ty = i / PER_ROW, q = i - ty * PER_ROW;
-        const long long ro = rmap[ty];
-        T *dst = buf + ty * SW + V * q;
-        if (mz < 0 || ro == CVK_3D_CVAL_ROW) {
+        const long long c = coff[i];
+        T *dst = buf + V * i;
+        if (mz < 0 || c == CVK_3D_CHUNK_CVAL) {
             cvk_3d_fill16(dst, cval);
-            continue;
-        }
-        const T *src = (const T *)(plane + ro);
-        const long long xs = x0 - XP + V * q; /* the chunk's first column */
-        if (p.aligned && xs >= 0 && xs + V <= p.W) {
-            cvk_cp16(dst, src + xs);
+        } else if ((c & 15) == 0) {
+            cvk_cp16(dst, plane + c);
         } else {
+            const int r = i / PER_ROW, q = i - r * PER_ROW;
+            const T *src = (const T *)(plane + rmap[r]);
 #pragma unroll
             for (int e = 0; e < V; e++) {
                 const long long mx = cmap[V * q + e];
@@ -212,7 +228,7 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
 {
     enum { R = K / 2, ROWS = CVK_3D_TY + K - 1 };
     __shared__ __align__(16) float tile[3][ROWS * CVK_3D_SW];
-    __shared__ long long cmap[CVK_3D_SW], rmap[ROWS];
+    __shared__ long long maps[cvk_3d_maps_len(CVK_3D_SW, 4, ROWS)];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const long long x0 = p.x_base + (long long)blockIdx.x * CVK_3D_TX; /* centred columns */
     const long long y0 = (long long)blockIdx.y * CVK_3D_TY;
@@ -229,11 +245,11 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
 
     const int total = planes + K - 1; /* >= K >= 3 */
     const long long zbase = z0 - p.koffz;
-    cvk_3d_maps<CVK_3D_XP, CVK_3D_TX>(p, cmap, rmap, y0, x0, ROWS);
+    cvk_3d_maps<float, CVK_3D_XP, CVK_3D_TX>(p, maps, y0, x0, ROWS);
     __syncthreads();
-    cvk_load_plane<float, CVK_3D_XP, CVK_3D_TX>(p, tile[0], cmap, rmap, zbase, x0, ROWS);
+    cvk_load_plane<float, CVK_3D_XP, CVK_3D_TX>(p, tile[0], maps, zbase, ROWS);
     cvk_cp_commit();
-    cvk_load_plane<float, CVK_3D_XP, CVK_3D_TX>(p, tile[1], cmap, rmap, zbase + 1, x0, ROWS);
+    cvk_load_plane<float, CVK_3D_XP, CVK_3D_TX>(p, tile[1], maps, zbase + 1, ROWS);
     cvk_cp_commit();
 
 #pragma unroll 1
@@ -241,8 +257,8 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
         cvk_cp_wait<1>();  /* plane t's copies are done (t + 1's may fly on) */
         __syncthreads();   /* ...everyone's; and plane t - 1's readers are done */
         if (t + 2 < total) /* into the buffer plane t - 1 used */
-            cvk_load_plane<float, CVK_3D_XP, CVK_3D_TX>(p, tile[(t + 2) % 3], cmap, rmap,
-                                                        zbase + t + 2, x0, ROWS);
+            cvk_load_plane<float, CVK_3D_XP, CVK_3D_TX>(p, tile[(t + 2) % 3], maps, zbase + t + 2,
+                                                        ROWS);
         cvk_cp_commit();
         const float *buf = tile[t % 3];
         /* plane t adds to outputs t-kz (weight slice kz) in acc[K-1-kz] */
@@ -321,9 +337,9 @@ __global__ void __launch_bounds__(CVK_3D_THREADS, CVK_SEP3D_MIN_BLOCKS(T, K))
     };
     const int own_type = sizeof(T) == 4 ? CVI_DTYPE_FLOAT32 : CVI_DTYPE_FLOAT64;
     CVK_DYNAMIC_SHARED(smem);
-    T *tile = (T *)smem;             /* 3 planes' tiles, ROWS x SW each */
-    T *xrows = tile + 3 * ROWS * SW; /* the current plane filtered along x */
-    long long *cmap = (long long *)(xrows + ROWS * TX), *rmap = cmap + SW;
+    T *tile = (T *)smem;                                /* 3 planes' tiles, ROWS x SW each */
+    T *xrows = tile + 3 * ROWS * SW;                    /* the current plane filtered along x */
+    long long *maps = (long long *)(xrows + ROWS * TX); /* cvk_3d_maps */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const long long x0 = p.x_base + (long long)blockIdx.x * TX; /* centred columns */
     const long long y0 = (long long)blockIdx.y * CVK_3D_TY;
@@ -340,11 +356,11 @@ __global__ void __launch_bounds__(CVK_3D_THREADS, CVK_SEP3D_MIN_BLOCKS(T, K))
 
     const int total = planes + K - 1; /* >= K >= 3 */
     const long long zbase = z0 - p.koffz;
-    cvk_3d_maps<XP, TX>(p, cmap, rmap, y0, x0, ROWS);
+    cvk_3d_maps<T, XP, TX>(p, maps, y0, x0, ROWS);
     __syncthreads();
-    cvk_load_plane<T, XP, TX>(p, tile, cmap, rmap, zbase, x0, ROWS);
+    cvk_load_plane<T, XP, TX>(p, tile, maps, zbase, ROWS);
     cvk_cp_commit();
-    cvk_load_plane<T, XP, TX>(p, tile + ROWS * SW, cmap, rmap, zbase + 1, x0, ROWS);
+    cvk_load_plane<T, XP, TX>(p, tile + ROWS * SW, maps, zbase + 1, ROWS);
     cvk_cp_commit();
 
 #pragma unroll 1
@@ -352,8 +368,7 @@ __global__ void __launch_bounds__(CVK_3D_THREADS, CVK_SEP3D_MIN_BLOCKS(T, K))
         cvk_cp_wait<1>();  /* plane t's copies are done (t + 1's may fly on) */
         __syncthreads();   /* ...everyone's; plane t - 1's readers are done */
         if (t + 2 < total) /* into the buffer plane t - 1 used */
-            cvk_load_plane<T, XP, TX>(p, tile + (t + 2) % 3 * ROWS * SW, cmap, rmap, zbase + t + 2,
-                                      x0, ROWS);
+            cvk_load_plane<T, XP, TX>(p, tile + (t + 2) % 3 * ROWS * SW, maps, zbase + t + 2, ROWS);
         cvk_cp_commit();
         const T *buf = tile + t % 3 * ROWS * SW;
         /* x: every tile row, V columns a lane from the aligned V + 2 XP around them */
@@ -433,7 +448,7 @@ static size_t cvk_sep3d_smem(int K, size_t esize)
     const int V = (int)(16 / esize), TX = cvk_sep3d_tx(esize);
     const int R = K / 2, XP = (R + V - 1) / V * V, rows = CVK_3D_TY + K - 1;
     return (size_t)(3 * rows * (TX + 2 * XP) + rows * TX) * esize +
-           (size_t)(TX + 2 * XP + rows) * sizeof(long long);
+           (size_t)cvk_3d_maps_len(TX + 2 * XP, V, rows) * sizeof(long long);
 }
 
 typedef void (*cvk_direct3d_kernel_fn)(cvk_direct3d_params);
