@@ -196,8 +196,10 @@ static void cc_case(convolve_context *ctx, convolve_backend backend, const char 
  * channels, odd sizes (some narrower than the filter, some wider than a
  * block's tile), a filter along y only, along x only (each given as taps,
  * or as dense weights), or separable along both, of 1 to 64 taps an axis,
- * every mode, cval, origin and layout kind, integer, box (with the divisor)
- * or fractional taps; 1-D signals and 3-D volumes with one tap along axis
+ * every mode, cval, origin and layout kind, integer, box (with the divisor),
+ * fractional or normalized fractional taps, on random images or on runs of
+ * one value (half the cases: sums of a region at one value, which float
+ * sums cannot decide); 1-D signals and 3-D volumes with one tap along axis
  * 0 too. Run with `strategies` as cc_run does, `kernel` (the strategy
  * that runs the kernel) required to serve unless the filter is dense along
  * both axes (then summed as given, which the kernel does not do); *picked
@@ -230,12 +232,15 @@ static inline int cc_image_case(convolve_context *ctx, convolve_backend backend,
     const int dense = axes == 3 || h_randint(0, 7) == 0;
     const size_t C = (size_t)h_randint(1, 4);
     const convolve_dtype t = h_randint(0, 1) ? CONVOLVE_UINT8 : CONVOLVE_UINT16;
-    const int kind = (int)h_randint(0, 2); /* 0 integer, 1 box (divisor), 2 fractional */
+    /* 0 integer, 1 box (divisor), 2 fractional, 3 fractional summing to 1
+     * an axis (a Gaussian's kind: sums of a region at one value are integers
+     * up to rounding, which float sums cannot tell from below or above) */
+    const int kind = (int)h_randint(0, 3);
     convolve_options o;
     convolve_options_init(&o);
     o.operation = h_randint(0, 1) ? CONVOLVE_OP_CORRELATE : CONVOLVE_OP_CONVOLVE;
     o.mode = (convolve_mode)h_randint(0, 4);
-    o.cval = kind == 2 ? h_uniform(-300, 300) : (double)h_randint(-300, 300);
+    o.cval = kind == 2 ? h_uniform(-300, 300) : (double)h_randint(kind == 3 ? 0 : -300, 300);
     o.backend = backend;
     o.integer_cast = CONVOLVE_CAST_TRUNCATE;
     o.divisor = kind == 1 ? (double)kc : 0.0;
@@ -244,9 +249,18 @@ static inline int cc_image_case(convolve_context *ctx, convolve_backend backend,
     double *taps[3] = {NULL, NULL, NULL}, *w = malloc(kc * sizeof(double));
     for (int a = 0; a < nd; a++) {
         taps[a] = malloc(K[a] * sizeof(double));
-        for (size_t k = 0; k < K[a]; k++)
-            taps[a][k] = kind == 0 ? (double)h_randint(-3, 3) : kind == 1 ? 1.0 : h_uniform(-1, 2);
-        if (K[a] == 1 && kind != 1) /* a tap that scales */
+        double sum = 0.0;
+        for (size_t k = 0; k < K[a]; k++) {
+            taps[a][k] = kind == 0   ? (double)h_randint(-3, 3)
+                         : kind == 1 ? 1.0
+                         : kind == 2 ? h_uniform(-1, 2)
+                                     : h_uniform(0.05, 1);
+            sum += taps[a][k];
+        }
+        if (kind == 3)
+            for (size_t k = 0; k < K[a]; k++)
+                taps[a][k] /= sum;
+        if (K[a] == 1 && kind != 1 && kind != 3) /* a tap that scales */
             taps[a][0] = kind == 0 ? (double)h_randint(1, 2) : h_uniform(0.5, 1.5);
     }
     for (size_t i = 0; i < kc; i++) { /* the outer product */
@@ -269,6 +283,20 @@ static inline int cc_image_case(convolve_context *ctx, convolve_backend backend,
     CHECK_OK(ctx, convolve_layout_init(&lo, t, nd, shape, C));
     void *in = malloc(n * C * 2);
     h_fill_typed(t, in, n * C, 1.0);
+    if (h_randint(0, 1)) { /* runs of one value (0 and the type's largest among them) */
+        const long top = t == CONVOLVE_UINT8 ? 255 : 65535;
+        for (size_t i = 0; i < n * C;) {
+            const long pick = h_randint(0, 3);
+            const long v = pick == 0 ? 0 : pick == 1 ? top : h_randint(0, top);
+            for (size_t r = (size_t)h_randint(1, (long)(3 * max_extent)); r > 0 && i < n * C;
+                 r--, i++) {
+                if (t == CONVOLVE_UINT8)
+                    ((uint8_t *)in)[i] = (uint8_t)v;
+                else
+                    ((uint16_t *)in)[i] = (uint16_t)v;
+            }
+        }
+    }
     const int expect = !(dense && nd > 1 && K[ya] > 1 && K[xa] > 1);
     cc_run(ctx, f, &li, &lo, in, &o, kc, strategies, nstrat, expect ? kernel : NULL, served, picked,
            (int)h_randint(0, H_LAYOUT_KINDS - 1));

@@ -24,11 +24,23 @@
  * consecutive doubles: no bank conflicts) and stores the cast results.
  * nvcc 13.0, sm_90: 56 to 62 registers, no spills (4 blocks of 256 threads a
  * multiprocessor by __launch_bounds__).
+ *
+ * A pass along one axis on rows of contiguous interleaved elements (what
+ * the Python package runs for integer images: scipy casts after each axis)
+ * takes cvk_cast_ypass_kernel or cvk_cast_xpass_kernel instead: vector
+ * loads of 4 elements, and for uint8 (and exact integer sums) float sums
+ * where they decide the cast, double ones where they do not (see the
+ * section's comment below).
  */
 #include "fast_cast.h"
 
 #include "../kernel_math.h"
 #include "device_common.cuh"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <type_traits>
 
 #define CAST_THREADS 256
 #define CAST_TH_SEP 8   /* rows a tile with x taps (its shared-memory size) */
@@ -101,17 +113,19 @@ __device__ __forceinline__ void cast_columns(const cvk_cast_args &a, const T *co
     }
 }
 
-/* The cast of kernel_math.h; without a divisor (1: v / 1 is v) the
- * division is left out. */
+/* The cast of kernel_math.h (the low bits of the truncated v / divisor);
+ * without a divisor (1: v / 1 is v) the division is left out. */
+__device__ __forceinline__ unsigned long long cast_bits(const cvk_cast_args &a, double v)
+{
+    return (unsigned long long)cvi_truncate_i64(a.divisor == 1.0 ? v : v / a.divisor, a.snap);
+}
 __device__ __forceinline__ void cast_store(const cvk_cast_args &a, unsigned char *p, double v)
 {
-    *p = a.divisor == 1.0 ? (unsigned char)(unsigned long long)cvi_truncate_i64(v, a.snap)
-                          : cvi_truncate_u8(v, a.divisor, a.snap);
+    *p = (unsigned char)cast_bits(a, v);
 }
 __device__ __forceinline__ void cast_store(const cvk_cast_args &a, unsigned short *p, double v)
 {
-    *p = a.divisor == 1.0 ? (unsigned short)(unsigned long long)cvi_truncate_i64(v, a.snap)
-                          : cvi_truncate_u16(v, a.divisor, a.snap);
+    *p = (unsigned short)cast_bits(a, v);
 }
 
 /* A vertical pass (one x tap): a thread per element of a tile row, its
@@ -231,6 +245,520 @@ __global__ void __launch_bounds__(CAST_THREADS, 4)
     }
 }
 
+/* ---- 1-D passes on rows of contiguous interleaved elements ----------------
+ * The passes the Python package runs for integer images (scipy's cast after
+ * each axis): taps along y only (cvk_cast_ypass_kernel) or along x only
+ * (cvk_cast_xpass_kernel), on rows whose elements are contiguous.
+ * Accumulator type A: double sums in tap order, as the kernels above (bit
+ * for bit their results); or float, where the float sum decides the cast
+ * (cast_decide): exactly, when every weight, cval and partial sum is an
+ * integer below 2^22; else when no integer lies within the float sum's
+ * error bound of it. An output it cannot decide is summed again in double
+ * from the input (cast_y_double, cast_x_double): rare on noisy data; every
+ * output of regions at one value (whose sums are integers up to rounding),
+ * except zeros, which a thread recognises from its loads. */
+#define PASS_V 4    /* y pass: elements a thread along the row (one 4- or 8-byte load) */
+#define PASS_TH 32  /* y pass: rows a block's strip */
+#define PASS_XTW 32 /* x pass: pixel groups a tile row (each PASS_P(A) pixels) */
+/* y pass: output rows a thread at once (8 for float, measured: spills at
+ * the 128-register bound, 0.51-0.55 ms against 0.40-0.46 on an H100) */
+#define PASS_R(A) 4
+#define PASS_P(A) (sizeof(A) == 4 ? 8 : 4) /* x pass: pixels a thread at once */
+#define PASS_XTH(C) ((C) <= 2 ? 16 : 8)    /* x pass: rows a tile */
+
+__host__ __device__ __forceinline__ long long pass_ceil(long long a, long long b)
+{
+    return (a + b - 1) / b;
+}
+
+typedef struct cast_pass_params {
+    cvk_cast_args a;  /* the double sums (and the fallback of the float ones) */
+    long long wc;     /* elements a row */
+    int k, koff;      /* the pass's taps and origin */
+    int vec;          /* rows and pointers allow PASS_V-element loads (y pass: and stores) */
+    int ovec;         /* x pass: output rows and pointer allow PASS_V-element stores */
+    int exact;        /* float sums are exact integers below 2^22 */
+    int unit;         /* divisor 1 */
+    int idiv;         /* exact, with an integer divisor below 2^22 */
+    unsigned cval_nz; /* cval enters the sums (CONSTANT) and is not zero */
+    int zeros;     /* an output of zero inputs is 0 unchecked (cval, if used, is 0 as float too) */
+    float d, invd; /* divisor and its reciprocal */
+    float err_abs, err_rel; /* the float quotient's error bound: err_abs + err_rel |q| */
+    float cval;
+    float w[CVK_CAST_MAX_K]; /* the float sums' taps: the pass's times the other axis's tap */
+} cast_pass_params;
+
+/* Whether the float sum s (of integers and taps w, tap order any) decides
+ * the cast; if so, *v is the truncated integer the double sum gives. */
+__device__ __forceinline__ bool cast_decide(const cast_pass_params &p, float s, int *v)
+{
+    if (p.exact && p.unit) {
+        *v = (int)s;
+        return true;
+    }
+    const float q = p.unit ? s : s * p.invd;
+    if (p.idiv) {
+        /* S / d is n exactly, or at least 1/|d| from every integer, where q
+         * (within 2^-22 |q| of it, |S| < 2^22) truncates alike */
+        const float n = rintf(q);
+        *v = fmaf(n, p.d, -s) == 0.0f ? (int)n : (int)q;
+        return true;
+    }
+    const float e = fmaf(fabsf(q), p.err_rel, p.err_abs);
+    if (floorf(q - e) == floorf(q + e) && fabsf(q) < 4194304.0f) {
+        *v = (int)q; /* no integer within the bound: the truncation is q's */
+        return true;
+    }
+    return false;
+}
+
+__device__ __forceinline__ float pass_fma(float w, float x, float s)
+{
+    return fmaf(w, x, s);
+}
+__device__ __forceinline__ double pass_fma(double w, double x, double s)
+{
+    return fma(w, x, s);
+}
+
+/* The double sum of the y pass at element e of row y (plane base in), as
+ * cvk_cast_pass_kernel computes it, and its cast. */
+template <typename T>
+__device__ __noinline__ unsigned cast_y_double(const cast_pass_params &p, const T *in, long long e,
+                                               long long y)
+{
+    const cvk_cast_args &a = p.a;
+    double s = 0.0;
+    for (int k = 0; k < p.k; k++) {
+        const long long j = cvi_boundary_index(y - p.koff + k, a.height, a.mode);
+        s = fma(a.ty[k], j < 0 ? a.cval : cast_value(__ldg(in + j * a.is[1] + e)), s);
+    }
+    return (unsigned)cast_bits(a, a.tx[0] * s);
+}
+
+/* The double sum of the x pass at pixel x, channel c of a row, as
+ * cvk_cast_sep_kernel computes it (one y tap), and its cast. */
+template <typename T, int C>
+__device__ __noinline__ unsigned cast_x_double(const cast_pass_params &p, const T *row, long long x,
+                                               int c)
+{
+    const cvk_cast_args &a = p.a;
+    double s = 0.0;
+    for (int k = 0; k < p.k; k++) {
+        const long long m = cvi_boundary_index(x - p.koff + k, a.width, a.mode);
+        const double v = m < 0 ? a.cval : cast_value(__ldg(row + m * C + c));
+        s = fma(a.tx[k], fma(a.ty[0], v, 0.0), s);
+    }
+    return (unsigned)cast_bits(a, s);
+}
+
+/* A row's PASS_V elements as loaded: one 4-byte word (uint8) or two
+ * (uint16). */
+__device__ __forceinline__ void pass_fetch4(const unsigned char *q, unsigned &w)
+{
+    w = __ldg((const unsigned *)q);
+}
+__device__ __forceinline__ void pass_fetch4(const unsigned short *q, uint2 &w)
+{
+    w = __ldg((const uint2 *)q);
+}
+__device__ __forceinline__ void pass_put(unsigned &w, int i, unsigned v)
+{
+    w |= v << (8 * i);
+}
+__device__ __forceinline__ void pass_put(uint2 &w, int i, unsigned v)
+{
+    (i < 2 ? w.x : w.y) |= v << (16 * (i & 1));
+}
+__device__ __forceinline__ unsigned pass_bits(unsigned w)
+{
+    return w;
+}
+__device__ __forceinline__ unsigned pass_bits(uint2 w)
+{
+    return w.x | w.y;
+}
+__device__ __forceinline__ void pass_zero(unsigned &w)
+{
+    w = 0u;
+}
+__device__ __forceinline__ void pass_zero(uint2 &w)
+{
+    w.x = w.y = 0u;
+}
+
+/* The row the mode maps j to (cvi_boundary_index), out of line: the y
+ * pass's tiles reach past the ends rarely, and inline copies of the
+ * 64-bit remainders cost registers in every fetch. */
+__device__ __noinline__ long long pass_boundary(long long j, long long n, int mode)
+{
+    return cvi_boundary_index(j, n, mode);
+}
+
+/* Fetches row j's PASS_V elements at e of the plane at in into w:
+ * `inside` says j is, else the mode maps it (past the ends under CONSTANT:
+ * bit `slot` of *cvals set, w zero); `full` that all PASS_V lie in the row
+ * and the vector load serves. */
+template <typename T, typename RAW>
+__device__ __forceinline__ void pass_fetch(const cast_pass_params &p, const T *in, long long e,
+                                           long long j, bool inside, bool full, RAW &w,
+                                           unsigned *cvals, int slot)
+{
+    const cvk_cast_args &a = p.a;
+    if (!inside) {
+        j = pass_boundary(j, a.height, a.mode);
+        if (j < 0) {
+            *cvals |= 1u << slot;
+            pass_zero(w);
+            return;
+        }
+    }
+    const T *q = in + j * a.is[1] + e;
+    if (full) {
+        pass_fetch4(q, w);
+    } else {
+        pass_zero(w);
+#pragma unroll
+        for (int i = 0; i < PASS_V; i++)
+            if (e + i < p.wc)
+                pass_put(w, i, __ldg(q + i));
+    }
+}
+
+/* A fetched word's elements as floats (exact) or doubles. */
+__device__ __forceinline__ void pass_unpack(unsigned w, float (&x)[PASS_V])
+{
+#ifdef __CUDA_ARCH__
+    /* 2^23 + byte as a float's bits, less 2^23: exact, no conversion */
+    x[0] = __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7440)) - 8388608.0f;
+    x[1] = __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7441)) - 8388608.0f;
+    x[2] = __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7442)) - 8388608.0f;
+    x[3] = __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7443)) - 8388608.0f;
+#else
+    for (int i = 0; i < 4; i++)
+        x[i] = (float)((w >> (8 * i)) & 0xffu);
+#endif
+}
+__device__ __forceinline__ void pass_unpack(uint2 w, float (&x)[PASS_V])
+{
+#ifdef __CUDA_ARCH__
+    x[0] = __uint_as_float(__byte_perm(w.x, 0x4B000000u, 0x7410)) - 8388608.0f;
+    x[1] = __uint_as_float(__byte_perm(w.x, 0x4B000000u, 0x7432)) - 8388608.0f;
+    x[2] = __uint_as_float(__byte_perm(w.y, 0x4B000000u, 0x7410)) - 8388608.0f;
+    x[3] = __uint_as_float(__byte_perm(w.y, 0x4B000000u, 0x7432)) - 8388608.0f;
+#else
+    x[0] = (float)(w.x & 0xffffu), x[1] = (float)(w.x >> 16);
+    x[2] = (float)(w.y & 0xffffu), x[3] = (float)(w.y >> 16);
+#endif
+}
+template <typename RAW>
+__device__ __forceinline__ void pass_unpack(RAW w, double (&x)[PASS_V])
+{
+    float f[PASS_V];
+    pass_unpack(w, f);
+#pragma unroll
+    for (int i = 0; i < PASS_V; i++)
+        x[i] = (double)f[i];
+}
+/* x: a fetched word's elements as A, or cval (`cval`: its row lies past
+ * the ends); *bits gathers their bits (cval's: p.cval_nz). */
+template <typename RAW, typename A>
+__device__ __forceinline__ void pass_take(const cast_pass_params &p, RAW w, bool cval,
+                                          A (&x)[PASS_V], unsigned *bits)
+{
+    if (cval) {
+        *bits |= p.cval_nz;
+#pragma unroll
+        for (int i = 0; i < PASS_V; i++)
+            x[i] = sizeof(A) == 4 ? (A)p.cval : (A)p.a.cval;
+    } else {
+        *bits |= pass_bits(w);
+        pass_unpack(w, x);
+    }
+}
+
+/* Taps along y only: a thread takes PASS_V consecutive elements of a row
+ * and PASS_R(A) output rows at a time, from a window of PASS_R(A) input
+ * rows rotating through registers (cast_columns' scheme). The rows a block
+ * of PASS_R(A) taps brings into the window are fetched (as loaded words)
+ * during the block before, so the loads have a block's FMAs to arrive. */
+template <typename T, typename A>
+__global__ void __launch_bounds__(CAST_THREADS, 2)
+    cvk_cast_ypass_kernel(const __grid_constant__ cast_pass_params p)
+{
+    enum { V = PASS_V, R = PASS_R(A) };
+    typedef typename std::conditional<sizeof(T) == 1, unsigned, uint2>::type RAW;
+    const cvk_cast_args &a = p.a;
+    const bool dbl = sizeof(A) == 8;
+    const int K = p.k;
+    const long long tiles_x = pass_ceil(p.wc, (long long)CAST_THREADS * V);
+    const long long tiles_y = pass_ceil(a.height, PASS_TH);
+    for (long long z = blockIdx.z; z < a.planes; z += gridDim.z)
+        for (long long by = blockIdx.y; by < tiles_y; by += gridDim.y) {
+            const long long y0 = by * PASS_TH;
+            const int rows = (int)(a.height - y0 < PASS_TH ? a.height - y0 : PASS_TH);
+            for (long long bx = blockIdx.x; bx < tiles_x; bx += gridDim.x) {
+                const long long e = (bx * CAST_THREADS + threadIdx.x) * V;
+                if (e >= p.wc)
+                    continue;
+                const bool full = p.vec && e + V <= p.wc;
+                const T *in = (const T *)a.in + z * a.is[0];
+                T *out = (T *)a.out + z * a.os[0];
+                for (int r0 = 0; r0 < rows; r0 += R) {
+                    const long long y1 = y0 + r0 - p.koff; /* tap 0's row of output r0 */
+                    const bool inside = y1 >= 0 && y1 + R - 1 + K <= a.height;
+                    A s[R][V], win[R][V];
+                    RAW cur[R], nxt[R];
+                    unsigned bits = 0, cv = 0, cn = 0;
+                    /* the window's first rows, and the rows taps 0..R-1 bring */
+#pragma unroll
+                    for (int r = 0; r < R; r++)
+                        pass_fetch<T>(p, in, e, y1 + r, inside, full, nxt[r], &cn, r);
+#pragma unroll
+                    for (int u = 0; u < R; u++)
+                        if (u + 1 < K)
+                            pass_fetch<T>(p, in, e, y1 + R + u, inside, full, cur[u], &cv, u);
+#pragma unroll
+                    for (int r = 0; r < R; r++) {
+                        pass_take(p, nxt[r], (cn >> r) & 1u, win[r], &bits);
+#pragma unroll
+                        for (int i = 0; i < V; i++)
+                            s[r][i] = (A)0;
+                    }
+                    unsigned undecided = 0; /* bit r V + i: output (r, i) */
+#pragma unroll 1
+                    for (int k0 = 0; k0 < K; k0 += R) {
+                        /* the rows of the next block's taps */
+                        cn = 0;
+#pragma unroll
+                        for (int u = 0; u < R; u++)
+                            if (k0 + R + u + 1 < K)
+                                pass_fetch<T>(p, in, e, y1 + k0 + 2 * R + u, inside, full, nxt[u],
+                                              &cn, u);
+#pragma unroll
+                        for (int u = 0; u < R; u++) {
+                            const int k = k0 + u;
+                            if (k < K) {
+                                const A w = dbl ? (A)a.ty[k] : (A)p.w[k];
+#pragma unroll
+                                for (int r = 0; r < R; r++)
+#pragma unroll
+                                    for (int i = 0; i < V; i++)
+                                        s[r][i] = pass_fma(w, win[(r + u) % R][i], s[r][i]);
+                                /* slot u: row y1 + k + R, for tap k + 1 on */
+                                if (k + 1 < K)
+                                    pass_take(p, cur[u], (cv >> u) & 1u, win[u], &bits);
+                            }
+                        }
+#pragma unroll
+                        for (int u = 0; u < R; u++)
+                            cur[u] = nxt[u];
+                        cv = cn;
+                    }
+#pragma unroll
+                    for (int r = 0; r < R; r++) {
+                        const long long y = y0 + r0 + r;
+                        if (r0 + r >= rows)
+                            break;
+                        unsigned v[V];
+#pragma unroll
+                        for (int i = 0; i < V; i++) {
+                            int c = 0;
+                            if (dbl)
+                                v[i] = (unsigned)cast_bits(a, a.tx[0] * (double)s[r][i]);
+                            else if (bits == 0 || cast_decide(p, (float)s[r][i], &c))
+                                v[i] = (unsigned)c;
+                            else
+                                undecided |= 1u << (r * V + i);
+                        }
+                        T *o = out + y * a.os[1] + e;
+                        if (full && sizeof(T) == 1) {
+                            *(unsigned *)o = (v[0] & 0xffu) | (v[1] & 0xffu) << 8 |
+                                             (v[2] & 0xffu) << 16 | v[3] << 24;
+                        } else if (full) {
+                            uint2 w2;
+                            w2.x = (v[0] & 0xffffu) | v[1] << 16;
+                            w2.y = (v[2] & 0xffffu) | v[3] << 16;
+                            *(uint2 *)o = w2;
+                        } else {
+#pragma unroll
+                            for (int i = 0; i < V; i++)
+                                if (e + i < p.wc)
+                                    o[i] = (T)v[i];
+                        }
+                    }
+                    /* the outputs the float sums left, in double (rare) */
+                    while (undecided) {
+                        const int b = __ffs(undecided) - 1, r = b / V, i = b % V;
+                        undecided &= undecided - 1;
+                        const long long y = y0 + r0 + r;
+                        if (r0 + r < rows && e + i < p.wc)
+                            out[y * a.os[1] + e + i] = (T)cast_y_double<T>(p, in, e + i, y);
+                    }
+                }
+            }
+        }
+}
+
+/* Taps along x only: a tile of PASS_XTH(C) rows by PASS_XTW * P pixels.
+ * Its rows and halo are staged in shared memory as A (double: times the y
+ * tap, as cast_columns leaves them), loaded in PASS_V-element words four
+ * rows at a time, by phase as in cvk_cast_sep_kernel (pixel q of channel c
+ * at ((q % P) * L4 + q / P) * C + c); then a thread sums the x taps of P
+ * consecutive pixels of one channel from a rotating window and stores the
+ * cast results (one vector store for one channel). */
+template <typename T, typename A, int C>
+__global__ void __launch_bounds__(CAST_THREADS)
+    cvk_cast_xpass_kernel(const __grid_constant__ cast_pass_params p)
+{
+    /* B: rows staged at a time, their loads first (4 measured slower: 64 to
+     * 80 registers, fewer blocks a multiprocessor) */
+    enum { P = PASS_P(A), TW = PASS_XTW * P, TH = PASS_XTH(C), GC = PASS_XTW * C, B = 1 };
+    typedef typename std::conditional<sizeof(T) == 1, unsigned, uint2>::type RAW;
+    const cvk_cast_args &a = p.a;
+    const bool dbl = sizeof(A) == 8;
+    CVK_DYNAMIC_SHARED(smem);
+    A *mid = (A *)smem;
+    const int NP = TW + p.k - 1;     /* staged pixels a row */
+    const int L4 = (NP + P - 1) / P; /* of each phase */
+    const int ROW = P * L4 * C;      /* values a staged row */
+    const int NE = NP * C;           /* staged elements a row */
+    const long long tiles_x = pass_ceil(a.width, TW), tiles_y = pass_ceil(a.height, TH);
+    const int t = threadIdx.x;
+    for (long long z = blockIdx.z; z < a.planes; z += gridDim.z) {
+        const T *in = (const T *)a.in + z * a.is[0];
+        T *out = (T *)a.out + z * a.os[0];
+        for (long long by = blockIdx.y; by < tiles_y; by += gridDim.y) {
+            const long long y0 = by * TH;
+            const int rows = (int)(a.height - y0 < TH ? a.height - y0 : TH);
+            for (long long bx = blockIdx.x; bx < tiles_x; bx += gridDim.x) {
+                const long long x0 = bx * TW;
+                const long long g0 = (x0 - p.koff) * C; /* first staged element */
+                const long long w0 = g0 >= 0 ? g0 / PASS_V : -((-g0 + PASS_V - 1) / PASS_V);
+                const int words = (int)pass_ceil(g0 + NE - w0 * PASS_V, PASS_V);
+                /* word i of a staged row: its first element */
+                for (int i = t; i < words; i += CAST_THREADS) {
+                    const long long e0 = (w0 + i) * PASS_V;
+                    const bool direct = p.vec && e0 >= 0 && e0 + PASS_V <= p.wc;
+                    for (int r0 = 0; r0 < rows; r0 += B) {
+                        /* B rows' loads first, then their stores to shared memory */
+                        RAW w[B];
+                        unsigned cv = 0; /* bit B j + b: element j of row b is cval */
+#pragma unroll
+                        for (int b = 0; b < B; b++) {
+                            pass_zero(w[b]);
+                            if (r0 + b >= rows)
+                                continue;
+                            const T *row = in + (y0 + r0 + b) * a.is[1];
+                            if (direct) {
+                                pass_fetch4(row + e0, w[b]);
+                            } else {
+#pragma unroll
+                                for (int j = 0; j < PASS_V; j++) {
+                                    const long long g = e0 + j;
+                                    const long long pix = g >= 0 ? g / C : -((-g + C - 1) / C);
+                                    const long long m = cvi_boundary_index(pix, a.width, a.mode);
+                                    if (m < 0)
+                                        cv |= 1u << (B * j + b);
+                                    else
+                                        pass_put(w[b], j, __ldg(row + m * C + (g - pix * C)));
+                                }
+                            }
+                        }
+#pragma unroll
+                        for (int b = 0; b < B; b++) {
+                            if (r0 + b >= rows)
+                                continue;
+                            A x[PASS_V];
+                            pass_unpack(w[b], x);
+#pragma unroll
+                            for (int j = 0; j < PASS_V; j++) {
+                                const long long l = e0 + j - g0;
+                                if (l >= 0 && l < NE) {
+                                    const int q = (int)l / C, c = (int)l % C;
+                                    const A v = (cv >> (B * j + b)) & 1u
+                                                    ? (dbl ? (A)a.cval : (A)p.cval)
+                                                    : x[j];
+                                    mid[(r0 + b) * ROW + ((q % P) * L4 + q / P) * C + c] =
+                                        dbl ? (A)fma(a.ty[0], (double)v, 0.0) : v;
+                                }
+                            }
+                        }
+                    }
+                }
+                __syncthreads();
+                for (int i = t; i < rows * GC; i += CAST_THREADS) {
+                    const int r = i / GC, g = i % GC / C, c = i % C;
+                    const A *m = mid + r * ROW + g * C + c; /* phase 0 of pixel P g */
+                    A s[P], win[P];
+                    unsigned nz = 0;
+#pragma unroll
+                    for (int o = 0; o < P; o++) {
+                        s[o] = (A)0;
+                        win[o] = m[o * L4 * C];
+                        nz |= win[o] != (A)0;
+                    }
+                    for (int k0 = 0; k0 < p.k; k0 += P) {
+#pragma unroll
+                        for (int u = 0; u < P; u++) {
+                            const int k = k0 + u;
+                            if (k < p.k) {
+                                const A w = dbl ? (A)a.tx[k] : (A)p.w[k];
+#pragma unroll
+                                for (int o = 0; o < P; o++)
+                                    s[o] = pass_fma(w, win[(o + u) % P], s[o]);
+                                if (k + 1 < p.k) {
+                                    win[u] = m[(u * L4 + k0 / P + 1) * C];
+                                    nz |= win[u] != (A)0;
+                                }
+                            }
+                        }
+                    }
+                    const long long x = x0 + P * g;
+                    const T *irow = in + (y0 + r) * a.is[1];
+                    T *dst = out + (y0 + r) * a.os[1] + x * C + c;
+                    unsigned v[P] = {0}, undecided = 0;
+#pragma unroll
+                    for (int o = 0; o < P; o++) {
+                        int c2 = 0;
+                        if (dbl)
+                            v[o] = (unsigned)cast_bits(a, (double)s[o]);
+                        else if ((nz == 0 && p.zeros) || cast_decide(p, (float)s[o], &c2))
+                            v[o] = (unsigned)c2;
+                        else
+                            undecided |= 1u << o;
+                    }
+                    if (C == 1 && p.ovec && x + P <= a.width) {
+                        RAW w[P / PASS_V];
+#pragma unroll
+                        for (int h = 0; h < P / PASS_V; h++) {
+                            pass_zero(w[h]);
+#pragma unroll
+                            for (int q = 0; q < PASS_V; q++)
+                                pass_put(w[h], q,
+                                         v[PASS_V * h + q] & (sizeof(T) == 1 ? 0xffu : 0xffffu));
+                            ((RAW *)dst)[h] = w[h];
+                        }
+                    } else {
+#pragma unroll
+                        for (int o = 0; o < P; o++)
+                            if (x + o < a.width)
+                                dst[o * C] = (T)v[o];
+                    }
+                    /* the outputs the float sums left, in double (rare) */
+                    while (undecided) {
+                        const int o = __ffs(undecided) - 1;
+                        undecided &= undecided - 1;
+                        if (x + o < a.width)
+                            dst[o * C] = (T)cast_x_double<T, C>(p, irow, x + o, c);
+                    }
+                }
+                __syncthreads(); /* mid is refilled for the next tile */
+            }
+        }
+    }
+}
+
 typedef void (*cast_kernel_fn)(cvk_cast_args);
 
 template <typename T>
@@ -245,6 +773,105 @@ static cast_kernel_fn pick(int C, int pass)
     }
 }
 
+typedef void (*pass_kernel_fn)(cast_pass_params);
+
+template <typename T, typename A>
+static pass_kernel_fn pick_x(int C)
+{
+    switch (C) {
+    case 1: return cvk_cast_xpass_kernel<T, A, 1>;
+    case 2: return cvk_cast_xpass_kernel<T, A, 2>;
+    case 3: return cvk_cast_xpass_kernel<T, A, 3>;
+    default: return cvk_cast_xpass_kernel<T, A, 4>;
+    }
+}
+
+template <typename T, typename A>
+static pass_kernel_fn pick_pass(int C, int ypass)
+{
+    return ypass ? cvk_cast_ypass_kernel<T, A> : pick_x<T, A>(C);
+}
+
+static int is_integer(double v, double below)
+{
+    return v == floor(v) && fabs(v) < below;
+}
+
+/* A 1-D pass on rows of contiguous interleaved elements through
+ * cvk_cast_ypass_kernel or cvk_cast_xpass_kernel: the float sums where they
+ * decide the cast (uint8; uint16 when exact), else the double ones. */
+static cudaError_t launch_pass(const cvk_cast_args *a, int ypass, cudaStream_t stream)
+{
+    cast_pass_params p;
+    memset(&p, 0, sizeof p);
+    p.a = *a;
+    const int C = a->channels, u8 = a->type == CVI_DTYPE_UINT8;
+    const long long vb = (long long)PASS_V * (u8 ? 1 : 2); /* a vector load's bytes */
+    p.wc = a->width * C;
+    p.k = ypass ? a->ky : a->kx;
+    p.koff = ypass ? a->koffy : a->koffx;
+    const int constant = a->mode == CVI_MODE_CONSTANT;
+    /* the float sums: taps w, inputs up to M (cval's magnitude too) */
+    double wsum = 0.0, M = u8 ? 255.0 : 65535.0;
+    int integral = !constant || is_integer(a->cval, 4194304.0);
+    if (constant && fabs(a->cval) > M)
+        M = fabs(a->cval);
+    for (int k = 0; k < p.k; k++) {
+        const double w = ypass ? a->ty[k] * a->tx[0] : a->tx[k] * a->ty[0];
+        p.w[k] = (float)w;
+        wsum += fabs(w);
+        integral = integral && is_integer(w, 4194304.0);
+    }
+    p.exact = integral && wsum * M < 4194304.0;
+    p.unit = a->divisor == 1.0;
+    p.idiv = p.exact && !p.unit && is_integer(a->divisor, 4194304.0) && a->divisor != 0.0;
+    p.d = (float)a->divisor;
+    p.invd = (float)(1.0 / a->divisor);
+    p.cval = (float)a->cval;
+    p.cval_nz = constant && a->cval != 0.0;
+    p.zeros = !(constant && a->cval != 0.0 && p.cval == 0.0f);
+    /* float sum within (K + 3) 2^-24 (wsum M + 1) of the exact one, the
+     * double path's within far less (snapping included): twice that */
+    const double bound = p.exact ? 0.0 : (2.0 * p.k + 8.0) * 0x1p-24 * (wsum * M + 1.0);
+    p.err_abs = (float)(bound * fabs(1.0 / a->divisor) * 1.001);
+    p.err_rel = 0x1p-21f;
+    const int use_float = p.exact || (u8 && wsum * M < 1048576.0);
+    /* vector loads (and stores, y pass) of PASS_V elements */
+    const long long es = u8 ? 1 : 2;
+    int vec = (uintptr_t)a->in % vb == 0 && (a->is[1] * es) % vb == 0 &&
+              (a->planes == 1 || (a->is[0] * es) % vb == 0);
+    if (ypass)
+        vec = vec && (uintptr_t)a->out % vb == 0 && (a->os[1] * es) % vb == 0 &&
+              (a->planes == 1 || (a->os[0] * es) % vb == 0);
+    p.vec = vec;
+    p.ovec = (uintptr_t)a->out % vb == 0 && (a->os[1] * es) % vb == 0 &&
+             (a->planes == 1 || (a->os[0] * es) % vb == 0);
+    pass_kernel_fn fn = u8 ? (use_float ? pick_pass<unsigned char, float>(C, ypass)
+                                        : pick_pass<unsigned char, double>(C, ypass))
+                           : (use_float ? pick_pass<unsigned short, float>(C, ypass)
+                                        : pick_pass<unsigned short, double>(C, ypass));
+    size_t smem = 0;
+    dim3 grid;
+    if (ypass) {
+        grid = dim3(cvk_grid_x(cvk_ceil_div(p.wc, (long long)CAST_THREADS * PASS_V)),
+                    cvk_grid_yz(cvk_ceil_div(a->height, PASS_TH)), cvk_grid_yz(a->planes));
+    } else {
+        const long long P = use_float ? PASS_P(float) : PASS_P(double), TW = PASS_XTW * P;
+        const long long L4 = (TW + a->kx - 1 + P - 1) / P;
+        smem = (size_t)PASS_XTH(C) * (size_t)(P * L4 * C) * (use_float ? 4u : 8u);
+        if (smem > CVK_DEFAULT_SHARED) {
+            cudaError_t err = cudaFuncSetAttribute(
+                (const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+            if (err != cudaSuccess)
+                return err;
+        }
+        grid = dim3(cvk_grid_x(cvk_ceil_div(a->width, TW)),
+                    cvk_grid_yz(cvk_ceil_div(a->height, PASS_XTH(C))), cvk_grid_yz(a->planes));
+    }
+    CVK_LAUNCH(fn, grid, CAST_THREADS, smem, stream, (p));
+    return cudaGetLastError();
+}
+
 extern "C" cudaError_t cvk_cast_launch(const cvk_cast_args *a, cudaStream_t stream)
 {
     const int C = a->channels;
@@ -254,6 +881,10 @@ extern "C" cudaError_t cvk_cast_launch(const cvk_cast_args *a, cudaStream_t stre
         (a->type != CVI_DTYPE_UINT8 && a->type != CVI_DTYPE_UINT16))
         return cudaErrorInvalidValue;
     const int pass = a->kx == 1;
+    /* a pass along one axis on rows of contiguous interleaved elements */
+    const int rows = a->is[2] == C && a->os[2] == C && (C == 1 || (a->ics == 1 && a->ocs == 1));
+    if (rows && (pass || a->ky == 1))
+        return launch_pass(a, pass, stream);
     cast_kernel_fn fn = a->type == CVI_DTYPE_UINT8 ? pick<unsigned char>(C, pass)
                                                    : pick<unsigned short>(C, pass);
     const long long TW = pass ? CAST_THREADS / C : CAST_THREADS / C / CAST_P * CAST_P;

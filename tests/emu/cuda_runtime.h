@@ -79,6 +79,12 @@ void __syncwarp(unsigned mask = 0xffffffffu);
 /* A warp's lanes exchange v; returns lane src's (all 32 lanes must call). */
 float __shfl_sync(unsigned mask, float v, int src);
 
+/* Position of the least significant set bit, from 1 (0 for none). */
+inline int __ffs(int x)
+{
+    return __builtin_ffs(x);
+}
+
 inline size_t __cvta_generic_to_shared(const void *p)
 {
     return (size_t)p;
