@@ -171,7 +171,7 @@ static inline unsigned cvk_grid_yz(long long tiles)
     return (unsigned)(tiles < CVK_GRID_YZ_MAX ? tiles : CVK_GRID_YZ_MAX);
 }
 
-static inline long long cvk_ceil_div(long long a, long long b)
+__host__ __device__ static inline long long cvk_ceil_div(long long a, long long b)
 {
     return (a + b - 1) / b;
 }

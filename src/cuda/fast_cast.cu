@@ -266,11 +266,6 @@ __global__ void __launch_bounds__(CAST_THREADS, 4)
 #define PASS_P(A) (sizeof(A) == 4 ? 8 : 4) /* x pass: pixels a thread at once */
 #define PASS_XTH(C) ((C) <= 2 ? 16 : 8)    /* x pass: rows a tile */
 
-__host__ __device__ __forceinline__ long long pass_ceil(long long a, long long b)
-{
-    return (a + b - 1) / b;
-}
-
 typedef struct cast_pass_params {
     cvk_cast_args a;  /* the double sums (and the fallback of the float ones) */
     long long wc;     /* elements a row */
@@ -387,14 +382,6 @@ __device__ __forceinline__ void pass_zero(uint2 &w)
     w.x = w.y = 0u;
 }
 
-/* The row the mode maps j to (cvi_boundary_index), out of line: the y
- * pass's tiles reach past the ends rarely, and inline copies of the
- * 64-bit remainders cost registers in every fetch. */
-__device__ __noinline__ long long pass_boundary(long long j, long long n, int mode)
-{
-    return cvi_boundary_index(j, n, mode);
-}
-
 /* Fetches row j's PASS_V elements at e of the plane at in into w:
  * `inside` says j is, else the mode maps it (past the ends under CONSTANT:
  * bit `slot` of *cvals set, w zero); `full` that all PASS_V lie in the row
@@ -406,7 +393,7 @@ __device__ __forceinline__ void pass_fetch(const cast_pass_params &p, const T *i
 {
     const cvk_cast_args &a = p.a;
     if (!inside) {
-        j = pass_boundary(j, a.height, a.mode);
+        j = cvi_boundary_index(j, a.height, a.mode);
         if (j < 0) {
             *cvals |= 1u << slot;
             pass_zero(w);
@@ -491,8 +478,8 @@ __global__ void __launch_bounds__(CAST_THREADS, 2)
     const cvk_cast_args &a = p.a;
     const bool dbl = sizeof(A) == 8;
     const int K = p.k;
-    const long long tiles_x = pass_ceil(p.wc, (long long)CAST_THREADS * V);
-    const long long tiles_y = pass_ceil(a.height, PASS_TH);
+    const long long tiles_x = cvk_ceil_div(p.wc, (long long)CAST_THREADS * V);
+    const long long tiles_y = cvk_ceil_div(a.height, PASS_TH);
     for (long long z = blockIdx.z; z < a.planes; z += gridDim.z)
         for (long long by = blockIdx.y; by < tiles_y; by += gridDim.y) {
             const long long y0 = by * PASS_TH;
@@ -602,8 +589,8 @@ __global__ void __launch_bounds__(CAST_THREADS, 2)
 
 /* Taps along x only: a tile of PASS_XTH(C) rows by PASS_XTW * P pixels.
  * Its rows and halo are staged in shared memory as A (double: times the y
- * tap, as cast_columns leaves them), loaded in PASS_V-element words four
- * rows at a time, by phase as in cvk_cast_sep_kernel (pixel q of channel c
+ * tap, as cast_columns leaves them), loaded in PASS_V-element words, by
+ * phase as in cvk_cast_sep_kernel (pixel q of channel c
  * at ((q % P) * L4 + q / P) * C + c); then a thread sums the x taps of P
  * consecutive pixels of one channel from a rotating window and stores the
  * cast results (one vector store for one channel). */
@@ -611,9 +598,9 @@ template <typename T, typename A, int C>
 __global__ void __launch_bounds__(CAST_THREADS)
     cvk_cast_xpass_kernel(const __grid_constant__ cast_pass_params p)
 {
-    /* B: rows staged at a time, their loads first (4 measured slower: 64 to
-     * 80 registers, fewer blocks a multiprocessor) */
-    enum { P = PASS_P(A), TW = PASS_XTW * P, TH = PASS_XTH(C), GC = PASS_XTW * C, B = 1 };
+    /* rows are staged one at a time (loading 4 rows first measured slower:
+     * 64 to 80 registers, fewer blocks a multiprocessor) */
+    enum { P = PASS_P(A), TW = PASS_XTW * P, TH = PASS_XTH(C), GC = PASS_XTW * C };
     typedef typename std::conditional<sizeof(T) == 1, unsigned, uint2>::type RAW;
     const cvk_cast_args &a = p.a;
     const bool dbl = sizeof(A) == 8;
@@ -623,7 +610,7 @@ __global__ void __launch_bounds__(CAST_THREADS)
     const int L4 = (NP + P - 1) / P; /* of each phase */
     const int ROW = P * L4 * C;      /* values a staged row */
     const int NE = NP * C;           /* staged elements a row */
-    const long long tiles_x = pass_ceil(a.width, TW), tiles_y = pass_ceil(a.height, TH);
+    const long long tiles_x = cvk_ceil_div(a.width, TW), tiles_y = cvk_ceil_div(a.height, TH);
     const int t = threadIdx.x;
     for (long long z = blockIdx.z; z < a.planes; z += gridDim.z) {
         const T *in = (const T *)a.in + z * a.is[0];
@@ -635,53 +622,40 @@ __global__ void __launch_bounds__(CAST_THREADS)
                 const long long x0 = bx * TW;
                 const long long g0 = (x0 - p.koff) * C; /* first staged element */
                 const long long w0 = g0 >= 0 ? g0 / PASS_V : -((-g0 + PASS_V - 1) / PASS_V);
-                const int words = (int)pass_ceil(g0 + NE - w0 * PASS_V, PASS_V);
+                const int words = (int)cvk_ceil_div(g0 + NE - w0 * PASS_V, PASS_V);
                 /* word i of a staged row: its first element */
                 for (int i = t; i < words; i += CAST_THREADS) {
                     const long long e0 = (w0 + i) * PASS_V;
                     const bool direct = p.vec && e0 >= 0 && e0 + PASS_V <= p.wc;
-                    for (int r0 = 0; r0 < rows; r0 += B) {
-                        /* B rows' loads first, then their stores to shared memory */
-                        RAW w[B];
-                        unsigned cv = 0; /* bit B j + b: element j of row b is cval */
-#pragma unroll
-                        for (int b = 0; b < B; b++) {
-                            pass_zero(w[b]);
-                            if (r0 + b >= rows)
-                                continue;
-                            const T *row = in + (y0 + r0 + b) * a.is[1];
-                            if (direct) {
-                                pass_fetch4(row + e0, w[b]);
-                            } else {
-#pragma unroll
-                                for (int j = 0; j < PASS_V; j++) {
-                                    const long long g = e0 + j;
-                                    const long long pix = g >= 0 ? g / C : -((-g + C - 1) / C);
-                                    const long long m = cvi_boundary_index(pix, a.width, a.mode);
-                                    if (m < 0)
-                                        cv |= 1u << (B * j + b);
-                                    else
-                                        pass_put(w[b], j, __ldg(row + m * C + (g - pix * C)));
-                                }
-                            }
-                        }
-#pragma unroll
-                        for (int b = 0; b < B; b++) {
-                            if (r0 + b >= rows)
-                                continue;
-                            A x[PASS_V];
-                            pass_unpack(w[b], x);
+                    for (int r = 0; r < rows; r++) {
+                        const T *row = in + (y0 + r) * a.is[1];
+                        RAW w;
+                        unsigned cv = 0; /* bit j: element j is cval */
+                        pass_zero(w);
+                        if (direct) {
+                            pass_fetch4(row + e0, w);
+                        } else {
 #pragma unroll
                             for (int j = 0; j < PASS_V; j++) {
-                                const long long l = e0 + j - g0;
-                                if (l >= 0 && l < NE) {
-                                    const int q = (int)l / C, c = (int)l % C;
-                                    const A v = (cv >> (B * j + b)) & 1u
-                                                    ? (dbl ? (A)a.cval : (A)p.cval)
-                                                    : x[j];
-                                    mid[(r0 + b) * ROW + ((q % P) * L4 + q / P) * C + c] =
-                                        dbl ? (A)fma(a.ty[0], (double)v, 0.0) : v;
-                                }
+                                const long long g = e0 + j;
+                                const long long pix = g >= 0 ? g / C : -((-g + C - 1) / C);
+                                const long long m = cvi_boundary_index(pix, a.width, a.mode);
+                                if (m < 0)
+                                    cv |= 1u << j;
+                                else
+                                    pass_put(w, j, __ldg(row + m * C + (g - pix * C)));
+                            }
+                        }
+                        A x[PASS_V];
+                        pass_unpack(w, x);
+#pragma unroll
+                        for (int j = 0; j < PASS_V; j++) {
+                            const long long l = e0 + j - g0;
+                            if (l >= 0 && l < NE) {
+                                const int q = (int)l / C, c = (int)l % C;
+                                const A v = (cv >> j) & 1u ? (dbl ? (A)a.cval : (A)p.cval) : x[j];
+                                mid[r * ROW + ((q % P) * L4 + q / P) * C + c] =
+                                    dbl ? (A)fma(a.ty[0], (double)v, 0.0) : v;
                             }
                         }
                     }
@@ -797,6 +771,15 @@ static int is_integer(double v, double below)
     return v == floor(v) && fabs(v) < below;
 }
 
+/* 1 if every row of the planes at base (strides s in elements of es
+ * bytes) starts at a multiple of vb bytes. */
+static int rows_aligned(const void *base, const long long *s, long long planes, long long vb,
+                        long long es)
+{
+    return (uintptr_t)base % vb == 0 && (s[1] * es) % vb == 0 &&
+           (planes == 1 || (s[0] * es) % vb == 0);
+}
+
 /* A 1-D pass on rows of contiguous interleaved elements through
  * cvk_cast_ypass_kernel or cvk_cast_xpass_kernel: the float sums where they
  * decide the cast (uint8; uint16 when exact), else the double ones. */
@@ -836,16 +819,11 @@ static cudaError_t launch_pass(const cvk_cast_args *a, int ypass, cudaStream_t s
     p.err_abs = (float)(bound * fabs(1.0 / a->divisor) * 1.001);
     p.err_rel = 0x1p-21f;
     const int use_float = p.exact || (u8 && wsum * M < 1048576.0);
-    /* vector loads (and stores, y pass) of PASS_V elements */
-    const long long es = u8 ? 1 : 2;
-    int vec = (uintptr_t)a->in % vb == 0 && (a->is[1] * es) % vb == 0 &&
-              (a->planes == 1 || (a->is[0] * es) % vb == 0);
-    if (ypass)
-        vec = vec && (uintptr_t)a->out % vb == 0 && (a->os[1] * es) % vb == 0 &&
-              (a->planes == 1 || (a->os[0] * es) % vb == 0);
-    p.vec = vec;
-    p.ovec = (uintptr_t)a->out % vb == 0 && (a->os[1] * es) % vb == 0 &&
-             (a->planes == 1 || (a->os[0] * es) % vb == 0);
+    /* vector loads and stores of PASS_V elements (the y pass takes both) */
+    const int ivec = rows_aligned(a->in, a->is, a->planes, vb, u8 ? 1 : 2);
+    const int ovec = rows_aligned(a->out, a->os, a->planes, vb, u8 ? 1 : 2);
+    p.vec = ypass ? ivec && ovec : ivec;
+    p.ovec = ovec;
     pass_kernel_fn fn = u8 ? (use_float ? pick_pass<unsigned char, float>(C, ypass)
                                         : pick_pass<unsigned char, double>(C, ypass))
                            : (use_float ? pick_pass<unsigned short, float>(C, ypass)
