@@ -17,9 +17,9 @@
  * (loads stay aligned).
  *
  * Separable filters take the same walk in one pass over DRAM: each plane's
- * tile is filtered along x into a second shared buffer (all its rows, halo
- * included), then along y for the block's rows, and that value feeds the z
- * taps' rolling accumulators. Out of range, the tile holds the mode's
+ * tile is filtered along y for the block's rows (their x halo included) into
+ * a second shared buffer, then along x, and that value feeds the z taps'
+ * rolling accumulators. Out of range, the tile holds the mode's
  * values, so the result is the dense outer-product filter's on the extended
  * volume (CONSTANT: cval filtered along each axis), as the other kernels
  * define it. The separable kernel is a template on the element type, which
@@ -313,15 +313,17 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
 }
 
 /* The separable walk (the file's header) on elements of type T, summed in
- * T: x taps into xrows (ROWS x TX), y taps per output, z taps into the
- * rolling accumulators; the taps (z, y, x, K each) in p.w (float) or p.w64
+ * T: y taps for the block's rows over the tile's columns, x halo included
+ * (each warp its row's own TX columns, the first warps the halo's chunks),
+ * into yrows (TY x SW); x taps per output; z taps into the rolling
+ * accumulators; the taps (z, y, x, K each) in p.w (float) or p.w64
  * (double). A lane holds V = 16 / sizeof(T) columns, a block TX = 32 V.
  * Dynamic shared memory: cvk_sep3d_smem(K, sizeof(T)). Float instances
- * are held to 3 blocks a multiprocessor up to K = 13 (80 registers, no
- * spills), 2 above; double to the compiler's choice (measured fastest).
- * (Filtering along y first, on 128-column tiles holding the x halo, needs
- * fewer instructions but more registers: measured slower for float,
- * docs/architecture.md "Measured choices".) */
+ * are held to 3 blocks a multiprocessor up to K = 13 (80 registers; K = 13
+ * spills 48 bytes, still faster than 2 blocks), 2 above; double to the
+ * compiler's choice (measured fastest).
+ * (x first, over every tile row, took TY + K - 1 rows of x taps for TY
+ * outputs: docs/architecture.md "Measured choices".) */
 #define CVK_SEP3D_MIN_BLOCKS(T, K) (sizeof(T) == 4 ? ((K) <= 13 ? 3 : 2) : 1)
 template <typename T, int K>
 __global__ void __launch_bounds__(CVK_3D_THREADS, CVK_SEP3D_MIN_BLOCKS(T, K))
@@ -333,19 +335,24 @@ __global__ void __launch_bounds__(CVK_3D_THREADS, CVK_SEP3D_MIN_BLOCKS(T, K))
         TX = 32 * V,
         XP = (R + V - 1) / V * V,
         SW = TX + 2 * XP,
+        EX = 2 * XP / V, /* halo chunks a row */
         ROWS = CVK_3D_TY + K - 1
     };
+    static_assert(CVK_3D_TY * EX <= CVK_3D_THREADS, "one halo chunk a thread at most");
     const int own_type = sizeof(T) == 4 ? CVI_DTYPE_FLOAT32 : CVI_DTYPE_FLOAT64;
     CVK_DYNAMIC_SHARED(smem);
-    T *tile = (T *)smem;                                /* 3 planes' tiles, ROWS x SW each */
-    T *xrows = tile + 3 * ROWS * SW;                    /* the current plane filtered along x */
-    long long *maps = (long long *)(xrows + ROWS * TX); /* cvk_3d_maps */
+    T *tile = (T *)smem;                                     /* 3 planes' tiles, ROWS x SW each */
+    T *yrows = tile + 3 * ROWS * SW;                         /* the block's rows filtered along y */
+    long long *maps = (long long *)(yrows + CVK_3D_TY * SW); /* cvk_3d_maps */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const long long x0 = p.x_base + (long long)blockIdx.x * TX; /* centred columns */
     const long long y0 = (long long)blockIdx.y * CVK_3D_TY;
     const long long z0 = (long long)blockIdx.z * p.zrun;
     const int planes = (int)(p.D - z0 < p.zrun ? p.D - z0 : p.zrun);
     const long long y = y0 + warp;
+    /* the halo chunk this thread filters along y, if any: row hr, chunk hq */
+    const int hi = threadIdx.x, hr = hi / EX, he = hi - hr * EX;
+    const int hq = he < XP / V ? he : 32 + he;
 
     T acc[K][V];
 #pragma unroll
@@ -371,15 +378,37 @@ __global__ void __launch_bounds__(CVK_3D_THREADS, CVK_SEP3D_MIN_BLOCKS(T, K))
             cvk_load_plane<T, XP, TX>(p, tile + (t + 2) % 3 * ROWS * SW, maps, zbase + t + 2, ROWS);
         cvk_cp_commit();
         const T *buf = tile + t % 3 * ROWS * SW;
-        /* x: every tile row, V columns a lane from the aligned V + 2 XP around them */
-#pragma unroll 1
-        for (int r = warp; r < ROWS; r += CVK_3D_TY) {
-            const T *src = buf + r * SW + V * lane;
+        /* y: the warp's row over its TX columns; the halo chunks of every row */
+        {
+            T v[V];
+#pragma unroll
+            for (int i = 0; i < V; i++)
+                v[i] = T(0);
+#pragma unroll
+            for (int ky = 0; ky < K; ky++)
+                cvk_3d_axpy16(cvk_3d_tap(p, K + ky, T()), buf + (warp + ky) * SW + XP + V * lane,
+                              v);
+            cvk_3d_st16(yrows + warp * SW + XP + V * lane, v);
+        }
+        if (hi < CVK_3D_TY * EX) {
+            T v[V];
+#pragma unroll
+            for (int i = 0; i < V; i++)
+                v[i] = T(0);
+#pragma unroll
+            for (int ky = 0; ky < K; ky++)
+                cvk_3d_axpy16(cvk_3d_tap(p, K + ky, T()), buf + (hr + ky) * SW + V * hq, v);
+            cvk_3d_st16(yrows + hr * SW + V * hq, v);
+        }
+        __syncthreads();
+        /* x: V columns a lane from the aligned V + 2 XP around them */
+        T h[V];
+        {
+            const T *src = yrows + warp * SW + V * lane;
             T sup[V + 2 * XP];
 #pragma unroll
             for (int q = 0; q < (V + 2 * XP) / V; q++)
                 cvk_3d_ld16(src + V * q, sup + V * q);
-            T h[V];
 #pragma unroll
             for (int i = 0; i < V; i++)
                 h[i] = T(0);
@@ -388,17 +417,6 @@ __global__ void __launch_bounds__(CVK_3D_THREADS, CVK_SEP3D_MIN_BLOCKS(T, K))
 #pragma unroll
                 for (int i = 0; i < V; i++)
                     h[i] = cvk_3d_fma(cvk_3d_tap(p, 2 * K + kx, T()), sup[XP - R + i + kx], h[i]);
-            cvk_3d_st16(xrows + r * TX + V * lane, h);
-        }
-        __syncthreads();
-        /* y: the warp's row */
-        T v[V];
-#pragma unroll
-        for (int i = 0; i < V; i++)
-            v[i] = T(0);
-#pragma unroll
-        for (int ky = 0; ky < K; ky++) {
-            cvk_3d_axpy16(cvk_3d_tap(p, K + ky, T()), xrows + (warp + ky) * TX + V * lane, v);
         }
         /* z: plane t adds to outputs t - kz (tap kz) in acc[K-1-kz]; the
          * test skips outputs outside the run (never stored: without it,
@@ -409,7 +427,7 @@ __global__ void __launch_bounds__(CVK_3D_THREADS, CVK_SEP3D_MIN_BLOCKS(T, K))
                 continue;
 #pragma unroll
             for (int i = 0; i < V; i++)
-                acc[K - 1 - kz][i] = cvk_3d_fma(cvk_3d_tap(p, kz, T()), v[i], acc[K - 1 - kz][i]);
+                acc[K - 1 - kz][i] = cvk_3d_fma(cvk_3d_tap(p, kz, T()), h[i], acc[K - 1 - kz][i]);
         }
         const int o = t - (K - 1); /* acc[0] is complete */
         if (o >= 0 && y < p.H) {
@@ -442,12 +460,12 @@ static int cvk_sep3d_tx(size_t esize)
 }
 
 /* Dynamic shared memory of cvk_sep3d_kernel<T, K>, esize = sizeof(T): three
- * tiles, the x-filtered rows and the block's boundary maps. */
+ * tiles, the y-filtered rows and the block's boundary maps. */
 static size_t cvk_sep3d_smem(int K, size_t esize)
 {
     const int V = (int)(16 / esize), TX = cvk_sep3d_tx(esize);
     const int R = K / 2, XP = (R + V - 1) / V * V, rows = CVK_3D_TY + K - 1;
-    return (size_t)(3 * rows * (TX + 2 * XP) + rows * TX) * esize +
+    return (size_t)(3 * rows + CVK_3D_TY) * (TX + 2 * XP) * esize +
            (size_t)cvk_3d_maps_len(TX + 2 * XP, V, rows) * sizeof(long long);
 }
 
