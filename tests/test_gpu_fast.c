@@ -320,6 +320,41 @@ int main(int argc, char **argv)
             run_case(&c);
         }
 
+    /* 2-D separable uint8 (1, 3, 4 channels) and uint16 (1, 3 channels),
+     * K = 3..11 (fast_sep_int.cu): several strips across and down, rows
+     * 16-byte aligned (widths 528) and not even 4-byte aligned (odd widths),
+     * any mode and origin, every output type; then every mode with origins
+     * on RGB, and tiny images */
+    for (int u16 = 0; u16 <= 1; u16++)
+        for (size_t C = 1; C <= 4; C++) {
+            if (C == 2 || (u16 && C == 4))
+                continue;
+            for (size_t K = 3; K <= 11; K += 2) {
+                if (g_small && K != 3 && K != 7 && K != 11)
+                    continue;
+                const size_t w = K == 3 || K == 9 || K == 11 ? 528 : 301 + K;
+                base_case(&c, "separable", 2, 1, (g_small ? 40 : 150) + K, w, C, K,
+                          u16 ? CONVOLVE_UINT16 : CONVOLVE_UINT8);
+                c.separable = 1;
+                out_type_variant(&c);
+                run_case(&c);
+            }
+        }
+    for (int m = 0; m < 5; m++) {
+        base_case(&c, "separable", 2, 1, 61, 530 + m, 3, 5, CONVOLVE_UINT8);
+        c.separable = 1;
+        c.mode = (convolve_mode)m;
+        c.origin[0] = m % 2 ? 2 : -1;
+        c.origin[1] = m % 3 - 1;
+        run_case(&c);
+    }
+    base_case(&c, "separable", 2, 1, 1, 1, 4, 3, CONVOLVE_UINT8);
+    c.separable = 1;
+    run_case(&c);
+    base_case(&c, "separable", 2, 1, 2, 5, 3, 11, CONVOLVE_UINT16);
+    c.separable = 1;
+    run_case(&c);
+
     /* separable float32 */
     for (size_t K = 3; K <= 33; K += g_small ? 10 : 2) {
         base_case(&c, "separable", 2, 1, rows + K, wide, 1, K, CONVOLVE_FLOAT32);

@@ -5,6 +5,7 @@
  * kernels, and for 1-D the kernel for the few outputs near the ends.
  */
 #include "fast_direct.cuh"
+#include "fast_sep_int.h"
 
 /* Threads per block of the edge kernel. */
 #define EDGE_THREADS 128
@@ -83,7 +84,8 @@ static cvk_direct_kernel_fn pick1d(int in_type, int channels, int K)
 
 extern "C" int cvk_direct2d_supports(int in_type, int channels, int ksize, int separable)
 {
-    return pick2d(in_type, channels, ksize, separable) != 0;
+    return (separable && cvk_isep2d_supports(in_type, channels, ksize)) ||
+           pick2d(in_type, channels, ksize, separable) != 0;
 }
 
 extern "C" int cvk_direct1d_supports(int in_type, int channels, int ksize)
@@ -149,6 +151,9 @@ static void fast_segments(cvk_direct_params &p, int HALO, int SEG, int aligned, 
 
 extern "C" cudaError_t cvk_direct2d_launch(const cvk_direct_args *a, cudaStream_t stream)
 {
+    /* separable integer images: the fused kernels of fast_sep_int.cu */
+    if (a->separable && cvk_isep2d_supports(a->in_type, a->channels, a->ksize))
+        return cvk_isep2d_launch(a, stream);
     cvk_direct_kernel_fn fn = pick2d(a->in_type, a->channels, a->ksize, a->separable);
     if (!fn || a->height_taps != a->ksize)
         return cudaErrorInvalidValue;

@@ -85,6 +85,33 @@ inline int __ffs(int x)
     return __builtin_ffs(x);
 }
 
+/* The float whose bits are x. */
+inline float __uint_as_float(unsigned x)
+{
+    float f;
+    __builtin_memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+/* Byte j (0..7) of y:x selected for each result byte by a nibble of s. */
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s)
+{
+    const unsigned long long v = (unsigned long long)y << 32 | x;
+    unsigned r = 0;
+    for (int b = 0; b < 4; b++)
+        r |= (unsigned)(v >> (8 * ((s >> (4 * b)) & 7)) & 0xffu) << (8 * b);
+    return r;
+}
+
+/* x rounded to nearest (ties to even) as an unsigned, saturated; NaN -> 0. */
+inline unsigned __float2uint_rn(float x)
+{
+    if (!(x > 0.0f))
+        return 0;
+    const float r = std::nearbyint(x);
+    return r >= 4294967296.0f ? 0xffffffffu : (unsigned)r;
+}
+
 inline size_t __cvta_generic_to_shared(const void *p)
 {
     return (size_t)p;
