@@ -1,17 +1,19 @@
 /*
- * fast_sep_int.cu - separable 2-D filters on uint8 and uint16 images of 1, 3
- * or 4 interleaved channels (K = 3..11 taps an axis, square), fused in one
- * pass over memory, summed in float; outputs rounded and saturated (integer
- * types) or stored as they are.
+ * fast_sep_int.cu - separable 2-D filters on uint8 and uint16 images of
+ * interleaved channels (K = 3..11 taps an axis, square; instances for the
+ * cases where they measured fastest, see pick), fused in one pass over
+ * memory, summed in float; outputs rounded and saturated (integer types) or
+ * stored as they are.
  *
  * A block of CVK_ISEP_THREADS threads owns a strip of SW = 4 x threads
  * consecutive row elements and walks down `strip` output rows, RC input
  * rows a stage:
  *   1. the raw rows of stage j + NBUF - 1 are copied to shared memory with
  *      cp.async (16, 8 or 4-byte chunks, as the rows' alignment allows),
- *      NBUF - 1 stages ahead, so many bytes are in flight a multiprocessor;
- *   2. stage j's bytes are widened to float once (a whole-word load, a
- *      funnel shift and two ALU operations an element); elements past the
+ *      NBUF - 1 stages ahead, a warp a row;
+ *   2. stage j's bytes are widened to float once (a word load, a funnel
+ *      shift when the window is not word-aligned, then a byte permute and a
+ *      subtraction an element); elements past the
  *      row's ends, rows the mode makes cval and rows whose chunks were not
  *      copied (unaligned data) are read through cvi_boundary_index instead;
  *   3. each thread filters its 4 columns of the RC rows along x (windows of
