@@ -21,7 +21,7 @@ extern "C" {
 #define CVK_DIRECT2D_MAX_SEP_K 33
 #define CVK_DIRECT1D_MAX_K 33
 #define CVK_DIRECT2D_MAX_K_U8 5
-#define CVK_DIRECT2D_MAX_SEP_K_U8 9
+#define CVK_DIRECT2D_MAX_SEP_K_U8 5
 
 typedef struct cvk_direct_args {
     const void *in; /* element (0, 0, channel 0) */

@@ -5,9 +5,9 @@
  * memory, summed in float; outputs rounded and saturated (integer types) or
  * stored as they are.
  *
- * A block of CVK_ISEP_THREADS threads owns a strip of SW = 4 x threads
- * consecutive row elements and walks down `strip` output rows, RC input
- * rows a stage:
+ * A block owns a strip of SW = 512 consecutive row elements and walks down
+ * `strip` output rows, RC input rows a stage; its 256 threads are two
+ * halves of 128, each thread 4 columns of half the stage's rows:
  *   1. the raw rows of stage j + NBUF - 1 are copied to shared memory with
  *      cp.async (16, 8 or 4-byte chunks, as the rows' alignment allows),
  *      NBUF - 1 stages ahead, a warp a row;
@@ -36,10 +36,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CVK_ISEP_THREADS 128
-#define CVK_ISEP_SW (4 * CVK_ISEP_THREADS) /* elements a strip */
-#define CVK_ISEP_RING 16                   /* x-filtered rows held (a power of two) */
-#define CVK_ISEP_NBUF 3                    /* stages of raw rows in shared memory */
+#define CVK_ISEP_COLS 128                    /* threads across a strip, 4 elements each */
+#define CVK_ISEP_THREADS (2 * CVK_ISEP_COLS) /* two halves of a stage's rows */
+#define CVK_ISEP_SW (4 * CVK_ISEP_COLS)      /* elements a strip */
+#define CVK_ISEP_RING 16                     /* x-filtered rows held (a power of two) */
+#define CVK_ISEP_NBUF 3                      /* stages of raw rows in shared memory */
 
 typedef struct cvk_isep_params {
     const char *in;
@@ -198,7 +199,10 @@ __global__ void __launch_bounds__(CVK_ISEP_THREADS)
     float *wide = (float *)(raw + NB * RC * G::LSB);    /* RC widened rows of LFP floats */
     float *ring = wide + RC * G::LFP;                   /* RING x-filtered rows of SW */
     long long *rmaps = (long long *)(ring + RING * SW); /* NB x RC row indices */
-    const int t = threadIdx.x;
+    const int t = threadIdx.x % CVK_ISEP_COLS;          /* the thread's columns 4t .. 4t + 3 */
+    const int hh = threadIdx.x / CVK_ISEP_COLS;         /* its half of the rows */
+    enum { HR = RC / 2 };
+    static_assert(RC % 2 == 0, "two halves of the rows");
 
     /* the strip: output elements [e0, e0 + SW), rows [ys, ye) */
     const long long e0 = (long long)blockIdx.x * SW;
@@ -238,17 +242,15 @@ __global__ void __launch_bounds__(CVK_ISEP_THREADS)
             cvk_isep_issue<T, C, K>(p, y0, sn, s0, c_lo, sn < stages ? c_hi : c_lo,
                                     raw + bn * RC * G::LSB, rmaps + bn * RC);
         }
-        /* widen stage j's rows: element s0 + d + i of row r into wide[r][i];
-         * a thread's groups of 4 step CVK_ISEP_THREADS groups through the
-         * rows (r, i) of the stage */
+        /* widen stage j's rows: element s0 + d + i of row r into wide[r][i] */
         {
+            enum { GROUPS = G::LFP / 4 };
             const int b = (int)(j % NB);
             const unsigned char *rb = raw + b * RC * G::LSB;
             const long long *rm = rmaps + b * RC;
-            static_assert(G::LFP > 4 * CVK_ISEP_THREADS, "at most one row step a group");
-            int r = 0, i = 4 * t;
 #pragma unroll 1
-            while (r < RC) {
+            for (int u = threadIdx.x; u < RC * GROUPS; u += CVK_ISEP_THREADS) {
+                const int r = u / GROUPS, i = 4 * (u - r * GROUPS);
                 float *dst = wide + r * G::LFP + i;
                 const long long m = rm[r];
                 if (m >= 0 && i >= i_lo && i + 4 <= i_hi) {
@@ -258,15 +260,13 @@ __global__ void __launch_bounds__(CVK_ISEP_THREADS)
                 } else {
                     cvk_isep_mapped4<T, C>(p, m, s0 + d + i, dst);
                 }
-                i += 4 * CVK_ISEP_THREADS;
-                if (i >= G::LFP)
-                    i -= G::LFP, r++;
             }
         }
         __syncthreads();
-        /* x: the thread's 4 columns of each row into the ring */
+        /* x: the thread's 4 columns of its half's rows into the ring */
 #pragma unroll
-        for (int r = 0; r < RC; r++) {
+        for (int rr = 0; rr < HR; rr++) {
+            const int r = hh * HR + rr;
             float win[4 * G::WINV];
             const float *src = wide + r * G::LFP + 4 * t;
 #pragma unroll
@@ -284,21 +284,22 @@ __global__ void __launch_bounds__(CVK_ISEP_THREADS)
             *(float4 *)(ring + slot * SW + 4 * t) = make_float4(h[0], h[1], h[2], h[3]);
         }
         __syncthreads();
-        /* y: outputs o = j RC - (K - 1) + m (from ys), rows o .. o + K - 1 */
-        const long long of = j * RC - (K - 1);
-        if (of + RC <= 0)
+        /* y: outputs o = j RC - (K - 1) + m (from ys), rows o .. o + K - 1;
+         * the thread's half: m = hh HR + mm */
+        const long long of = j * RC - (K - 1) + hh * HR;
+        if (of + HR <= 0)
             continue;
-        float acc[RC][4];
+        float acc[HR][4];
 #pragma unroll
-        for (int m = 0; m < RC; m++)
+        for (int m = 0; m < HR; m++)
 #pragma unroll
             for (int i = 0; i < 4; i++)
                 acc[m][i] = 0.0f;
 #pragma unroll
-        for (int q = 0; q < RC + K - 1; q++) {
+        for (int q = 0; q < HR + K - 1; q++) {
             const float4 v = *(const float4 *)(ring + ((of + q) & (RING - 1)) * SW + 4 * t);
 #pragma unroll
-            for (int m = 0; m < RC; m++) {
+            for (int m = 0; m < HR; m++) {
                 const int k = q - m;
                 if (k >= 0 && k < K) {
                     acc[m][0] = fmaf(p.wy[k], v.x, acc[m][0]);
@@ -313,11 +314,11 @@ __global__ void __launch_bounds__(CVK_ISEP_THREADS)
             continue;
         /* outputs m_lo <= m < m_hi lie in the strip */
         const int m_lo = of < 0 ? (int)-of : 0;
-        const int m_hi = ye - ys - of < RC ? (int)(ye - ys - of) : RC;
+        const int m_hi = ye - ys - of < HR ? (int)(ye - ys - of) : HR;
         char *const row = p.out + (ys + of) * p.out_row; /* output row of m = 0 */
         if (e + 4 <= p.WC && p.vec_out && p.out_type == CVI_DTYPE_UINT8) {
 #pragma unroll
-            for (int m = 0; m < RC; m++)
+            for (int m = 0; m < HR; m++)
                 if (m >= m_lo && m < m_hi)
                     *(unsigned *)(row + m * p.out_row + e) = cvk_isep_sat(acc[m][0], 255u) |
                                                              cvk_isep_sat(acc[m][1], 255u) << 8 |
@@ -325,7 +326,7 @@ __global__ void __launch_bounds__(CVK_ISEP_THREADS)
                                                              cvk_isep_sat(acc[m][3], 255u) << 24;
         } else if (e + 4 <= p.WC && p.vec_out && p.out_type == CVI_DTYPE_UINT16) {
 #pragma unroll
-            for (int m = 0; m < RC; m++)
+            for (int m = 0; m < HR; m++)
                 if (m >= m_lo && m < m_hi) {
                     uint2 w;
                     w.x = cvk_isep_sat(acc[m][0], 65535u) | cvk_isep_sat(acc[m][1], 65535u) << 16;
@@ -334,13 +335,13 @@ __global__ void __launch_bounds__(CVK_ISEP_THREADS)
                 }
         } else if (e + 4 <= p.WC && p.vec_out && p.out_type == CVI_DTYPE_FLOAT32) {
 #pragma unroll
-            for (int m = 0; m < RC; m++)
+            for (int m = 0; m < HR; m++)
                 if (m >= m_lo && m < m_hi)
                     *(float4 *)(row + m * p.out_row + 4 * e) = make_float4(acc[m][0], acc[m][1],
                                                                            acc[m][2], acc[m][3]);
         } else {
 #pragma unroll
-            for (int m = 0; m < RC; m++)
+            for (int m = 0; m < HR; m++)
                 if (m >= m_lo && m < m_hi)
 #pragma unroll
                     for (int i = 0; i < 4; i++)
@@ -353,6 +354,11 @@ __global__ void __launch_bounds__(CVK_ISEP_THREADS)
 typedef void (*cvk_isep_fn)(cvk_isep_params);
 typedef size_t (*cvk_isep_smem_fn)();
 
+/* a case of a switch on K * 4 + C */
+#define CVK_ISEP_CASE2(T, C, K)         \
+    case K * 4 + C:                     \
+        *smem = cvk_isep_smem<T, C, K>; \
+        return cvk_isep_kernel<T, C, K>;
 #define CVK_ISEP_CASE(T, C, K) \
     case K: *smem = cvk_isep_smem<T, C, K>; return cvk_isep_kernel<T, C, K>;
 
@@ -360,14 +366,12 @@ typedef size_t (*cvk_isep_smem_fn)();
  * cases where these kernels measured faster than the register-streaming
  * ones (fast_direct_u8.cu) and the generated strips: H100, `convolve bench
  * --filter gaussian --radius 1..5 --strategy separable --mode reflect` on
- * 4096^2 (RGB, RGBA) and 8192^2 (gray) images, against the kernels these
- * replaced in the same run (ms, K = 3, 5, 7, 9, 11): uint8 RGBA 0.33-0.36
- * against 0.55-0.68; uint16 RGB 0.27-0.34 against 0.47-0.51; uint8 RGB
- * K = 9, 11 0.288, 0.281 against 0.302, 0.397 (K <= 7: 0.26-0.31 against
- * 0.16-0.25); uint8 gray K = 11 0.381 against 0.425 (K <= 9 slower);
- * uint16 gray K = 3, 5 0.297, 0.304 against 0.333, 0.350 (K = 9, 11 slower).
- * Their time hardly grows with K: they wait on latency (docs/architecture.md,
- * "Measured choices"). */
+ * 4096^2 (RGB, RGBA) and 8192^2 (gray) images, every case of both in one
+ * run (ms, K = 3, 5, 7, 9, 11): uint8 RGBA 0.22-0.32 against 0.53-0.68;
+ * uint16 RGB 0.20-0.26 against 0.47-0.51; uint16 gray 0.20-0.32 against
+ * 0.33-0.40; uint8 RGB K >= 7 0.231, 0.217, 0.237 against 0.246, 0.303,
+ * 0.394 (K = 3, 5: 0.183, 0.212 against 0.155, 0.205); uint8 gray K >= 5
+ * 0.201-0.299 against 0.238-0.432 (K = 3: 0.189 against 0.183). */
 static cvk_isep_fn pick(int in_type, int C, int K, cvk_isep_smem_fn *smem)
 {
     typedef unsigned char U8;
@@ -384,6 +388,7 @@ static cvk_isep_fn pick(int in_type, int C, int K, cvk_isep_smem_fn *smem)
     }
     if (in_type == CVI_DTYPE_UINT8 && C == 3) {
         switch (K) {
+            CVK_ISEP_CASE(U8, 3, 7)
             CVK_ISEP_CASE(U8, 3, 9)
             CVK_ISEP_CASE(U8, 3, 11)
         default: return 0;
@@ -391,24 +396,25 @@ static cvk_isep_fn pick(int in_type, int C, int K, cvk_isep_smem_fn *smem)
     }
     if (in_type == CVI_DTYPE_UINT8 && C == 1) {
         switch (K) {
+            CVK_ISEP_CASE(U8, 1, 5)
+            CVK_ISEP_CASE(U8, 1, 7)
+            CVK_ISEP_CASE(U8, 1, 9)
             CVK_ISEP_CASE(U8, 1, 11)
         default: return 0;
         }
     }
-    if (in_type == CVI_DTYPE_UINT16 && C == 3) {
-        switch (K) {
-            CVK_ISEP_CASE(U16, 3, 3)
-            CVK_ISEP_CASE(U16, 3, 5)
-            CVK_ISEP_CASE(U16, 3, 7)
-            CVK_ISEP_CASE(U16, 3, 9)
-            CVK_ISEP_CASE(U16, 3, 11)
-        default: return 0;
-        }
-    }
-    if (in_type == CVI_DTYPE_UINT16 && C == 1) {
-        switch (K) {
-            CVK_ISEP_CASE(U16, 1, 3)
-            CVK_ISEP_CASE(U16, 1, 5)
+    if (in_type == CVI_DTYPE_UINT16 && (C == 1 || C == 3)) {
+        switch (K * 4 + C) {
+            CVK_ISEP_CASE2(U16, 1, 3)
+            CVK_ISEP_CASE2(U16, 1, 5)
+            CVK_ISEP_CASE2(U16, 1, 7)
+            CVK_ISEP_CASE2(U16, 1, 9)
+            CVK_ISEP_CASE2(U16, 1, 11)
+            CVK_ISEP_CASE2(U16, 3, 3)
+            CVK_ISEP_CASE2(U16, 3, 5)
+            CVK_ISEP_CASE2(U16, 3, 7)
+            CVK_ISEP_CASE2(U16, 3, 9)
+            CVK_ISEP_CASE2(U16, 3, 11)
         default: return 0;
         }
     }

@@ -383,7 +383,7 @@ const cvi_strategy *cvcu_pick(const cvi_device *dev, const cvi_problem *p, char 
     if (serves(CVK_SEPARABLE, dev, p, reason, sizeof reason)) {
         const size_t taps = p->ksize[0] + p->ksize[1] + p->ksize[2];
         /* the fused integer kernels (fast_sep_int.cu) beat the dense tile:
-         * H100, uint8 RGBA 4096^2 box:2 0.356-0.366 against 0.40-0.41 ms */
+         * H100, uint8 RGBA 4096^2 box:2 0.248-0.251 against 0.400-0.424 ms */
         const int fused = p->ndim == 2 && p->ksize[1] == p->ksize[2] && p->ksize[2] % 2 == 1 &&
                           cvk_isep2d_supports((int)p->in_type, (int)p->channels, (int)p->ksize[2]);
         if (p->ndim == 2 && p->kcount <= CVCU_DIRECT_OVER_SEPARABLE && !fused &&
