@@ -11,6 +11,7 @@
 #include "fast_cast.h"
 #include "fast_direct.h"
 #include "fast_direct3d.h"
+#include "fast_sep_int.h"
 #include "strategies.h"
 
 #include <stdio.h>
@@ -162,6 +163,11 @@ static int use_generated(int id, const cvi_problem *p)
     /* the legacy 2-D kernels keep uint8 rows as bytes: cval must be one */
     if (p->ndim == 2 && p->in_type == CONVOLVE_UINT8 && p->mode == CVI_MODE_CONSTANT &&
         !(p->cval >= 0 && p->cval <= 255 && p->cval == (double)(int)p->cval))
+        return 1;
+    /* the fused integer kernel needs rows of interleaved channels: other
+     * layouts of the images it serves take the generated strips */
+    if (id == CVK_SEPARABLE && p->ndim == 2 && p->separable && odd_cube(p, 2) &&
+        cvk_isep2d_supports(t, C, K) && !cvcu_fused_int_serves(p))
         return 1;
     if (id == CVK_SEPARABLE)
         return !(p->separable &&

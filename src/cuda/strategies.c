@@ -32,6 +32,17 @@
  * cost grows with the taps, the FFT's hardly. */
 #define CVCU_FFT_OVER_SEPARABLE 300
 
+int cvcu_fused_int_serves(const cvi_problem *p)
+{
+    const ptrdiff_t ie = (ptrdiff_t)convolve_dtype_size(p->in_type);
+    const ptrdiff_t oe = (ptrdiff_t)convolve_dtype_size(p->out_type);
+    const ptrdiff_t C = (ptrdiff_t)p->channels;
+    const int rows = p->in_strides[2] == C * ie && p->out_strides[2] == C * oe &&
+                     (C == 1 || (p->in_cstride == ie && p->out_cstride == oe));
+    return p->ndim == 2 && p->separable && p->ksize[1] == p->ksize[2] && p->ksize[2] % 2 == 1 &&
+           rows && cvk_isep2d_supports((int)p->in_type, (int)p->channels, (int)p->ksize[2]);
+}
+
 size_t cvcu_acc_size(const cvi_problem *p)
 {
     return p->in_type == CONVOLVE_FLOAT64 || cvi_truncates(p) ? 8 : 4;
@@ -384,9 +395,7 @@ const cvi_strategy *cvcu_pick(const cvi_device *dev, const cvi_problem *p, char 
         const size_t taps = p->ksize[0] + p->ksize[1] + p->ksize[2];
         /* the fused integer kernels (fast_sep_int.cu) beat the dense tile:
          * H100, uint8 RGBA 4096^2 box:2 0.248-0.251 against 0.400-0.424 ms */
-        const int fused = p->ndim == 2 && p->ksize[1] == p->ksize[2] && p->ksize[2] % 2 == 1 &&
-                          cvk_isep2d_supports((int)p->in_type, (int)p->channels, (int)p->ksize[2]);
-        if (p->ndim == 2 && p->kcount <= CVCU_DIRECT_OVER_SEPARABLE && !fused &&
+        if (p->ndim == 2 && p->kcount <= CVCU_DIRECT_OVER_SEPARABLE && !cvcu_fused_int_serves(p) &&
             serves(CVK_DIRECT, dev, p, reason, sizeof reason))
             return &cvcu_strategies[CVK_DIRECT];
         if (taps > CVCU_FFT_OVER_SEPARABLE && serves(CVK_FFT, dev, p, reason, sizeof reason))

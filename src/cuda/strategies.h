@@ -17,6 +17,12 @@ size_t cvcu_acc_size(const cvi_problem *p);
  * SIZE_MAX if it overflows. */
 size_t cvcu_dynamic_shared(int strategy, const cvi_problem *p);
 
+/* 1 if p is a 2-D separable filter, square and odd, on an image the fused
+ * integer kernel (fast_sep_int.cu) serves, in rows of interleaved channels
+ * contiguous along x in and out (the layout it needs; others take the
+ * generated kernels). */
+int cvcu_fused_int_serves(const cvi_problem *p);
+
 /* 1 if the integer-image kernel of scipy's cast (fast_cast.cu), which the
  * strategies direct and separable run under CONVOLVE_CAST_TRUNCATE, serves
  * p (a truncating problem): uint8 to uint8 or uint16 to uint16, 1 to
