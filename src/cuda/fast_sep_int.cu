@@ -355,12 +355,8 @@ typedef void (*cvk_isep_fn)(cvk_isep_params);
 typedef size_t (*cvk_isep_smem_fn)();
 
 /* a case of a switch on K * 4 + C */
-#define CVK_ISEP_CASE2(T, C, K)         \
-    case K * 4 + C:                     \
-        *smem = cvk_isep_smem<T, C, K>; \
-        return cvk_isep_kernel<T, C, K>;
 #define CVK_ISEP_CASE(T, C, K) \
-    case K: *smem = cvk_isep_smem<T, C, K>; return cvk_isep_kernel<T, C, K>;
+    case K * 4 + C: *smem = cvk_isep_smem<T, C, K>; return cvk_isep_kernel<T, C, K>;
 
 /* The instance for the element type, channels and K (0: none). Only the
  * cases where these kernels measured faster than the register-streaming
@@ -376,8 +372,15 @@ static cvk_isep_fn pick(int in_type, int C, int K, cvk_isep_smem_fn *smem)
 {
     typedef unsigned char U8;
     typedef unsigned short U16;
-    if (in_type == CVI_DTYPE_UINT8 && C == 4) {
-        switch (K) {
+    if (in_type == CVI_DTYPE_UINT8) {
+        switch (K * 4 + C) {
+            CVK_ISEP_CASE(U8, 1, 5)
+            CVK_ISEP_CASE(U8, 1, 7)
+            CVK_ISEP_CASE(U8, 1, 9)
+            CVK_ISEP_CASE(U8, 1, 11)
+            CVK_ISEP_CASE(U8, 3, 7)
+            CVK_ISEP_CASE(U8, 3, 9)
+            CVK_ISEP_CASE(U8, 3, 11)
             CVK_ISEP_CASE(U8, 4, 3)
             CVK_ISEP_CASE(U8, 4, 5)
             CVK_ISEP_CASE(U8, 4, 7)
@@ -386,35 +389,18 @@ static cvk_isep_fn pick(int in_type, int C, int K, cvk_isep_smem_fn *smem)
         default: return 0;
         }
     }
-    if (in_type == CVI_DTYPE_UINT8 && C == 3) {
-        switch (K) {
-            CVK_ISEP_CASE(U8, 3, 7)
-            CVK_ISEP_CASE(U8, 3, 9)
-            CVK_ISEP_CASE(U8, 3, 11)
-        default: return 0;
-        }
-    }
-    if (in_type == CVI_DTYPE_UINT8 && C == 1) {
-        switch (K) {
-            CVK_ISEP_CASE(U8, 1, 5)
-            CVK_ISEP_CASE(U8, 1, 7)
-            CVK_ISEP_CASE(U8, 1, 9)
-            CVK_ISEP_CASE(U8, 1, 11)
-        default: return 0;
-        }
-    }
-    if (in_type == CVI_DTYPE_UINT16 && (C == 1 || C == 3)) {
+    if (in_type == CVI_DTYPE_UINT16) {
         switch (K * 4 + C) {
-            CVK_ISEP_CASE2(U16, 1, 3)
-            CVK_ISEP_CASE2(U16, 1, 5)
-            CVK_ISEP_CASE2(U16, 1, 7)
-            CVK_ISEP_CASE2(U16, 1, 9)
-            CVK_ISEP_CASE2(U16, 1, 11)
-            CVK_ISEP_CASE2(U16, 3, 3)
-            CVK_ISEP_CASE2(U16, 3, 5)
-            CVK_ISEP_CASE2(U16, 3, 7)
-            CVK_ISEP_CASE2(U16, 3, 9)
-            CVK_ISEP_CASE2(U16, 3, 11)
+            CVK_ISEP_CASE(U16, 1, 3)
+            CVK_ISEP_CASE(U16, 1, 5)
+            CVK_ISEP_CASE(U16, 1, 7)
+            CVK_ISEP_CASE(U16, 1, 9)
+            CVK_ISEP_CASE(U16, 1, 11)
+            CVK_ISEP_CASE(U16, 3, 3)
+            CVK_ISEP_CASE(U16, 3, 5)
+            CVK_ISEP_CASE(U16, 3, 7)
+            CVK_ISEP_CASE(U16, 3, 9)
+            CVK_ISEP_CASE(U16, 3, 11)
         default: return 0;
         }
     }
@@ -434,7 +420,6 @@ extern "C" cudaError_t cvk_isep2d_launch(const cvk_direct_args *a, cudaStream_t 
     if (!fn || !a->separable || a->height_taps != a->ksize)
         return cudaErrorInvalidValue;
     const int K = a->ksize, C = a->channels;
-    const int es = a->in_type == CVI_DTYPE_UINT8 ? 1 : 2;
     const int os = cvi_dtype_bytes(a->out_type);
     cvk_isep_params p;
     memset(&p, 0, sizeof p);
@@ -457,7 +442,7 @@ extern "C" cudaError_t cvk_isep2d_launch(const cvk_direct_args *a, cudaStream_t 
     /* the largest chunk both the base and every row allow */
     p.chunk = 0;
     for (int c = 16; c >= 4 && !p.chunk; c /= 2)
-        if ((uintptr_t)a->in % c == 0 && a->in_row % c == 0 && c >= es)
+        if ((uintptr_t)a->in % c == 0 && a->in_row % c == 0)
             p.chunk = c;
     p.vec_out = (uintptr_t)a->out % (4 * os) == 0 && a->out_row % (4 * os) == 0;
     /* strips: about four waves of the blocks a multiprocessor holds, each
