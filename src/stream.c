@@ -10,6 +10,7 @@
  * else one sub-problem after another through the backend's prepare and
  * execute_host.
  */
+#define _DEFAULT_SOURCE /* madvise */
 #include "backend.h"
 #include "internal.h"
 
@@ -26,6 +27,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older headers lack it */
+#endif
+#endif
 
 /* The CPU slab when a progress callback is set: about this much input, and
  * no more than about this much time by the backend's estimate, so that the
@@ -486,9 +493,35 @@ void cvi_stream_scatter(const cvi_stream_job *job, const cvi_slab *slab, const v
                  (char *)src + (size_t)i * rb, 0);
 }
 
+/* 0 once madvise has refused MADV_POPULATE_WRITE as invalid (a kernel
+ * before Linux 5.14, or a mapping it does not populate): the pages are
+ * then touched instead, for the rest of the process. */
+static int populate_known = 1;
+
+/* Faults in the pages of [lo, hi) for writing, their bytes unchanged. */
+static void populate_write(uintptr_t lo, uintptr_t hi, size_t page)
+{
+#if defined(__linux__)
+    if (__atomic_load_n(&populate_known, __ATOMIC_RELAXED)) {
+        /* the faults taken in the kernel, no trap a page; a range that
+         * cannot be populated (a mapped file past its end) is left to fault
+         * where the scatter writes it, as it would have */
+        const uintptr_t first = lo / page * page;
+        if (madvise((void *)first, hi - first, MADV_POPULATE_WRITE) == 0 || errno != EINVAL)
+            return;
+        __atomic_store_n(&populate_known, 0, __ATOMIC_RELAXED);
+    }
+#endif
+    /* an atomic add of zero: a write (one fault, for writing) that leaves
+     * the byte as it was (a cancelled run's unwritten rows keep what the
+     * caller put there) */
+    for (uintptr_t a = lo; a < hi; a = (a / page + 1) * page)
+        (void)__atomic_fetch_add((volatile unsigned char *)a, 0, __ATOMIC_RELAXED);
+}
+
 void cvi_stream_prefault_out(const cvi_stream_job *job, int threads)
 {
-    const size_t chunk = (size_t)2 << 20, page = 4096, bytes = job->rows * job->out_row_bytes;
+    const size_t huge = (size_t)2 << 20, page = 4096, bytes = job->rows * job->out_row_bytes;
     char *const begin = job->out, *const end = begin + bytes;
     const long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     if (bytes == 0 || pages <= 0 || psize <= 0)
@@ -496,8 +529,15 @@ void cvi_stream_prefault_out(const cvi_stream_job *job, int threads)
     const size_t ram = (size_t)pages * (size_t)psize, most = (size_t)2 << 30;
     if (bytes > ram / 16 || bytes > most)
         return;
-    /* chunks on 2 MiB boundaries of the address space: one thread a huge
-     * page, and with small pages a run of 512 */
+    /* chunks on their own boundaries of the address space: 2 MiB (one
+     * thread a huge page, and with small pages a run of 512) where every
+     * thread has at least one, else a share of the bytes a thread (64 KiB
+     * multiples), so that a small output's faults are spread over all of
+     * them (16 MiB took 1.3 ms on 8 of 16 threads) */
+    const size_t t = threads > 1 ? (size_t)threads : 1, step = (size_t)64 << 10;
+    size_t chunk = huge;
+    if (bytes / t < huge)
+        chunk = ((bytes + t - 1) / t + step - 1) / step * step;
     const uintptr_t first = (uintptr_t)begin / chunk, last = ((uintptr_t)end - 1) / chunk;
     const long count = (long)(last - first + 1);
 #ifdef _OPENMP
@@ -507,11 +547,7 @@ void cvi_stream_prefault_out(const cvi_stream_job *job, int threads)
         uintptr_t lo = (first + (uintptr_t)i) * chunk, hi = lo + chunk;
         lo = lo < (uintptr_t)begin ? (uintptr_t)begin : lo;
         hi = hi > (uintptr_t)end ? (uintptr_t)end : hi;
-        /* an atomic add of zero: a write (one fault, for writing) that
-         * leaves the byte as it was (a cancelled run's unwritten rows keep
-         * what the caller put there) */
-        for (uintptr_t a = lo; a < hi; a = (a / page + 1) * page)
-            (void)__atomic_fetch_add((volatile unsigned char *)a, 0, __ATOMIC_RELAXED);
+        populate_write(lo, hi, page);
     }
 }
 

@@ -125,16 +125,18 @@ void cvi_stream_gather(const cvi_stream_job *job, const cvi_slab *slab, size_t r
 void cvi_stream_scatter(const cvi_stream_job *job, const cvi_slab *slab, const void *src,
                         int threads);
 
-/* Writes to every page of the caller's output (packed rows, not in place)
- * without changing it (an atomic add of zero to one byte a page), with up
- * to `threads` OpenMP threads, each taking whole 2 MiB-aligned chunks: the
- * page faults of a newly allocated output (numpy's, with transparent huge
- * pages asked for) are taken in parallel, no two threads on one huge page,
- * rather than in the scatters, whose threads split a slab's rows and wait
- * on each other's faults. Does nothing for an output past 2 GiB or a
- * sixteenth of the host's memory: one mapped from a larger file, whose
- * pages the CLI's progress callback gives back as slabs land, stays
- * bounded. */
+/* Faults in every page of the caller's output (packed rows, not in place)
+ * for writing without changing it (MADV_POPULATE_WRITE, or where the
+ * kernel lacks it an atomic add of zero to one byte a page), with up to
+ * `threads` OpenMP threads, each taking whole 2 MiB-aligned chunks (or,
+ * for an output of less than 2 MiB a thread, an equal share in 64 KiB
+ * steps): the page faults of a newly allocated output (numpy's, with
+ * transparent huge pages asked for) are taken in parallel, no two threads
+ * on one huge page where there are enough of them, rather than in the
+ * scatters, whose threads split a slab's rows and wait on each other's
+ * faults. Does nothing for an output past 2 GiB or a sixteenth of the
+ * host's memory: one mapped from a larger file, whose pages the CLI's
+ * progress callback gives back as slabs land, stays bounded. */
 void cvi_stream_prefault_out(const cvi_stream_job *job, int threads);
 
 /* Scatters slab `done`'s output rows from src (as cvi_stream_scatter) and
