@@ -353,7 +353,9 @@ static convolve_status landed(convolve_context *ctx, worker_arg *a, slot *s, int
         for (int i = 0; i < 6; i++)
             if ((e = cudaEventElapsedTime(&ms[i], r->t_base, ev[i])) != cudaSuccess)
                 return cvcu_error(ctx, e, "timing a slab");
-        double base = t->in0; /* the host time of t_base, stored at the start */
+        /* from the host time of t_base (landed() may run twice for a
+         * slab: the last slot is waited for, then finished) */
+        const double base = a->base_ms;
         t->in0 = base + ms[0], t->in1 = base + ms[1], t->k0 = base + ms[2];
         t->k1 = base + ms[3], t->out0 = base + ms[4], t->out1 = base + ms[5];
     }
@@ -486,11 +488,8 @@ static convolve_status start(convolve_context *ctx, worker_arg *a, slot *s, cvcu
     direct_rows(a, slab, &lo, &hi);
     if (lo == hi && !gathered)
         cvi_stream_gather(job, slab, 0, ext, s->h_in, job->host_threads);
-    if (t) {
-        if (!gathered)
-            t->gather1 = (cvi_now_s() - a->t0) * 1e3;
-        t->in0 = a->base_ms; /* finish() adds the device times to it */
-    }
+    if (t && !gathered)
+        t->gather1 = (cvi_now_s() - a->t0) * 1e3;
     cudaError_t e;
     if (t && (e = cudaEventRecord(s->t_in, r->in_stream)) != cudaSuccess)
         return cvcu_error(ctx, e, "timing a slab");
