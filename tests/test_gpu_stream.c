@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #ifdef CONVOLVE_WITH_CUDA
+#include "cuda/backend.h"
 #include "cuda/pinned_pool.h"
 #include "cuda/stream_workers.h"
 #include "stream.h"
@@ -659,17 +660,23 @@ static convolve_plan *streamed_plan(convolve_context *c, size_t rows, size_t sla
     return p;
 }
 
-/* The one-shot result of the same problem (not streamed). */
-static void one_shot(size_t rows, convolve_filter *f, const float *in, float *out)
+/* The layout and options of the one-shot run of the same problem (not
+ * streamed), and its result. */
+static void one_shot_setup(size_t rows, convolve_layout *l, convolve_options *o)
 {
     const size_t shape[2] = {rows, 37};
+    convolve_layout_init(l, CONVOLVE_FLOAT32, 2, shape, 1);
+    convolve_options_init(o);
+    o->backend = CONVOLVE_BACKEND_CUDA;
+    o->strategy = "basic";
+    o->mode = CONVOLVE_MODE_MIRROR;
+}
+
+static void one_shot(size_t rows, convolve_filter *f, const float *in, float *out)
+{
     convolve_layout l;
-    convolve_layout_init(&l, CONVOLVE_FLOAT32, 2, shape, 1);
     convolve_options o;
-    convolve_options_init(&o);
-    o.backend = CONVOLVE_BACKEND_CUDA;
-    o.strategy = "basic";
-    o.mode = CONVOLVE_MODE_MIRROR;
+    one_shot_setup(rows, &l, &o);
     CHECK_OK(ctx, convolve_run(ctx, &l, in, &l, out, f, &o));
 }
 
@@ -778,6 +785,58 @@ static void workers_persist(void)
     }
     small_case_free(&c);
     printf("test_gpu_stream: parked workers reused: checked\n");
+}
+
+/* A plan's first execution takes the pipeline (streams, events, device
+ * buffers) an earlier execution of another plan gave back, its buffers
+ * grown for larger slabs or kept where larger, and the results are the
+ * one-shot ones. */
+static void pipes_reused(void)
+{
+    small_case c[2];
+    small_case_make(&c[0], 90, 20);
+    small_case_make(&c[1], 300, 120); /* larger slabs: larger device images */
+    CHECK(c[0].p && c[1].p, "pipes: plans: %s", convolve_last_error(ctx));
+    int idle0 = 0, idle1 = 0;
+    unsigned long made0 = 0, made1 = 0;
+    for (int run = 0; c[0].p && c[1].p && run < 4; run++) {
+        small_case *k = &c[run % 2];
+        if (run == 1)
+            cvcu_stream_pipes_stats(&idle0, &made0);
+        h_poison(CONVOLVE_FLOAT32, k->out, k->n);
+        CHECK_OK(ctx, convolve_execute(k->p, k->in, k->out));
+        CHECK(memcmp(k->out, k->want, k->n * sizeof *k->out) == 0, "pipes: run %d differs", run);
+    }
+    cvcu_stream_pipes_stats(&idle1, &made1);
+    if (c[0].p && c[1].p)
+        CHECK(made1 == made0 && idle0 >= 1 && idle1 == idle0,
+              "pipes: %lu made after the first run; idle %d then %d", made1 - made0, idle0, idle1);
+    if (g_emulated && c[0].p) {
+        /* a device image that finds no room (emulated: the next cudaMalloc
+         * fails): the idle pipelines are freed and it is tried once more */
+        convolve_layout l;
+        convolve_options o;
+        one_shot_setup(c[0].rows, &l, &o);
+        convolve_plan *p = NULL; /* one shot: its images allocated at its first run */
+        CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, c[0].f, &o));
+        int before = 0, after = 0;
+        unsigned long m = 0;
+        cvcu_stream_pipes_stats(&before, &m);
+        setenv("CVK_EMU_FAIL_MALLOC_NEXT", "1", 1);
+        h_poison(CONVOLVE_FLOAT32, c[0].out, c[0].n);
+        if (p)
+            CHECK_OK(ctx, convolve_execute(p, c[0].in, c[0].out));
+        unsetenv("CVK_EMU_FAIL_MALLOC_NEXT");
+        cvcu_stream_pipes_stats(&after, &m);
+        CHECK(p && memcmp(c[0].out, c[0].want, c[0].n * sizeof *c[0].out) == 0,
+              "pipes: the run after a failed allocation differs");
+        CHECK(before >= 1 && after < before, "pipes: idle %d before a failed allocation, %d after",
+              before, after);
+        convolve_plan_free(p);
+    }
+    small_case_free(&c[0]);
+    small_case_free(&c[1]);
+    printf("test_gpu_stream: pipelines reused across plans: checked\n");
 }
 
 /* Several caller threads streaming at once, each with its own context and
@@ -943,6 +1002,7 @@ int main(int argc, char **argv)
 #ifdef CONVOLVE_WITH_CUDA
     pinned_classes();
     workers_persist();
+    pipes_reused();
     concurrent_callers();
     fork_child();
 #endif

@@ -43,6 +43,13 @@ void cvcu_probe_index(int index, cvi_device *dev);
 convolve_status cvcu_memory_info(convolve_context *ctx, int index, size_t *free_bytes,
                                  size_t *total_bytes);
 convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job *job);
+/* The streamed executor's idle pipelines the process holds and how many
+ * pipelines it has made (for tests). */
+void cvcu_stream_pipes_stats(int *idle, unsigned long *made);
+/* Frees the idle pipelines (streams, events, device buffers) the process
+ * keeps for `device`, when an allocation there found no room; returns how
+ * many. */
+int cvcu_stream_release_idle(int device);
 convolve_status cvcu_host_register(convolve_context *ctx, void *ptr, size_t bytes);
 convolve_status cvcu_host_unregister(convolve_context *ctx, void *ptr);
 

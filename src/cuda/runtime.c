@@ -195,7 +195,7 @@ static size_t row_count(const cvcu_plan *plan)
 /* A device image of rows x width bytes: pitched rows (cudaMallocPitch) for
  * 2-D and 3-D, one plain allocation for 1-D or where a pitched one is
  * refused for its shape (then pitch = width). */
-static cudaError_t alloc_image(int ndim, size_t width, size_t rows, void **ptr, size_t *pitch)
+static cudaError_t alloc_image_once(int ndim, size_t width, size_t rows, void **ptr, size_t *pitch)
 {
     cudaError_t e;
     if (ndim >= 2 && rows > 1) {
@@ -206,6 +206,20 @@ static cudaError_t alloc_image(int ndim, size_t width, size_t rows, void **ptr, 
     }
     *pitch = width;
     return cudaMalloc(ptr, width * rows);
+}
+
+/* A device image (alloc_image_once); where the device has no room, again
+ * after the streamed executor's idle pipelines there are freed. */
+static cudaError_t alloc_image(int ndim, size_t width, size_t rows, void **ptr, size_t *pitch)
+{
+    cudaError_t e = alloc_image_once(ndim, width, rows, ptr, pitch);
+    int device;
+    if (e == cudaErrorMemoryAllocation && cudaGetDevice(&device) == cudaSuccess &&
+        cvcu_stream_release_idle(device) > 0) {
+        (void)cudaGetLastError();
+        e = alloc_image_once(ndim, width, rows, ptr, pitch);
+    }
+    return e;
 }
 
 static cudaError_t copy_rows(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,

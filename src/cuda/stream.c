@@ -40,6 +40,7 @@
 #include "plan.h"
 #include "stream_workers.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,13 +49,14 @@
 #define SUBPLANS 6
 
 typedef struct {
-    void *h;            /* pinned staging from the process's pool (pinned_pool.h), taken
+    void *h;                    /* pinned staging from the process's pool (pinned_pool.h), taken
                            at the slot's first use in an execution (slot_staging) */
-    size_t h_size;      /* its size (0: none held) */
-    char *h_in, *h_out; /* in it: the packed extended input rows (at its start), the
+    size_t h_size;              /* its size (0: none held) */
+    char *h_in, *h_out;         /* in it: the packed extended input rows (at its start), the
                            exact output rows (at its end); NULL: not needed */
-    void *d_in, *d_out; /* device images, lines `pitch` bytes apart */
-    size_t in_pitch, out_pitch;
+    void *d_in, *d_out;         /* device images, lines `pitch` bytes apart */
+    size_t in_cap, out_cap;     /* their bytes */
+    size_t in_pitch, out_pitch; /* for this execution's geometry (size_buffers) */
     cudaEvent_t copied_in, computed, copied_out;
     cvi_slab slab;
     int busy;
@@ -70,10 +72,14 @@ typedef struct {
     double staging0, staging1; /* its slot's staging taken (slot_staging) */
 } timeline_rec;
 
-/* One device's resources, kept by the plan between executions. */
+/* One device's resources: its sub-plans, kept by the plan between
+ * executions, and its pipeline (streams, events, device buffers), which
+ * goes back to the process's idle pipelines when an execution ends
+ * (give_pipe) unless it is large, and is taken from there by the next
+ * execution of any plan on the device (take_pipe). */
 typedef struct cvcu_stream_worker {
     int device;
-    size_t max_ext_rows, slab_rows; /* what the buffers were made for */
+    size_t max_ext_rows, slab_rows; /* what the sub-plans were made for */
     cudaStream_t in_stream, compute, out_stream;
     slot slots[CVI_STREAM_BUFFERS];
     size_t sub_rows[SUBPLANS]; /* 0: empty */
@@ -103,59 +109,226 @@ typedef struct {
     size_t in_line, out_line;  /* bytes of a packed line; 1-D: of a slab row (one element) */
 } worker_arg;
 
-static void free_worker(worker_res *r)
+/* Frees r's pipeline (streams, events, device buffers) after the work in
+ * flight on it, its device made current meanwhile. */
+static void free_pipe(worker_res *r)
 {
+    if (!r->in_stream)
+        return;
     int prev = 0;
     if (cudaGetDevice(&prev) != cudaSuccess)
         prev = r->device;
     (void)cudaSetDevice(r->device);
     /* the work in flight (a cancelled execution's) first */
-    if (r->in_stream)
-        (void)cudaStreamSynchronize(r->in_stream);
-    if (r->compute)
-        (void)cudaStreamSynchronize(r->compute);
-    if (r->out_stream)
-        (void)cudaStreamSynchronize(r->out_stream);
-    for (int i = 0; i < SUBPLANS; i++)
-        if (r->sub_rows[i])
-            cvcu_release(r->sub[i]);
+    (void)cudaStreamSynchronize(r->in_stream);
+    (void)cudaStreamSynchronize(r->compute);
+    (void)cudaStreamSynchronize(r->out_stream);
     for (int i = 0; i < CVI_STREAM_BUFFERS; i++) {
         slot *s = &r->slots[i];
-        cvcu_pinned_give(s->h, s->h_size);
+        cudaEvent_t ev[6] = {s->copied_in, s->computed, s->copied_out,
+                             s->t_in,      s->t_comp,   s->t_out};
+        for (int k = 0; k < 6; k++)
+            if (ev[k])
+                (void)cudaEventDestroy(ev[k]);
         if (s->d_in)
             (void)cudaFree(s->d_in);
         if (s->d_out)
             (void)cudaFree(s->d_out);
-        if (s->copied_in)
-            (void)cudaEventDestroy(s->copied_in);
-        if (s->computed)
-            (void)cudaEventDestroy(s->computed);
-        if (s->copied_out)
-            (void)cudaEventDestroy(s->copied_out);
-        if (s->t_in)
-            (void)cudaEventDestroy(s->t_in);
-        if (s->t_comp)
-            (void)cudaEventDestroy(s->t_comp);
-        if (s->t_out)
-            (void)cudaEventDestroy(s->t_out);
+        s->copied_in = s->computed = s->copied_out = s->t_in = s->t_comp = s->t_out = NULL;
+        s->d_in = s->d_out = NULL;
+        s->in_cap = s->out_cap = 0;
     }
     if (r->t_base)
         (void)cudaEventDestroy(r->t_base);
-    if (r->in_stream)
-        (void)cudaStreamDestroy(r->in_stream);
-    if (r->compute)
-        (void)cudaStreamDestroy(r->compute);
-    if (r->out_stream)
-        (void)cudaStreamDestroy(r->out_stream);
+    (void)cudaStreamDestroy(r->in_stream);
+    (void)cudaStreamDestroy(r->compute);
+    (void)cudaStreamDestroy(r->out_stream);
+    r->t_base = NULL;
+    r->in_stream = r->compute = r->out_stream = NULL;
+    r->timed = r->pending = 0;
     (void)cudaGetLastError();
     (void)cudaSetDevice(prev);
+}
+
+/* ---- the process's idle pipelines ----------------------------------------
+ * A pipeline (3 streams, 9 or 19 events, 6 device buffers) costs about
+ * 0.7 ms to make on the H100 host, a third of a later 2048^2 float32 call
+ * from Python, so a plan's first execution takes one an earlier execution
+ * of any plan gave back. Pipelines of at most PIPE_KEEP_BYTES of device
+ * memory go back when an execution ends (one device's at the default
+ * staging size holds about 48 MiB); at most IDLE_PIPES are kept, the one
+ * given back longest ago freed first; larger ones stay with their plan. */
+#define IDLE_PIPES 4
+#define PIPE_KEEP_BYTES ((size_t)96 << 20)
+#define PIPE_ROUND ((size_t)2 << 20) /* device buffers: whole 2 MiB */
+
+static pthread_mutex_t idle_mutex = PTHREAD_MUTEX_INITIALIZER;
+static worker_res idle[IDLE_PIPES]; /* the pipeline fields alone are set */
+static int idle_count;
+static unsigned long pipes_made;
+static pthread_once_t idle_fork_once = PTHREAD_ONCE_INIT;
+
+static void idle_fork_prepare(void)
+{
+    pthread_mutex_lock(&idle_mutex);
+}
+
+static void idle_fork_parent(void)
+{
+    pthread_mutex_unlock(&idle_mutex);
+}
+
+static void idle_fork_child(void)
+{
+    idle_count = 0; /* the parent's CUDA handles serve no child */
+    pthread_mutex_unlock(&idle_mutex);
+}
+
+static void idle_register_fork(void)
+{
+    (void)pthread_atfork(idle_fork_prepare, idle_fork_parent, idle_fork_child);
+}
+
+void cvcu_stream_pipes_stats(int *idle_pipes, unsigned long *made)
+{
+    pthread_mutex_lock(&idle_mutex);
+    *idle_pipes = idle_count;
+    *made = pipes_made;
+    pthread_mutex_unlock(&idle_mutex);
+}
+
+/* Moves the pipeline fields from *from to *to (whose own are empty). */
+static void move_pipe(worker_res *to, worker_res *from)
+{
+    to->in_stream = from->in_stream, to->compute = from->compute;
+    to->out_stream = from->out_stream, to->t_base = from->t_base, to->timed = from->timed;
+    from->in_stream = from->compute = from->out_stream = NULL;
+    from->t_base = NULL;
+    from->timed = 0;
+    for (int i = 0; i < CVI_STREAM_BUFFERS; i++) {
+        slot *t = &to->slots[i], *f = &from->slots[i];
+        t->copied_in = f->copied_in, t->computed = f->computed, t->copied_out = f->copied_out;
+        t->t_in = f->t_in, t->t_comp = f->t_comp, t->t_out = f->t_out;
+        t->d_in = f->d_in, t->d_out = f->d_out, t->in_cap = f->in_cap, t->out_cap = f->out_cap;
+        f->copied_in = f->computed = f->copied_out = f->t_in = f->t_comp = f->t_out = NULL;
+        f->d_in = f->d_out = NULL;
+        f->in_cap = f->out_cap = 0;
+    }
+}
+
+/* Gives r's idle pipeline (nothing in flight) to the process, unless it
+ * holds more than PIPE_KEEP_BYTES (it stays in r). */
+static void give_pipe(worker_res *r)
+{
+    if (!r->in_stream || r->pending)
+        return;
+    size_t bytes = 0;
+    for (int i = 0; i < CVI_STREAM_BUFFERS; i++)
+        bytes += r->slots[i].in_cap + r->slots[i].out_cap;
+    if (bytes > PIPE_KEEP_BYTES)
+        return;
+    (void)pthread_once(&idle_fork_once, idle_register_fork);
+    worker_res old;
+    int evicted = 0;
+    pthread_mutex_lock(&idle_mutex);
+    if (idle_count == IDLE_PIPES) { /* the oldest goes */
+        memset(&old, 0, sizeof old);
+        old.device = idle[0].device;
+        move_pipe(&old, &idle[0]);
+        memmove(&idle[0], &idle[1], (size_t)(IDLE_PIPES - 1) * sizeof idle[0]);
+        idle_count--;
+        evicted = 1;
+    }
+    worker_res *e = &idle[idle_count++];
+    memset(e, 0, sizeof *e);
+    e->device = r->device;
+    move_pipe(e, r);
+    pthread_mutex_unlock(&idle_mutex);
+    if (evicted)
+        free_pipe(&old);
+}
+
+int cvcu_stream_release_idle(int device)
+{
+    worker_res gone[IDLE_PIPES];
+    int count = 0;
+    pthread_mutex_lock(&idle_mutex);
+    for (int i = 0; i < idle_count;) {
+        if (idle[i].device != device) {
+            i++;
+            continue;
+        }
+        memset(&gone[count], 0, sizeof gone[count]);
+        gone[count].device = device;
+        move_pipe(&gone[count++], &idle[i]);
+        memmove(&idle[i], &idle[i + 1], (size_t)(idle_count - i - 1) * sizeof idle[0]);
+        idle_count--;
+    }
+    pthread_mutex_unlock(&idle_mutex);
+    for (int i = 0; i < count; i++)
+        free_pipe(&gone[i]);
+    return count;
+}
+
+/* Gives r (its device current, no pipeline) an idle pipeline of its device
+ * and kind (timed events or not), the one whose buffers hold in and out
+ * bytes a slot with the least to spare, else the latest given; none where
+ * there is none. One whose streams no longer work (a reset device) is
+ * dropped. */
+static void take_pipe(worker_res *r, int timed, size_t in, size_t out)
+{
+    pthread_mutex_lock(&idle_mutex);
+    int best = -1;
+    size_t best_bytes = 0;
+    for (int i = 0; i < idle_count; i++) {
+        const worker_res *e = &idle[i];
+        if (e->device != r->device || e->timed != timed)
+            continue;
+        const size_t b = e->slots[0].in_cap + e->slots[0].out_cap;
+        const int fits = e->slots[0].in_cap >= in && e->slots[0].out_cap >= out;
+        const int best_fits = best >= 0 && idle[best].slots[0].in_cap >= in &&
+                              idle[best].slots[0].out_cap >= out;
+        if (best < 0 || (fits && (!best_fits || b < best_bytes)) || (!fits && !best_fits))
+            best = i, best_bytes = b;
+    }
+    if (best >= 0) {
+        move_pipe(r, &idle[best]);
+        memmove(&idle[best], &idle[best + 1], (size_t)(idle_count - best - 1) * sizeof idle[0]);
+        idle_count--;
+    }
+    pthread_mutex_unlock(&idle_mutex);
+    if (r->in_stream) {
+        cudaError_t e = cudaStreamQuery(r->in_stream);
+        if (e != cudaSuccess && e != cudaErrorNotReady) {
+            /* the handles are stale: forgotten, not destroyed */
+            worker_res lost;
+            memset(&lost, 0, sizeof lost);
+            move_pipe(&lost, r);
+            (void)cudaGetLastError();
+        }
+    }
+}
+
+/* Frees r's resources but its idle pipeline, which goes to the process
+ * (give_pipe) where it may. */
+static void free_worker(worker_res *r)
+{
+    for (int i = 0; i < SUBPLANS; i++)
+        if (r->sub_rows[i])
+            cvcu_release(r->sub[i]);
+    for (int i = 0; i < CVI_STREAM_BUFFERS; i++)
+        cvcu_pinned_give(r->slots[i].h, r->slots[i].h_size);
+    give_pipe(r);
+    free_pipe(r);
     memset(r, 0, sizeof *r);
 }
 
-/* Frees r's resources, keeping which device it is for. */
+/* Frees r's resources, its pipeline too, keeping which device it is for
+ * (after a failure). */
 static void free_worker_keep_device(worker_res *r)
 {
     int device = r->device;
+    free_pipe(r);
     free_worker(r);
     r->device = device;
 }
@@ -171,52 +344,82 @@ static void cache_free(struct cvcu_stream_cache *c)
     free(c);
 }
 
-/* A device image of `lines` lines of `width` bytes: pitched for several. */
-static cudaError_t alloc_lines(size_t width, size_t lines, void **ptr, size_t *pitch)
+/* Makes the worker's streams and events (its device current; it has
+ * none). */
+static convolve_status make_pipe(convolve_context *ctx, int timed, worker_res *r)
 {
-    if (lines > 1) {
-        cudaError_t e = cudaMallocPitch(ptr, pitch, width, lines);
-        if (e == cudaSuccess || e == cudaErrorMemoryAllocation)
-            return e;
-        (void)cudaGetLastError();
-    }
-    *pitch = width;
-    return cudaMalloc(ptr, width * lines);
-}
-
-/* Makes the worker's streams, events and buffers (its device is current). */
-static convolve_status make_worker(convolve_context *ctx, const worker_arg *a, worker_res *r)
-{
-    const cvi_stream_job *job = a->job;
+    pthread_mutex_lock(&idle_mutex);
+    pipes_made++;
+    pthread_mutex_unlock(&idle_mutex);
     cudaError_t e;
     if ((e = cudaStreamCreateWithFlags(&r->in_stream, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaStreamCreateWithFlags(&r->compute, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaStreamCreateWithFlags(&r->out_stream, cudaStreamNonBlocking)) != cudaSuccess)
         return cvcu_error(ctx, e, "creating the streams of the slab pipeline");
-    const size_t in_lines = job->max_ext_rows * a->lines_per_row;
-    const unsigned flags = a->recs ? 0u : (unsigned)cudaEventDisableTiming;
-    r->timed = a->recs != NULL;
-    if (r->timed && (e = cudaEventCreate(&r->t_base)) != cudaSuccess)
+    const unsigned flags = timed ? 0u : (unsigned)cudaEventDisableTiming;
+    r->timed = timed;
+    if (timed && (e = cudaEventCreate(&r->t_base)) != cudaSuccess)
         return cvcu_error(ctx, e, "creating the events of the slab pipeline");
     for (int i = 0; i < CVI_STREAM_BUFFERS; i++) {
         slot *s = &r->slots[i];
         if ((e = cudaEventCreateWithFlags(&s->copied_in, flags)) != cudaSuccess ||
             (e = cudaEventCreateWithFlags(&s->computed, flags)) != cudaSuccess ||
             (e = cudaEventCreateWithFlags(&s->copied_out, flags)) != cudaSuccess ||
-            (r->timed && ((e = cudaEventCreate(&s->t_in)) != cudaSuccess ||
-                          (e = cudaEventCreate(&s->t_comp)) != cudaSuccess ||
-                          (e = cudaEventCreate(&s->t_out)) != cudaSuccess)))
+            (timed && ((e = cudaEventCreate(&s->t_in)) != cudaSuccess ||
+                       (e = cudaEventCreate(&s->t_comp)) != cudaSuccess ||
+                       (e = cudaEventCreate(&s->t_out)) != cudaSuccess)))
             return cvcu_error(ctx, e, "creating the events of the slab pipeline");
-        if ((e = alloc_lines(a->in_line * (job->axis == 2 ? job->max_ext_rows : 1),
-                             job->axis == 2 ? 1 : in_lines, &s->d_in, &s->in_pitch)) !=
-                cudaSuccess ||
-            (e = alloc_lines(a->out_line * (job->axis == 2 ? job->max_ext_rows : 1),
-                             job->axis == 2 ? 1 : in_lines, &s->d_out, &s->out_pitch)) !=
-                cudaSuccess)
-            return cvcu_error(ctx, e, "allocating the device slab buffers");
     }
-    r->max_ext_rows = job->max_ext_rows;
-    r->slab_rows = job->slab_rows;
+    return CONVOLVE_OK;
+}
+
+/* The bytes of a slot's device images for this execution and their pitch:
+ * lines `lines` of `width` bytes (2-D and 3-D: pitched to 512 bytes, as
+ * cudaMallocPitch lays them here; 1-D: one line). */
+static void image_bytes(const worker_arg *a, size_t line, size_t *pitch, size_t *bytes)
+{
+    const cvi_stream_job *job = a->job;
+    if (job->axis == 2) { /* 1-D: one line of elements */
+        *pitch = line * job->max_ext_rows;
+        *bytes = *pitch;
+        return;
+    }
+    *pitch = (line + 511) / 512 * 512;
+    *bytes = *pitch * job->max_ext_rows * a->lines_per_row;
+}
+
+/* Gives every slot of r device images for this execution's geometry: a
+ * buffer too small is replaced by one of whole PIPE_ROUND. */
+static convolve_status size_buffers(convolve_context *ctx, const worker_arg *a, worker_res *r)
+{
+    size_t in_pitch, in_bytes, out_pitch, out_bytes;
+    image_bytes(a, a->in_line, &in_pitch, &in_bytes);
+    image_bytes(a, a->out_line, &out_pitch, &out_bytes);
+    for (int i = 0; i < CVI_STREAM_BUFFERS; i++) {
+        slot *s = &r->slots[i];
+        for (int k = 0; k < 2; k++) {
+            void **d = k ? &s->d_out : &s->d_in;
+            size_t *cap = k ? &s->out_cap : &s->in_cap;
+            const size_t need = k ? out_bytes : in_bytes;
+            if (*cap >= need)
+                continue;
+            if (*d)
+                (void)cudaFree(*d);
+            *d = NULL, *cap = 0;
+            const size_t bytes = (need + PIPE_ROUND - 1) / PIPE_ROUND * PIPE_ROUND;
+            cudaError_t e = cudaMalloc(d, bytes);
+            if (e == cudaErrorMemoryAllocation && cvcu_stream_release_idle(r->device) > 0) {
+                (void)cudaGetLastError(); /* room made by the idle pipelines: once more */
+                e = cudaMalloc(d, bytes);
+            }
+            if (e != cudaSuccess) {
+                *d = NULL;
+                return cvcu_error(ctx, e, "allocating the device slab buffers");
+            }
+            *cap = bytes;
+        }
+        s->in_pitch = in_pitch, s->out_pitch = out_pitch;
+    }
     return CONVOLVE_OK;
 }
 
@@ -569,8 +772,6 @@ static void run_worker(void *p)
         st = cvcu_error(ctx, e, "selecting the device");
         goto out;
     }
-    if (r->in_stream && r->timed != (a->recs != NULL)) /* timed events, or not */
-        free_worker_keep_device(r);
     if (r->pending) { /* a cancelled execution's slabs, left running: drained */
         if (cudaStreamSynchronize(r->in_stream) != cudaSuccess ||
             cudaStreamSynchronize(r->compute) != cudaSuccess ||
@@ -578,8 +779,22 @@ static void run_worker(void *p)
             (void)cudaGetLastError(); /* their errors are not this execution's */
         r->pending = 0;
     }
-    if (!r->in_stream && (st = make_worker(ctx, a, r)) != CONVOLVE_OK)
+    const int timed = a->recs != NULL;
+    if (r->in_stream && r->timed != timed) { /* timed events, or not */
+        give_pipe(r);
+        free_pipe(r);
+    }
+    if (!r->in_stream) {
+        size_t pitch, in_bytes, out_bytes;
+        image_bytes(a, a->in_line, &pitch, &in_bytes);
+        image_bytes(a, a->out_line, &pitch, &out_bytes);
+        take_pipe(r, timed, in_bytes, out_bytes);
+    }
+    if ((!r->in_stream && (st = make_pipe(ctx, timed, r)) != CONVOLVE_OK) ||
+        (st = size_buffers(ctx, a, r)) != CONVOLVE_OK)
         goto out;
+    r->max_ext_rows = job->max_ext_rows;
+    r->slab_rows = job->slab_rows;
     if (a->recs) {
         /* the base: after the last execution's work, on the copy-in stream */
         if ((e = cudaStreamSynchronize(r->in_stream)) != cudaSuccess ||
@@ -669,8 +884,10 @@ static void run_worker(void *p)
         if (st == CONVOLVE_OK)
             st = fs;
     }
-    if (st == CONVOLVE_OK && !r->pending)
-        give_staging(r); /* for the next execution of any plan */
+    if (st == CONVOLVE_OK && !r->pending) { /* for the next execution of any plan */
+        give_staging(r);
+        give_pipe(r);
+    }
 out:
     if (st != CONVOLVE_OK) {
         cvi_stream_fail(job, w, st);
@@ -702,7 +919,7 @@ convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job
     const int W = job->worker_count;
     cvcu_pinned_prime(cvi_stream_staging_bytes(), CVI_STREAM_BUFFERS); /* once a process */
     struct cvcu_stream_cache *c = plan->stream;
-    /* buffers made for another geometry (another budget) are remade */
+    /* sub-plans made for another geometry (another budget) are remade */
     if (c && (c->count != W || c->workers[0].slab_rows != job->slab_rows ||
               c->workers[0].max_ext_rows != job->max_ext_rows)) {
         cache_free(c);

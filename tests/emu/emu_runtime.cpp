@@ -25,7 +25,9 @@
  * cudaHostUnregister of memory not registered, and cudaFreeHost of memory
  * not from cudaMallocHost, fail as CUDA would. CVK_EMU_FAIL_MALLOC_DEVICE=D
  * makes every cudaMalloc on device D fail (out of memory), to exercise the
- * error paths of work spread over devices. CVK_EMU_FAIL_PIN_AFTER=N lets N
+ * error paths of work spread over devices. CVK_EMU_FAIL_MALLOC_NEXT=N makes
+ * the next N calls of cudaMalloc fail (out of memory), counted again
+ * whenever the variable's text changes. CVK_EMU_FAIL_PIN_AFTER=N lets N
  * more calls of cudaHostRegister and cudaMallocHost succeed, then makes them
  * fail (out of memory); the count starts again whenever the variable's text
  * changes (set, unset, or another value), to exercise pinned staging's
@@ -466,10 +468,29 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, const voi
     return cudaSuccess;
 }
 
+/* CVK_EMU_FAIL_MALLOC_NEXT: 1 if this cudaMalloc is to fail. */
+static bool malloc_fails()
+{
+    static std::mutex m;
+    static std::string seen;
+    static long left;
+    const char *v = getenv("CVK_EMU_FAIL_MALLOC_NEXT");
+    std::lock_guard<std::mutex> lock(m);
+    const std::string now = v ? v : "";
+    if (now != seen) {
+        seen = now;
+        left = now.empty() ? 0 : atol(now.c_str());
+    }
+    if (left <= 0)
+        return false;
+    left--;
+    return true;
+}
+
 cudaError_t cudaMalloc(void **ptr, size_t size)
 {
     const char *failing = getenv("CVK_EMU_FAIL_MALLOC_DEVICE");
-    if (failing && *failing && atoi(failing) == t_device) {
+    if ((failing && *failing && atoi(failing) == t_device) || malloc_fails()) {
         *ptr = nullptr;
         return fail(cudaErrorMemoryAllocation);
     }
@@ -540,6 +561,12 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 {
     (void)stream;
     return cudaSuccess;
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t stream)
+{
+    (void)stream;
+    return cudaSuccess; /* the emulation runs every call at once */
 }
 
 cudaError_t cudaDeviceSynchronize(void)
