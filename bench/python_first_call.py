@@ -20,10 +20,14 @@ execution (its pinned staging, its worker threads). --warm-streamed also
 makes one streamed call a backend at other shapes (float32 1536^2, 18 MiB
 in and out, and uint8 1536^2 x 3 RGB, 13.5 MiB) before the cases: the
 first call is then that of a new shape in a process that has streamed
-before. The line above the table names the warm-up used.
+before. --warm-cases calls every case once at 1536^2 before the table
+(streamed on the GPU): the first call is then that of a new shape of a
+filter the process has run, its kernels loaded (CUDA loads a kernel at
+its first launch in a process). The line above the table names the
+warm-up used.
 
     PYTHONPATH=build/python python3 bench/python_first_call.py [--backend cpu,cuda,auto]
-        [--sizes 512,2048,4096] [--calls 5] [--warm-streamed]
+        [--sizes 512,2048,4096] [--calls 5] [--warm-streamed] [--warm-cases]
 """
 import argparse
 import os
@@ -100,6 +104,10 @@ def main():
     ap.add_argument("--warm-streamed", action="store_true",
                     help="also warm up with one streamed call a backend (float32 1536^2, "
                          "uint8 1536^2 x 3) before the cases")
+    ap.add_argument("--warm-cases", action="store_true",
+                    help="also call every case once a backend at 1536^2 (streamed on the GPU) "
+                         "before the table: the first call is then that of a new shape of a "
+                         "filter the process has run (its kernels loaded)")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     rng = np.random.default_rng(1)
@@ -116,9 +124,13 @@ def main():
         for n in warm:
             call("f32", make("f32", n, rng), b, w)
             call("u8", make("u8", n, rng), b, w)
-    print("warm-up: float32 64^2 and uint8 64^2 x 3 calls a backend%s"
+        if args.warm_cases:
+            for kind in CASES:
+                call(kind, make(kind, 1536, rng), b, w)
+    print("warm-up: float32 64^2 and uint8 64^2 x 3 calls a backend%s%s"
           % (", then float32 1536^2 and uint8 1536^2 x 3 (streamed on the GPU)"
-             if args.warm_streamed else " (none streamed)"))
+             if args.warm_streamed else "" if args.warm_cases else " (none streamed)",
+             ", then every case at 1536^2 (streamed on the GPU)" if args.warm_cases else ""))
     print("| backend | case | n | first (ms) | later (ms) | first / later | plan (ms) | "
           "executions (ms) | fresh process: first | later |")
     print("|---|---|---|---|---|---|---|---|---|---|")
