@@ -13,12 +13,15 @@
  * stream waiting on the previous one's event, and goes on to the next slab
  * while the GPU works; a slot is reused once its copy out has landed, when
  * its rows are scattered to the caller's output and reported. The calling
- * thread meanwhile reports progress (cvi_stream_monitor). Resources are kept
- * in the plan for its next execution, but for the pinned staging: a slot
- * takes it from the process's pool (pinned_pool.h) when a slab first reaches
- * it in an execution (one buffer for its input and output rows, and only
- * the side the slab stages), so the first slab waits for one slot's
- * pinning, not all of them, and gives it back when the execution ends.
+ * thread meanwhile reports progress (cvi_stream_monitor). The sub-plans are
+ * kept in the plan for its next execution; the streams, events and device
+ * buffers (a pipeline) go back to the process when an execution ends and
+ * serve the next execution of any plan on the device (give_pipe,
+ * take_pipe); the pinned staging comes from the process's pool
+ * (pinned_pool.h): a slot takes it when a slab first reaches it in an
+ * execution (one buffer for its input and output rows, and only the side
+ * the slab stages), so the first slab waits for one slot's pinning, not
+ * all of them, and gives it back when the execution ends.
  * Every CUDA call is checked.
  *
  * Arrays the caller pinned (convolve_host_register) with packed rows are
