@@ -112,9 +112,9 @@ typedef struct {
     size_t in_line, out_line;  /* bytes of a packed line; 1-D: of a slab row (one element) */
 } worker_arg;
 
-/* Frees r's pipeline (streams, events, device buffers) after the work in
- * flight on it, its device made current meanwhile. */
-static void free_pipe(worker_res *r)
+/* Waits for the work in flight on r's streams (a cancelled execution's
+ * slabs), its device made current meanwhile; their errors are not kept. */
+static void drain_pipe(worker_res *r)
 {
     if (!r->in_stream)
         return;
@@ -122,10 +122,25 @@ static void free_pipe(worker_res *r)
     if (cudaGetDevice(&prev) != cudaSuccess)
         prev = r->device;
     (void)cudaSetDevice(r->device);
-    /* the work in flight (a cancelled execution's) first */
     (void)cudaStreamSynchronize(r->in_stream);
     (void)cudaStreamSynchronize(r->compute);
     (void)cudaStreamSynchronize(r->out_stream);
+    (void)cudaGetLastError();
+    (void)cudaSetDevice(prev);
+    r->pending = 0;
+}
+
+/* Frees r's pipeline (streams, events, device buffers) after the work in
+ * flight on it, its device made current meanwhile. */
+static void free_pipe(worker_res *r)
+{
+    if (!r->in_stream)
+        return;
+    drain_pipe(r);
+    int prev = 0;
+    if (cudaGetDevice(&prev) != cudaSuccess)
+        prev = r->device;
+    (void)cudaSetDevice(r->device);
     for (int i = 0; i < CVI_STREAM_BUFFERS; i++) {
         slot *s = &r->slots[i];
         cudaEvent_t ev[6] = {s->copied_in, s->computed, s->copied_out,
@@ -312,10 +327,13 @@ static void take_pipe(worker_res *r, int timed, size_t in, size_t out)
     }
 }
 
-/* Frees r's resources but its idle pipeline, which goes to the process
- * (give_pipe) where it may. */
+/* Frees r's resources but its pipeline, which goes to the process
+ * (give_pipe) where it may, once the work in flight on it (a cancelled
+ * execution's, which may still use the sub-plans and the staging) is
+ * done. */
 static void free_worker(worker_res *r)
 {
+    drain_pipe(r);
     for (int i = 0; i < SUBPLANS; i++)
         if (r->sub_rows[i])
             cvcu_release(r->sub[i]);
@@ -775,13 +793,8 @@ static void run_worker(void *p)
         st = cvcu_error(ctx, e, "selecting the device");
         goto out;
     }
-    if (r->pending) { /* a cancelled execution's slabs, left running: drained */
-        if (cudaStreamSynchronize(r->in_stream) != cudaSuccess ||
-            cudaStreamSynchronize(r->compute) != cudaSuccess ||
-            cudaStreamSynchronize(r->out_stream) != cudaSuccess)
-            (void)cudaGetLastError(); /* their errors are not this execution's */
-        r->pending = 0;
-    }
+    if (r->pending) /* a cancelled execution's slabs, left running */
+        drain_pipe(r);
     const int timed = a->recs != NULL;
     if (r->in_stream && r->timed != timed) { /* timed events, or not */
         give_pipe(r);
