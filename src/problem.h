@@ -113,7 +113,25 @@ typedef struct cvi_problem {
      * how the array is cut (the CUDA FFT's tiles) cut it as the whole run
      * does. 0: not a slab. */
     size_t whole_rows;
+    /* A slab's sub-problem: 1 when the whole array's input and output rows
+     * are of interleaved channels, contiguous along x (cvi_rows_interleaved),
+     * so that a kernel choice that depends on it (the CUDA fused integer
+     * kernels) makes the one-shot run's on the packed slabs. */
+    int whole_interleaved;
 } cvi_problem;
+
+/* 1 when p's input and output rows are of interleaved channels, contiguous
+ * along x; for a slab's sub-problem, the whole array's. */
+static inline int cvi_rows_interleaved(const cvi_problem *p)
+{
+    if (p->whole_rows)
+        return p->whole_interleaved;
+    const ptrdiff_t ie = (ptrdiff_t)convolve_dtype_size(p->in_type);
+    const ptrdiff_t oe = (ptrdiff_t)convolve_dtype_size(p->out_type);
+    const ptrdiff_t C = (ptrdiff_t)p->channels;
+    return p->in_strides[2] == C * ie && p->out_strides[2] == C * oe &&
+           (C == 1 || (p->in_cstride == ie && p->out_cstride == oe));
+}
 
 /* The slowest axis of p (the window's and the slabs'). */
 static inline int cvi_slow_axis(const cvi_problem *p)

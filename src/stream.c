@@ -102,6 +102,7 @@ void cvi_stream_slab(const cvi_stream_job *job, size_t index, cvi_slab *slab)
 void cvi_stream_subproblem(const cvi_stream_job *job, size_t ext_rows, cvi_problem *sub)
 {
     *sub = *job->problem;
+    sub->whole_interleaved = cvi_rows_interleaved(job->problem);
     sub->shape[job->axis] = ext_rows;
     sub->whole_rows = job->rows;
     const size_t ie = convolve_dtype_size(sub->in_type), oe = convolve_dtype_size(sub->out_type);

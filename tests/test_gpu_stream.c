@@ -190,6 +190,46 @@ static void fft_slabs(void)
     }
 }
 
+/* Separable filters on integer images whose rows are not of interleaved
+ * channels (planar, every other element along x): the slabs, packed, run
+ * the kernel the one-shot run does (the fused integer kernels serve rows of
+ * interleaved channels only, by the whole array's layout), so streamed and
+ * one shot agree byte for byte. */
+static void integer_layouts(void)
+{
+    static const struct {
+        convolve_dtype t;
+        size_t C;
+    } imgs[] = {{CONVOLVE_UINT8, 1},
+                {CONVOLVE_UINT8, 3},
+                {CONVOLVE_UINT8, 4},
+                {CONVOLVE_UINT16, 1},
+                {CONVOLVE_UINT16, 3}};
+    static const int layouts[] = {H_PACKED, H_PLANAR, H_STEPPED};
+    for (size_t i = 0; i < 15; i++) {
+        s_case c;
+        memset(&c, 0, sizeof c);
+        c.backend = CONVOLVE_BACKEND_CUDA;
+        c.strategy = "separable";
+        c.ndim = 2, c.shape[0] = 41, c.shape[1] = 29;
+        c.ksize[0] = c.ksize[1] = 7;
+        c.separable = 1;
+        c.mode = (convolve_mode)(i % 5);
+        c.cval = c.mode == CONVOLVE_MODE_CONSTANT ? 3.0 : 0;
+        c.channels = imgs[i % 5].C;
+        c.in_type = imgs[i % 5].t;
+        c.out_type = CONVOLVE_FLOAT32;
+        c.layout = layouts[i / 5];
+        c.exact = 1;
+        c.devices = k_two;
+        c.device_count = 1;
+        c.budget = budget_for(&c, 9);
+        c.min_slabs = 2;
+        s_run_case(&c);
+    }
+    printf("test_gpu_stream: integer images of every layout, separable: checked\n");
+}
+
 /* CONVOLVE_DEVICE_BUDGET streams a plan made with budget 0; a budget too
  * small for one slab is DEVICE_OUT_OF_MEMORY for a CUDA plan, and moves an
  * AUTO plan to the CPU. */
@@ -994,6 +1034,7 @@ int main(int argc, char **argv)
     staging_pins(); /* first: the pinned pool is empty */
     random_cases(cases >= 0 ? cases : g_small ? 40 : 150);
     few_slabs();
+    integer_layouts();
     staging_grows();
     fft_slabs();
     budgets();

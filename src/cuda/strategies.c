@@ -34,13 +34,11 @@
 
 int cvcu_fused_int_serves(const cvi_problem *p)
 {
-    const ptrdiff_t ie = (ptrdiff_t)convolve_dtype_size(p->in_type);
-    const ptrdiff_t oe = (ptrdiff_t)convolve_dtype_size(p->out_type);
-    const ptrdiff_t C = (ptrdiff_t)p->channels;
-    const int rows = p->in_strides[2] == C * ie && p->out_strides[2] == C * oe &&
-                     (C == 1 || (p->in_cstride == ie && p->out_cstride == oe));
+    /* a slab's rows are packed, but it runs what the whole array's one-shot
+     * run does (cvi_rows_interleaved), so that their bytes agree */
     return p->ndim == 2 && p->separable && p->ksize[1] == p->ksize[2] && p->ksize[2] % 2 == 1 &&
-           rows && cvk_isep2d_supports((int)p->in_type, (int)p->channels, (int)p->ksize[2]);
+           cvi_rows_interleaved(p) &&
+           cvk_isep2d_supports((int)p->in_type, (int)p->channels, (int)p->ksize[2]);
 }
 
 size_t cvcu_acc_size(const cvi_problem *p)

@@ -20,7 +20,8 @@ size_t cvcu_dynamic_shared(int strategy, const cvi_problem *p);
 /* 1 if p is a 2-D separable filter, square and odd, on an image the fused
  * integer kernel (fast_sep_int.cu) serves, in rows of interleaved channels
  * contiguous along x in and out (the layout it needs; others take the
- * generated kernels). */
+ * generated kernels; a streamed slab, packed, goes by the whole array's
+ * layout, so that it runs what the one-shot run does). */
 int cvcu_fused_int_serves(const cvi_problem *p);
 
 /* 1 if the integer-image kernel of scipy's cast (fast_cast.cu), which the
