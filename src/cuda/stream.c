@@ -122,9 +122,10 @@ static void drain_pipe(worker_res *r)
     if (cudaGetDevice(&prev) != cudaSuccess)
         prev = r->device;
     (void)cudaSetDevice(r->device);
-    (void)cudaStreamSynchronize(r->in_stream);
-    (void)cudaStreamSynchronize(r->compute);
-    (void)cudaStreamSynchronize(r->out_stream);
+    cudaStream_t streams[3] = {r->in_stream, r->compute, r->out_stream};
+    for (int i = 0; i < 3; i++)
+        if (streams[i]) /* a pipeline whose making failed has some only */
+            (void)cudaStreamSynchronize(streams[i]);
     (void)cudaGetLastError();
     (void)cudaSetDevice(prev);
     r->pending = 0;
@@ -158,9 +159,10 @@ static void free_pipe(worker_res *r)
     }
     if (r->t_base)
         (void)cudaEventDestroy(r->t_base);
-    (void)cudaStreamDestroy(r->in_stream);
-    (void)cudaStreamDestroy(r->compute);
-    (void)cudaStreamDestroy(r->out_stream);
+    cudaStream_t streams[3] = {r->in_stream, r->compute, r->out_stream};
+    for (int i = 0; i < 3; i++)
+        if (streams[i])
+            (void)cudaStreamDestroy(streams[i]);
     r->t_base = NULL;
     r->in_stream = r->compute = r->out_stream = NULL;
     r->timed = r->pending = 0;
