@@ -106,6 +106,7 @@ typedef struct {
     timeline_rec *recs;        /* job->slab_count records, or NULL (no timeline) */
     double t0;                 /* host clock at the execution's start (s) */
     double base_ms;            /* timeline: when the worker's t_base was recorded (ms) */
+    int prefault;              /* fault the caller's output in first (cvi_stream_prefault_out) */
     int in_direct, out_direct; /* the caller's arrays are pinned and packed: copied
                                    straight from and to them (no staging) */
     size_t lines_per_row;      /* device image lines (x rows) per slab row (2-D, 3-D) */
@@ -795,6 +796,8 @@ static void run_worker(void *p)
         st = cvcu_error(ctx, e, "selecting the device");
         goto out;
     }
+    if (a->prefault)
+        cvi_stream_prefault_out(job, job->host_threads);
     if (r->pending) /* a cancelled execution's slabs, left running */
         drain_pipe(r);
     const int timed = a->recs != NULL;
@@ -968,10 +971,13 @@ convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job
     const double t0 = cvi_now_s();
     const int in_direct = job->in_packed && pinned(job->in, job->rows * job->in_row_bytes);
     const int out_direct = job->out_packed && pinned(job->out, job->rows * job->out_row_bytes);
-    /* a pageable output: its pages faulted in at once, in parallel */
-    if (!out_direct && job->out_packed && !job->in_place)
-        cvi_stream_prefault_out(job, job->host_threads);
+    /* a pageable output: its pages faulted in at once, in parallel, by the
+     * first worker before its first slab (on its own thread: OpenMP on the
+     * caller's thread hangs in a fork() child of a process whose caller
+     * thread had run a parallel region, libgomp's team not being there) */
+    const int prefault = !out_direct && job->out_packed && !job->in_place;
     for (int w = 0; w < W; w++) {
+        args[w].prefault = w == 0 && prefault;
         args[w].in_direct = in_direct;
         args[w].out_direct = out_direct;
         args[w].recs = recs;
