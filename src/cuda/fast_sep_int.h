@@ -17,8 +17,8 @@ extern "C" {
 #define CVK_ISEP_MAX_K 11
 
 /* 1 if the kernels serve this element type, channel count and extent
- * (separable and square): uint8 RGBA, RGB with K >= 7, gray with K >= 5;
- * uint16 RGB and gray (where they measured fastest). */
+ * (separable and square): uint8 and uint16 with 1, 3 or 4 channels,
+ * K = 3..11 odd. */
 int cvk_isep2d_supports(int in_type, int channels, int ksize);
 
 /* Launches on `stream` (a->separable, height_taps == ksize, a served case);

@@ -103,6 +103,12 @@ inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s)
     return r;
 }
 
+/* The low word of (hi:lo) >> (shift & 31). */
+inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift)
+{
+    return (unsigned)(((unsigned long long)hi << 32 | lo) >> (shift & 31));
+}
+
 /* x rounded to nearest (ties to even) as an unsigned, saturated; NaN -> 0. */
 inline unsigned __float2uint_rn(float x)
 {
