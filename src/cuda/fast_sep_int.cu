@@ -543,9 +543,11 @@ extern "C" cudaError_t cvk_isep2d_launch(const cvk_direct_args *a, cudaStream_t 
     int per_sm = __atomic_load_n(&held[id], __ATOMIC_RELAXED);
     if (per_sm == 0) {
         if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)fn, CVK_ISEP_NT,
-                                                          smem) != cudaSuccess ||
-            per_sm < 1)
+                                                          smem) != cudaSuccess) {
+            (void)cudaGetLastError(); /* not the launch's error */
             per_sm = 1;
+        }
+        per_sm = per_sm < 1 ? 1 : per_sm;
         __atomic_store_n(&held[id], per_sm, __ATOMIC_RELAXED);
     }
     const long long ow = CVK_ISEP_OW(C, K);
