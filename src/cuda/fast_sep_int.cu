@@ -41,8 +41,8 @@
 #define CVK_ISEP_NT 128 /* threads a block, 4 input columns each */
 #define CVK_ISEP_NBUF 3 /* stages of raw rows in shared memory */
 /* Blocks a multiprocessor the registers must allow (__launch_bounds__):
- * 6 (80 registers) up to 7 taps, 5 (96) above; one fewer (96, 128
- * registers, no spills) where that measured faster: uint16 with K >= 9 or
+ * 6 (80 registers) up to 7 taps, 5 (96) above; one fewer (96 or 128
+ * registers, fewer spills) where that measured faster: uint16 with K >= 9 or
  * gray K = 7, uint8 gray K = 11 (H100, `convolve bench --filter gaussian
  * --radius 1..5 --strategy separable`, both bounds in one run: e.g. uint16
  * gray 8192^2 K = 7, 9, 11 0.147, 0.165, 0.185 ms against 0.182, 0.193,
