@@ -308,4 +308,65 @@ static inline int cc_image_case(convolve_context *ctx, convolve_backend backend,
     return expect;
 }
 
+/* One 2-D integer image filtered along y only with K positive taps
+ * (normalized fractional, a Gaussian's kind, or a box with the divisor):
+ * rows x width pixels of 1 to 4 channels, rows whose bytes allow 4-element
+ * loads, every mode (a cval of zero or a positive integer), any origin,
+ * random values or runs of one value (0 and the type's largest among
+ * them), the layout packed. The y pass the Python package runs for
+ * Gaussian and box filters (src/cuda/fast_cast.cu's ring walk for odd
+ * K <= 17). Run with `strategies` as cc_run does; `kernel` must serve. */
+static inline void cc_ypass_case(convolve_context *ctx, convolve_backend backend,
+                                 const char *const *strategies, int nstrat, const char *kernel,
+                                 size_t K, size_t rows, convolve_dtype t, int *served)
+{
+    const size_t C = (size_t)h_randint(1, 4);
+    size_t width = (size_t)h_randint(1, 700);
+    while (width * C % 4)
+        width++;
+    const size_t shape[2] = {rows, width}, Ks[2] = {K, 1};
+    const int box = h_randint(0, 2) == 0;
+    double *ty = malloc(K * sizeof(double)), tx = 1.0, sum = 0.0;
+    for (size_t k = 0; k < K; k++)
+        sum += ty[k] = box ? 1.0 : h_uniform(0.05, 1);
+    if (!box)
+        for (size_t k = 0; k < K; k++)
+            ty[k] /= sum;
+    const double *taps[2] = {ty, &tx};
+    convolve_filter *f = NULL;
+    CHECK_OK(ctx, convolve_filter_create_separable(ctx, &f, 2, Ks, taps));
+    convolve_options o;
+    convolve_options_init(&o);
+    o.operation = h_randint(0, 1) ? CONVOLVE_OP_CORRELATE : CONVOLVE_OP_CONVOLVE;
+    o.mode = (convolve_mode)h_randint(0, 4);
+    o.cval = h_randint(0, 1) ? 0.0 : (double)h_randint(1, 300);
+    o.backend = backend;
+    o.integer_cast = CONVOLVE_CAST_TRUNCATE;
+    o.divisor = box ? (double)K : 0.0;
+    o.origin[0] = (ptrdiff_t)h_randint(-(long)(K / 2), (long)((K - 1) / 2));
+    convolve_layout li, lo;
+    CHECK_OK(ctx, convolve_layout_init(&li, t, 2, shape, C));
+    CHECK_OK(ctx, convolve_layout_init(&lo, t, 2, shape, C));
+    const size_t n = rows * width * C;
+    void *in = malloc(n * 2);
+    h_fill_typed(t, in, n, 1.0);
+    if (h_randint(0, 1)) {
+        const long top = t == CONVOLVE_UINT8 ? 255 : 65535;
+        for (size_t i = 0; i < n;) {
+            const long pick = h_randint(0, 3);
+            const long v = pick == 0 ? 0 : pick == 1 ? top : h_randint(0, top);
+            for (size_t r = (size_t)h_randint(1, (long)(3 * width * C)); r > 0 && i < n; r--, i++) {
+                if (t == CONVOLVE_UINT8)
+                    ((uint8_t *)in)[i] = (uint8_t)v;
+                else
+                    ((uint16_t *)in)[i] = (uint16_t)v;
+            }
+        }
+    }
+    cc_run(ctx, f, &li, &lo, in, &o, K, strategies, nstrat, kernel, served, NULL, 0);
+    convolve_filter_free(f);
+    free(ty);
+    free(in);
+}
+
 #endif

@@ -9,7 +9,9 @@
  *   fft and tiled-out, which compute in float, must refuse every one;
  * - random integer images (cc_image_case) that kernel serves: direct must
  *   serve each (separable those of separable filters in 2-D and 3-D), and
- *   auto must pick direct or separable.
+ *   auto must pick direct or separable;
+ * - the y pass of positive taps (cc_ypass_case: Gaussian and box filters,
+ *   K = 3..19) on images tall enough for many strips.
  * --small: fewer and smaller cases (the CPU emulation of CUDA, label emu).
  */
 #include "cast_cases.h"
@@ -58,6 +60,19 @@ int main(int argc, char **argv)
     CHECK(kserved[0] == expected && kserved[2] == images && kserved[3] == 0 && expected > 0,
           "direct served %d of %d, auto %d of %d, fft %d", kserved[0], expected, kserved[2], images,
           kserved[3]);
+
+    /* the y pass of positive taps, tall enough for many strips */
+    int yserved[4] = {0}, ycases = 0;
+    for (size_t K = 3; K <= 19; K += 2) {
+        if (small && K != 3 && K != 9 && K != 17)
+            continue;
+        for (int u16 = 0; u16 <= 1; u16++, ycases++)
+            cc_ypass_case(ctx, CONVOLVE_BACKEND_CUDA, kernel, 4, "direct", K,
+                          (size_t)h_randint(small ? 40 : 300, small ? 90 : 900),
+                          u16 ? CONVOLVE_UINT16 : CONVOLVE_UINT8, yserved);
+    }
+    CHECK(yserved[0] == ycases && yserved[3] == 0, "y pass: direct served %d of %d, fft %d",
+          yserved[0], ycases, yserved[3]);
     printf("test_gpu_cast: %d integer images, %d on the kernel (separable served %d), auto "
            "chose it %d times\n",
            images, expected, kserved[1], picked_kernel);
