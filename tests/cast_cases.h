@@ -313,9 +313,10 @@ static inline int cc_image_case(convolve_context *ctx, convolve_backend backend,
  * rows x width pixels of 1 to 4 channels, rows whose bytes allow 4-element
  * loads, every mode (a cval of zero or a positive integer), any origin,
  * random values or runs of one value (0 and the type's largest among
- * them), the layout packed. The y pass the Python package runs for
- * Gaussian and box filters (src/cuda/fast_cast.cu's ring walk for odd
- * K <= 17). Run with `strategies` as cc_run does; `kernel` must serve. */
+ * them), the layout packed: the y pass the Python package runs for
+ * Gaussian and box filters (src/cuda/fast_cast.cu's cvk_cast_ypass_kernel),
+ * on images tall enough for many of its strips. Run with `strategies` as
+ * cc_run does; `kernel` must serve. */
 static inline void cc_ypass_case(convolve_context *ctx, convolve_backend backend,
                                  const char *const *strategies, int nstrat, const char *kernel,
                                  size_t K, size_t rows, convolve_dtype t, int *served)

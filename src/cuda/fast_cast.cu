@@ -265,8 +265,6 @@ __global__ void __launch_bounds__(CAST_THREADS, 4)
 #define PASS_R(A) 4
 #define PASS_P(A) (sizeof(A) == 4 ? 8 : 4) /* x pass: pixels a thread at once */
 #define PASS_XTH(C) ((C) <= 2 ? 16 : 8)    /* x pass: rows a tile */
-#define CAST_RING_MAX_K 17                 /* y pass: the ring walk's largest K */
-#define CAST_RING_THREADS 128              /* y pass: the ring walk's block (up to 148 registers) */
 
 typedef struct cast_pass_params {
     cvk_cast_args a;  /* the double sums (and the fallback of the float ones) */
@@ -598,93 +596,6 @@ __global__ void __launch_bounds__(CAST_THREADS, 2)
         }
 }
 
-/* Taps along y only, K of them, with positive float taps (Gaussians, box
- * filters): a thread takes PASS_V consecutive elements of a row and walks
- * down a strip of `strip` output rows, loading and widening each input row
- * once, and adds it into the float sums of the K outputs in flight (output
- * j of the strip in acc[j % K]; the walk goes K rows a step, so that the
- * slots are compile-time registers); each completed output is cast where
- * its sum decides (cast_decide; a sum of zero is 0: positive taps on
- * inputs of zero), else summed again in double. Rows and pointers allow
- * PASS_V-element loads and stores (p.vec). */
-template <typename T, int K>
-__global__ void __launch_bounds__(CAST_RING_THREADS)
-    cvk_cast_yring_kernel(const __grid_constant__ cast_pass_params p, long long strip)
-{
-    enum { V = PASS_V };
-    typedef typename std::conditional<sizeof(T) == 1, unsigned, uint2>::type RAW;
-    const cvk_cast_args &a = p.a;
-    const long long e = ((long long)blockIdx.x * CAST_RING_THREADS + threadIdx.x) * V;
-    if (e >= p.wc)
-        return;
-    const bool full = e + V <= p.wc;
-    const long long ys = (long long)blockIdx.y * strip;
-    const long long ye = ys + strip < a.height ? ys + strip : a.height;
-    const T *in = (const T *)a.in + (long long)blockIdx.z * a.is[0];
-    T *out = (T *)a.out + (long long)blockIdx.z * a.os[0];
-    const long long n0 = ys - p.koff;       /* input row of strip row 0's tap 0 */
-    const long long last = ye - ys + K - 1; /* input rows the strip reads */
-    float acc[K][V];
-#pragma unroll
-    for (int s = 0; s < K; s++)
-#pragma unroll
-        for (int i = 0; i < V; i++)
-            acc[s][i] = 0.0f;
-#pragma unroll 1
-    for (long long q0 = 0; q0 < last; q0 += K) {
-        const bool inside = n0 + q0 >= 0 && n0 + q0 + K <= a.height;
-#pragma unroll
-        for (int u = 0; u < K; u++) {
-            const long long q = q0 + u; /* the strip's input row q: output q starts */
-            if (q >= last)
-                break;
-            RAW w;
-            unsigned cv = 0, bits = 0;
-            pass_fetch<T>(p, in, e, n0 + q, inside, full, w, &cv, 0);
-            float x[V];
-            pass_take(p, w, cv & 1u, x, &bits);
-#pragma unroll
-            for (int i = 0; i < V; i++)
-                acc[u][i] = p.w[0] * x[i];
-#pragma unroll
-            for (int k = 1; k < K; k++)
-#pragma unroll
-                for (int i = 0; i < V; i++)
-                    acc[(u - k + K) % K][i] = fmaf(p.w[k], x[i], acc[(u - k + K) % K][i]);
-            /* output q - (K - 1) is complete */
-            const long long j = q - (K - 1);
-            if (j < 0)
-                continue;
-            const float *s = acc[(u + 1) % K];
-            const long long y = ys + j;
-            unsigned v[V];
-#pragma unroll
-            for (int i = 0; i < V; i++) {
-                int c = 0;
-                if (s[i] == 0.0f || cast_decide(p, s[i], &c))
-                    v[i] = (unsigned)c;
-                else
-                    v[i] = e + i < p.wc ? cast_y_double<T>(p, in, e + i, y) : 0u;
-            }
-            T *o = out + y * a.os[1] + e;
-            if (full && sizeof(T) == 1) {
-                *(unsigned *)o = (v[0] & 0xffu) | (v[1] & 0xffu) << 8 | (v[2] & 0xffu) << 16 |
-                                 v[3] << 24;
-            } else if (full) {
-                uint2 w2;
-                w2.x = (v[0] & 0xffffu) | v[1] << 16;
-                w2.y = (v[2] & 0xffffu) | v[3] << 16;
-                *(uint2 *)o = w2;
-            } else {
-#pragma unroll
-                for (int i = 0; i < V; i++)
-                    if (e + i < p.wc)
-                        o[i] = (T)v[i];
-            }
-        }
-    }
-}
-
 /* Taps along x only: a tile of PASS_XTH(C) rows by PASS_XTW * P pixels.
  * Its rows and halo are staged in shared memory as A (double: times the y
  * tap, as cast_columns leaves them), loaded in PASS_V-element words, by
@@ -864,25 +775,6 @@ static pass_kernel_fn pick_pass(int C, int ypass)
     return ypass ? cvk_cast_ypass_kernel<T, A> : pick_x<T, A>(C);
 }
 
-typedef void (*ring_kernel_fn)(cast_pass_params, long long);
-
-/* The ring walk's instance for K taps (0: none; odd K = 3..CAST_RING_MAX_K). */
-template <typename T>
-static ring_kernel_fn pick_ring(int K)
-{
-    switch (K) {
-    case 3: return cvk_cast_yring_kernel<T, 3>;
-    case 5: return cvk_cast_yring_kernel<T, 5>;
-    case 7: return cvk_cast_yring_kernel<T, 7>;
-    case 9: return cvk_cast_yring_kernel<T, 9>;
-    case 11: return cvk_cast_yring_kernel<T, 11>;
-    case 13: return cvk_cast_yring_kernel<T, 13>;
-    case 15: return cvk_cast_yring_kernel<T, 15>;
-    case 17: return cvk_cast_yring_kernel<T, 17>;
-    default: return 0;
-    }
-}
-
 static int is_integer(double v, double below)
 {
     return v == floor(v) && fabs(v) < below;
@@ -941,42 +833,6 @@ static cudaError_t launch_pass(const cvk_cast_args *a, int ypass, cudaStream_t s
     const int ovec = rows_aligned(a->out, a->os, a->planes, vb, u8 ? 1 : 2);
     p.vec = ypass ? ivec && ovec : ivec;
     p.ovec = ovec;
-    /* the ring walk for the y pass of positive float taps (where a sum of
-     * zero can only come from inputs of zero) */
-    int positive = use_float && p.zeros && (!constant || a->cval >= 0.0);
-    for (int k = 0; k < p.k && positive; k++)
-        positive = p.w[k] > 0.0f;
-    if (ypass && p.vec && positive) {
-        ring_kernel_fn ring = u8 ? pick_ring<unsigned char>(p.k) : pick_ring<unsigned short>(p.k);
-        if (ring) {
-            static int held[2 * (CAST_RING_MAX_K + 1)];
-            const int slot = (u8 ? 0 : CAST_RING_MAX_K + 1) + p.k;
-            int per_sm = __atomic_load_n(&held[slot], __ATOMIC_RELAXED);
-            if (per_sm == 0) {
-                if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                        &per_sm, (const void *)ring, CAST_RING_THREADS, 0) != cudaSuccess) {
-                    (void)cudaGetLastError(); /* not the launch's error */
-                    per_sm = 1;
-                }
-                per_sm = per_sm < 1 ? 1 : per_sm;
-                __atomic_store_n(&held[slot], per_sm, __ATOMIC_RELAXED);
-            }
-            /* strips: about four waves of blocks, each at least 4 K rows */
-            const long long bx = cvk_ceil_div(p.wc, (long long)CAST_RING_THREADS * PASS_V);
-            const long long across = bx * a->planes;
-            long long by = 4 * cvk_multiprocessors(0) * per_sm / across;
-            by = by < 1 ? 1 : by;
-            long long strip = cvk_ceil_div(a->height, by);
-            strip = strip < 4 * p.k ? 4 * p.k : strip;
-            strip = strip > a->height ? a->height : strip;
-            by = cvk_ceil_div(a->height, strip);
-            if (bx > CVK_DEVICE_GRID_X || by > CVK_DEVICE_GRID_YZ || a->planes > CVK_DEVICE_GRID_YZ)
-                return cudaErrorInvalidConfiguration;
-            CVK_LAUNCH(ring, dim3((unsigned)bx, (unsigned)by, (unsigned)a->planes),
-                       CAST_RING_THREADS, 0, stream, (p, strip));
-            return cudaGetLastError();
-        }
-    }
     pass_kernel_fn fn = u8 ? (use_float ? pick_pass<unsigned char, float>(C, ypass)
                                         : pick_pass<unsigned char, double>(C, ypass))
                            : (use_float ? pick_pass<unsigned short, float>(C, ypass)
