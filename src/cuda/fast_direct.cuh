@@ -526,7 +526,8 @@ typedef void (*cvk_direct_kernel_fn)(cvk_direct_params);
 
 /* The instances, by file: fast_direct_f32.cu (dense float32 gray, K = 3..17,
  * and 1-D), fast_direct_sep.cu (separable float32 gray, K = 3..33),
- * fast_direct_u8.cu (uint8 gray and RGB: dense K = 3, 5; separable 3..9).
+ * fast_direct_u8.cu (uint8 gray and RGB, dense K = 3, 5; separable filters
+ * on uint8 take fast_sep_int.cu).
  * Each returns 0 for a K it has not. */
 cvk_direct_kernel_fn cvk_direct2d_dense_f32(int K);
 cvk_direct_kernel_fn cvk_direct2d_sep_f32(int K);

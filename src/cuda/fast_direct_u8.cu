@@ -8,11 +8,9 @@
 #include "fast_direct.cuh"
 
 template <int C, int V>
-static cvk_direct_kernel_fn pick(int K, int separable)
+static cvk_direct_kernel_fn pick(int K)
 {
     typedef unsigned char T;
-    if (separable)
-        return 0;
     switch (K) {
         CVK_DIRECT_CASE_V(3, C, T, false, V)
         CVK_DIRECT_CASE_V(5, C, T, false, V)
@@ -31,7 +29,9 @@ int cvk_direct2d_u8_lanes(int channels, int K, int separable)
 
 cvk_direct_kernel_fn cvk_direct2d_u8(int channels, int K, int separable)
 {
+    if (separable) /* fast_sep_int.cu */
+        return 0;
     if (cvk_direct2d_u8_lanes(channels, K, separable) == 4)
         return cvk_direct2d_kernel<5, 3, unsigned char, false, 4>;
-    return channels == 1 ? pick<1, 8>(K, separable) : channels == 3 ? pick<3, 8>(K, separable) : 0;
+    return channels == 1 ? pick<1, 8>(K) : channels == 3 ? pick<3, 8>(K) : 0;
 }

@@ -527,8 +527,6 @@ extern "C" cudaError_t cvk_isep2d_launch(const cvk_direct_args *a, cudaStream_t 
         if ((uintptr_t)a->in % c == 0 && a->in_row % c == 0)
             p.chunk = c;
     p.vec_out = (uintptr_t)a->out % (4 * os) == 0 && a->out_row % (4 * os) == 0;
-    /* strips: about four waves of the blocks a multiprocessor holds, each
-     * at least 4 (K - 1) rows so the halo rows stay a small share */
     const size_t smem = smem_of();
     if (smem > CVK_DEFAULT_SHARED) {
         const cudaError_t e = cudaFuncSetAttribute(
