@@ -27,10 +27,13 @@
  *
  * A pass along one axis on rows of contiguous interleaved elements (what
  * the Python package runs for integer images: scipy casts after each axis)
- * takes cvk_cast_ypass_kernel or cvk_cast_xpass_kernel instead: vector
- * loads of 4 elements, and for uint8 (and exact integer sums) float sums
- * where they decide the cast, double ones where they do not (see the
- * section's comment below).
+ * takes a kernel of its own: along y cvk_cast_ystrip_kernel (rows staged in
+ * shared memory by cp.async, a warp a band; cvk_cast_ypass_kernel, which
+ * loads from global memory, where rows are not aligned to 4 elements, K >
+ * 52 or cval is not finite), along x cvk_cast_xpass_kernel: vector loads
+ * of 4 elements, and for uint8 (and exact integer sums) float sums where
+ * they decide the cast, double ones where they do not (see the section's
+ * comment below).
  */
 #include "fast_cast.h"
 
@@ -279,9 +282,28 @@ typedef struct cast_pass_params {
     int zeros;     /* an output of zero inputs is 0 unchecked (cval, if used, is 0 as float too) */
     float d, invd; /* divisor and its reciprocal */
     float err_abs, err_rel; /* the float quotient's error bound: err_abs + err_rel |q| */
+    int cbound; /* y pass: every |q| < 2^21, its error within c_abs + c_rel |q|; w over the divisor */
+    float c_abs, c_rel;
     float cval;
     float w[CVK_CAST_MAX_K]; /* the float sums' taps: the pass's times the other axis's tap */
+    long long strip;         /* y pass through shared memory: output rows a block */
+    int nr;                  /* its ring's rows (a power of two) */
+    int kp;                  /* its taps: k rounded up to a multiple of YS_R (zeros past k) */
+    int chunk;               /* bytes a cp.async copies: 16, 8 or 4 */
 } cast_pass_params;
+
+/* The bound case of cast_decide: whether no integer lies within the error
+ * bound of the float quotient q, whose truncation *v then is the double
+ * sum's. With t = floor(q), d = q - t is exact, and [q - e, q + e] lies in
+ * [t, t + 1) when d >= e and d + e < 1 (the rounded d + e reaches 1 when
+ * the exact one does). */
+__device__ __forceinline__ bool cast_decide_bound(const cast_pass_params &p, float q, int *v)
+{
+    const float d = q - floorf(q);
+    const float e = fmaf(fabsf(q), p.err_rel, p.err_abs);
+    *v = (int)q;
+    return d >= e && d + e < 1.0f && fabsf(q) < 4194304.0f;
+}
 
 /* Whether the float sum s (of integers and taps w, tap order any) decides
  * the cast; if so, *v is the truncated integer the double sum gives. */
@@ -299,12 +321,7 @@ __device__ __forceinline__ bool cast_decide(const cast_pass_params &p, float s, 
         *v = fmaf(n, p.d, -s) == 0.0f ? (int)n : (int)q;
         return true;
     }
-    const float e = fmaf(fabsf(q), p.err_rel, p.err_abs);
-    if (floorf(q - e) == floorf(q + e) && fabsf(q) < 4194304.0f) {
-        *v = (int)q; /* no integer within the bound: the truncation is q's */
-        return true;
-    }
-    return false;
+    return cast_decide_bound(p, q, v);
 }
 
 __device__ __forceinline__ float pass_fma(float w, float x, float s)
@@ -473,6 +490,98 @@ __device__ __forceinline__ void pass_take(const cast_pass_params &p, RAW w, bool
     }
 }
 
+/* Casts and stores the sums s of the R output rows from y0 (those from
+ * row `rows` on lie past the strip) at elements e .. e + PASS_V - 1 of
+ * the plane at out (`full`: all PASS_V in the row, vector stores); `bits`
+ * is zero when every input was zero. Returns the outputs the float sums
+ * could not decide (bit r PASS_V + i: output (r, i), in the plane), left
+ * for the caller to sum again in double. The choice of the cast's case is
+ * made once for the R x PASS_V outputs. */
+template <typename T, typename A, int R>
+__device__ __forceinline__ unsigned pass_store_rows(const cast_pass_params &p,
+                                                    const A (&s)[R][PASS_V], unsigned bits, T *out,
+                                                    long long e, bool full, long long y0, int rows)
+{
+    enum { V = PASS_V };
+    const cvk_cast_args &a = p.a;
+    unsigned v[R][V], undecided = 0;
+    if (sizeof(A) == 8) {
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int i = 0; i < V; i++)
+                v[r][i] = (unsigned)cast_bits(a, a.tx[0] * (double)s[r][i]);
+    } else if (bits == 0) { /* every input zero: every sum zero */
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int i = 0; i < V; i++)
+                v[r][i] = 0u;
+    } else if ((p.exact && p.unit) || p.idiv) {
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int i = 0; i < V; i++) {
+                int c;
+                cast_decide(p, (float)s[r][i], &c);
+                v[r][i] = (unsigned)c;
+            }
+    } else if (p.cbound) {
+        /* q (p.w holds the taps over the divisor) decides unless its
+         * nearest integer lies within its error bound */
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int i = 0; i < V; i++) {
+                const float q = (float)s[r][i];
+                if (fabsf(q - rintf(q)) < fmaf(fabsf(q), p.c_rel, p.c_abs))
+                    undecided |= 1u << (r * V + i);
+                v[r][i] = (unsigned)(int)q;
+            }
+    } else {
+        const float m = p.unit ? 1.0f : p.invd;
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int i = 0; i < V; i++) {
+                int c;
+                if (!cast_decide_bound(p, (float)s[r][i] * m, &c))
+                    undecided |= 1u << (r * V + i);
+                v[r][i] = (unsigned)c;
+            }
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        if (r >= rows)
+            break;
+        T *o = out + (y0 + r) * a.os[1] + e;
+        if (full && sizeof(T) == 1) {
+            *(unsigned *)o = __byte_perm(__byte_perm(v[r][0], v[r][1], 0x0040),
+                                         __byte_perm(v[r][2], v[r][3], 0x0040), 0x5410);
+        } else if (full) {
+            uint2 w2;
+            w2.x = __byte_perm(v[r][0], v[r][1], 0x5410);
+            w2.y = __byte_perm(v[r][2], v[r][3], 0x5410);
+            *(uint2 *)o = w2;
+        } else {
+#pragma unroll
+            for (int i = 0; i < V; i++)
+                if (e + i < p.wc)
+                    o[i] = (T)v[r][i];
+        }
+    }
+    if (!undecided)
+        return 0;
+    /* only outputs inside the strip and the row */
+    unsigned inside = 0;
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            inside |= r < rows && e + i < p.wc ? 1u << (r * V + i) : 0u;
+    return undecided & inside;
+}
+
 /* Taps along y only: a thread takes PASS_V consecutive elements of a row
  * and PASS_R(A) output rows at a time, from a window of PASS_R(A) input
  * rows rotating through registers (cast_columns' scheme). The rows a block
@@ -521,7 +630,6 @@ __global__ void __launch_bounds__(CAST_THREADS, 2)
                         for (int i = 0; i < V; i++)
                             s[r][i] = (A)0;
                     }
-                    unsigned undecided = 0; /* bit r V + i: output (r, i) */
 #pragma unroll 1
                     for (int k0 = 0; k0 < K; k0 += R) {
                         /* the rows of the next block's taps */
@@ -551,49 +659,236 @@ __global__ void __launch_bounds__(CAST_THREADS, 2)
                             cur[u] = nxt[u];
                         cv = cn;
                     }
-#pragma unroll
-                    for (int r = 0; r < R; r++) {
-                        const long long y = y0 + r0 + r;
-                        if (r0 + r >= rows)
-                            break;
-                        unsigned v[V];
-#pragma unroll
-                        for (int i = 0; i < V; i++) {
-                            int c = 0;
-                            if (dbl)
-                                v[i] = (unsigned)cast_bits(a, a.tx[0] * (double)s[r][i]);
-                            else if (bits == 0 || cast_decide(p, (float)s[r][i], &c))
-                                v[i] = (unsigned)c;
-                            else
-                                undecided |= 1u << (r * V + i);
-                        }
-                        T *o = out + y * a.os[1] + e;
-                        if (full && sizeof(T) == 1) {
-                            *(unsigned *)o = (v[0] & 0xffu) | (v[1] & 0xffu) << 8 |
-                                             (v[2] & 0xffu) << 16 | v[3] << 24;
-                        } else if (full) {
-                            uint2 w2;
-                            w2.x = (v[0] & 0xffffu) | v[1] << 16;
-                            w2.y = (v[2] & 0xffffu) | v[3] << 16;
-                            *(uint2 *)o = w2;
-                        } else {
-#pragma unroll
-                            for (int i = 0; i < V; i++)
-                                if (e + i < p.wc)
-                                    o[i] = (T)v[i];
-                        }
-                    }
                     /* the outputs the float sums left, in double (rare) */
+                    unsigned undecided = pass_store_rows<T, A, R>(p, s, bits, out, e, full, y0 + r0,
+                                                                  rows - r0);
                     while (undecided) {
                         const int b = __ffs(undecided) - 1, r = b / V, i = b % V;
                         undecided &= undecided - 1;
                         const long long y = y0 + r0 + r;
-                        if (r0 + r < rows && e + i < p.wc)
-                            out[y * a.os[1] + e + i] = (T)cast_y_double<T>(p, in, e + i, y);
+                        out[y * a.os[1] + e + i] = (T)cast_y_double<T>(p, in, e + i, y);
                     }
                 }
             }
         }
+}
+
+/* ---- the y pass through shared memory -------------------------------------
+ * cvk_cast_ystrip_kernel: each warp owns a band of YS_BW = 32 PASS_V
+ * elements of a row and walks down `strip` output rows, R = 4 at a time (a
+ * group), on its own: its input rows come into its ring of p.nr rows in
+ * shared memory with cp.async, a stage of R rows a group, YS_D stages ahead
+ * of those the group reads (rows past the image's ends mapped by the mode
+ * once a row; a cval row is marked, not stored), and only the warp reads
+ * them, so a __syncwarp is the only barrier. A thread sums the taps of its
+ * PASS_V elements of the group's R rows from the ring (a window of R rows
+ * rotating through registers, as cvk_cast_ypass_kernel does from global
+ * memory), over the taps rounded up to a multiple of R (zero taps: no test
+ * a tap). Each input row crosses DRAM once a strip (plus the strip's
+ * K - 1 halo rows); the unrolled body holds shared loads, unpacking and
+ * FMAs only. */
+#define YS_NT 128           /* threads a block (4 independent warps) */
+#define YS_R 4              /* output rows a group, input rows a stage */
+#define YS_D 2              /* stages copied ahead of those a group reads */
+#define YS_MAX_NR 64        /* ring rows at most: K up to 4 (16 - 1 - YS_D) = 52 */
+#define YS_BW (32 * PASS_V) /* elements a warp's band */
+
+/* The taps a y pass of K taps sums (a multiple of YS_R) and the ring rows
+ * it needs: the stages a group reads (KP + R - 1 rows) and the YS_D ahead,
+ * rounded up to a power of two. */
+static int ystrip_taps(int K)
+{
+    return (K + YS_R - 1) / YS_R * YS_R;
+}
+static int ystrip_rows(int K)
+{
+    const int need = YS_R * (ystrip_taps(K) / YS_R + 1 + YS_D);
+    int nr = YS_R;
+    while (nr < need)
+        nr *= 2;
+    return nr;
+}
+
+/* The warp starts copying stage st (ring rows st R .. st R + R - 1, input
+ * rows ya + those) of its band into its ring: the first nch chunks of
+ * p.chunk bytes of each row by cp.async, a lane a chunk (2^cl chunks a
+ * ring row), then the rest of the nb bytes inside the row byte by byte;
+ * marks each row that is cval. One commit group. */
+template <typename T>
+__device__ __forceinline__ void ystrip_issue(const cast_pass_params &p, const char *band,
+                                             long long ya, int st, int stages, int nb, int nch,
+                                             int cl, unsigned char *ring, int *rcv)
+{
+    enum { RB = YS_BW * (int)sizeof(T) };
+    const cvk_cast_args &a = p.a;
+    const int lane = threadIdx.x & 31;
+    if (st < stages) {
+#pragma unroll 1
+        for (int idx = lane; idx < YS_R << cl; idx += 32) {
+            const int c = idx & ((1 << cl) - 1);
+            const int rel = st * YS_R + (idx >> cl), slot = rel & (p.nr - 1);
+            const long long j = ya + rel;
+            const long long m = j >= 0 && j < a.height ? j : pass_boundary(j, a.height, a.mode);
+            if (c == 0)
+                rcv[slot] = m < 0;
+            if (m < 0 || c >= nch)
+                continue;
+            const char *src = band + m * a.is[1] * (long long)sizeof(T) + c * p.chunk;
+            unsigned char *dst = ring + slot * RB + c * p.chunk;
+            if (p.chunk == 16)
+                cvk_cp16(dst, src);
+            else if (p.chunk == 8)
+                cvk_cp8(dst, src);
+            else
+                cvk_cp4(dst, src);
+        }
+        if (nb > nch * p.chunk) /* the band at the rows' end */
+            for (int r = 0; r < YS_R; r++) {
+                const int rel = st * YS_R + r;
+                const long long j = ya + rel;
+                const long long m = j >= 0 && j < a.height ? j : pass_boundary(j, a.height, a.mode);
+                if (m < 0)
+                    continue;
+                const char *src = band + m * a.is[1] * (long long)sizeof(T);
+                unsigned char *dst = ring + (rel & (p.nr - 1)) * RB;
+                for (int b = nch * p.chunk + lane; b < nb; b += 32)
+                    dst[b] = (unsigned char)src[b];
+            }
+    }
+    cvk_cp_commit();
+}
+
+/* The y sums s of the group whose tap 0 of output row 0 is ring row rel0,
+ * the thread's elements at `base` in each ring row, over the p.kp taps (the
+ * taps past K zero); *bits gathers the inputs' bits. CV: some of the rows
+ * may be cval (rcv). */
+template <typename T, typename A, bool CV>
+__device__ __forceinline__ void ystrip_sums(const cast_pass_params &p, const unsigned char *base,
+                                            const int *rcv, int rel0, A (&s)[YS_R][PASS_V],
+                                            unsigned *bits)
+{
+    enum { V = PASS_V, R = YS_R, RB = YS_BW * (int)sizeof(T) };
+    typedef typename std::conditional<sizeof(T) == 1, unsigned, uint2>::type RAW;
+    const bool dbl = sizeof(A) == 8;
+    const int KP = p.kp, mask = p.nr - 1;
+    A win[R][V];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int slot = (rel0 + r) & mask;
+        pass_take(p, *(const RAW *)(base + slot * RB), CV && rcv[slot], win[r], bits);
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            s[r][i] = (A)0;
+    }
+    /* at tap k, slot (r + k) % R of the window holds ring row rel0 + r + k;
+     * after tap k slot k % R takes row rel0 + k + R (the last block's last
+     * tap takes none) */
+    for (int k0 = 0;; k0 += R) {
+        const bool last = k0 + R >= KP;
+#pragma unroll
+        for (int u = 0; u < R; u++) {
+            const int k = k0 + u;
+            const A w = dbl ? (A)p.a.ty[k] : (A)p.w[k];
+#pragma unroll
+            for (int r = 0; r < R; r++)
+#pragma unroll
+                for (int i = 0; i < V; i++)
+                    s[r][i] = pass_fma(w, win[(r + u) % R][i], s[r][i]);
+            if (u < R - 1 || !last) {
+                const int slot = (rel0 + k + R) & mask;
+                pass_take(p, *(const RAW *)(base + slot * RB), CV && rcv[slot], win[u], bits);
+            }
+        }
+        if (last)
+            break;
+    }
+}
+
+/* The double sum, in tap order, of the K taps ty (in shared memory) over
+ * ring rows rel0 .. rel0 + K - 1 at the element at `at` of each row:
+ * cast_y_double's sum, from the ring (out of line: rare). */
+template <typename T>
+__device__ __noinline__ double ystrip_double(const double *ty, int K, double cval,
+                                             const unsigned char *at, const int *rcv, int rel0,
+                                             int mask)
+{
+    enum { RB = YS_BW * (int)sizeof(T) };
+    double s = 0.0;
+    for (int k = 0; k < K; k++) {
+        const int slot = (rel0 + k) & mask;
+        s = fma(ty[k], rcv[slot] ? cval : cast_value(*(const T *)(at + slot * RB)), s);
+    }
+    return s;
+}
+
+template <typename T, typename A>
+__global__ void __launch_bounds__(YS_NT, sizeof(A) == 4 ? 6 : 4)
+    cvk_cast_ystrip_kernel(const __grid_constant__ cast_pass_params p)
+{
+    enum { V = PASS_V, R = YS_R, RB = YS_BW * (int)sizeof(T), W = YS_NT / 32 };
+    const cvk_cast_args &a = p.a;
+    CVK_DYNAMIC_SHARED(smem);
+    double *ty = (double *)smem; /* the K taps, for the double sums */
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    unsigned char *ring = smem + CVK_CAST_MAX_K * 8 + warp * (p.nr * RB); /* the warp's rows */
+    int *rcv = (int *)(smem + CVK_CAST_MAX_K * 8 + W * p.nr * RB) + warp * p.nr; /* 1: cval */
+    for (int k = threadIdx.x; k < p.k; k += YS_NT)
+        ty[k] = a.ty[k];
+    __syncthreads();                        /* the only block-wide barrier */
+    const int SK = p.kp / R + 1;            /* stages a group reads: rows KP + R - 1 */
+    const int cl = __ffs(RB / p.chunk) - 1; /* log2 of the chunks a ring row */
+    const long long bands = cvk_ceil_div(p.wc, (long long)YS_BW);
+    const long long strips = cvk_ceil_div(a.height, p.strip);
+    const bool cvrows = a.mode == CVI_MODE_CONSTANT;
+    const unsigned char *mine = ring + V * lane * (int)sizeof(T); /* the thread's elements */
+    for (long long z = blockIdx.z; z < a.planes; z += gridDim.z)
+        for (long long by = blockIdx.y; by < strips; by += gridDim.y)
+            for (long long bw = blockIdx.x * (long long)W + warp; bw < bands;
+                 bw += (long long)gridDim.x * W) {
+                const long long e0 = bw * YS_BW, e = e0 + V * lane;
+                const long long ys = by * p.strip;
+                const long long ye = ys + p.strip < a.height ? ys + p.strip : a.height;
+                const long long ya = ys - p.koff; /* the input row of ring row 0 */
+                const int groups = (int)((ye - ys + R - 1) / R);
+                const int stages = groups + SK - 1;
+                /* the band's bytes inside the row: nch whole chunks, then the rest */
+                const long long left = (p.wc - e0) * (long long)sizeof(T);
+                const int nb = left < RB ? (int)left : RB, nch = nb / p.chunk;
+                const bool full = e + V <= p.wc;
+                const T *in = (const T *)a.in + z * a.is[0];
+                T *out = (T *)a.out + z * a.os[0];
+                const char *band = (const char *)(in + e0);
+#pragma unroll 1
+                for (int st = 0; st < SK + YS_D - 1; st++)
+                    ystrip_issue<T>(p, band, ya, st, stages, nb, nch, cl, ring, rcv);
+#pragma unroll 1
+                for (int g = 0; g < groups; g++) {
+                    cvk_cp_wait<YS_D - 1>(); /* the group's stages are in (later ones fly on) */
+                    __syncwarp();            /* ...every lane's; group g - 1's reads are done */
+                    ystrip_issue<T>(p, band, ya, g + SK + YS_D - 1, stages, nb, nch, cl, ring, rcv);
+                    if (e >= p.wc)
+                        continue;
+                    const int rel0 = R * g;
+                    const long long y1 = ya + rel0; /* tap 0's row of the group's first output */
+                    A s[R][V];
+                    unsigned bits = 0;
+                    if (cvrows && (y1 < 0 || y1 + p.kp + R - 1 > a.height))
+                        ystrip_sums<T, A, true>(p, mine, rcv, rel0, s, &bits);
+                    else
+                        ystrip_sums<T, A, false>(p, mine, rcv, rel0, s, &bits);
+                    unsigned undecided = pass_store_rows<T, A, R>(p, s, bits, out, e, full,
+                                                                  ys + rel0, (int)(ye - ys - rel0));
+                    while (undecided) { /* in double, from the ring (rare) */
+                        const int b = __ffs(undecided) - 1, r = b / V, i = b % V;
+                        undecided &= undecided - 1;
+                        const double d = ystrip_double<T>(ty, p.k, a.cval, mine + i * sizeof(T),
+                                                          rcv, rel0 + r, p.nr - 1);
+                        out[(ys + rel0 + r) * a.os[1] + e + i] = (T)cast_bits(a, a.tx[0] * d);
+                    }
+                }
+                cvk_cp_wait<0>(); /* the ring is refilled for the next band */
+                __syncwarp();
+            }
 }
 
 /* Taps along x only: a tile of PASS_XTH(C) rows by PASS_XTW * P pixels.
@@ -789,6 +1084,73 @@ static int rows_aligned(const void *base, const long long *s, long long planes, 
            (planes == 1 || (s[0] * es) % vb == 0);
 }
 
+/* The y pass through shared memory (cvk_cast_ystrip_kernel) with the
+ * parameters p made by launch_pass (rows aligned for PASS_V-element words). */
+static cudaError_t launch_ystrip(const cvk_cast_args *a, cast_pass_params *p, int use_float,
+                                 cudaStream_t stream)
+{
+    const int u8 = a->type == CVI_DTYPE_UINT8;
+    const long long es = u8 ? 1 : 2;
+    pass_kernel_fn fn = u8 ? (use_float ? cvk_cast_ystrip_kernel<unsigned char, float>
+                                        : cvk_cast_ystrip_kernel<unsigned char, double>)
+                           : (use_float ? cvk_cast_ystrip_kernel<unsigned short, float>
+                                        : cvk_cast_ystrip_kernel<unsigned short, double>);
+    p->nr = ystrip_rows(p->k);
+    p->kp = ystrip_taps(p->k);
+    for (int k = p->k; k < p->kp; k++) /* zero taps (0 x any input adds nothing) */
+        p->w[k] = 0.0f, p->a.ty[k] = 0.0;
+    p->chunk = 4;
+    for (int c = 16; c > 4; c /= 2)
+        if (rows_aligned(a->in, a->is, a->planes, c, es)) {
+            p->chunk = c;
+            break;
+        }
+    const size_t smem = CVK_CAST_MAX_K * sizeof(double) +
+                        (size_t)(YS_NT / 32) * (size_t)p->nr * (YS_BW * (size_t)es + sizeof(int));
+    if (smem > CVK_DEFAULT_SHARED) {
+        const cudaError_t err = cudaFuncSetAttribute(
+            (const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (err != cudaSuccess)
+            return err;
+    }
+    /* the blocks a multiprocessor holds, asked once an instance and ring
+     * size (it sizes the strips only; the first device's answer serves) */
+    static int held[2 * 2 * 5];
+    int ring = 0;
+    while ((YS_R << (ring + 1)) <= p->nr)
+        ring++;
+    const int id = ((!u8) * 2 + !use_float) * 5 + (ring < 4 ? ring : 4);
+    int per_sm = __atomic_load_n(&held[id], __ATOMIC_RELAXED);
+    if (per_sm == 0) {
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)fn, YS_NT, smem) !=
+            cudaSuccess) {
+            (void)cudaGetLastError(); /* not the launch's error */
+            per_sm = 1;
+        }
+        per_sm = per_sm < 1 ? 1 : per_sm;
+        __atomic_store_n(&held[id], per_sm, __ATOMIC_RELAXED);
+    }
+    /* strips: one wave of the blocks the device holds at once where the
+     * bands and planes leave room, each at least 4 (K - 1) rows (the halo
+     * rows a small share) and a whole number of groups */
+    const long long bands = cvk_ceil_div(p->wc, (long long)YS_NT * PASS_V); /* of a block */
+    const long long planes = a->planes < CVK_GRID_YZ_MAX ? a->planes : CVK_GRID_YZ_MAX;
+    const long long slots = cvk_multiprocessors(a->multiprocessors) * per_sm;
+    long long by = slots / (bands * planes);
+    by = by < 1 ? 1 : by;
+    long long strip = cvk_ceil_div(a->height, by);
+    const long long min_strip = 4 * (p->k - 1) > 32 ? 4 * (p->k - 1) : 32;
+    strip = strip < min_strip ? min_strip : strip;
+    strip = cvk_ceil_div(strip, YS_R) * YS_R;
+    if (strip > a->height)
+        strip = a->height;
+    p->strip = strip;
+    const dim3 grid(cvk_grid_x(bands), cvk_grid_yz(cvk_ceil_div(a->height, strip)),
+                    cvk_grid_yz(a->planes));
+    CVK_LAUNCH(fn, grid, YS_NT, smem, stream, (*p));
+    return cudaGetLastError();
+}
+
 /* A 1-D pass on rows of contiguous interleaved elements through
  * cvk_cast_ypass_kernel or cvk_cast_xpass_kernel: the float sums where they
  * decide the cast (uint8; uint16 when exact), else the double ones. */
@@ -808,8 +1170,10 @@ static cudaError_t launch_pass(const cvk_cast_args *a, int ypass, cudaStream_t s
     int integral = !constant || is_integer(a->cval, 4194304.0);
     if (constant && fabs(a->cval) > M)
         M = fabs(a->cval);
+    int nonneg = !constant || a->cval >= 0.0; /* taps and inputs >= 0 */
     for (int k = 0; k < p.k; k++) {
         const double w = ypass ? a->ty[k] * a->tx[0] : a->tx[k] * a->ty[0];
+        nonneg = nonneg && w >= 0.0;
         p.w[k] = (float)w;
         wsum += fabs(w);
         integral = integral && is_integer(w, 4194304.0);
@@ -827,12 +1191,30 @@ static cudaError_t launch_pass(const cvk_cast_args *a, int ypass, cudaStream_t s
     const double bound = p.exact ? 0.0 : (2.0 * p.k + 8.0) * 0x1p-24 * (wsum * M + 1.0);
     p.err_abs = (float)(bound * fabs(1.0 / a->divisor) * 1.001);
     p.err_rel = 0x1p-21f;
+    /* quotients below 2^21 (qmax bounds them): the bound in one test. With
+     * taps and inputs (cval too) >= 0 every partial sum is at most the
+     * whole, so the float sum's error is within (K + 1) 2^-24 of it and
+     * the quotient's within (K + 6) 2^-24 |q| (the double path's and its
+     * snapping far less): most sums decide with that tighter bound. */
+    const double qmax = (wsum * M + 1.0) * fabs(1.0 / a->divisor);
+    p.cbound = ypass && !p.exact && qmax < 2097152.0;
+    p.c_abs = p.err_abs, p.c_rel = p.err_rel;
+    if (nonneg) {
+        p.c_rel = (float)(((double)p.k + 6.0) * 0x1p-24 * 1.01 + 2.0 * a->snap);
+        p.c_abs = (float)(2.0 * a->snap + 0x1p-100);
+    }
+    if (p.cbound) /* the float sums are quotients (one more rounding of each tap) */
+        for (int k = 0; k < p.k; k++)
+            p.w[k] = (float)((ypass ? a->ty[k] * a->tx[0] : a->tx[k] * a->ty[0]) / a->divisor);
     const int use_float = p.exact || (u8 && wsum * M < 1048576.0);
     /* vector loads and stores of PASS_V elements (the y pass takes both) */
     const int ivec = rows_aligned(a->in, a->is, a->planes, vb, u8 ? 1 : 2);
     const int ovec = rows_aligned(a->out, a->os, a->planes, vb, u8 ? 1 : 2);
     p.vec = ypass ? ivec && ovec : ivec;
     p.ovec = ovec;
+    /* (a cval that is not finite would turn a zero tap into NaN) */
+    if (ypass && p.vec && ystrip_rows(p.k) <= YS_MAX_NR && isfinite(p.cval))
+        return launch_ystrip(a, &p, use_float, stream);
     pass_kernel_fn fn = u8 ? (use_float ? pick_pass<unsigned char, float>(C, ypass)
                                         : pick_pass<unsigned char, double>(C, ypass))
                            : (use_float ? pick_pass<unsigned short, float>(C, ypass)

@@ -35,6 +35,7 @@ typedef struct cvk_cast_args {
     double divisor, snap;      /* the cast's (cvi_truncate_u8/u16) */
     double ty[CVK_CAST_MAX_K]; /* correlation form */
     double tx[CVK_CAST_MAX_K];
+    int multiprocessors; /* of the device, to size grids (0: unknown) */
 } cvk_cast_args;
 
 /*

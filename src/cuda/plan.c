@@ -388,6 +388,7 @@ static cudaError_t launch_cast(const cvcu_plan *plan, const cvk_args *a, cudaStr
         g.ty[k] = p->separable ? p->taps[0][0] * p->taps[1][k] : g.kx == 1 ? p->weights[k] : 1.0;
     for (int k = 0; k < g.kx; k++)
         g.tx[k] = p->separable ? p->taps[2][k] : g.kx == 1 ? 1.0 : p->weights[k];
+    g.multiprocessors = plan->multiprocessors;
     return cvk_cast_launch(&g, stream);
 }
 
