@@ -27,13 +27,15 @@
  *
  * A pass along one axis on rows of contiguous interleaved elements (what
  * the Python package runs for integer images: scipy casts after each axis)
- * takes a kernel of its own: along y cvk_cast_ystrip_kernel (rows staged in
- * shared memory by cp.async, a warp a band; cvk_cast_ypass_kernel, which
- * loads from global memory, where rows are not aligned to 4 elements, K >
- * 52 or cval is not finite), along x cvk_cast_xpass_kernel: vector loads
- * of 4 elements, and for uint8 (and exact integer sums) float sums where
- * they decide the cast, double ones where they do not (see the section's
- * comment below).
+ * takes kernels of their own, rows staged in shared memory by cp.async, a
+ * warp walking down a band or segment on its own: along y
+ * cvk_cast_ystrip_kernel, along x cvk_cast_xstrip_kernel (and
+ * cvk_cast_xedge_kernel for the pixels whose taps reach past the row's
+ * ends); where rows are not aligned to 4 bytes (and along y where K > 52
+ * or cval is not finite) the older cvk_cast_ypass_kernel and
+ * cvk_cast_xpass_kernel, which load from global memory. For uint8 (and
+ * exact integer sums) float sums where they decide the cast, double ones
+ * where they do not (see the section's comment below).
  */
 #include "fast_cast.h"
 
@@ -290,6 +292,7 @@ typedef struct cast_pass_params {
     int nr;                  /* its ring's rows (a power of two) */
     int kp;                  /* its taps: k rounded up to a multiple of YS_R (zeros past k) */
     int chunk;               /* bytes a cp.async copies: 16, 8 or 4 */
+    int xrb;                 /* x pass through shared memory: bytes a ring row */
 } cast_pass_params;
 
 /* The bound case of cast_decide: whether no integer lies within the error
@@ -490,27 +493,22 @@ __device__ __forceinline__ void pass_take(const cast_pass_params &p, RAW w, bool
     }
 }
 
-/* Casts and stores the sums s of the R output rows from y0 (those from
- * row `rows` on lie past the strip) at elements e .. e + PASS_V - 1 of
- * the plane at out (`full`: all PASS_V in the row, vector stores); `bits`
- * is zero when every input was zero. Returns the outputs the float sums
- * could not decide (bit r PASS_V + i: output (r, i), in the plane), left
- * for the caller to sum again in double. The choice of the cast's case is
- * made once for the R x PASS_V outputs. */
-template <typename T, typename A, int R>
-__device__ __forceinline__ unsigned pass_store_rows(const cast_pass_params &p,
-                                                    const A (&s)[R][PASS_V], unsigned bits, T *out,
-                                                    long long e, bool full, long long y0, int rows)
+/* The casts v of the float (or double: times dscale) sums s, R x V of
+ * them, the case of the cast chosen once; `bits` is zero when every input
+ * was zero. Returns
+ * the outputs the float sums could not decide (bit r V + i: s[r][i]). */
+template <typename A, int R, int V>
+__device__ __forceinline__ unsigned pass_decide(const cast_pass_params &p, const A (&s)[R][V],
+                                                unsigned bits, double dscale, unsigned (&v)[R][V])
 {
-    enum { V = PASS_V };
     const cvk_cast_args &a = p.a;
-    unsigned v[R][V], undecided = 0;
+    unsigned undecided = 0;
     if (sizeof(A) == 8) {
 #pragma unroll
         for (int r = 0; r < R; r++)
 #pragma unroll
             for (int i = 0; i < V; i++)
-                v[r][i] = (unsigned)cast_bits(a, a.tx[0] * (double)s[r][i]);
+                v[r][i] = (unsigned)cast_bits(a, dscale * (double)s[r][i]);
     } else if (bits == 0) { /* every input zero: every sum zero */
 #pragma unroll
         for (int r = 0; r < R; r++)
@@ -550,6 +548,24 @@ __device__ __forceinline__ unsigned pass_store_rows(const cast_pass_params &p,
                 v[r][i] = (unsigned)c;
             }
     }
+    return undecided;
+}
+
+/* Casts and stores the sums s of the R output rows from y0 (those from
+ * row `rows` on lie past the strip) at elements e .. e + PASS_V - 1 of
+ * the plane at out (`full`: all PASS_V in the row, vector stores); `bits`
+ * is zero when every input was zero. Returns the outputs the float sums
+ * could not decide (bit r PASS_V + i: output (r, i), in the plane), left
+ * for the caller to sum again in double. */
+template <typename T, typename A, int R>
+__device__ __forceinline__ unsigned pass_store_rows(const cast_pass_params &p,
+                                                    const A (&s)[R][PASS_V], unsigned bits, T *out,
+                                                    long long e, bool full, long long y0, int rows)
+{
+    enum { V = PASS_V };
+    const cvk_cast_args &a = p.a;
+    unsigned v[R][V];
+    const unsigned undecided = pass_decide<A, R, V>(p, s, bits, a.tx[0], v);
 #pragma unroll
     for (int r = 0; r < R; r++) {
         if (r >= rows)
@@ -891,6 +907,231 @@ __global__ void __launch_bounds__(YS_NT, sizeof(A) == 4 ? 6 : 4)
             }
 }
 
+/* ---- the x pass through shared memory -------------------------------------
+ * cvk_cast_xstrip_kernel<T, A, C>: each warp owns a segment of XS_NPW(C)
+ * pixels of a row (32 / C items of XS_P consecutive pixels of one channel,
+ * a lane an item) and walks down `strip` rows on its own: each row's
+ * segment and its halo come into the warp's ring of XS_NS rows in shared
+ * memory as they are (cp.async chunks wholly inside the row, the bytes of
+ * a chunk across its end one by one), XS_D rows ahead. A lane sums the
+ * taps (rounded up to a multiple of 4, zeros past K) of its item's XS_P
+ * outputs from a window of XS_P inputs rotating through registers, each
+ * input read from shared memory once; the cast is decided as in the y
+ * pass, the outputs left summed again in double from the ring. Items whose
+ * taps reach past the row's ends are left to cvk_cast_xedge_kernel (a
+ * thread an output, through the mode from global memory): an edge item
+ * here made its warp, and the wave, several times slower. */
+#define XS_NT 128                 /* threads a block (4 independent warps) */
+#define XS_P 8                    /* pixels an item */
+#define XS_NS 8                   /* rows in a warp's ring */
+#define XS_D 4                    /* rows copied ahead */
+#define XS_NPW(C) (32 / (C)*XS_P) /* pixels a warp's segment */
+
+/* Bytes a ring row holds: the segment's XS_NPW(C) + KP pixels (the window
+ * reads one past the last tap), from a chunk boundary, whole chunks. */
+static int xstrip_row_bytes(int C, int es, int kp, int chunk)
+{
+    const int b = (XS_NPW(C) + kp) * C * es + 2 * chunk;
+    return (b + 15) / 16 * 16;
+}
+
+/* The warp starts copying row y's bytes [b0, b0 + nb) (b0 a multiple of
+ * p.chunk, relative to the row's start, which may lie before it) into
+ * ring row dst: chunks wholly inside the row (rb bytes) by cp.async, the
+ * bytes of the others inside the row one by one. One commit group. */
+__device__ __forceinline__ void xstrip_issue(const cast_pass_params &p, const char *row,
+                                             long long b0, int nb, long long rb, bool live,
+                                             unsigned char *dst)
+{
+    const int lane = threadIdx.x & 31, ch = p.chunk;
+    if (live)
+#pragma unroll 1
+        for (int o = lane * ch; o < nb; o += 32 * ch) {
+            const long long g = b0 + o;
+            if (g >= 0 && g + ch <= rb) {
+                if (ch == 16)
+                    cvk_cp16(dst + o, row + g);
+                else if (ch == 8)
+                    cvk_cp8(dst + o, row + g);
+                else
+                    cvk_cp4(dst + o, row + g);
+            } else {
+                for (int i = 0; i < ch; i++)
+                    if (g + i >= 0 && g + i < rb)
+                        dst[o + i] = (unsigned char)row[g + i];
+            }
+        }
+    cvk_cp_commit();
+}
+
+/* An element as the x pass sums it: float (exact), or the double of the
+ * y tap times it (cast_x_double's order). */
+__device__ __forceinline__ float xstrip_value(const cast_pass_params &p, unsigned v, float)
+{
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(0x4B000000u | v) - 8388608.0f;
+#else
+    return (float)v;
+#endif
+}
+__device__ __forceinline__ double xstrip_value(const cast_pass_params &p, unsigned v, double)
+{
+    return fma(p.a.ty[0], cast_value(v), 0.0);
+}
+
+/* The double sum of cast_x_double over the K taps tx (in shared memory)
+ * from the element at `at` of a ring row, elements `step` bytes apart
+ * (out of line: rare). */
+template <typename T>
+__device__ __noinline__ double xstrip_double(const double *tx, int K, double ty0,
+                                             const unsigned char *at, int step)
+{
+    double s = 0.0;
+    for (int k = 0; k < K; k++)
+        s = fma(tx[k], fma(ty0, cast_value(*(const T *)(at + k * step)), 0.0), s);
+    return s;
+}
+
+template <typename T, typename A, int C>
+__global__ void __launch_bounds__(XS_NT, sizeof(A) == 4 ? 6 : 4)
+    cvk_cast_xstrip_kernel(const __grid_constant__ cast_pass_params p)
+{
+    enum { P = XS_P, NPW = XS_NPW(C), G = 32 / C, ES = (int)sizeof(T), W = XS_NT / 32 };
+    const cvk_cast_args &a = p.a;
+    const bool dbl = sizeof(A) == 8;
+    CVK_DYNAMIC_SHARED(smem);
+    double *tx = (double *)smem; /* the K taps, for the double sums */
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int RB = p.xrb; /* bytes a ring row */
+    unsigned char *ring = smem + CVK_CAST_MAX_K * 8 + warp * (XS_NS * RB);
+    for (int k = threadIdx.x; k < p.k; k += XS_NT)
+        tx[k] = a.tx[k];
+    __syncthreads();                      /* the only block-wide barrier */
+    const int g = lane / C, c = lane % C; /* the lane's item: pixels P g.., channel c */
+    const long long segs = cvk_ceil_div(a.width, NPW);
+    const long long strips = cvk_ceil_div(a.height, p.strip);
+    const long long rb = a.width * C * ES; /* bytes of a row's elements */
+    const int step = C * ES;               /* bytes from a pixel to the next */
+    for (long long z = blockIdx.z; z < a.planes; z += gridDim.z)
+        for (long long by = blockIdx.y; by < strips; by += gridDim.y)
+            for (long long sg = blockIdx.x * (long long)W + warp; sg < segs;
+                 sg += (long long)gridDim.x * W) {
+                const long long x0 = sg * NPW, ys = by * p.strip;
+                const int rows = (int)(a.height - ys < p.strip ? a.height - ys : p.strip);
+                /* the ring rows' bytes: from the chunk holding pixel x0 - koff */
+                const long long fb = (x0 - p.koff) * C * ES;
+                const long long b0 = (fb >= 0 ? fb / p.chunk : -((-fb + p.chunk - 1) / p.chunk)) *
+                                     p.chunk;
+                const char *plane = (const char *)a.in + z * a.is[0] * ES;
+                T *out = (T *)a.out + z * a.os[0];
+                const long long x = x0 + P * g; /* the item's first output pixel */
+                /* an item whose taps all lie inside the row (the others are
+                 * cvk_cast_xedge_kernel's) */
+                const bool item = g < G && x - p.koff >= 0 && x - p.koff + P + p.k - 2 < a.width;
+                const int at = (int)((x - p.koff) * C * ES + c * ES - b0); /* its first byte */
+#pragma unroll 1
+                for (int r = 0; r < XS_D; r++)
+                    xstrip_issue(p, plane + (ys + r) * a.is[1] * ES, b0, RB, rb, r < rows,
+                                 ring + (r % XS_NS) * RB);
+#pragma unroll 1
+                for (int r = 0; r < rows; r++) {
+                    cvk_cp_wait<XS_D - 1>(); /* row r is in (later ones fly on) */
+                    __syncwarp();            /* ...every lane's; row r - 1's reads are done */
+                    xstrip_issue(p, plane + (ys + r + XS_D) * a.is[1] * ES, b0, RB, rb,
+                                 r + XS_D < rows, ring + ((r + XS_D) % XS_NS) * RB);
+                    if (!item)
+                        continue;
+                    const unsigned char *src = ring + (r % XS_NS) * RB + at;
+                    A s[1][P];
+                    unsigned bits = 0;
+                    {
+                        A win[P];
+#pragma unroll
+                        for (int j = 0; j < P; j++) {
+                            const unsigned u = *(const T *)(src + j * step);
+                            bits |= u;
+                            win[j] = xstrip_value(p, u, (A)0);
+                            s[0][j] = (A)0;
+                        }
+                        /* at tap k, slot (o + k) % P holds pixel o + k of the
+                         * window; after tap k slot k % P takes pixel k + P */
+                        for (int k0 = 0;; k0 += P) {
+#pragma unroll
+                            for (int u = 0; u < P; u++) {
+                                const int k = k0 + u;
+                                if (u == P / 2 && k >= p.kp)
+                                    break;
+                                const A w = dbl ? (A)a.tx[k] : (A)p.w[k];
+#pragma unroll
+                                for (int o = 0; o < P; o++)
+                                    s[0][o] = pass_fma(w, win[(o + u) % P], s[0][o]);
+                                const unsigned v = *(const T *)(src + (k + P) * step);
+                                bits |= v;
+                                win[u] = xstrip_value(p, v, (A)0);
+                            }
+                            if (k0 + P >= p.kp)
+                                break;
+                        }
+                    }
+                    unsigned v[1][P];
+                    unsigned undecided = pass_decide<A, 1, P>(p, s, bits, 1.0, v);
+                    T *dst = out + (ys + r) * a.os[1] + x * C + c;
+                    if (C == 1 && p.ovec) {
+                        if (ES == 1) {
+                            uint2 w2;
+                            w2.x = __byte_perm(__byte_perm(v[0][0], v[0][1], 0x0040),
+                                               __byte_perm(v[0][2], v[0][3], 0x0040), 0x5410);
+                            w2.y = __byte_perm(__byte_perm(v[0][4], v[0][5], 0x0040),
+                                               __byte_perm(v[0][6], v[0][7], 0x0040), 0x5410);
+                            ((unsigned *)dst)[0] = w2.x;
+                            ((unsigned *)dst)[1] = w2.y;
+                        } else {
+#pragma unroll
+                            for (int h = 0; h < 2; h++) {
+                                uint2 w2;
+                                w2.x = __byte_perm(v[0][4 * h], v[0][4 * h + 1], 0x5410);
+                                w2.y = __byte_perm(v[0][4 * h + 2], v[0][4 * h + 3], 0x5410);
+                                ((uint2 *)dst)[h] = w2;
+                            }
+                        }
+                    } else {
+#pragma unroll
+                        for (int o = 0; o < P; o++)
+                            dst[o * C] = (T)v[0][o];
+                    }
+                    while (undecided) { /* in double (rare) */
+                        const int o = __ffs(undecided) - 1;
+                        undecided &= undecided - 1;
+                        dst[o * C] = (T)cast_bits(
+                            a, xstrip_double<T>(tx, p.k, a.ty[0], src + o * step, step));
+                    }
+                }
+                cvk_cp_wait<0>(); /* the ring is refilled for the next segment */
+                __syncwarp();
+            }
+}
+
+/* The outputs of the x pass at pixels [0, xl) and [xr, W) of every row
+ * (those of the items cvk_cast_xstrip_kernel leaves: their taps reach past
+ * the row's ends), a thread an output, each cast_x_double's. */
+template <typename T, int C>
+__global__ void __launch_bounds__(XS_NT)
+    cvk_cast_xedge_kernel(const __grid_constant__ cast_pass_params p, long long xl, long long xr)
+{
+    const cvk_cast_args &a = p.a;
+    const long long ne = xl + a.width - xr, n = a.planes * a.height * ne * C;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        const int c = (int)(i % C);
+        const long long t = i / C, j = t % ne, row = t / ne;
+        const long long y = row % a.height, z = row / a.height;
+        const long long x = j < xl ? j : xr + (j - xl);
+        const T *irow = (const T *)a.in + z * a.is[0] + y * a.is[1];
+        T *orow = (T *)a.out + z * a.os[0] + y * a.os[1];
+        orow[x * C + c] = (T)cast_x_double<T, C>(p, irow, x, c);
+    }
+}
+
 /* Taps along x only: a tile of PASS_XTH(C) rows by PASS_XTW * P pixels.
  * Its rows and halo are staged in shared memory as A (double: times the y
  * tap, as cast_columns leaves them), loaded in PASS_V-element words, by
@@ -1096,15 +1337,6 @@ static cudaError_t launch_ystrip(const cvk_cast_args *a, cast_pass_params *p, in
                            : (use_float ? cvk_cast_ystrip_kernel<unsigned short, float>
                                         : cvk_cast_ystrip_kernel<unsigned short, double>);
     p->nr = ystrip_rows(p->k);
-    p->kp = ystrip_taps(p->k);
-    for (int k = p->k; k < p->kp; k++) /* zero taps (0 x any input adds nothing) */
-        p->w[k] = 0.0f, p->a.ty[k] = 0.0;
-    p->chunk = 4;
-    for (int c = 16; c > 4; c /= 2)
-        if (rows_aligned(a->in, a->is, a->planes, c, es)) {
-            p->chunk = c;
-            break;
-        }
     const size_t smem = CVK_CAST_MAX_K * sizeof(double) +
                         (size_t)(YS_NT / 32) * (size_t)p->nr * (YS_BW * (size_t)es + sizeof(int));
     if (smem > CVK_DEFAULT_SHARED) {
@@ -1148,6 +1380,97 @@ static cudaError_t launch_ystrip(const cvk_cast_args *a, cast_pass_params *p, in
     const dim3 grid(cvk_grid_x(bands), cvk_grid_yz(cvk_ceil_div(a->height, strip)),
                     cvk_grid_yz(a->planes));
     CVK_LAUNCH(fn, grid, YS_NT, smem, stream, (*p));
+    return cudaGetLastError();
+}
+
+typedef void (*xstrip_fn)(cast_pass_params);
+
+template <typename T, typename A>
+static xstrip_fn pick_xstrip(int C)
+{
+    switch (C) {
+    case 1: return cvk_cast_xstrip_kernel<T, A, 1>;
+    case 2: return cvk_cast_xstrip_kernel<T, A, 2>;
+    case 3: return cvk_cast_xstrip_kernel<T, A, 3>;
+    default: return cvk_cast_xstrip_kernel<T, A, 4>;
+    }
+}
+
+/* The x pass through shared memory (cvk_cast_xstrip_kernel) with the
+ * parameters p made by launch_pass (chunk and taps set). */
+static cudaError_t launch_xstrip(const cvk_cast_args *a, cast_pass_params *p, int use_float,
+                                 cudaStream_t stream)
+{
+    const int u8 = a->type == CVI_DTYPE_UINT8, C = a->channels;
+    const int es = u8 ? 1 : 2;
+    xstrip_fn fn = u8 ? (use_float ? pick_xstrip<unsigned char, float>(C)
+                                   : pick_xstrip<unsigned char, double>(C))
+                      : (use_float ? pick_xstrip<unsigned short, float>(C)
+                                   : pick_xstrip<unsigned short, double>(C));
+    p->xrb = xstrip_row_bytes(C, es, p->kp, p->chunk);
+    const size_t smem = CVK_CAST_MAX_K * sizeof(double) +
+                        (size_t)(XS_NT / 32) * XS_NS * (size_t)p->xrb;
+    if (smem > CVK_DEFAULT_SHARED) {
+        const cudaError_t err = cudaFuncSetAttribute(
+            (const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (err != cudaSuccess)
+            return err;
+    }
+    /* the blocks a multiprocessor holds, asked once an instance (it sizes
+     * the strips only; the first device's answer serves) */
+    static int held[2 * 2 * 4];
+    const int id = ((!u8) * 2 + !use_float) * 4 + C - 1;
+    int per_sm = __atomic_load_n(&held[id], __ATOMIC_RELAXED);
+    if (per_sm == 0) {
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)fn, XS_NT, smem) !=
+            cudaSuccess) {
+            (void)cudaGetLastError(); /* not the launch's error */
+            per_sm = 1;
+        }
+        per_sm = per_sm < 1 ? 1 : per_sm;
+        __atomic_store_n(&held[id], per_sm, __ATOMIC_RELAXED);
+    }
+    /* strips: one wave of the warps the device holds at once where the
+     * segments and planes leave room, each at least 4 XS_D rows (the ring's
+     * filling a small share) */
+    const long long segs = cvk_ceil_div(a->width, XS_NPW(C));
+    const long long planes = a->planes < CVK_GRID_YZ_MAX ? a->planes : CVK_GRID_YZ_MAX;
+    const long long slots = cvk_multiprocessors(a->multiprocessors) * per_sm * (XS_NT / 32);
+    long long by = slots / (segs * planes);
+    by = by < 1 ? 1 : by;
+    long long strip = cvk_ceil_div(a->height, by);
+    strip = strip < 4 * XS_D ? 4 * XS_D : strip;
+    if (strip > a->height)
+        strip = a->height;
+    p->strip = strip;
+    const dim3 grid(cvk_grid_x(cvk_ceil_div(segs, XS_NT / 32)),
+                    cvk_grid_yz(cvk_ceil_div(a->height, strip)), cvk_grid_yz(a->planes));
+    CVK_LAUNCH(fn, grid, XS_NT, smem, stream, (*p));
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess)
+        return err;
+    /* the pixels of the items whose taps reach past the row's ends: items
+     * from x < koff, and from x >= W - P - K + 2 + koff */
+    const long long W = a->width, P = XS_P;
+    long long xl = cvk_ceil_div(p->koff, P) * P, r0 = W - P - p->k + 2 + p->koff;
+    long long xr = r0 <= 0 ? 0 : cvk_ceil_div(r0, P) * P;
+    xl = xl < W ? xl : W;
+    xr = xr < xl ? xl : xr < W ? xr : W;
+    const long long n = a->planes * a->height * (xl + W - xr) * C;
+    if (n == 0)
+        return cudaSuccess;
+    void (*edge)(cast_pass_params, long long,
+                 long long) = u8 ? (C == 1   ? cvk_cast_xedge_kernel<unsigned char, 1>
+                                    : C == 2 ? cvk_cast_xedge_kernel<unsigned char, 2>
+                                    : C == 3 ? cvk_cast_xedge_kernel<unsigned char, 3>
+                                             : cvk_cast_xedge_kernel<unsigned char, 4>)
+                                 : (C == 1   ? cvk_cast_xedge_kernel<unsigned short, 1>
+                                    : C == 2 ? cvk_cast_xedge_kernel<unsigned short, 2>
+                                    : C == 3 ? cvk_cast_xedge_kernel<unsigned short, 3>
+                                             : cvk_cast_xedge_kernel<unsigned short, 4>);
+    const long long blocks = cvk_ceil_div(n, XS_NT);
+    CVK_LAUNCH(edge, cvk_grid_x(blocks < CVK_FLAT_MAX_BLOCKS ? blocks : CVK_FLAT_MAX_BLOCKS), XS_NT,
+               0, stream, (*p, xl, xr));
     return cudaGetLastError();
 }
 
@@ -1196,25 +1519,45 @@ static cudaError_t launch_pass(const cvk_cast_args *a, int ypass, cudaStream_t s
      * whole, so the float sum's error is within (K + 1) 2^-24 of it and
      * the quotient's within (K + 6) 2^-24 |q| (the double path's and its
      * snapping far less): most sums decide with that tighter bound. */
-    const double qmax = (wsum * M + 1.0) * fabs(1.0 / a->divisor);
-    p.cbound = ypass && !p.exact && qmax < 2097152.0;
-    p.c_abs = p.err_abs, p.c_rel = p.err_rel;
-    if (nonneg) {
-        p.c_rel = (float)(((double)p.k + 6.0) * 0x1p-24 * 1.01 + 2.0 * a->snap);
-        p.c_abs = (float)(2.0 * a->snap + 0x1p-100);
-    }
-    if (p.cbound) /* the float sums are quotients (one more rounding of each tap) */
-        for (int k = 0; k < p.k; k++)
-            p.w[k] = (float)((ypass ? a->ty[k] * a->tx[0] : a->tx[k] * a->ty[0]) / a->divisor);
     const int use_float = p.exact || (u8 && wsum * M < 1048576.0);
     /* vector loads and stores of PASS_V elements (the y pass takes both) */
     const int ivec = rows_aligned(a->in, a->is, a->planes, vb, u8 ? 1 : 2);
     const int ovec = rows_aligned(a->out, a->os, a->planes, vb, u8 ? 1 : 2);
     p.vec = ypass ? ivec && ovec : ivec;
     p.ovec = ovec;
-    /* (a cval that is not finite would turn a zero tap into NaN) */
-    if (ypass && p.vec && ystrip_rows(p.k) <= YS_MAX_NR && isfinite(p.cval))
-        return launch_ystrip(a, &p, use_float, stream);
+    /* the kernels through shared memory: rows copied in chunks of 16, 8 or
+     * 4 bytes, taps padded with zeros (a cval that is not finite would turn
+     * a zero tap into NaN) */
+    p.chunk = 0;
+    for (int c = 16; c >= 4 && !p.chunk; c /= 2)
+        if (rows_aligned(a->in, a->is, a->planes, c, u8 ? 1 : 2))
+            p.chunk = c;
+    p.kp = ystrip_taps(p.k);
+    const int strip_kernel = p.chunk && isfinite(p.cval) &&
+                             (ypass ? p.vec && ystrip_rows(p.k) <= YS_MAX_NR
+                                    : p.kp <= CVK_CAST_MAX_K);
+    for (int k = p.k; k < p.kp; k++) /* zero taps (0 x any input adds nothing) */
+        p.w[k] = 0.0f, p.a.ty[k] = ypass ? 0.0 : p.a.ty[k], p.a.tx[k] = ypass ? p.a.tx[k] : 0.0;
+    /* quotients below 2^21 (qmax bounds them): the bound in one test, for
+     * the kernels that take the sums through pass_decide (both y passes,
+     * the x pass through shared memory). With taps and inputs (cval too)
+     * >= 0 every partial sum is at most the whole, so the float sum's error
+     * is within (K + 1) 2^-24 of it and the quotient's within (K + 6)
+     * 2^-24 |q| (the double path's and its snapping far less): most sums
+     * decide with that tighter bound, and a zero sum is exact. */
+    const double qmax = (wsum * M + 1.0) * fabs(1.0 / a->divisor);
+    p.cbound = (ypass || strip_kernel) && !p.exact && qmax < 2097152.0;
+    p.c_abs = p.err_abs, p.c_rel = p.err_rel;
+    if (nonneg) {
+        p.c_rel = (float)(((double)p.k + 6.0) * 0x1p-24 * 1.01 + 2.0 * a->snap);
+        p.c_abs = 0.0f;
+    }
+    if (p.cbound) /* the float sums are quotients (one more rounding of each tap) */
+        for (int k = 0; k < p.k; k++)
+            p.w[k] = (float)((ypass ? a->ty[k] * a->tx[0] : a->tx[k] * a->ty[0]) / a->divisor);
+    if (strip_kernel)
+        return ypass ? launch_ystrip(a, &p, use_float, stream)
+                     : launch_xstrip(a, &p, use_float, stream);
     pass_kernel_fn fn = u8 ? (use_float ? pick_pass<unsigned char, float>(C, ypass)
                                         : pick_pass<unsigned char, double>(C, ypass))
                            : (use_float ? pick_pass<unsigned short, float>(C, ypass)
