@@ -28,10 +28,15 @@ RNG = np.random.default_rng(SEED)
 MODES = ["reflect", "constant", "nearest", "mirror", "wrap"]
 
 
-def compare(name, x, ours, theirs):
+def compare(name, x, ours, theirs, inter=0.0):
     """ours (from x in x's type) against scipy: float64 to 1e-10 of the
     scale; float32 within twice scipy's own float32 error (against scipy on
-    x in float64) plus an ulp of the scale; integers equal."""
+    x in float64) plus an ulp of the scale, and for calls of several passes
+    an ulp of `inter`, the scale of the float32 values between the passes
+    (a short pass is a float sum, within an ulp or so of each value, and a
+    long pass after it can cancel down to a far smaller scale: seed
+    172770668 had 2 x 1.5e-9 + 5.0e-9 against 8.07e-9 at scale 0.042);
+    integers equal."""
     CHECKS.count()
     got = ours(x)
     if x.dtype.kind in "ui":
@@ -50,7 +55,7 @@ def compare(name, x, ours, theirs):
         theirs_err = None
     else:
         theirs_err = float(np.abs(theirs(x).astype(np.float64) - ref).max())
-        limit = 2 * theirs_err + 1.2e-7 * scale
+        limit = 2 * theirs_err + 1.2e-7 * scale + 2.0 ** -23 * inter
     if not err <= limit:
         CHECKS.fail("%s: %s: error %.3g (scale %.3g), limit %.3g (scipy's float32: %s)" % (
             name, x.dtype, err, scale, limit, theirs_err))
@@ -86,7 +91,8 @@ def test_uniform():
                 kw = dict(mode=MODES[int(RNG.integers(0, 5))], cval=0.5)
                 compare("uniform_filter %s sizes (3, 2001) %s" % (shape, kw), x,
                         lambda a: cv.uniform_filter(a, (3, 2001), **kw),
-                        lambda a: ndi.uniform_filter(a, (3, 2001), **kw))
+                        lambda a: ndi.uniform_filter(a, (3, 2001), **kw),
+                        inter=float(np.abs(x).max()))
 
 
 def test_gaussian():
