@@ -284,15 +284,17 @@ typedef struct cast_pass_params {
     int zeros;     /* an output of zero inputs is 0 unchecked (cval, if used, is 0 as float too) */
     float d, invd; /* divisor and its reciprocal */
     float err_abs, err_rel; /* the float quotient's error bound: err_abs + err_rel |q| */
-    int cbound; /* y pass: every |q| < 2^21, its error within c_abs + c_rel |q|; w over the divisor */
+    int cbound; /* pass_decide: every |q| < 2^21, its error within c_abs + c_rel |q|; w over the
+                   divisor (y passes, the x pass through shared memory) */
     float c_abs, c_rel;
     float cval;
     float w[CVK_CAST_MAX_K]; /* the float sums' taps: the pass's times the other axis's tap */
-    long long strip;         /* y pass through shared memory: output rows a block */
-    int nr;                  /* its ring's rows (a power of two) */
-    int kp;                  /* its taps: k rounded up to a multiple of YS_R (zeros past k) */
-    int chunk;               /* bytes a cp.async copies: 16, 8 or 4 */
-    int xrb;                 /* x pass through shared memory: bytes a ring row */
+    /* the passes through shared memory */
+    long long strip; /* rows a warp walks down */
+    int nr;          /* y: rows a warp's ring */
+    int kp;          /* taps summed: k rounded up to a multiple of YS_R (zeros past k) */
+    int chunk;       /* bytes a cp.async copies: 16, 8 or 4 */
+    int xrb;         /* x: bytes a ring row */
 } cast_pass_params;
 
 /* The bound case of cast_decide: whether no integer lies within the error
