@@ -257,6 +257,34 @@ __device__ __forceinline__ long long cvk_grid_row()
         }                                                                                 \
     } while (0)
 
+/* Readies kernel fn for blocks of `threads` with smem bytes of dynamic
+ * shared memory: raises its limit when smem is over the default (the
+ * launch's error if that fails), and sets *per_sm to the blocks a
+ * multiprocessor holds, asked once for the cache slot *held (0 until
+ * asked; the first device's answer serves every device, as it only sizes
+ * grids; a failed query counts 1 and is not the launch's error). */
+static inline cudaError_t cvk_launch_ready(const void *fn, int threads, size_t smem, int *held,
+                                           int *per_sm)
+{
+    if (smem > CVK_DEFAULT_SHARED) {
+        const cudaError_t err = cudaFuncSetAttribute(
+            fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (err != cudaSuccess)
+            return err;
+    }
+    int n = __atomic_load_n(held, __ATOMIC_RELAXED);
+    if (n == 0) {
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, fn, threads, smem) != cudaSuccess) {
+            (void)cudaGetLastError();
+            n = 1;
+        }
+        n = n < 1 ? 1 : n;
+        __atomic_store_n(held, n, __ATOMIC_RELAXED);
+    }
+    *per_sm = n;
+    return cudaSuccess;
+}
+
 /* ---- asynchronous copies global -> shared (cp.async, sm_80+) ------------ *
  * cvk_cp16 copies 16 bytes (both addresses 16-byte aligned), cvk_cp8 8
  * bytes (both 8-byte aligned), cvk_cp4 4 bytes; cvk_cp_commit closes a group of copies, cvk_cp_wait<N> waits until

@@ -1345,29 +1345,18 @@ static cudaError_t launch_ystrip(const cvk_cast_args *a, cast_pass_params *p, in
     p->nr = ystrip_rows(p->k);
     const size_t smem = CVK_CAST_MAX_K * sizeof(double) +
                         (size_t)(YS_NT / 32) * (size_t)p->nr * (YS_BW * (size_t)es + sizeof(int));
-    if (smem > CVK_DEFAULT_SHARED) {
-        const cudaError_t err = cudaFuncSetAttribute(
-            (const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (err != cudaSuccess)
-            return err;
-    }
     /* the blocks a multiprocessor holds, asked once an instance and ring
-     * size (it sizes the strips only; the first device's answer serves) */
+     * size */
     static int held[2 * 2 * 5];
     int ring = 0;
     while ((YS_R << (ring + 1)) <= p->nr)
         ring++;
-    const int id = ((!u8) * 2 + !use_float) * 5 + (ring < 4 ? ring : 4);
-    int per_sm = __atomic_load_n(&held[id], __ATOMIC_RELAXED);
-    if (per_sm == 0) {
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)fn, YS_NT, smem) !=
-            cudaSuccess) {
-            (void)cudaGetLastError(); /* not the launch's error */
-            per_sm = 1;
-        }
-        per_sm = per_sm < 1 ? 1 : per_sm;
-        __atomic_store_n(&held[id], per_sm, __ATOMIC_RELAXED);
-    }
+    int per_sm;
+    const cudaError_t err = cvk_launch_ready(
+        (const void *)fn, YS_NT, smem, &held[((!u8) * 2 + !use_float) * 5 + (ring < 4 ? ring : 4)],
+        &per_sm);
+    if (err != cudaSuccess)
+        return err;
     /* strips: one wave of the blocks the device holds at once where the
      * bands and planes leave room, each at least 4 (K - 1) rows (the halo
      * rows a small share) and a whole number of groups */
@@ -1389,10 +1378,8 @@ static cudaError_t launch_ystrip(const cvk_cast_args *a, cast_pass_params *p, in
     return cudaGetLastError();
 }
 
-typedef void (*xstrip_fn)(cast_pass_params);
-
 template <typename T, typename A>
-static xstrip_fn pick_xstrip(int C)
+static pass_kernel_fn pick_xstrip(int C)
 {
     switch (C) {
     case 1: return cvk_cast_xstrip_kernel<T, A, 1>;
@@ -1409,33 +1396,20 @@ static cudaError_t launch_xstrip(const cvk_cast_args *a, cast_pass_params *p, in
 {
     const int u8 = a->type == CVI_DTYPE_UINT8, C = a->channels;
     const int es = u8 ? 1 : 2;
-    xstrip_fn fn = u8 ? (use_float ? pick_xstrip<unsigned char, float>(C)
-                                   : pick_xstrip<unsigned char, double>(C))
-                      : (use_float ? pick_xstrip<unsigned short, float>(C)
-                                   : pick_xstrip<unsigned short, double>(C));
+    pass_kernel_fn fn = u8 ? (use_float ? pick_xstrip<unsigned char, float>(C)
+                                        : pick_xstrip<unsigned char, double>(C))
+                           : (use_float ? pick_xstrip<unsigned short, float>(C)
+                                        : pick_xstrip<unsigned short, double>(C));
     p->xrb = xstrip_row_bytes(C, es, p->kp, p->chunk);
     const size_t smem = CVK_CAST_MAX_K * sizeof(double) +
                         (size_t)(XS_NT / 32) * XS_NS * (size_t)p->xrb;
-    if (smem > CVK_DEFAULT_SHARED) {
-        const cudaError_t err = cudaFuncSetAttribute(
-            (const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (err != cudaSuccess)
-            return err;
-    }
-    /* the blocks a multiprocessor holds, asked once an instance (it sizes
-     * the strips only; the first device's answer serves) */
+    /* the blocks a multiprocessor holds, asked once an instance */
     static int held[2 * 2 * 4];
-    const int id = ((!u8) * 2 + !use_float) * 4 + C - 1;
-    int per_sm = __atomic_load_n(&held[id], __ATOMIC_RELAXED);
-    if (per_sm == 0) {
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)fn, XS_NT, smem) !=
-            cudaSuccess) {
-            (void)cudaGetLastError(); /* not the launch's error */
-            per_sm = 1;
-        }
-        per_sm = per_sm < 1 ? 1 : per_sm;
-        __atomic_store_n(&held[id], per_sm, __ATOMIC_RELAXED);
-    }
+    int per_sm;
+    cudaError_t err = cvk_launch_ready((const void *)fn, XS_NT, smem,
+                                       &held[((!u8) * 2 + !use_float) * 4 + C - 1], &per_sm);
+    if (err != cudaSuccess)
+        return err;
     /* strips: one wave of the warps the device holds at once where the
      * segments and planes leave room, each at least 4 XS_D rows (the ring's
      * filling a small share) */
@@ -1452,7 +1426,7 @@ static cudaError_t launch_xstrip(const cvk_cast_args *a, cast_pass_params *p, in
     const dim3 grid(cvk_grid_x(cvk_ceil_div(segs, XS_NT / 32)),
                     cvk_grid_yz(cvk_ceil_div(a->height, strip)), cvk_grid_yz(a->planes));
     CVK_LAUNCH(fn, grid, XS_NT, smem, stream, (*p));
-    cudaError_t err = cudaGetLastError();
+    err = cudaGetLastError();
     if (err != cudaSuccess)
         return err;
     /* the pixels of the items whose taps reach past the row's ends: items

@@ -528,26 +528,14 @@ extern "C" cudaError_t cvk_isep2d_launch(const cvk_direct_args *a, cudaStream_t 
             p.chunk = c;
     p.vec_out = (uintptr_t)a->out % (4 * os) == 0 && a->out_row % (4 * os) == 0;
     const size_t smem = smem_of();
-    if (smem > CVK_DEFAULT_SHARED) {
-        const cudaError_t e = cudaFuncSetAttribute(
-            (const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (e != cudaSuccess)
-            return e;
-    }
-    /* the blocks a multiprocessor holds, asked once an instance (it sizes
-     * the strips only; the first device's answer serves every device) */
+    /* the blocks a multiprocessor holds, asked once an instance */
     static int held[2 * 5 * 5];
-    const int id = ((a->in_type == CVI_DTYPE_UINT16) * 5 + C) * 5 + (K - 3) / 2;
-    int per_sm = __atomic_load_n(&held[id], __ATOMIC_RELAXED);
-    if (per_sm == 0) {
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)fn, CVK_ISEP_NT,
-                                                          smem) != cudaSuccess) {
-            (void)cudaGetLastError(); /* not the launch's error */
-            per_sm = 1;
-        }
-        per_sm = per_sm < 1 ? 1 : per_sm;
-        __atomic_store_n(&held[id], per_sm, __ATOMIC_RELAXED);
-    }
+    int per_sm;
+    const cudaError_t e = cvk_launch_ready(
+        (const void *)fn, CVK_ISEP_NT, smem,
+        &held[((a->in_type == CVI_DTYPE_UINT16) * 5 + C) * 5 + (K - 3) / 2], &per_sm);
+    if (e != cudaSuccess)
+        return e;
     const long long ow = CVK_ISEP_OW(C, K);
     const long long bx = (p.WC + ow - 1) / ow;
     /* strips: about four waves of the blocks the device holds at once
