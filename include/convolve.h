@@ -540,7 +540,12 @@ CONVOLVE_API const char *convolve_plan_strategy(const convolve_plan *plan);
  * A plan made with backend AUTO and no strategy named that runs out
  * of device memory here moves to the CPU for good and still writes `out`
  * (convolve_plan_backend then reports CPU; in place, only if no slab had
- * started); any other plan returns the error.
+ * started); any other plan returns the error. Such a plan that AUTO gave
+ * the CPU only because CUDA's start-up would not pay for one run moves to
+ * the GPU for good at the execution where the time a started GPU would
+ * have saved, summed over the process's executions, reaches the start-up,
+ * or at one after some context of the process started CUDA
+ * (docs/architecture.md, "AUTO's choice of backend").
  * A CUDA plan streams in slabs when the one-shot run would not fit its
  * device memory budget or when it has several devices (see
  * convolve_options); the options' progress callback, if any, is called as

@@ -30,6 +30,12 @@ int cvi_cuda_usable(convolve_context *ctx);
  * context a plan). Thread-safe. */
 int cvi_cuda_started(const convolve_context *ctx);
 
+/* The milliseconds AUTO has forgone so far in this process: what a started
+ * GPU would have saved, by the estimates, on executions of plans given to
+ * the CPU because CUDA's start-up was counted (src/plan.c, rent_or_move).
+ * Thread-safe. */
+double cvi_auto_forgone_ms(void);
+
 /* ---- filters ------------------------------------------------------------ */
 
 struct convolve_filter {
@@ -60,6 +66,9 @@ struct convolve_plan {
     void *state;                       /* what its prepare made */
     int cpu_fallback;                  /* AUTO, no strategy named: on device out of
                                    memory, move to the CPU (convolve_execute) */
+    double rent_ms, rent_start_ms;     /* AUTO on the CPU only for CUDA's start-up: what a
+                                   started GPU would save an execution, and the start-up
+                                   (convolve_execute moves the plan once that is paid) */
     size_t budget;                     /* options.device_memory_budget */
     int *devices, device_count;        /* a CUDA plan's devices (0: the current one) */
     cvi_device *device_probes;         /* what probing them found: made by the first

@@ -8,6 +8,7 @@
 #include "tune.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,16 +360,35 @@ static convolve_status build_problem(convolve_plan *plan, const convolve_filter 
 #define NEW_OUTPUT_CPU_MS_PER_MIB 0.06
 #define NEW_OUTPUT_GPU_MS_PER_MIB 0.025
 
+/* Milliseconds a started GPU would have saved, by the estimates, on the
+ * executions of AUTO plans that took the CPU only because CUDA's start-up
+ * was counted, summed over the process (microseconds); and whether that sum
+ * has once paid for the start-up (rent_or_move). */
+static atomic_llong forgone_us;
+static atomic_int forgone_spent;
+
+double cvi_auto_forgone_ms(void)
+{
+    return (double)atomic_load(&forgone_us) / 1e3;
+}
+
 /* Under AUTO with no strategy named: does the GPU pay for p? The two
  * backends' estimates of a host-memory execution (the GPU's with its
  * copies, and with starting CUDA unless the process has: cvi_cuda_started), each
  * with the faults of a new output where it is large enough to be one,
- * made before touching CUDA, so small work never pays CUDA's start-up. */
-static int gpu_pays(const convolve_context *ctx, const cvi_problem *p)
+ * made before touching CUDA, so small work never pays CUDA's start-up.
+ * When only the start-up makes the CPU the faster (and the sum above has
+ * not been spent), *rent = what a started GPU would save an execution and
+ * *start_up = the start-up; else both 0. */
+static int gpu_pays(const convolve_context *ctx, const cvi_problem *p, double *rent,
+                    double *start_up)
 {
+    *rent = *start_up = 0.0;
     if (!cvcu_backend.estimate_ms || !cvcpu_backend.estimate_ms)
         return 0;
-    double gpu = cvcu_backend.estimate_ms(p, cvi_cuda_started(ctx));
+    const int started = cvi_cuda_started(ctx);
+    double gpu = cvcu_backend.estimate_ms(p, 1);
+    const double start = started ? 0.0 : cvcu_backend.estimate_ms(p, 0) - gpu;
     double cpu = cvcpu_backend.estimate_ms(p, 0);
     const double out = (double)p->shape[0] * (double)p->shape[1] * (double)p->shape[2] *
                        (double)p->channels * (double)convolve_dtype_size(p->out_type);
@@ -376,7 +396,13 @@ static int gpu_pays(const convolve_context *ctx, const cvi_problem *p)
         gpu += out / (1 << 20) * NEW_OUTPUT_GPU_MS_PER_MIB;
         cpu += out / (1 << 20) * NEW_OUTPUT_CPU_MS_PER_MIB;
     }
-    return gpu < cpu;
+    if (gpu + start < cpu)
+        return 1;
+    if (!started && gpu < cpu && !atomic_load(&forgone_spent)) {
+        *rent = cpu - gpu;
+        *start_up = start;
+    }
+    return 0;
 }
 
 /* The backend a plan runs on: the one asked for, or under AUTO the GPU
@@ -403,7 +429,8 @@ static convolve_status choose_backend(convolve_plan *plan, const convolve_option
         if (named) /* the backend that has a strategy of that name; the GPU first */
             gpu = cvi_strategy_find(CONVOLVE_BACKEND_CUDA, o->strategy) && cvi_cuda_usable(ctx);
         else if (convolve_backend_built(CONVOLVE_BACKEND_CUDA))
-            gpu = gpu_pays(ctx, &plan->problem) && cvi_cuda_usable(ctx);
+            gpu = gpu_pays(ctx, &plan->problem, &plan->rent_ms, &plan->rent_start_ms) &&
+                  cvi_cuda_usable(ctx);
         *backend = gpu ? CONVOLVE_BACKEND_CUDA : CONVOLVE_BACKEND_CPU;
     }
     return CONVOLVE_OK;
@@ -507,6 +534,11 @@ static convolve_status choose(convolve_plan *plan, const convolve_options *o)
     if (st != CONVOLVE_OK)
         return st;
     plan->cpu_fallback = plan->strategy->backend == CONVOLVE_BACKEND_CUDA && may_fall_back;
+    /* renting needs the CPU's own pick, and a plan the GPU could take as
+     * it is: no autotune result, no device list */
+    if (!may_fall_back || o->autotune || o->device_count != 0 ||
+        plan->strategy->backend != CONVOLVE_BACKEND_CPU)
+        plan->rent_ms = 0.0;
     return CONVOLVE_OK;
 }
 
@@ -770,6 +802,53 @@ static convolve_status execute_host(convolve_plan *plan, const void *in, void *o
     return execute_one_shot(plan, in, out);
 }
 
+/* An AUTO plan on the CPU only because CUDA's start-up was counted
+ * (plan->rent_ms > 0) rents the start-up: each execution adds what a
+ * started GPU would save to the process's sum, and the one that brings the
+ * sum to the start-up (once a process), or any execution after some
+ * context of the process started CUDA, moves the plan to the GPU for good
+ * (the CUDA backend's pick; convolve_plan_backend then says so). A
+ * process running such work often pays the start-up at most twice over
+ * (the ski-rental bound, up to the estimates' error); one running little
+ * never pays it. Nothing moves when no GPU is usable, when the sum was
+ * spent by a probe that found none, or when the GPU cannot serve or
+ * prepare the plan: it stays on the CPU, renting no more. */
+static void rent_or_move(convolve_plan *plan)
+{
+    convolve_context *ctx = plan->ctx;
+    if (!cvi_cuda_started(ctx)) {
+        if (atomic_load(&forgone_spent))
+            return; /* a probe is under way, or found no GPU */
+        const double us = plan->rent_ms * 1e3;
+        const long long add = us < 1e15 ? (long long)us : (long long)1e15;
+        const long long sum = atomic_fetch_add(&forgone_us, add) + add;
+        if ((double)sum < plan->rent_start_ms * 1e3 || atomic_exchange(&forgone_spent, 1))
+            return;
+    }
+    plan->rent_ms = 0.0;
+    char why[CVI_REASON_SIZE];
+    const cvi_strategy *s = NULL;
+    if (!cvi_cuda_usable(ctx) ||
+        !(s = cvcu_backend.pick(&ctx->cuda, &plan->problem, why, sizeof why)))
+        return;
+    const cvi_strategy *cpu_strategy = plan->strategy;
+    const cvi_backend *cpu = plan->backend;
+    void *cpu_state = plan->state;
+    const size_t budget = plan->budget;
+    if (prepare(plan, s) != CONVOLVE_OK)
+        return;
+    if (choose_budget(plan) != CONVOLVE_OK) {
+        plan->backend->release(plan->state);
+        plan->strategy = cpu_strategy;
+        plan->backend = cpu;
+        plan->state = cpu_state;
+        plan->budget = budget;
+        return;
+    }
+    cpu->release(cpu_state);
+    plan->cpu_fallback = 1;
+}
+
 convolve_status convolve_execute(convolve_plan *plan, const void *in, void *out)
 {
     if (!plan)
@@ -778,6 +857,8 @@ convolve_status convolve_execute(convolve_plan *plan, const void *in, void *out)
     convolve_status st = check_pointers(plan, in, out, 1, &in_place);
     if (st != CONVOLVE_OK)
         return st;
+    if (plan->rent_ms > 0.0)
+        rent_or_move(plan);
     st = execute_host(plan, in, out, in_place, &wrote);
     if (st == CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY && plan->cpu_fallback && in_place && wrote) {
         /* slabs already overwrote their input rows: nothing to start again from */

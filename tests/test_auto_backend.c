@@ -2,14 +2,16 @@
  * test_auto_backend.c - AUTO's choice of backend is made before CUDA is
  * touched: a photo-sized problem plans on the CPU without probing the
  * device (so the CLI never pays CUDA's start-up for it), a large one asks
- * for the device (in a build with CUDA), and the two backends' estimates
- * order as the model says. Looks inside the context (internal.h) for
+ * for the device (in a build with CUDA), work a started GPU does faster
+ * rents CUDA's start-up until the time forgone pays for it, and the two
+ * backends' estimates order as the model says. Looks inside the context (internal.h) for
  * whether the device was probed.
  */
 #include "harness.h"
 #include "backend.h"
 #include "internal.h"
 
+#include <math.h>
 #include <string.h>
 
 static convolve_plan *plan_for(convolve_context *ctx, convolve_dtype t, int ndim,
@@ -64,6 +66,92 @@ int main(void)
     }
     convolve_plan_free(plan);
     convolve_context_free(ctx);
+
+    /* CUDA's start-up rented: float32 1024^2 with a dense 9x9 filter on one
+     * thread, which a started GPU does faster, though not by the start-up.
+     * Each execution of the plan on the CPU adds what the GPU would have
+     * saved to the process's sum, and the one that brings the sum to the
+     * start-up probes the device and, if one is usable, moves the plan
+     * there; its results stay those of the CPU's runs */
+    const size_t mid[2] = {1024, 1024}, n = mid[0] * mid[1];
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *first = malloc(n * sizeof *x);
+    CHECK(x && y && first, "out of memory");
+    CHECK_OK(NULL, convolve_context_create(&ctx));
+    const uint64_t weights_seed = h_rng_state; /* the second plan draws the same weights */
+    plan = x && y && first ? plan_for(ctx, CONVOLVE_FLOAT32, 2, mid, 1, 9) : NULL;
+    if (plan && cuda_built && cvcu_backend.estimate_ms) {
+        h_fill_typed(CONVOLVE_FLOAT32, x, n, 1.0);
+        const double gpu = cvcu_backend.estimate_ms(&plan->problem, 1);
+        const double cpu = cvcpu_backend.estimate_ms(&plan->problem, 0);
+        const double start_up = cvcu_backend.estimate_ms(&plan->problem, 0) - gpu;
+        const double saving = cpu - gpu;
+        printf("test_auto_backend: 1024^2 9x9, one thread: estimates cpu %.2f ms, gpu %.2f ms "
+               "started, start-up %.0f ms\n",
+               cpu, gpu, start_up);
+        CHECK(saving > 0.0 && saving < start_up, "1024^2 9x9 is no case for renting (%g, %g)",
+              saving, start_up);
+        CHECK(convolve_plan_backend(plan) == CONVOLVE_BACKEND_CPU && !ctx->cuda_probed,
+              "1024^2 9x9 planned on %s, probed %d",
+              convolve_backend_name(convolve_plan_backend(plan)), ctx->cuda_probed);
+        int runs = 0, moved = 0;
+        while (runs < 4000 && !ctx->cuda_probed) {
+            const double before = cvi_auto_forgone_ms();
+            h_poison(CONVOLVE_FLOAT32, y, n);
+            CHECK_OK(ctx, convolve_execute(plan, x, y));
+            runs++;
+            const double sum = cvi_auto_forgone_ms();
+            if (runs == 1)
+                memcpy(first, y, n * sizeof *y);
+            if (!ctx->cuda_probed) {
+                CHECK(convolve_plan_backend(plan) == CONVOLVE_BACKEND_CPU, "run %d on %s", runs,
+                      convolve_backend_name(convolve_plan_backend(plan)));
+                CHECK(fabs(sum - before - saving) < 0.01, "run %d added %g ms, not %g", runs,
+                      sum - before, saving);
+                CHECK(sum < start_up, "run %d: %g ms forgone of %g, no probe", runs, sum, start_up);
+            } else {
+                CHECK(before < start_up && sum >= start_up - 0.01,
+                      "run %d probed with %g -> %g ms forgone of %g", runs, before, sum, start_up);
+                moved = convolve_plan_backend(plan) == CONVOLVE_BACKEND_CUDA;
+                CHECK(moved == ctx->cuda.info.available, "a usable GPU %d, the plan on %s",
+                      ctx->cuda.info.available, convolve_backend_name(convolve_plan_backend(plan)));
+            }
+            if (runs > 1) {
+                h_diff d = h_compare(CONVOLVE_FLOAT32, y, CONVOLVE_FLOAT32, first, n, 1e-5, 1e-5);
+                CHECK(d.bad == 0, "run %d on %s: %zu of %zu differ from the first run (rel L2 %g)",
+                      runs, convolve_backend_name(convolve_plan_backend(plan)), d.bad, n, d.rel_l2);
+            }
+        }
+        printf("test_auto_backend: 1024^2 9x9: the device probed at run %d (%.1f ms saved a "
+               "run), the plan on %s\n",
+               runs, saving, convolve_backend_name(convolve_plan_backend(plan)));
+        CHECK(ctx->cuda_probed, "no probe after %d runs", runs);
+        CHECK(runs > 1, "the first run probed");
+        /* another plan of it: the GPU if CUDA started, else no probe again */
+        convolve_context *ctx2 = NULL;
+        CHECK_OK(NULL, convolve_context_create(&ctx2));
+        h_rng_state = weights_seed;
+        convolve_plan *plan2 = plan_for(ctx2, CONVOLVE_FLOAT32, 2, mid, 1, 9);
+        if (plan2) {
+            const int started = cvi_cuda_started(ctx2);
+            CHECK(started == moved, "CUDA started %d, the plan moved %d", started, moved);
+            h_poison(CONVOLVE_FLOAT32, y, n);
+            CHECK_OK(ctx2, convolve_execute(plan2, x, y));
+            CHECK(convolve_plan_backend(plan2) ==
+                      (started ? CONVOLVE_BACKEND_CUDA : CONVOLVE_BACKEND_CPU),
+                  "after the start-up was spent: CUDA started %d, planned on %s", started,
+                  convolve_backend_name(convolve_plan_backend(plan2)));
+            CHECK(started || !ctx2->cuda_probed, "no GPU, yet a new context probed again");
+            h_diff d = h_compare(CONVOLVE_FLOAT32, y, CONVOLVE_FLOAT32, first, n, 1e-5, 1e-5);
+            CHECK(d.bad == 0, "a second plan: %zu of %zu differ (rel L2 %g)", d.bad, n, d.rel_l2);
+        }
+        convolve_plan_free(plan2);
+        convolve_context_free(ctx2);
+    }
+    convolve_plan_free(plan);
+    convolve_context_free(ctx);
+    free(x);
+    free(y);
+    free(first);
 
     /* 8192^2 float32 with a dense 31x31 filter: worth a GPU, so AUTO asks
      * for one in a build with CUDA (none here may answer: then the CPU) */
