@@ -41,6 +41,13 @@
  * is one slab. */
 #define CVI_CPU_SLAB_BYTES ((size_t)64 << 20)
 #define CVI_CPU_SLAB_MS 25.0
+/* The CPU slab in place: each slab's rows are gathered into a buffer and
+ * its output scattered back, which costs least with buffers of this size
+ * (H100 host, 16 threads, 1-D passes of 17 taps on 4096^2 RGB in place:
+ * uint8 20.6-26.7 ms against 27.4-34.2 with 64 MiB slabs, float32 19-46
+ * against 36-56; 8 MiB and less slower for float32; docs/architecture.md,
+ * "Measured choices"). */
+#define CVI_CPU_IN_PLACE_SLAB_BYTES ((size_t)16 << 20)
 /* A CPU window has at least this many times the rows of work it repeats
  * (window_cost's extra: the separable passes' rows before it). */
 #define CVI_WINDOW_EXTRA_SHARE 16
@@ -942,7 +949,7 @@ convolve_status cvi_stream_choose(convolve_plan *plan, int in_place, size_t *sla
             align = align < 1 ? 1 : align;
             rows = rows > align ? rows / align * align : align;
         } else {
-            rows = CVI_CPU_SLAB_BYTES / job.in_row_bytes;
+            rows = (in_place ? CVI_CPU_IN_PLACE_SLAB_BYTES : CVI_CPU_SLAB_BYTES) / job.in_row_bytes;
             rows = rows < 4 * halo ? 4 * halo : rows; /* keep the halo's share small */
         }
         rows = rows < 1 ? 1 : rows;
