@@ -311,6 +311,70 @@ static convolve_status launch_pieces(convolve_mpi_plan *p, void *out, cudaStream
     return st;
 }
 
+/* ---- the parts both exchanges share ------------------------------------------- */
+
+/* The stages' sub-boxes of the input box to the pinned staging block, on
+ * `side`: every stage, or (own_only) those of the own link. */
+static convolve_status stages_to_host(convolve_mpi_plan *p, const unsigned char *bin, int own_only)
+{
+    cvmpi_device_state *d = p->dev;
+    const size_t elem = p->user_in.channels * p->user_in.esize;
+    for (int k = 0; k < d->nstage; k++) {
+        if (own_only && d->stage[k].link != -1)
+            continue;
+        cvmpi_view v;
+        packed_view(&p->user_in, d->stage[k].shape, &v);
+        cudaError_t e = copy_box(d->staging + d->stage[k].offset, v.stride,
+                                 bin + offset_of(&p->user_in, d->stage[k].lo), p->user_in.stride,
+                                 d->stage[k].shape, elem, cudaMemcpyDeviceToHost, d->side);
+        if (e != cudaSuccess)
+            return cuda_fail(p->ctx, e, "cudaMemcpyAsync (faces or own elements to the host)");
+    }
+    return CONVOLVE_OK;
+}
+
+/* The own elements of the pieces whose transfers are all sub-boxes, from
+ * the input box into their device input boxes, on `side`. */
+static convolve_status own_on_device(convolve_mpi_plan *p, const unsigned char *bin)
+{
+    cvmpi_device_state *d = p->dev;
+    const size_t elem = p->user_in.channels * p->user_in.esize;
+    for (int k = 0; k < p->self.nt; k++) {
+        const cvmpi_transfer *t = &p->self.t[k];
+        if (!d->direct[t->piece])
+            continue;
+        size_t pos[3], src[3], shape[3];
+        transfer_box(t, pos, src, shape);
+        cvmpi_view v;
+        packed_view(&p->user_in, d->ext[t->piece], &v);
+        cudaError_t e = copy_box((unsigned char *)d->din[t->piece] + offset_of(&v, pos), v.stride,
+                                 bin + offset_of(&p->user_in, src), p->user_in.stride, shape, elem,
+                                 cudaMemcpyDeviceToDevice, d->side);
+        if (e != cudaSuccess)
+            return cuda_fail(p->ctx, e, "cudaMemcpyAsync (own elements into an edge piece)");
+    }
+    return CONVOLVE_OK;
+}
+
+/* pr: the pieces' runs with their input boxes in the pinned host buffers;
+ * the own link's staged elements (reflected or wrapped into the pieces:
+ * d->staging, once on the host) copied into them. */
+static void own_on_host(convolve_mpi_plan *p, cvmpi_piece_run *pr)
+{
+    cvmpi_device_state *d = p->dev;
+    memcpy(pr, p->pr, sizeof p->pr);
+    for (int k = 0; k < p->work.npieces; k++)
+        pr[k].in = d->host_in[k];
+    for (int k = 0; k < d->nstage; k++) {
+        if (d->stage[k].link != -1)
+            continue;
+        cvmpi_view v;
+        packed_view(&p->user_in, d->stage[k].shape, &v);
+        cvmpi_copy_self_transfer(d->stage[k].t, d->staging + d->stage[k].offset, &v, d->stage[k].lo,
+                                 pr, &p->work, d->copy_threads);
+    }
+}
+
 /* ---- halos GPU to GPU (CUDA IPC) ------------------------------------------- */
 
 /* The emulation (tests/emu) has no interprocess handles: staged there. */
@@ -576,39 +640,14 @@ static convolve_status ipc_call(convolve_mpi_plan *p, const unsigned char *bin, 
         st = cuda_fail(ctx, e, "cudaEventSynchronize (the last call)");
         usable = 0;
     }
-    for (int k = 0; k < d->nstage && usable && staged; k++) {
-        if (d->stage[k].link != -1)
-            continue;
-        cvmpi_view v;
-        packed_view(&p->user_in, d->stage[k].shape, &v);
-        e = copy_box(d->staging + d->stage[k].offset, v.stride,
-                     bin + offset_of(&p->user_in, d->stage[k].lo), p->user_in.stride,
-                     d->stage[k].shape, elem, cudaMemcpyDeviceToHost, d->side);
-        if (e != cudaSuccess) {
-            st = cuda_fail(ctx, e, "cudaMemcpyAsync (own elements to the host)");
-            usable = 0;
-        }
-    }
+    if (staged && usable && (st = stages_to_host(p, bin, 1)) != CONVOLVE_OK)
+        usable = 0;
     if (staged && usable && (e = cudaEventRecord(d->ev[EV_FACES], d->side)) != cudaSuccess) {
         st = cuda_fail(ctx, e, "cudaEventRecord");
         usable = 0;
     }
-    for (int k = 0; k < p->self.nt && usable; k++) {
-        const cvmpi_transfer *t = &p->self.t[k];
-        if (!d->direct[t->piece])
-            continue;
-        size_t pos[3], src[3], shape[3];
-        transfer_box(t, pos, src, shape);
-        cvmpi_view v;
-        packed_view(&p->user_in, d->ext[t->piece], &v);
-        e = copy_box((unsigned char *)d->din[t->piece] + offset_of(&v, pos), v.stride,
-                     bin + offset_of(&p->user_in, src), p->user_in.stride, shape, elem,
-                     cudaMemcpyDeviceToDevice, d->side);
-        if (e != cudaSuccess) {
-            st = cuda_fail(ctx, e, "cudaMemcpyAsync (own elements into an edge piece)");
-            usable = 0;
-        }
-    }
+    if (usable && (st = own_on_device(p, bin)) != CONVOLVE_OK)
+        usable = 0;
     times[0] = MPI_Wtime();
     if (usable && p->run_interior) {
         convolve_status c = convolve_execute_device(p->interior, bin, out, s);
@@ -619,21 +658,12 @@ static convolve_status ipc_call(convolve_mpi_plan *p, const unsigned char *bin, 
     }
     times[1] = MPI_Wtime();
     if (staged && usable) { /* own elements of the other pieces, on the host */
+        cvmpi_piece_run pr[6];
         if ((e = cudaEventSynchronize(d->ev[EV_FACES])) != cudaSuccess) {
             st = cuda_fail(ctx, e, "cudaEventSynchronize (own elements)");
             usable = 0;
-        }
-        cvmpi_piece_run pr[6];
-        memcpy(pr, p->pr, sizeof pr);
-        for (int k = 0; k < p->work.npieces; k++)
-            pr[k].in = d->host_in[k];
-        for (int k = 0; k < d->nstage && usable; k++) {
-            if (d->stage[k].link != -1)
-                continue;
-            cvmpi_view v;
-            packed_view(&p->user_in, d->stage[k].shape, &v);
-            cvmpi_copy_self_transfer(d->stage[k].t, d->staging + d->stage[k].offset, &v,
-                                     d->stage[k].lo, pr, &p->work, d->copy_threads);
+        } else {
+            own_on_host(p, pr);
         }
     }
     /* this rank's elements into each receiver's buffer, once it has read the last ones */
@@ -863,38 +893,15 @@ static convolve_status staged_call(convolve_mpi_plan *p, const unsigned char *bi
         st = cuda_fail(ctx, e, "cudaEventRecord / cudaStreamWaitEvent (the call's start)");
         usable = 0;
     }
-    for (int k = 0; k < d->nstage && usable; k++) {
-        cvmpi_view v;
-        packed_view(&p->user_in, d->stage[k].shape, &v);
-        e = copy_box(d->staging + d->stage[k].offset, v.stride,
-                     bin + offset_of(&p->user_in, d->stage[k].lo), p->user_in.stride,
-                     d->stage[k].shape, elem, cudaMemcpyDeviceToHost, d->side);
-        if (e != cudaSuccess) {
-            st = cuda_fail(ctx, e, "cudaMemcpyAsync (a face to the host)");
-            usable = 0;
-        }
-    }
+    if (usable && (st = stages_to_host(p, bin, 0)) != CONVOLVE_OK)
+        usable = 0;
     if (usable && (e = cudaEventRecord(d->ev[EV_FACES], d->side)) != cudaSuccess) {
         st = cuda_fail(ctx, e, "cudaEventRecord");
         usable = 0;
     }
     /* own elements of the pieces whose transfers are sub-boxes: on the device */
-    for (int k = 0; k < p->self.nt && usable; k++) {
-        const cvmpi_transfer *t = &p->self.t[k];
-        if (!d->direct[t->piece])
-            continue;
-        size_t pos[3], src[3], shape[3];
-        transfer_box(t, pos, src, shape);
-        cvmpi_view v;
-        packed_view(&p->user_in, d->ext[t->piece], &v);
-        e = copy_box((unsigned char *)d->din[t->piece] + offset_of(&v, pos), v.stride,
-                     bin + offset_of(&p->user_in, src), p->user_in.stride, shape, elem,
-                     cudaMemcpyDeviceToDevice, d->side);
-        if (e != cudaSuccess) {
-            st = cuda_fail(ctx, e, "cudaMemcpyAsync (own elements into an edge piece)");
-            usable = 0;
-        }
-    }
+    if (usable && (st = own_on_device(p, bin)) != CONVOLVE_OK)
+        usable = 0;
     times[0] = MPI_Wtime();
 
     /* 2. the interior on the GPU, while the faces travel */
@@ -932,17 +939,8 @@ static convolve_status staged_call(convolve_mpi_plan *p, const unsigned char *bi
         usable = 0;
     }
     cvmpi_piece_run pr[6];
-    memcpy(pr, p->pr, sizeof pr);
-    for (int k = 0; k < p->work.npieces; k++)
-        pr[k].in = d->host_in[k];
-    for (int k = 0; k < d->nstage && usable; k++) {
-        if (d->stage[k].link != -1)
-            continue;
-        cvmpi_view v;
-        packed_view(&p->user_in, d->stage[k].shape, &v);
-        cvmpi_copy_self_transfer(d->stage[k].t, d->staging + d->stage[k].offset, &v, d->stage[k].lo,
-                                 pr, &p->work, d->copy_threads);
-    }
+    if (usable)
+        own_on_host(p, pr);
     times[2] = MPI_Wtime();
 
     if (p->nreq && (err = MPI_Waitall(p->nreq, p->req, MPI_STATUSES_IGNORE)) != MPI_SUCCESS &&
