@@ -542,9 +542,10 @@ CONVOLVE_API const char *convolve_plan_strategy(const convolve_plan *plan);
  * (convolve_plan_backend then reports CPU; in place, only if no slab had
  * started); any other plan returns the error. Such a plan that AUTO gave
  * the CPU only because CUDA's start-up would not pay for one run moves to
- * the GPU for good at the execution where the time a started GPU would
- * have saved, summed over the process's executions, reaches the start-up,
- * or at one after some context of the process started CUDA
+ * the GPU for good at the first execution after the time a started GPU
+ * would have saved (each run's time less the GPU's estimate), summed over
+ * the process's executions, reaches the start-up, or at one after some
+ * context of the process started CUDA
  * (docs/architecture.md, "AUTO's choice of backend").
  * A CUDA plan streams in slabs when the one-shot run would not fit its
  * device memory budget or when it has several devices (see

@@ -31,9 +31,9 @@ int cvi_cuda_usable(convolve_context *ctx);
 int cvi_cuda_started(const convolve_context *ctx);
 
 /* The milliseconds AUTO has forgone so far in this process: what a started
- * GPU would have saved, by the estimates, on executions of plans given to
- * the CPU because CUDA's start-up was counted (src/plan.c, rent_or_move).
- * Thread-safe. */
+ * GPU would have saved (measured CPU time less the GPU's estimate) on
+ * executions of plans given to the CPU because CUDA's start-up was counted
+ * (src/plan.c, rent_or_move). Thread-safe. */
 double cvi_auto_forgone_ms(void);
 
 /* ---- filters ------------------------------------------------------------ */
@@ -66,9 +66,10 @@ struct convolve_plan {
     void *state;                       /* what its prepare made */
     int cpu_fallback;                  /* AUTO, no strategy named: on device out of
                                    memory, move to the CPU (convolve_execute) */
-    double rent_ms, rent_start_ms;     /* AUTO on the CPU only for CUDA's start-up: what a
-                                   started GPU would save an execution, and the start-up
-                                   (convolve_execute moves the plan once that is paid) */
+    double rent_gpu_ms, rent_start_ms; /* AUTO on the CPU only for CUDA's start-up: a
+                                   started GPU's estimate of an execution, and the
+                                   start-up (> 0 while renting: convolve_execute moves
+                                   the plan once the time forgone pays for it) */
     size_t budget;                     /* options.device_memory_budget */
     int *devices, device_count;        /* a CUDA plan's devices (0: the current one) */
     cvi_device *device_probes;         /* what probing them found: made by the first

@@ -360,10 +360,11 @@ static convolve_status build_problem(convolve_plan *plan, const convolve_filter 
 #define NEW_OUTPUT_CPU_MS_PER_MIB 0.06
 #define NEW_OUTPUT_GPU_MS_PER_MIB 0.025
 
-/* Milliseconds a started GPU would have saved, by the estimates, on the
- * executions of AUTO plans that took the CPU only because CUDA's start-up
- * was counted, summed over the process (microseconds); and whether that sum
- * has once paid for the start-up (rent_or_move). */
+/* Milliseconds a started GPU would have saved on the executions of AUTO
+ * plans that took the CPU only because CUDA's start-up was counted (each
+ * run's measured time less the GPU's estimate), summed over the process
+ * (microseconds); and whether that sum has once paid for the start-up
+ * (rent_or_move). */
 static atomic_llong forgone_us;
 static atomic_int forgone_spent;
 
@@ -378,12 +379,12 @@ double cvi_auto_forgone_ms(void)
  * with the faults of a new output where it is large enough to be one,
  * made before touching CUDA, so small work never pays CUDA's start-up.
  * When only the start-up makes the CPU the faster (and the sum above has
- * not been spent), *rent = what a started GPU would save an execution and
- * *start_up = the start-up; else both 0. */
-static int gpu_pays(const convolve_context *ctx, const cvi_problem *p, double *rent,
+ * not been spent), *gpu_ms = the started GPU's estimate of an execution
+ * and *start_up = the start-up; else both 0. */
+static int gpu_pays(const convolve_context *ctx, const cvi_problem *p, double *gpu_ms,
                     double *start_up)
 {
-    *rent = *start_up = 0.0;
+    *gpu_ms = *start_up = 0.0;
     if (!cvcu_backend.estimate_ms || !cvcpu_backend.estimate_ms)
         return 0;
     const int started = cvi_cuda_started(ctx);
@@ -399,7 +400,7 @@ static int gpu_pays(const convolve_context *ctx, const cvi_problem *p, double *r
     if (gpu + start < cpu)
         return 1;
     if (!started && gpu < cpu && !atomic_load(&forgone_spent)) {
-        *rent = cpu - gpu;
+        *gpu_ms = gpu;
         *start_up = start;
     }
     return 0;
@@ -429,7 +430,7 @@ static convolve_status choose_backend(convolve_plan *plan, const convolve_option
         if (named) /* the backend that has a strategy of that name; the GPU first */
             gpu = cvi_strategy_find(CONVOLVE_BACKEND_CUDA, o->strategy) && cvi_cuda_usable(ctx);
         else if (convolve_backend_built(CONVOLVE_BACKEND_CUDA))
-            gpu = gpu_pays(ctx, &plan->problem, &plan->rent_ms, &plan->rent_start_ms) &&
+            gpu = gpu_pays(ctx, &plan->problem, &plan->rent_gpu_ms, &plan->rent_start_ms) &&
                   cvi_cuda_usable(ctx);
         *backend = gpu ? CONVOLVE_BACKEND_CUDA : CONVOLVE_BACKEND_CPU;
     }
@@ -538,7 +539,7 @@ static convolve_status choose(convolve_plan *plan, const convolve_options *o)
      * it is: no autotune result, no device list */
     if (!may_fall_back || o->autotune || o->device_count != 0 ||
         plan->strategy->backend != CONVOLVE_BACKEND_CPU)
-        plan->rent_ms = 0.0;
+        plan->rent_start_ms = 0.0;
     return CONVOLVE_OK;
 }
 
@@ -803,50 +804,61 @@ static convolve_status execute_host(convolve_plan *plan, const void *in, void *o
 }
 
 /* An AUTO plan on the CPU only because CUDA's start-up was counted
- * (plan->rent_ms > 0) rents the start-up: each execution adds what a
- * started GPU would save to the process's sum, and the one that brings the
- * sum to the start-up (once a process), or any execution after some
+ * (plan->rent_start_ms > 0) rents the start-up: each execution adds what a
+ * started GPU would have saved (its measured time less the GPU's estimate,
+ * rent_add) to the process's sum. The first execution after the sum
+ * reaches the start-up (once a process), or any execution after some
  * context of the process started CUDA, moves the plan to the GPU for good
- * (the CUDA backend's pick; convolve_plan_backend then says so). A
- * process running such work often pays the start-up at most twice over
- * (the ski-rental bound, up to the estimates' error); one running little
+ * (the CUDA backend's pick; convolve_plan_backend then says so). A process
+ * running such work often pays the start-up at most about twice over (the
+ * ski-rental bound, up to the GPU's estimate's error); one running little
  * never pays it. Nothing moves when no GPU is usable, when the sum was
  * spent by a probe that found none, or when the GPU cannot serve or
- * prepare the plan: it stays on the CPU, renting no more. */
-static void rent_or_move(convolve_plan *plan)
+ * prepare the plan: it stays on the CPU, renting no more. Returns 1 when
+ * the plan still rents (time this execution), else 0. */
+static int rent_or_move(convolve_plan *plan)
 {
     convolve_context *ctx = plan->ctx;
     if (!cvi_cuda_started(ctx)) {
         if (atomic_load(&forgone_spent))
-            return; /* a probe is under way, or found no GPU */
-        const double us = plan->rent_ms * 1e3;
-        const long long add = us < 1e15 ? (long long)us : (long long)1e15;
-        const long long sum = atomic_fetch_add(&forgone_us, add) + add;
-        if ((double)sum < plan->rent_start_ms * 1e3 || atomic_exchange(&forgone_spent, 1))
-            return;
+            return 0; /* a probe is under way, or found no GPU */
+        if ((double)atomic_load(&forgone_us) < plan->rent_start_ms * 1e3)
+            return 1;
+        if (atomic_exchange(&forgone_spent, 1))
+            return 0;
     }
-    plan->rent_ms = 0.0;
+    plan->rent_start_ms = 0.0;
     char why[CVI_REASON_SIZE];
     const cvi_strategy *s = NULL;
     if (!cvi_cuda_usable(ctx) ||
         !(s = cvcu_backend.pick(&ctx->cuda, &plan->problem, why, sizeof why)))
-        return;
+        return 0;
     const cvi_strategy *cpu_strategy = plan->strategy;
     const cvi_backend *cpu = plan->backend;
     void *cpu_state = plan->state;
     const size_t budget = plan->budget;
     if (prepare(plan, s) != CONVOLVE_OK)
-        return;
+        return 0;
     if (choose_budget(plan) != CONVOLVE_OK) {
         plan->backend->release(plan->state);
         plan->strategy = cpu_strategy;
         plan->backend = cpu;
         plan->state = cpu_state;
         plan->budget = budget;
-        return;
+        return 0;
     }
     cpu->release(cpu_state);
     plan->cpu_fallback = 1;
+    return 0;
+}
+
+/* A renting plan's execution took ms on the CPU: what a started GPU would
+ * have saved goes to the process's sum. */
+static void rent_add(const convolve_plan *plan, double ms)
+{
+    const double us = (ms - plan->rent_gpu_ms) * 1e3;
+    if (us > 0.0)
+        atomic_fetch_add(&forgone_us, us < 1e15 ? (long long)us : (long long)1e15);
 }
 
 convolve_status convolve_execute(convolve_plan *plan, const void *in, void *out)
@@ -857,9 +869,11 @@ convolve_status convolve_execute(convolve_plan *plan, const void *in, void *out)
     convolve_status st = check_pointers(plan, in, out, 1, &in_place);
     if (st != CONVOLVE_OK)
         return st;
-    if (plan->rent_ms > 0.0)
-        rent_or_move(plan);
+    const int renting = plan->rent_start_ms > 0.0 && rent_or_move(plan);
+    const double t0 = renting ? cvi_now_s() : 0.0;
     st = execute_host(plan, in, out, in_place, &wrote);
+    if (renting && st == CONVOLVE_OK)
+        rent_add(plan, (cvi_now_s() - t0) * 1e3);
     if (st == CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY && plan->cpu_fallback && in_place && wrote) {
         /* slabs already overwrote their input rows: nothing to start again from */
         cvi_error_prefix(plan->ctx, st, "running in place, the array is partly filtered: ");
