@@ -287,7 +287,8 @@ static inline cudaError_t cvk_launch_ready(const void *fn, int threads, size_t s
 
 /* ---- asynchronous copies global -> shared (cp.async, sm_80+) ------------ *
  * cvk_cp16 copies 16 bytes (both addresses 16-byte aligned), cvk_cp8 8
- * bytes (both 8-byte aligned), cvk_cp4 4 bytes; cvk_cp_commit closes a group of copies, cvk_cp_wait<N> waits until
+ * bytes (both 8-byte aligned), cvk_cp4 4 bytes (cvk_cp_chunk one of the
+ * three by size); cvk_cp_commit closes a group of copies, cvk_cp_wait<N> waits until
  * at most N groups are in flight. The fast kernels (fast_direct.cuh,
  * fast_direct3d.cu) fill their shared-memory buffers with them. A build
  * that defines CVK_CP_ASYNC_DEFINED supplies its own (tests/emu/).        */
@@ -317,5 +318,16 @@ __device__ __forceinline__ void cvk_cp_wait()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 #endif
+
+/* cp.async of ch = 16, 8 or 4 bytes (both addresses aligned to it). */
+__device__ __forceinline__ void cvk_cp_chunk(void *smem, const void *gmem, int ch)
+{
+    if (ch == 16)
+        cvk_cp16(smem, gmem);
+    else if (ch == 8)
+        cvk_cp8(smem, gmem);
+    else
+        cvk_cp4(smem, gmem);
+}
 
 #endif

@@ -752,13 +752,7 @@ __device__ __forceinline__ void ystrip_issue(const cast_pass_params &p, const ch
             if (m < 0 || c >= nch)
                 continue;
             const char *src = band + m * a.is[1] * (long long)sizeof(T) + c * p.chunk;
-            unsigned char *dst = ring + slot * RB + c * p.chunk;
-            if (p.chunk == 16)
-                cvk_cp16(dst, src);
-            else if (p.chunk == 8)
-                cvk_cp8(dst, src);
-            else
-                cvk_cp4(dst, src);
+            cvk_cp_chunk(ring + slot * RB + c * p.chunk, src, p.chunk);
         }
         if (nb > nch * p.chunk) /* the band at the rows' end */
             for (int r = 0; r < YS_R; r++) {
@@ -951,12 +945,7 @@ __device__ __forceinline__ void xstrip_issue(const cast_pass_params &p, const ch
         for (int o = lane * ch; o < nb; o += 32 * ch) {
             const long long g = b0 + o;
             if (g >= 0 && g + ch <= rb) {
-                if (ch == 16)
-                    cvk_cp16(dst + o, row + g);
-                else if (ch == 8)
-                    cvk_cp8(dst + o, row + g);
-                else
-                    cvk_cp4(dst + o, row + g);
+                cvk_cp_chunk(dst + o, row + g, ch);
             } else {
                 for (int i = 0; i < ch; i++)
                     if (g + i >= 0 && g + i < rb)
