@@ -375,6 +375,36 @@ static void own_on_host(convolve_mpi_plan *p, cvmpi_piece_run *pr)
     }
 }
 
+/* Steps 1 and 2 of a call, with `usable` (nothing is done without it):
+ * with `stage`, the stages to the host (with own_only those of the own link
+ * only) and EV_FACES recorded after them; the own elements of the pieces
+ * copied on the device; then the interior on the caller's stream s.
+ * times[0] and times[1] are taken before and after the interior's launch. */
+static convolve_status faces_and_interior(convolve_mpi_plan *p, const unsigned char *bin, void *out,
+                                          cudaStream_t s, int stage, int own_only, int usable,
+                                          double *times)
+{
+    cvmpi_device_state *d = p->dev;
+    convolve_status st = CONVOLVE_OK;
+    cudaError_t e;
+    if (usable && stage && (st = stages_to_host(p, bin, own_only)) != CONVOLVE_OK)
+        usable = 0;
+    if (usable && stage && (e = cudaEventRecord(d->ev[EV_FACES], d->side)) != cudaSuccess) {
+        st = cuda_fail(p->ctx, e, "cudaEventRecord");
+        usable = 0;
+    }
+    if (usable && (st = own_on_device(p, bin)) != CONVOLVE_OK)
+        usable = 0;
+    times[0] = MPI_Wtime();
+    if (usable && p->run_interior) {
+        convolve_status c = convolve_execute_device(p->interior, bin, out, s);
+        if (c != CONVOLVE_OK)
+            st = cvmpi_fail_core(p->ctx, c, "computing this rank's box");
+    }
+    times[1] = MPI_Wtime();
+    return st;
+}
+
 /* ---- halos GPU to GPU (CUDA IPC) ------------------------------------------- */
 
 /* The emulation (tests/emu) has no interprocess handles: staged there. */
@@ -640,23 +670,11 @@ static convolve_status ipc_call(convolve_mpi_plan *p, const unsigned char *bin, 
         st = cuda_fail(ctx, e, "cudaEventSynchronize (the last call)");
         usable = 0;
     }
-    if (staged && usable && (st = stages_to_host(p, bin, 1)) != CONVOLVE_OK)
-        usable = 0;
-    if (staged && usable && (e = cudaEventRecord(d->ev[EV_FACES], d->side)) != cudaSuccess) {
-        st = cuda_fail(ctx, e, "cudaEventRecord");
+    convolve_status c = faces_and_interior(p, bin, out, s, staged, 1, usable, times);
+    if (c != CONVOLVE_OK) {
+        st = c;
         usable = 0;
     }
-    if (usable && (st = own_on_device(p, bin)) != CONVOLVE_OK)
-        usable = 0;
-    times[0] = MPI_Wtime();
-    if (usable && p->run_interior) {
-        convolve_status c = convolve_execute_device(p->interior, bin, out, s);
-        if (c != CONVOLVE_OK) {
-            st = cvmpi_fail_core(ctx, c, "computing this rank's box");
-            usable = 0;
-        }
-    }
-    times[1] = MPI_Wtime();
     if (staged && usable) { /* own elements of the other pieces, on the host */
         cvmpi_piece_run pr[6];
         if ((e = cudaEventSynchronize(d->ev[EV_FACES])) != cudaSuccess) {
@@ -886,33 +904,20 @@ static convolve_status staged_call(convolve_mpi_plan *p, const unsigned char *bi
         nreq += p->recvs[i].nreq;
         p->stats.bytes_received += p->recvs[i].bytes;
     }
-    /* 1. the faces and own elements to the host, on `side` after what the
-     * caller's stream holds (what wrote `in`) */
+    /* 1. on `side` after what the caller's stream holds (what wrote `in`):
+     * the faces and own elements to the host, and the own elements of the
+     * pieces whose transfers are sub-boxes on the device; 2. the interior
+     * on the GPU, while the faces travel */
     if (usable && ((e = cudaEventRecord(d->ev[EV_START], s)) != cudaSuccess ||
                    (e = cudaStreamWaitEvent(d->side, d->ev[EV_START], 0)) != cudaSuccess)) {
         st = cuda_fail(ctx, e, "cudaEventRecord / cudaStreamWaitEvent (the call's start)");
         usable = 0;
     }
-    if (usable && (st = stages_to_host(p, bin, 0)) != CONVOLVE_OK)
-        usable = 0;
-    if (usable && (e = cudaEventRecord(d->ev[EV_FACES], d->side)) != cudaSuccess) {
-        st = cuda_fail(ctx, e, "cudaEventRecord");
+    convolve_status c = faces_and_interior(p, bin, out, s, 1, 0, usable, times);
+    if (c != CONVOLVE_OK) {
+        st = c;
         usable = 0;
     }
-    /* own elements of the pieces whose transfers are sub-boxes: on the device */
-    if (usable && (st = own_on_device(p, bin)) != CONVOLVE_OK)
-        usable = 0;
-    times[0] = MPI_Wtime();
-
-    /* 2. the interior on the GPU, while the faces travel */
-    if (usable && p->run_interior) {
-        convolve_status c = convolve_execute_device(p->interior, bin, out, s);
-        if (c != CONVOLVE_OK) {
-            st = cvmpi_fail_core(ctx, c, "computing this rank's box");
-            usable = 0;
-        }
-    }
-    times[1] = MPI_Wtime();
     if (usable && (e = cudaEventSynchronize(d->ev[EV_FACES])) != cudaSuccess) {
         st = cuda_fail(ctx, e, "cudaEventSynchronize (the faces)");
         usable = 0;
