@@ -262,6 +262,28 @@ static inline void cvcpu_outputs(const cvi_problem *p, size_t lo[3], size_t m[3]
     }
 }
 
+/* The tile of work item `it` of the direct and separable strategies, which cut the
+ * outputs lo + [0, m) (cvcpu_outputs) into tiles of rb rows and tw columns
+ * (nrb bands and ntw tiles a plane, cvcpu_plan_tiles): plane i0, rows
+ * [ra, rz) and columns [xa, xa + wdt), as indices of the array. */
+typedef struct {
+    size_t i0, ra, rz, xa, wdt;
+} cvcpu_tile;
+
+static inline cvcpu_tile cvcpu_tile_of(size_t it, size_t ntw, size_t nrb, size_t tw, size_t rb,
+                                       const size_t lo[3], const size_t m[3])
+{
+    cvcpu_tile t;
+    const size_t x = it % ntw, b = it / ntw % nrb;
+    t.i0 = lo[0] + it / ntw / nrb;
+    t.xa = x * tw;
+    t.wdt = m[2] - t.xa < tw ? m[2] - t.xa : tw;
+    t.ra = b * rb;
+    t.rz = t.ra + rb < m[1] ? t.ra + rb : m[1];
+    t.ra += lo[1], t.rz += lo[1], t.xa += lo[2];
+    return t;
+}
+
 /* What the FFT strategy makes before its tiles (the twiddles, the filter's
  * spectrum, each thread's block), kept from one window of an execution to
  * the next (made again if the tiles, types or instruction set differ).

@@ -225,17 +225,11 @@ convolve_status cvcpu_direct(const cvi_problem *p, int threads, const void *in, 
         dthread *s = &th[tid];
 CVCPU_OMP(omp for schedule(dynamic, 1))
 for (ptrdiff_t it = 0; it < (ptrdiff_t)items; it++) {
-    size_t r = (size_t)it;
-    size_t x = r % d.ntw;
-    r /= d.ntw;
-    size_t b = r % d.nrb;
-    size_t i0 = lo[0] + r / d.nrb;
-    size_t xa = x * d.tw, wdt = m[2] - xa < d.tw ? m[2] - xa : d.tw;
-    size_t ra = b * d.rb, rz = ra + d.rb < m[1] ? ra + d.rb : m[1];
+    const cvcpu_tile t = cvcpu_tile_of((size_t)it, d.ntw, d.nrb, d.tw, d.rb, lo, m);
     /* all channels here: interleaved channels share cache lines,
              * which two threads must not write at once */
     for (size_t c = 0; c < p->channels; c++)
-        direct_item(&d, s, c, i0, lo[1] + ra, lo[1] + rz, lo[2] + xa, wdt);
+        direct_item(&d, s, c, t.i0, t.ra, t.rz, t.xa, t.wdt);
 }
 cvcpu_store_done(e);
     }

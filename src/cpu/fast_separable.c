@@ -257,21 +257,14 @@ convolve_status cvcpu_separable(const cvi_problem *p, int threads, const void *i
         sthread *s = &th[tid];
 CVCPU_OMP(omp for schedule(dynamic, 1))
 for (ptrdiff_t it = 0; it < (ptrdiff_t)items; it++) {
-    size_t r = (size_t)it;
-    size_t x = r % d.ntw;
-    r /= d.ntw;
-    size_t b = r % d.nrb;
-    size_t i0 = lo[0] + r / d.nrb;
-    size_t xa = x * d.tw, wdt = m[2] - xa < d.tw ? m[2] - xa : d.tw;
-    size_t ra = b * d.rb, rz = ra + d.rb < m[1] ? ra + d.rb : m[1];
-    ra += lo[1], rz += lo[1], xa += lo[2];
+    const cvcpu_tile t = cvcpu_tile_of((size_t)it, d.ntw, d.nrb, d.tw, d.rb, lo, m);
     /* all channels here: interleaved channels share cache lines,
              * which two threads must not write at once */
     for (size_t c = 0; c < p->channels; c++) {
         if (d.zpass)
-            sep_stream(&d, s, c, lo[0], lo[0] + m[0], ra, rz, xa, wdt);
+            sep_stream(&d, s, c, lo[0], lo[0] + m[0], t.ra, t.rz, t.xa, t.wdt);
         else
-            sep_rows(&d, s, c, (ptrdiff_t)i0, ra, rz, xa, wdt, NULL, 0, i0);
+            sep_rows(&d, s, c, (ptrdiff_t)t.i0, t.ra, t.rz, t.xa, t.wdt, NULL, 0, t.i0);
     }
 }
 cvcpu_store_done(e);
