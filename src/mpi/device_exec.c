@@ -333,23 +333,41 @@ static convolve_status stages_to_host(convolve_mpi_plan *p, const unsigned char 
     return CONVOLVE_OK;
 }
 
+/* Where box-like transfer t's elements come from (into_piece). */
+enum { FROM_BOX, FROM_PIECE, FROM_PACKED };
+
+/* Copies box-like transfer t's elements into its piece's device input box,
+ * on `side`, from: the rank's box `from` at the transfer's source indices
+ * (FROM_BOX), a buffer `from` laid out as the piece's box at the same
+ * positions (FROM_PIECE), or `from` packed in C order (FROM_PACKED). */
+static cudaError_t into_piece(const convolve_mpi_plan *p, const cvmpi_transfer *t,
+                              const unsigned char *from, int how, enum cudaMemcpyKind kind)
+{
+    const cvmpi_device_state *d = p->dev;
+    size_t pos[3], src[3], shape[3];
+    transfer_box(t, pos, src, shape);
+    cvmpi_view v, f;
+    packed_view(&p->user_in, d->ext[t->piece], &v);
+    if (how == FROM_BOX)
+        f = p->user_in, from += offset_of(&f, src);
+    else if (how == FROM_PIECE)
+        f = v, from += offset_of(&f, pos);
+    else
+        packed_view(&p->user_in, shape, &f);
+    return copy_box((unsigned char *)d->din[t->piece] + offset_of(&v, pos), v.stride, from,
+                    f.stride, shape, p->user_in.channels * p->user_in.esize, kind, d->side);
+}
+
 /* The own elements of the pieces whose transfers are all sub-boxes, from
  * the input box into their device input boxes, on `side`. */
 static convolve_status own_on_device(convolve_mpi_plan *p, const unsigned char *bin)
 {
     cvmpi_device_state *d = p->dev;
-    const size_t elem = p->user_in.channels * p->user_in.esize;
     for (int k = 0; k < p->self.nt; k++) {
         const cvmpi_transfer *t = &p->self.t[k];
         if (!d->direct[t->piece])
             continue;
-        size_t pos[3], src[3], shape[3];
-        transfer_box(t, pos, src, shape);
-        cvmpi_view v;
-        packed_view(&p->user_in, d->ext[t->piece], &v);
-        cudaError_t e = copy_box((unsigned char *)d->din[t->piece] + offset_of(&v, pos), v.stride,
-                                 bin + offset_of(&p->user_in, src), p->user_in.stride, shape, elem,
-                                 cudaMemcpyDeviceToDevice, d->side);
+        cudaError_t e = into_piece(p, t, bin, FROM_BOX, cudaMemcpyDeviceToDevice);
         if (e != cudaSuccess)
             return cuda_fail(p->ctx, e, "cudaMemcpyAsync (own elements into an edge piece)");
     }
@@ -741,13 +759,7 @@ static convolve_status ipc_call(convolve_mpi_plan *p, const unsigned char *bin, 
         const unsigned char *from = (const unsigned char *)d->rbuf + d->roff[i];
         for (int k = 0; k < p->recvs[i].nt && usable; k++) {
             const cvmpi_transfer *t = &p->recvs[i].t[k];
-            size_t pos[3], src[3], shape[3];
-            transfer_box(t, pos, src, shape);
-            cvmpi_view v, packed;
-            packed_view(&p->user_in, d->ext[t->piece], &v);
-            packed_view(&p->user_in, shape, &packed);
-            e = copy_box((unsigned char *)d->din[t->piece] + offset_of(&v, pos), v.stride, from,
-                         packed.stride, shape, elem, cudaMemcpyDeviceToDevice, d->side);
+            e = into_piece(p, t, from, FROM_PACKED, cudaMemcpyDeviceToDevice);
             if (e != cudaSuccess) {
                 st = cuda_fail(ctx, e, "cudaMemcpyAsync (halos into an edge piece)");
                 usable = 0;
@@ -966,13 +978,7 @@ static convolve_status staged_call(convolve_mpi_plan *p, const unsigned char *bi
                 const cvmpi_transfer *t = &p->recvs[i].t[k];
                 if (!d->direct[t->piece])
                     continue;
-                size_t pos[3], src[3], shape[3];
-                transfer_box(t, pos, src, shape);
-                cvmpi_view v;
-                packed_view(&p->user_in, d->ext[t->piece], &v);
-                e = copy_box((unsigned char *)d->din[t->piece] + offset_of(&v, pos), v.stride,
-                             d->host_in[t->piece] + offset_of(&v, pos), v.stride, shape, elem,
-                             cudaMemcpyHostToDevice, d->side);
+                e = into_piece(p, t, d->host_in[t->piece], FROM_PIECE, cudaMemcpyHostToDevice);
                 if (e != cudaSuccess)
                     st = cuda_fail(ctx, e, "cudaMemcpyAsync (halos to the device)");
             }
