@@ -135,6 +135,13 @@ int cli_mapped_check(const cli_mapped_in *in, const cli_mapped_out *out, char *m
     return CLI_OK;
 }
 
+/* Whether bytes exceed half the machine's physical memory (unknown: no). */
+static int larger_than_half_memory(size_t bytes)
+{
+    long pages = sysconf(_SC_PHYS_PAGES);
+    return pages > 0 && bytes / page_size() > (size_t)pages / 2;
+}
+
 void cli_mapped_in_init(cli_mapped_in *m)
 {
     memset(m, 0, sizeof *m);
@@ -187,6 +194,7 @@ int cli_map_input(convolve_context *ctx, const char *path, cli_mapped_in *m, cha
     m->map = p;
     m->data = (const unsigned char *)p + m->data_offset;
     m->path = path;
+    m->drop_cache = larger_than_half_memory(m->map_bytes);
     watch_range(MAP_IN, p, m->map_bytes);
     (void)madvise(p, m->map_bytes, MADV_SEQUENTIAL);
     return CLI_OK;
@@ -201,6 +209,104 @@ void cli_unmap_input(cli_mapped_in *m)
     if (m->fd >= 0)
         close(m->fd);
     cli_mapped_in_init(m);
+}
+
+/* ---- the output's writeback, off the run's path ------------------------------ */
+
+/* A thread that starts writing back the output's bytes [0, upto) as the
+ * progress callback releases them: sync_file_range blocks while the disk's
+ * queue is full, and the callback holds up the run, so it is called here.
+ * The final msync and fsync write whatever it has not. */
+struct cli_writeback {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int fd, stop;
+    size_t upto; /* file bytes released (whole pages) */
+};
+
+static void *writeback_main(void *arg)
+{
+    struct cli_writeback *w = arg;
+    size_t done = 0;
+    pthread_mutex_lock(&w->lock);
+    for (;;) {
+        while (!w->stop && w->upto == done)
+            pthread_cond_wait(&w->wake, &w->lock);
+        if (w->stop)
+            break;
+        const size_t upto = w->upto;
+        pthread_mutex_unlock(&w->lock);
+#ifdef SYNC_FILE_RANGE_WRITE
+        (void)sync_file_range(w->fd, (off_t)done, (off_t)(upto - done), SYNC_FILE_RANGE_WRITE);
+#endif
+        done = upto;
+        pthread_mutex_lock(&w->lock);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+/* Starts m's writeback thread; without one (no memory, no thread) the
+ * final sync writes everything. */
+static void writeback_start(cli_mapped_out *m)
+{
+    struct cli_writeback *w = calloc(1, sizeof *w);
+    if (!w)
+        return;
+    w->fd = m->fd;
+    if (pthread_mutex_init(&w->lock, NULL) != 0) {
+        free(w);
+        return;
+    }
+    if (pthread_cond_init(&w->wake, NULL) != 0) {
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+        return;
+    }
+    sigset_t all, old;
+    sigfillset(&all); /* signals stay with the main thread */
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    const int e = pthread_create(&w->thread, NULL, writeback_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0) {
+        pthread_cond_destroy(&w->wake);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+        return;
+    }
+    m->wb = w;
+}
+
+/* Asks m's writeback thread to start writing file bytes [0, upto). */
+static void writeback_ask(cli_mapped_out *m, size_t upto)
+{
+    struct cli_writeback *w = m->wb;
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->lock);
+    if (upto > w->upto) {
+        w->upto = upto;
+        pthread_cond_signal(&w->wake);
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* Ends m's writeback thread (after the call it is in, if any). */
+static void writeback_stop(cli_mapped_out *m)
+{
+    struct cli_writeback *w = m->wb;
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->stop = 1;
+    pthread_cond_signal(&w->wake);
+    pthread_mutex_unlock(&w->lock);
+    pthread_join(w->thread, NULL);
+    pthread_cond_destroy(&w->wake);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+    m->wb = NULL;
 }
 
 int cli_map_output(convolve_context *ctx, const char *path, const convolve_layout *layout,
@@ -278,27 +384,33 @@ int cli_map_output(convolve_context *ctx, const char *path, const convolve_layou
     m->map = p;
     m->data = (unsigned char *)p + hlen;
     m->path = path;
+    writeback_start(m);
     watch_range(MAP_OUT, p, m->map_bytes);
     return CLI_OK;
 }
 
-/* Drops the mapping's pages of file bytes [*done, upto) (whole pages only):
- * the output's are first handed to writeback. */
-static void release(void *map, int fd, int writable, size_t *done, size_t upto)
+/* Drops the mapping's pages of file bytes [*done, upto) (whole pages
+ * only), and again those of the range before, [*last, *done): a slab that
+ * reads rows of the one before (the filter's halo) maps them again, and
+ * where the page cache holds the file in large folios, a whole folio of
+ * up to 2 MiB at a time. The output's pages are handed to its writeback
+ * thread first; the input's leave the page cache too with `drop_cache` (a
+ * file larger than half the memory; a file that fits stays cached, for the
+ * next program to read it or the next run). */
+static void release(void *map, cli_mapped_in *in, cli_mapped_out *out, size_t *last, size_t *done,
+                    size_t upto)
 {
     const size_t ps = page_size();
     upto -= upto % ps;
     if (!map || upto <= *done)
         return;
-    unsigned char *p = (unsigned char *)map + *done;
-    size_t n = upto - *done;
-#ifdef SYNC_FILE_RANGE_WRITE
-    if (writable) /* start writing the finished rows back; does not wait */
-        (void)sync_file_range(fd, (off_t)*done, (off_t)n, SYNC_FILE_RANGE_WRITE);
-#endif
-    (void)madvise(p, n, MADV_DONTNEED);
-    if (!writable) /* and the page cache's copy of input read for good */
-        (void)posix_fadvise(fd, (off_t)*done, (off_t)n, POSIX_FADV_DONTNEED);
+    const size_t n = upto - *done;
+    if (out)
+        writeback_ask(out, upto);
+    (void)madvise((unsigned char *)map + *last, upto - *last, MADV_DONTNEED);
+    if (in && in->drop_cache) /* and the page cache's copy of input read for good */
+        (void)posix_fadvise(in->fd, (off_t)*done, (off_t)n, POSIX_FADV_DONTNEED);
+    *last = *done;
     *done = upto;
 }
 
@@ -313,13 +425,70 @@ void cli_mapped_release(cli_mapped_in *in, cli_mapped_out *out, size_t rows_done
     if (in && in->map) {
         size_t upto = in->data_offset +
                       (size_t)((double)in->data_bytes * ((double)rows_done / (double)rows_total));
-        release(in->map, in->fd, 0, &in->released, upto);
+        release(in->map, in, NULL, &in->last, &in->released, upto);
     }
     if (out && out->map) {
         size_t upto = out->data_offset +
                       (size_t)((double)out->data_bytes * ((double)rows_done / (double)rows_total));
-        release(out->map, out->fd, 1, &out->released, upto);
+        release(out->map, NULL, out, &out->last, &out->released, upto);
     }
+}
+
+/* ---- the output faulted in ahead of a GPU run ------------------------------ */
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older headers lack it */
+#endif
+
+/* A populating thread: 2 MiB chunks taken in turn. */
+static void *populate_chunks(void *arg)
+{
+    cli_populate *p = arg;
+    const size_t chunk = (size_t)2 << 20;
+    for (;;) {
+        size_t off = atomic_fetch_add(&p->next, chunk);
+        if (off >= p->bytes)
+            return NULL;
+        size_t n = p->bytes - off < chunk ? p->bytes - off : chunk;
+        unsigned char *lo = p->begin + off;
+        /* a kernel without MADV_POPULATE_WRITE refuses it (EINVAL): the
+         * run's own faults then take the pages, as they would have */
+        if (madvise(lo, n, MADV_POPULATE_WRITE) != 0 && errno == EINVAL)
+            return NULL;
+    }
+}
+
+void cli_populate_start(cli_populate *p, cli_mapped_out *m)
+{
+    p->threads = 0;
+    const long pages = sysconf(_SC_PHYS_PAGES), cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (!m->map || pages <= 0 || m->map_bytes > CLI_MAPPED_DEVICE_BUDGET ||
+        m->map_bytes / page_size() > (size_t)pages / 16)
+        return;
+    p->begin = m->map; /* page-aligned: the header's page too, written already */
+    p->bytes = m->map_bytes;
+    atomic_init(&p->next, 0);
+    /* one core left to the caller, which starts CUDA meanwhile */
+    int want = cpus > 1 ? (int)cpus - 1 : 1;
+    want = want < CLI_POPULATE_THREADS ? want : CLI_POPULATE_THREADS;
+    sigset_t all, old;
+    sigfillset(&all); /* signals stay with the main thread */
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    for (int i = 0; i < want; i++) {
+        if (pthread_create(&p->thread[p->threads], NULL, populate_chunks, p) != 0)
+            break;
+        p->threads++;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void cli_populate_end(cli_populate *p, int finish)
+{
+    if (!finish && p->threads)
+        atomic_store(&p->next, p->bytes);
+    for (int i = 0; i < p->threads; i++)
+        pthread_join(p->thread[i], NULL);
+    p->threads = 0;
 }
 
 /* Unmaps m's output, no longer watched. */
@@ -334,6 +503,7 @@ static void unmap_output(cli_mapped_out *m)
 
 int cli_map_output_commit(cli_mapped_out *m, char *msg)
 {
+    writeback_stop(m);
     const char *step = "writing";
     int ok = msync(m->map, m->map_bytes, MS_SYNC) == 0;
     int e = errno;
@@ -391,6 +561,7 @@ int cli_map_output_commit(cli_mapped_out *m, char *msg)
 
 void cli_map_output_discard(cli_mapped_out *m)
 {
+    writeback_stop(m);
     unmap_output(m);
     if (m->fd >= 0)
         close(m->fd);

@@ -112,7 +112,7 @@ typedef struct {
 
 static int compute(convolve_context *ctx, const cli_run_args *a, const convolve_options *o,
                    const convolve_filter *f, const convolve_layout *Lin, const void *in,
-                   const convolve_layout *Lout, void *out, phase_clock *clock)
+                   const convolve_layout *Lout, void *out, cli_populate *pop, phase_clock *clock)
 {
     convolve_plan *plan = NULL;
     convolve_status st;
@@ -121,6 +121,7 @@ static int compute(convolve_context *ctx, const cli_run_args *a, const convolve_
         return cli_fail(cli_exit_code(st), "--wisdom: %s", convolve_last_error(ctx));
     const size_t known = convolve_wisdom_count(ctx);
     st = convolve_plan_create(ctx, &plan, Lin, Lout, f, o);
+    cli_populate_end(pop, st == CONVOLVE_OK); /* the output's pages, faulted in meanwhile */
     if (st != CONVOLVE_OK)
         return cli_fail(cli_exit_code(st), "%s", convolve_last_error(ctx));
     if (a->wisdom && convolve_wisdom_count(ctx) != known &&
@@ -319,8 +320,13 @@ static int run(convolve_context *ctx, cli_run_args *a)
     o.progress_user = &prog;
     cli_defer_signals(1);
     clock.opened = cli_now_s();
+    /* on the GPU, the output's pages are faulted in while CUDA starts */
+    cli_populate pop = {0};
+    if (map && o.backend == CONVOLVE_BACKEND_CUDA)
+        cli_populate_start(&pop, &rf.mout);
     rc = compute(ctx, a, &o, f, L, in_data, &Lout, map ? rf.mout.data : convolve_array_data(rf.out),
-                 &clock);
+                 &pop, &clock);
+    cli_populate_end(&pop, 0);
     int frc; /* a page of a mapped file failed (the run was cancelled then) */
     if ((rc == CLI_OK || rc == CLI_INTERRUPTED) &&
         (frc = cli_mapped_check(&rf.min, &rf.mout, msg)) != CLI_OK)

@@ -11,6 +11,9 @@
 
 #include "cli.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 /* The most devices --devices names. */
 #define CLI_MAX_DEVICES 64
 
@@ -138,6 +141,9 @@ int cli_msg(char *msg, int code, const char *fmt, ...) CLI_PRINTF(3, 4);
  * stream, so that resident memory stays bounded. */
 #define CLI_MAPPED_DEVICE_BUDGET ((size_t)2 << 30)
 
+/* Threads at most that fault in a mapped output ahead of a GPU run. */
+#define CLI_POPULATE_THREADS 16
+
 /* A .npy input mapped read-only. */
 typedef struct cli_mapped_in {
     int fd;
@@ -147,6 +153,9 @@ typedef struct cli_mapped_in {
     const void *data;       /* the array: map + data_offset */
     size_t data_offset, data_bytes;
     size_t released;  /* file bytes [0, released) given back */
+    size_t last;      /* where the last range given back began */
+    int drop_cache;   /* the pages given back leave the page cache too (a
+                         file larger than half the memory) */
     const char *path; /* INPUT as given (messages) */
 } cli_mapped_in;
 
@@ -158,10 +167,12 @@ typedef struct cli_mapped_out {
     size_t map_bytes;
     void *data; /* the array: map + data_offset */
     size_t data_offset, data_bytes;
-    size_t released;
-    const char *path;   /* OUTPUT as given (messages) */
-    char *target, *tmp; /* the file replaced (a link's target), the temporary's name */
-    int named;          /* the temporary file has the name tmp (else none yet) */
+    size_t released, last;
+    struct cli_writeback *wb; /* the thread that hands released pages to
+                                 writeback, or NULL */
+    const char *path;         /* OUTPUT as given (messages) */
+    char *target, *tmp;       /* the file replaced (a link's target), the temporary's name */
+    int named;                /* the temporary file has the name tmp (else none yet) */
 } cli_mapped_out;
 
 void cli_mapped_in_init(cli_mapped_in *m);
@@ -185,6 +196,28 @@ int cli_map_output(convolve_context *ctx, const char *path, const convolve_layou
 int cli_map_output_commit(cli_mapped_out *m, char *msg);
 /* Unmaps and removes the temporary file (nothing is written). */
 void cli_map_output_discard(cli_mapped_out *m);
+
+/* The output's pages faulted in by threads of their own while the caller
+ * goes on (plans a run on the GPU, which starts CUDA): the pages a CUDA run
+ * faults in before its slabs anyway (an output of at most
+ * CLI_MAPPED_DEVICE_BUDGET and a sixteenth of the memory), so that the
+ * start-up and the faults overlap. */
+typedef struct cli_populate {
+    int threads; /* started; 0: none */
+    pthread_t thread[CLI_POPULATE_THREADS];
+    unsigned char *begin;
+    size_t bytes;
+    atomic_size_t next; /* the next chunk's offset */
+} cli_populate;
+
+/* Starts populating m's output, when mapped and within the bounds above
+ * (else nothing: p->threads = 0). Never fails: a thread that cannot be
+ * started leaves its share to the faults of the run. */
+void cli_populate_start(cli_populate *p, cli_mapped_out *m);
+/* Waits for cli_populate_start's threads: after the pages they have left
+ * with `finish`, else after the chunks they are on (a run that will not
+ * happen). Does nothing when none run. */
+void cli_populate_end(cli_populate *p, int finish);
 
 /* Gives back the pages of the arrays' first rows_done / rows_total (input
  * and output, either may be NULL or unmapped); the output's are first

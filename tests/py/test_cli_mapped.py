@@ -7,11 +7,15 @@ need converting fall back to loading; failures, Ctrl-C (SIGINT, SIGTERM,
 SIGHUP, SIGPIPE), SIGKILL (where O_TMPFILE works) and a truncated INPUT or
 temporary file (SIGBUS) leave no file and an old OUTPUT intact; a replaced
 OUTPUT keeps its mode and owner, a dangling link is refused; progress
-appears only when asked for or on a terminal; --devices is accepted where it applies; and the peak
-resident memory (ru_maxrss) of a run on a file 4x the bound stays under it.
+appears only when asked for or on a terminal; --devices is accepted where it applies; a CUDA run
+(whose output the CLI faults in while CUDA starts) gives the CPU's result, or without a GPU fails
+leaving nothing; the peak resident memory (ru_maxrss) of a run on a file 4x the bound stays under
+it; and an input that fits in memory stays in the page cache after the run.
 Run by CTest; skipped (77) without numpy/scipy unless CONVOLVE_REQUIRE_PYTHON=1.
 """
+import ctypes
 import fcntl
+import mmap
 import os
 import re
 import signal
@@ -388,6 +392,28 @@ class Mapped(CliCase):
         listed = re.findall(r"^  (\d+): ", info[m.end():], re.M)
         self.assertEqual(listed, [str(i) for i in range(int(m.group(1)))])
 
+    def test_cuda_run_populated_ahead(self):
+        """--backend cuda on mapped files: the output's pages are faulted in
+        by threads of the CLI while CUDA starts. With a GPU the result is the
+        CPU backend's (to float32 rounding); without one the run fails as it
+        would have, at once, and leaves no OUTPUT and no temporary file."""
+        x = random_array(self.rng, (1031, 1024), np.float32)
+        np.save(self.p("x.npy"), x)
+        self.ok([self.p("x.npy"), self.p("cpu.npy"), "--filter", "gaussian:1.5", "--backend",
+                 "cpu"])
+        r = run([self.p("x.npy"), self.p("cuda.npy"), "--filter", "gaussian:1.5", "--backend",
+                 "cuda"])
+        m = re.search(r"\ndevices: (\d+)\n", self.ok(["info"]).stdout)
+        gpus = int(m.group(1)) if m else 0
+        if gpus and r.returncode == 0:
+            np.testing.assert_allclose(np.load(self.p("cuda.npy")), np.load(self.p("cpu.npy")),
+                                       rtol=1e-5, atol=1e-5)
+        else:
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("CUDA", r.stderr)
+            self.assertFalse(os.path.exists(self.p("cuda.npy")))
+        self.no_temporaries()
+
     @unittest.skipUnless(os.access(TIME, os.X_OK), "no %s (Debian package time)" % TIME)
     def test_peak_memory_bounded(self):
         """A 256 MiB float32 file (a quarter of that under the sanitizers) in
@@ -422,6 +448,43 @@ class Mapped(CliCase):
             ref = ndi.convolve(x[idx].astype(np.float64), k, mode="wrap")[2]
             self.assertTrue(np.allclose(y[r], ref, rtol=1e-5, atol=1e-5), "row %d" % r)
         self.no_temporaries()
+
+    def test_input_stays_cached(self):
+        """The pages given back as slabs finish leave the process, not the
+        page cache: a 16 MiB input read in 4 MiB slabs is still cached after
+        the run (mincore), so the next run or program does not read the disk
+        again. (Only an input larger than half the memory leaves it.) The
+        bound on resident memory holds with the file cached
+        (test_peak_memory_bounded's file is)."""
+        x = random_array(self.rng, (2048, 2048), np.float32)
+        with open(self.p("in.npy"), "wb") as f:  # written back: clean pages (a dirty
+            np.save(f, x)                            # page is never dropped)
+            f.flush()
+            os.fsync(f.fileno())
+        with open(self.p("in.npy"), "rb") as f:  # in the page cache before the run
+            while f.read(1 << 20):
+                pass
+        self.ok([self.p("in.npy"), self.p("out.npy"), "--filter", "box:1"],
+                env=dict(os.environ, CONVOLVE_CPU_SLAB_BYTES="4M"))
+        size = os.path.getsize(self.p("in.npy"))
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        with open(self.p("in.npy"), "rb") as f:
+            m = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY)
+            try:
+                page = mmap.PAGESIZE
+                vec = (ctypes.c_ubyte * ((size + page - 1) // page))()
+                addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+                rc = libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(size), vec)
+                self.assertEqual(rc, 0, os.strerror(ctypes.get_errno()))
+                cached = sum(v & 1 for v in vec) / len(vec)
+                del addr
+            finally:
+                m.close()
+        print("input pages in the page cache after the run: %.0f%%" % (100 * cached))
+        self.assertGreater(cached, 0.9)
+        ref = ndi.uniform_filter(x.astype(np.float64), 3, mode="reflect")
+        np.testing.assert_allclose(np.load(self.p("out.npy")), ref, rtol=1e-5, atol=1e-4)
 
 
 if __name__ == "__main__":
