@@ -264,12 +264,7 @@ static void writeback_start(cli_mapped_out *m)
         free(w);
         return;
     }
-    sigset_t all, old;
-    sigfillset(&all); /* signals stay with the main thread */
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    const int e = pthread_create(&w->thread, NULL, writeback_main, w);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (e != 0) {
+    if (cli_thread_start(&w->thread, writeback_main, w) != 0) {
         pthread_cond_destroy(&w->wake);
         pthread_mutex_destroy(&w->lock);
         free(w);
@@ -471,15 +466,11 @@ void cli_populate_start(cli_populate *p, cli_mapped_out *m)
     /* one core left to the caller, which starts CUDA meanwhile */
     int want = cpus > 1 ? (int)cpus - 1 : 1;
     want = want < CLI_POPULATE_THREADS ? want : CLI_POPULATE_THREADS;
-    sigset_t all, old;
-    sigfillset(&all); /* signals stay with the main thread */
-    pthread_sigmask(SIG_SETMASK, &all, &old);
     for (int i = 0; i < want; i++) {
-        if (pthread_create(&p->thread[p->threads], NULL, populate_chunks, p) != 0)
+        if (cli_thread_start(&p->thread[p->threads], populate_chunks, p) != 0)
             break;
         p->threads++;
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void cli_populate_end(cli_populate *p, int finish)

@@ -57,6 +57,16 @@ void cli_defer_signals(int defer)
     g_deferring = defer;
 }
 
+int cli_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    const int e = pthread_create(thread, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return e;
+}
+
 int cli_interrupted(void)
 {
     return g_signal;

@@ -274,6 +274,9 @@ void cli_signals_temp_path(const char *path);
 const char *cli_signals_get_temp_path(void);
 /* The signal caught while deferred, or 0. */
 int cli_interrupted(void);
+/* pthread_create with every signal blocked on the new thread, so that the
+ * signals above reach the main thread; 0 or pthread_create's error. */
+int cli_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
 /* Ends the process of the signal caught, if any (exit status 128 + signal in
  * a shell: 130 for Ctrl-C); returns when there was none. */
 void cli_die_of_signal(void);
