@@ -139,6 +139,16 @@ void cvi_stream_scatter(const cvi_stream_job *job, const cvi_slab *slab, const v
  * progress callback gives back as slabs land, stays bounded. */
 void cvi_stream_prefault_out(const cvi_stream_job *job, int threads);
 
+/* Faults in the pages of [begin, begin + bytes) for writing, their bytes
+ * unchanged, with up to `threads` OpenMP threads in chunks on their own
+ * 2 MiB boundaries (as cvi_stream_prefault_out, whatever the size). */
+void cvi_prefault_range(char *begin, size_t bytes, int threads);
+
+/* 0 when a page of [begin, begin + bytes) is known not to be in memory
+ * (mincore on 8 pages spread over the range: a new allocation, or a file
+ * not in the page cache), else 1. */
+int cvi_pages_resident(const char *begin, size_t bytes);
+
 /* Scatters slab `done`'s output rows from src (as cvi_stream_scatter) and
  * gathers slab `next`'s whole buffer into dst (as cvi_stream_gather) at
  * once, the threads shared between the two in proportion to their bytes,
