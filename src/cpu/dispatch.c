@@ -185,11 +185,10 @@ typedef struct cpu_memo {
  * axis, when the rows lie one after another in memory) when they are not
  * in memory yet (a newly allocated output: numpy's, with transparent huge
  * pages asked for): by all the plan's threads, 2 MiB-aligned chunks each,
- * rather than by the strategy's threads as they store, which took 2-10
- * times longer on the 2-core development machine (float32 2048^2 gaussian
- * sigma 2 into a new numpy array: 13.6-51.3 ms for its first call against
- * 3.6-4.8 ms once the pages were in; 7.6-9.0 ms with this). Short work on
- * busy cores takes only the free cores, as the strategies do. */
+ * rather than by the strategy's threads as they store (H100 host:
+ * gaussian_filter(float32 8192^2, 2) into new arrays 36-37 ms against
+ * 31-32 with this; docs/architecture.md, "Measured choices"). Short work
+ * on busy cores takes only the free cores, as the strategies do. */
 static void prefault_output(const cpu_plan *plan, const cvi_problem *p, void *out)
 {
     const int ax = cvi_slow_axis(p);
