@@ -135,11 +135,12 @@ int cli_mapped_check(const cli_mapped_in *in, const cli_mapped_out *out, char *m
     return CLI_OK;
 }
 
-/* Whether bytes exceed half the machine's physical memory (unknown: no). */
-static int larger_than_half_memory(size_t bytes)
+/* Whether bytes exceed 1/parts of the machine's physical memory (unknown:
+ * yes). */
+static int over_memory_share(size_t bytes, size_t parts)
 {
     long pages = sysconf(_SC_PHYS_PAGES);
-    return pages > 0 && bytes / page_size() > (size_t)pages / 2;
+    return pages <= 0 || bytes / page_size() > (size_t)pages / parts;
 }
 
 void cli_mapped_in_init(cli_mapped_in *m)
@@ -194,7 +195,7 @@ int cli_map_input(convolve_context *ctx, const char *path, cli_mapped_in *m, cha
     m->map = p;
     m->data = (const unsigned char *)p + m->data_offset;
     m->path = path;
-    m->drop_cache = larger_than_half_memory(m->map_bytes);
+    m->drop_cache = over_memory_share(m->map_bytes, 2);
     watch_range(MAP_IN, p, m->map_bytes);
     (void)madvise(p, m->map_bytes, MADV_SEQUENTIAL);
     return CLI_OK;
@@ -388,25 +389,18 @@ int cli_map_output(convolve_context *ctx, const char *path, const convolve_layou
  * only), and again those of the range before, [*last, *done): a slab that
  * reads rows of the one before (the filter's halo) maps them again, and
  * where the page cache holds the file in large folios, a whole folio of
- * up to 2 MiB at a time. The output's pages are handed to its writeback
- * thread first; the input's leave the page cache too with `drop_cache` (a
- * file larger than half the memory; a file that fits stays cached, for the
- * next program to read it or the next run). */
-static void release(void *map, cli_mapped_in *in, cli_mapped_out *out, size_t *last, size_t *done,
-                    size_t upto)
+ * up to 2 MiB at a time. Returns the bytes newly given back, from the old
+ * *done on (0: none). */
+static size_t give_back(void *map, size_t *last, size_t *done, size_t upto)
 {
-    const size_t ps = page_size();
-    upto -= upto % ps;
+    upto -= upto % page_size();
     if (!map || upto <= *done)
-        return;
-    const size_t n = upto - *done;
-    if (out)
-        writeback_ask(out, upto);
+        return 0;
     (void)madvise((unsigned char *)map + *last, upto - *last, MADV_DONTNEED);
-    if (in && in->drop_cache) /* and the page cache's copy of input read for good */
-        (void)posix_fadvise(in->fd, (off_t)*done, (off_t)n, POSIX_FADV_DONTNEED);
+    const size_t n = upto - *done;
     *last = *done;
     *done = upto;
+    return n;
 }
 
 void cli_mapped_release(cli_mapped_in *in, cli_mapped_out *out, size_t rows_done, size_t rows_total)
@@ -420,12 +414,20 @@ void cli_mapped_release(cli_mapped_in *in, cli_mapped_out *out, size_t rows_done
     if (in && in->map) {
         size_t upto = in->data_offset +
                       (size_t)((double)in->data_bytes * ((double)rows_done / (double)rows_total));
-        release(in->map, in, NULL, &in->last, &in->released, upto);
+        size_t n = give_back(in->map, &in->last, &in->released, upto);
+        /* the page cache's copy too, of an input larger than half the
+         * memory; one that fits stays cached for the next program to read
+         * it (or the next run) */
+        if (n && in->drop_cache)
+            (void)posix_fadvise(in->fd, (off_t)(in->released - n), (off_t)n, POSIX_FADV_DONTNEED);
     }
     if (out && out->map) {
         size_t upto = out->data_offset +
                       (size_t)((double)out->data_bytes * ((double)rows_done / (double)rows_total));
-        release(out->map, NULL, out, &out->last, &out->released, upto);
+        /* written pages stay dirty in the page cache; the writeback thread
+         * starts writing them */
+        if (give_back(out->map, &out->last, &out->released, upto))
+            writeback_ask(out, out->released);
     }
 }
 
@@ -456,9 +458,8 @@ static void *populate_chunks(void *arg)
 void cli_populate_start(cli_populate *p, cli_mapped_out *m)
 {
     p->threads = 0;
-    const long pages = sysconf(_SC_PHYS_PAGES), cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    if (!m->map || pages <= 0 || m->map_bytes > CLI_MAPPED_DEVICE_BUDGET ||
-        m->map_bytes / page_size() > (size_t)pages / 16)
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (!m->map || m->map_bytes > CLI_MAPPED_DEVICE_BUDGET || over_memory_share(m->map_bytes, 16))
         return;
     p->begin = m->map; /* page-aligned: the header's page too, written already */
     p->bytes = m->map_bytes;
