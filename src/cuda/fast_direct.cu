@@ -68,6 +68,16 @@ static cudaError_t launch_edges(const cvk_direct_params &p, int KY, int KX, int 
     return cudaGetLastError();
 }
 
+/* The cache slot of the blocks a multiprocessor holds, one an instance
+ * (cvk_launch_ready): float32 dense and separable by K, uint8 by channels
+ * and K. */
+static int *held_slot(int es, int C, int K, int separable)
+{
+    static int held[2 * 17 + 2 * 17];
+    const int k = (K - 3) / 2 < 17 ? (K - 3) / 2 : 16;
+    return &held[es == 4 ? separable * 17 + k : 34 + (C > 1) * 17 + k];
+}
+
 static cvk_direct_kernel_fn pick2d(int in_type, int channels, int K, int separable)
 {
     if (in_type == CVI_DTYPE_FLOAT32 && channels == 1)
@@ -172,23 +182,40 @@ extern "C" cudaError_t cvk_direct2d_launch(const cvk_direct_args *a, cudaStream_
     const long long lo = -(long long)p.shift, hi = p.WC - p.shift;
     p.first = lo >= 0 ? 0 : -((-lo + SEG - 1) / SEG) * SEG;
     p.nwarps = (hi - p.first + SEG - 1) / SEG;
-    /* Strip height: about one full wave of 4-warp blocks at full occupancy
-     * (16 per SM), long enough that the K - 1 halo rows stay a small share. */
+    const size_t smem = ring_bytes(es, V, HALO);
+    int per_sm;
+    const cudaError_t re = cvk_launch_ready((const void *)fn, CVK_DIRECT_WARPS * 32, smem,
+                                            held_slot(es, C, K, a->separable), &per_sm);
+    if (re != cudaSuccess)
+        return re;
+    /* Strip height: float32, about 8 waves of the blocks the device holds
+     * at once (H200, 8192^2: 1 wave 0.29-0.42 ms, 4 waves 0.21-0.24, 8 to
+     * 16 waves 0.197-0.206 at K = 3, 5; separable K = 3, 5 0.27 -> 0.22);
+     * uint8 about one wave of 16 blocks a multiprocessor (8 waves made gray
+     * 5x5 11% slower); never under 2 (K - 1) rows (4 (K - 1) separable) or
+     * 16, so that the halo rows stay a small share. */
     const long long bx = (p.nwarps + CVK_DIRECT_WARPS - 1) / CVK_DIRECT_WARPS;
-    const long long want = cvk_multiprocessors(a->multiprocessors) * 16;
-    long long strip = (p.H * bx + want - 1) / want;
+    long long strip;
+    if (es == 4) {
+        long long by0 = 8 * cvk_multiprocessors(a->multiprocessors) * per_sm / bx;
+        by0 = by0 < 1 ? 1 : by0;
+        strip = (p.H + by0 - 1) / by0;
+    } else {
+        const long long want = cvk_multiprocessors(a->multiprocessors) * 16;
+        strip = (p.H * bx + want - 1) / want;
+        strip = strip > 128 ? 128 : strip;
+    }
     const long long min_strip = (a->separable ? 4 : 2) * (K - 1) > 16
                                     ? (a->separable ? 4 : 2) * (K - 1)
                                     : 16;
-    strip = strip < min_strip ? min_strip : strip > 128 ? 128 : strip;
+    strip = strip < min_strip ? min_strip : strip;
     if (strip > p.H)
         strip = p.H;
     p.strip = (int)strip;
     const long long by = (p.H + strip - 1) / strip;
     if (by > CVK_DEVICE_GRID_YZ || bx > CVK_DEVICE_GRID_X)
         return cudaErrorInvalidConfiguration;
-    CVK_LAUNCH(fn, dim3((unsigned)bx, (unsigned)by), CVK_DIRECT_WARPS * 32, ring_bytes(es, V, HALO),
-               stream, (p));
+    CVK_LAUNCH(fn, dim3((unsigned)bx, (unsigned)by), CVK_DIRECT_WARPS * 32, smem, stream, (p));
     return cudaGetLastError();
 }
 

@@ -378,14 +378,17 @@ __device__ __forceinline__ void cvk_store_row(const cvk_direct_params &p, long l
 }
 
 template <int K, int C, typename T, bool SEP
-, int V > __global__ void __launch_bounds__(CVK_DIRECT_WARPS * 32)
-              cvk_direct2d_kernel(const __grid_constant__ cvk_direct_params p)
+, int V, int MINB = 0,
+             int ROTATE = -1 > __global__ void __launch_bounds__(CVK_DIRECT_WARPS * 32, MINB)
+                                   cvk_direct2d_kernel(const __grid_constant__ cvk_direct_params p)
 {
     enum { HALO = (K / 2) * C, WIN = V + 2 * HALO };
-    /* rotate the accumulator rows (unrolling rows by K) where the shifts
-     * would cost much next to the FMAs (small filters); larger ones shift
-     * (code size: an unrolled row per accumulator row) */
-    enum { ROT = SEP ? K <= 17 : K <= 9 };
+    /* ROTATE = 1 rotates the accumulator rows (unrolling rows by K), 0
+     * shifts them (one row's code: fewer instruction-cache misses); -1
+     * rotates where the shifts would cost much next to the FMAs (separable
+     * filters up to 17 taps, dense up to 9). MINB: blocks a multiprocessor
+     * must hold (caps the registers). */
+    enum { ROT = ROTATE >= 0 ? ROTATE : SEP ? K <= 17 : K <= 9 };
     typedef cvk_ring<T, V, HALO> G;
     CVK_DYNAMIC_SHARED(smem);
     const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
@@ -523,6 +526,10 @@ typedef void (*cvk_direct_kernel_fn)(cvk_direct_params);
         return cvk_direct2d_kernel<K, C, T, S, CVK_DIRECT_LANE(T, K, S)>;
 #define CVK_DIRECT_CASE_V(K, C, T, S, V) \
     case K: return cvk_direct2d_kernel<K, C, T, S, V>;
+/* An instance with at least MINB blocks a multiprocessor, ROT as the
+ * kernel's ROTATE. */
+#define CVK_DIRECT_CASE_TUNED(K, C, T, S, V, MINB, ROT) \
+    case K: return cvk_direct2d_kernel<K, C, T, S, V, MINB, ROT>;
 
 /* The instances, by file: fast_direct_f32.cu (dense float32 gray, K = 3..17,
  * and 1-D), fast_direct_sep.cu (separable float32 gray, K = 3..33),

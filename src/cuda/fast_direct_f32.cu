@@ -5,13 +5,20 @@
 #include "fast_direct.cuh"
 
 #define DENSE(K) CVK_DIRECT_CASE(K, 1, float, false)
+#define DENSE_TUNED(K, MINB) CVK_DIRECT_CASE_TUNED(K, 1, float, false, 4, MINB, 0)
 
+/* K = 3, 5, 7 shift their accumulator rows (the rotation's K-times unrolled
+ * loop stalled on instruction fetch) and hold 10, 8 and 6 blocks a
+ * multiprocessor (48, 64 and 80 registers at most): H200, 8192^2 reflect,
+ * 0.196, 0.205 and 0.277 ms against 0.275 (the generated tile), 0.274 and
+ * 0.380 before, rotated at the compiler's registers (docs/architecture.md,
+ * "Measured choices"). */
 cvk_direct_kernel_fn cvk_direct2d_dense_f32(int K)
 {
     switch (K) {
-        DENSE(3)
-        DENSE(5)
-        DENSE(7)
+        DENSE_TUNED(3, 10)
+        DENSE_TUNED(5, 8)
+        DENSE_TUNED(7, 6)
         DENSE(9)
         DENSE(11)
         DENSE(13)
