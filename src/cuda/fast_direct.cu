@@ -189,8 +189,9 @@ extern "C" cudaError_t cvk_direct2d_launch(const cvk_direct_args *a, cudaStream_
     if (re != cudaSuccess)
         return re;
     /* Strip height: float32, about 8 waves of the blocks the device holds
-     * at once (H200, 8192^2: 1 wave 0.29-0.42 ms, 4 waves 0.21-0.24, 8 to
-     * 16 waves 0.197-0.206 at K = 3, 5; separable K = 3, 5 0.27 -> 0.22);
+     * at once (H200, 8192^2, dense 3x3 and 5x5 at 8 blocks a
+     * multiprocessor: 1 wave 0.31-0.33 ms, 4 waves 0.23-0.24, 8 to 16
+     * waves 0.21; separable K = 3, 5 0.27-0.29 -> 0.22);
      * uint8 about one wave of 16 blocks a multiprocessor (8 waves made gray
      * 5x5 11% slower); never under 2 (K - 1) rows (4 (K - 1) separable) or
      * 16, so that the halo rows stay a small share. */
