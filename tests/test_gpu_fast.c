@@ -417,6 +417,19 @@ int main(int argc, char **argv)
     base_case(&c, "separable", 3, 1, 1, 1, 1, 3, CONVOLVE_FLOAT32);
     c.separable = 1;
     run_case(&c);
+    /* deeper than a block's run of planes (at least 4 (K - 1)): several
+     * runs along z, the last one shorter than K - 1 planes, so that each
+     * walk has its first planes, its planes with every z tap inside the
+     * run, and its last planes (the kernels that walk them in separate
+     * loops) */
+    for (size_t K = 3; K <= 17; K += g_small ? 14 : 2) {
+        base_case(&c, "separable", 3, 4 * (K - 1) + 1 + K / 3, 6, 37, 1, K, CONVOLVE_FLOAT32);
+        c.separable = 1;
+        run_case(&c);
+        base_case(&c, "separable", 3, 4 * (K - 1) + 1 + K / 3, 5, 35, 1, K, CONVOLVE_FLOAT64);
+        c.separable = 1;
+        run_case(&c);
+    }
 
     /* 3-D separable, float64 (the same walk summed in double: 2 columns a
      * lane, 64-column tiles, x halos of 2 to 8 columns): every compiled K,

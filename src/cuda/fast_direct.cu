@@ -68,14 +68,13 @@ static cudaError_t launch_edges(const cvk_direct_params &p, int KY, int KX, int 
     return cudaGetLastError();
 }
 
-/* The cache slot of the blocks a multiprocessor holds, one an instance
- * (cvk_launch_ready): float32 dense and separable by K, uint8 by channels
- * and K. */
-static int *held_slot(int es, int C, int K, int separable)
+/* The cache slot of the blocks a multiprocessor holds, one a float32
+ * instance (cvk_launch_ready): dense and separable by K. */
+static int *held_slot(int K, int separable)
 {
-    static int held[2 * 17 + 2 * 17];
+    static int held[2 * 17];
     const int k = (K - 3) / 2 < 17 ? (K - 3) / 2 : 16;
-    return &held[es == 4 ? separable * 17 + k : 34 + (C > 1) * 17 + k];
+    return &held[separable * 17 + k];
 }
 
 static cvk_direct_kernel_fn pick2d(int in_type, int channels, int K, int separable)
@@ -183,11 +182,6 @@ extern "C" cudaError_t cvk_direct2d_launch(const cvk_direct_args *a, cudaStream_
     p.first = lo >= 0 ? 0 : -((-lo + SEG - 1) / SEG) * SEG;
     p.nwarps = (hi - p.first + SEG - 1) / SEG;
     const size_t smem = ring_bytes(es, V, HALO);
-    int per_sm;
-    const cudaError_t re = cvk_launch_ready((const void *)fn, CVK_DIRECT_WARPS * 32, smem,
-                                            held_slot(es, C, K, a->separable), &per_sm);
-    if (re != cudaSuccess)
-        return re;
     /* Strip height: float32, about 8 waves of the blocks the device holds
      * at once (H200, 8192^2, dense 3x3 and 5x5 at 8 blocks a
      * multiprocessor: 1 wave 0.31-0.33 ms, 4 waves 0.23-0.24, 8 to 16
@@ -198,6 +192,11 @@ extern "C" cudaError_t cvk_direct2d_launch(const cvk_direct_args *a, cudaStream_
     const long long bx = (p.nwarps + CVK_DIRECT_WARPS - 1) / CVK_DIRECT_WARPS;
     long long strip;
     if (es == 4) {
+        int per_sm;
+        const cudaError_t re = cvk_launch_ready((const void *)fn, CVK_DIRECT_WARPS * 32, smem,
+                                                held_slot(K, a->separable), &per_sm);
+        if (re != cudaSuccess)
+            return re;
         long long by0 = 8 * cvk_multiprocessors(a->multiprocessors) * per_sm / bx;
         by0 = by0 < 1 ? 1 : by0;
         strip = (p.H + by0 - 1) / by0;

@@ -314,19 +314,136 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
 
 /* The separable walk (the file's header) on elements of type T, summed in
  * T: y taps for the block's rows over the tile's columns, x halo included
- * (each warp its row's own TX columns, the first warps the halo's chunks),
+ * (each warp its row's own TX columns, the first warp the halo's chunks),
  * into yrows (TY x SW); x taps per output; z taps into the rolling
  * accumulators; the taps (z, y, x, K each) in p.w (float) or p.w64
  * (double). A lane holds V = 16 / sizeof(T) columns, a block TX = 32 V.
- * Dynamic shared memory: cvk_sep3d_smem(K, sizeof(T)). Float instances
- * are held to 3 blocks a multiprocessor up to K = 13 (80 registers; K = 13
- * spills 48 bytes, still faster than 2 blocks), 2 above; double to the
- * compiler's choice (measured fastest).
+ * Dynamic shared memory: cvk_sep3d_smem(K, sizeof(T)).
  * (x first, over every tile row, took TY + K - 1 rows of x taps for TY
- * outputs: docs/architecture.md "Measured choices".) */
-#define CVK_SEP3D_MIN_BLOCKS(T, K) (sizeof(T) == 4 ? ((K) <= 13 ? 3 : 2) : 1)
+ * outputs: docs/architecture.md "Measured choices".)
+ *
+ * Per instance, as measured fastest (H200, float32 512^3 and float64
+ * 256^3 Gaussians, K = 3..17, five combinations of the two choices below
+ * in one build): SPLIT walks the planes where every z tap lands in the
+ * block's run (all but the first K - 1 and the last K - 1) in a loop of
+ * their own without the run test (float32 K = 5, 7: 0.518 -> 0.493 ms,
+ * 0.647 -> 0.609; float64 K = 17 0.386 -> 0.362), at the cost of a second
+ * copy of the body and its registers (float32 K = 9..13 keep one loop:
+ * with 80 registers K = 13 spilled 248 bytes, 1.005 -> 1.109 ms); MINB is
+ * the blocks a multiprocessor the registers must allow. */
 template <typename T, int K>
-__global__ void __launch_bounds__(CVK_3D_THREADS, CVK_SEP3D_MIN_BLOCKS(T, K))
+struct cvk_sep3d_shape {
+    enum {
+        F32 = sizeof(T) == 4,
+        SPLIT = F32 ? (K <= 7 || K >= 15) : 1,
+        MINB = F32 ? (K == 7              ? 1
+                      : K <= 13 && K >= 9 ? 3
+                                          : 2)
+                   : (K >= 11 ? 2 : 1)
+    };
+};
+
+/* One plane t of cvk_sep3d_kernel's walk (its locals passed along); RAMP:
+ * plane t may add to outputs outside the block's run (the first K - 1
+ * planes and those past `planes`), which are skipped. */
+template <typename T, int K, bool RAMP>
+__device__ __forceinline__ void cvk_sep3d_plane(const cvk_direct3d_params &p, T *tile, T *yrows,
+                                                const long long *maps, T (&acc)[K][16 / sizeof(T)],
+                                                int t, int total, int planes, long long zbase,
+                                                long long z0, long long x0, long long y)
+{
+    enum {
+        R = K / 2,
+        V = (int)(16 / sizeof(T)),
+        TX = 32 * V,
+        XP = (R + V - 1) / V * V,
+        SW = TX + 2 * XP,
+        EX = 2 * XP / V, /* halo chunks a row */
+        ROWS = CVK_3D_TY + K - 1
+    };
+    const int own_type = sizeof(T) == 4 ? CVI_DTYPE_FLOAT32 : CVI_DTYPE_FLOAT64;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int hi = threadIdx.x, hr = hi / EX, he = hi - hr * EX;
+    const int hq = he < XP / V ? he : 32 + he;
+    cvk_cp_wait<1>();  /* plane t's copies are done (t + 1's may fly on) */
+    __syncthreads();   /* ...everyone's; plane t - 1's readers are done */
+    if (t + 2 < total) /* into the buffer plane t - 1 used */
+        cvk_load_plane<T, XP, TX>(p, tile + (t + 2) % 3 * ROWS * SW, maps, zbase + t + 2, ROWS);
+    cvk_cp_commit();
+    const T *buf = tile + t % 3 * ROWS * SW;
+    /* y: the warp's row over its TX columns; the halo chunks of every row */
+    {
+        T v[V];
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            v[i] = T(0);
+#pragma unroll
+        for (int ky = 0; ky < K; ky++)
+            cvk_3d_axpy16(cvk_3d_tap(p, K + ky, T()), buf + (warp + ky) * SW + XP + V * lane, v);
+        cvk_3d_st16(yrows + warp * SW + XP + V * lane, v);
+    }
+    if (hi < CVK_3D_TY * EX) {
+        T v[V];
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            v[i] = T(0);
+#pragma unroll
+        for (int ky = 0; ky < K; ky++)
+            cvk_3d_axpy16(cvk_3d_tap(p, K + ky, T()), buf + (hr + ky) * SW + V * hq, v);
+        cvk_3d_st16(yrows + hr * SW + V * hq, v);
+    }
+    __syncthreads();
+    /* x: V columns a lane from the aligned V + 2 XP around them */
+    T h[V];
+    {
+        const T *src = yrows + warp * SW + V * lane;
+        T sup[V + 2 * XP];
+#pragma unroll
+        for (int q = 0; q < (V + 2 * XP) / V; q++)
+            cvk_3d_ld16(src + V * q, sup + V * q);
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            h[i] = T(0);
+#pragma unroll
+        for (int kx = 0; kx < K; kx++)
+#pragma unroll
+            for (int i = 0; i < V; i++)
+                h[i] = cvk_3d_fma(cvk_3d_tap(p, 2 * K + kx, T()), sup[XP - R + i + kx], h[i]);
+    }
+    /* z: plane t adds to outputs t - kz (tap kz) in acc[K-1-kz] */
+#pragma unroll
+    for (int kz = 0; kz < K; kz++) {
+        if (RAMP && (kz > t || kz <= t - planes))
+            continue;
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            acc[K - 1 - kz][i] = cvk_3d_fma(cvk_3d_tap(p, kz, T()), h[i], acc[K - 1 - kz][i]);
+    }
+    const int o = t - (K - 1); /* acc[0] is complete */
+    if ((!RAMP || o >= 0) && y < p.H) {
+        char *row = p.out + (z0 + o) * p.out_str[0] + y * p.out_str[1];
+        const long long x = x0 + V * lane + p.shift;
+        if (p.vec_store && p.out_type == own_type && x >= 0 && x + V <= p.W) {
+            cvk_3d_st16((T *)row + x, acc[0]);
+        } else {
+#pragma unroll
+            for (int i = 0; i < V; i++)
+                if (x + i >= 0 && x + i < p.W)
+                    cvk_3d_store(p.out_type, row, x + i, acc[0][i]);
+        }
+    }
+#pragma unroll
+    for (int a = 0; a < K - 1; a++)
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            acc[a][i] = acc[a + 1][i];
+#pragma unroll
+    for (int i = 0; i < V; i++)
+        acc[K - 1][i] = T(0);
+}
+
+template <typename T, int K>
+__global__ void __launch_bounds__(CVK_3D_THREADS, cvk_sep3d_shape<T, K>::MINB)
     cvk_sep3d_kernel(const __grid_constant__ cvk_direct3d_params p)
 {
     enum {
@@ -339,20 +456,16 @@ __global__ void __launch_bounds__(CVK_3D_THREADS, CVK_SEP3D_MIN_BLOCKS(T, K))
         ROWS = CVK_3D_TY + K - 1
     };
     static_assert(CVK_3D_TY * EX <= CVK_3D_THREADS, "one halo chunk a thread at most");
-    const int own_type = sizeof(T) == 4 ? CVI_DTYPE_FLOAT32 : CVI_DTYPE_FLOAT64;
     CVK_DYNAMIC_SHARED(smem);
     T *tile = (T *)smem;                                     /* 3 planes' tiles, ROWS x SW each */
     T *yrows = tile + 3 * ROWS * SW;                         /* the block's rows filtered along y */
     long long *maps = (long long *)(yrows + CVK_3D_TY * SW); /* cvk_3d_maps */
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int warp = threadIdx.x >> 5;
     const long long x0 = p.x_base + (long long)blockIdx.x * TX; /* centred columns */
     const long long y0 = (long long)blockIdx.y * CVK_3D_TY;
     const long long z0 = (long long)blockIdx.z * p.zrun;
     const int planes = (int)(p.D - z0 < p.zrun ? p.D - z0 : p.zrun);
     const long long y = y0 + warp;
-    /* the halo chunk this thread filters along y, if any: row hr, chunk hq */
-    const int hi = threadIdx.x, hr = hi / EX, he = hi - hr * EX;
-    const int hq = he < XP / V ? he : 32 + he;
 
     T acc[K][V];
 #pragma unroll
@@ -370,86 +483,25 @@ __global__ void __launch_bounds__(CVK_3D_THREADS, CVK_SEP3D_MIN_BLOCKS(T, K))
     cvk_load_plane<T, XP, TX>(p, tile + ROWS * SW, maps, zbase + 1, ROWS);
     cvk_cp_commit();
 
+    if (cvk_sep3d_shape<T, K>::SPLIT) {
+        int t = 0;
 #pragma unroll 1
-    for (int t = 0; t < total; t++) {
-        cvk_cp_wait<1>();  /* plane t's copies are done (t + 1's may fly on) */
-        __syncthreads();   /* ...everyone's; plane t - 1's readers are done */
-        if (t + 2 < total) /* into the buffer plane t - 1 used */
-            cvk_load_plane<T, XP, TX>(p, tile + (t + 2) % 3 * ROWS * SW, maps, zbase + t + 2, ROWS);
-        cvk_cp_commit();
-        const T *buf = tile + t % 3 * ROWS * SW;
-        /* y: the warp's row over its TX columns; the halo chunks of every row */
-        {
-            T v[V];
-#pragma unroll
-            for (int i = 0; i < V; i++)
-                v[i] = T(0);
-#pragma unroll
-            for (int ky = 0; ky < K; ky++)
-                cvk_3d_axpy16(cvk_3d_tap(p, K + ky, T()), buf + (warp + ky) * SW + XP + V * lane,
-                              v);
-            cvk_3d_st16(yrows + warp * SW + XP + V * lane, v);
-        }
-        if (hi < CVK_3D_TY * EX) {
-            T v[V];
-#pragma unroll
-            for (int i = 0; i < V; i++)
-                v[i] = T(0);
-#pragma unroll
-            for (int ky = 0; ky < K; ky++)
-                cvk_3d_axpy16(cvk_3d_tap(p, K + ky, T()), buf + (hr + ky) * SW + V * hq, v);
-            cvk_3d_st16(yrows + hr * SW + V * hq, v);
-        }
-        __syncthreads();
-        /* x: V columns a lane from the aligned V + 2 XP around them */
-        T h[V];
-        {
-            const T *src = yrows + warp * SW + V * lane;
-            T sup[V + 2 * XP];
-#pragma unroll
-            for (int q = 0; q < (V + 2 * XP) / V; q++)
-                cvk_3d_ld16(src + V * q, sup + V * q);
-#pragma unroll
-            for (int i = 0; i < V; i++)
-                h[i] = T(0);
-#pragma unroll
-            for (int kx = 0; kx < K; kx++)
-#pragma unroll
-                for (int i = 0; i < V; i++)
-                    h[i] = cvk_3d_fma(cvk_3d_tap(p, 2 * K + kx, T()), sup[XP - R + i + kx], h[i]);
-        }
-        /* z: plane t adds to outputs t - kz (tap kz) in acc[K-1-kz]; the
-         * test skips outputs outside the run (never stored: without it,
-         * more registers, measured slower for float64) */
-#pragma unroll
-        for (int kz = 0; kz < K; kz++) {
-            if (kz > t || kz <= t - planes)
-                continue;
-#pragma unroll
-            for (int i = 0; i < V; i++)
-                acc[K - 1 - kz][i] = cvk_3d_fma(cvk_3d_tap(p, kz, T()), h[i], acc[K - 1 - kz][i]);
-        }
-        const int o = t - (K - 1); /* acc[0] is complete */
-        if (o >= 0 && y < p.H) {
-            char *row = p.out + (z0 + o) * p.out_str[0] + y * p.out_str[1];
-            const long long x = x0 + V * lane + p.shift;
-            if (p.vec_store && p.out_type == own_type && x >= 0 && x + V <= p.W) {
-                cvk_3d_st16((T *)row + x, acc[0]);
-            } else {
-#pragma unroll
-                for (int i = 0; i < V; i++)
-                    if (x + i >= 0 && x + i < p.W)
-                        cvk_3d_store(p.out_type, row, x + i, acc[0][i]);
-            }
-        }
-#pragma unroll
-        for (int a = 0; a < K - 1; a++)
-#pragma unroll
-            for (int i = 0; i < V; i++)
-                acc[a][i] = acc[a + 1][i];
-#pragma unroll
-        for (int i = 0; i < V; i++)
-            acc[K - 1][i] = T(0);
+        for (; t < K - 1; t++)
+            cvk_sep3d_plane<T, K, true>(p, tile, yrows, maps, acc, t, total, planes, zbase, z0, x0,
+                                        y);
+#pragma unroll 1
+        for (; t < planes; t++)
+            cvk_sep3d_plane<T, K, false>(p, tile, yrows, maps, acc, t, total, planes, zbase, z0, x0,
+                                         y);
+#pragma unroll 1
+        for (; t < total; t++)
+            cvk_sep3d_plane<T, K, true>(p, tile, yrows, maps, acc, t, total, planes, zbase, z0, x0,
+                                        y);
+    } else {
+#pragma unroll 1
+        for (int t = 0; t < total; t++)
+            cvk_sep3d_plane<T, K, true>(p, tile, yrows, maps, acc, t, total, planes, zbase, z0, x0,
+                                        y);
     }
 }
 
