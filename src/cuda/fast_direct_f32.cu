@@ -7,22 +7,26 @@
 #define DENSE(K) CVK_DIRECT_CASE(K, 1, float, false)
 #define DENSE_TUNED(K, MINB) CVK_DIRECT_CASE_TUNED(K, 1, float, false, 4, MINB, 0)
 
-/* K = 3, 5, 7 shift their accumulator rows (the rotation's K-times unrolled
- * loop stalled on instruction fetch) and hold 10, 8 and 6 blocks a
- * multiprocessor (48, 64 and 80 registers at most): H200, 8192^2 reflect,
- * 0.196, 0.205 and 0.277 ms against 0.275 (the generated tile), 0.274 and
- * 0.380 before, rotated at the compiler's registers (docs/architecture.md,
- * "Measured choices"). */
+/* Every K shifts its accumulator rows (the rotation's K-times unrolled
+ * loop stalled on instruction fetch); each is held to the blocks a
+ * multiprocessor measured fastest: K = 3, 5, 7 to 10, 8 and 6 (48, 64 and
+ * 80 registers at most), H200, 8192^2 reflect, 0.196, 0.205 and 0.277 ms
+ * against 0.275 (the generated tile), 0.274 and 0.380 before, rotated at
+ * the compiler's registers; K = 9, 11, 13, 15 to 6, 5, 5 and 4 (80, 90, 96
+ * and 120 registers), H200, 8192^2 constant, 0.361, 0.488, 0.627 and 0.782
+ * ms against the generated tile's 0.413, 0.590, 0.727 and 0.909, and the
+ * compiler's registers' 0.578, 0.493, 0.651 and 0.797
+ * (docs/architecture.md, "Measured choices"). */
 cvk_direct_kernel_fn cvk_direct2d_dense_f32(int K)
 {
     switch (K) {
         DENSE_TUNED(3, 10)
         DENSE_TUNED(5, 8)
         DENSE_TUNED(7, 6)
-        DENSE(9)
-        DENSE(11)
-        DENSE(13)
-        DENSE(15)
+        DENSE_TUNED(9, 6)
+        DENSE_TUNED(11, 5)
+        DENSE_TUNED(13, 5)
+        DENSE_TUNED(15, 4)
         DENSE(17)
     default: return 0;
     }

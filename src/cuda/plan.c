@@ -158,7 +158,7 @@ static int use_generated(int id, const cvi_problem *p)
         return 1;
     const int legacy_only = env && strcmp(env, "legacy") == 0;
     if (!legacy_only && p->ndim == 2 && t == CONVOLVE_FLOAT32 && C == 1 && odd_cube(p, 2) &&
-        (id == CVK_SEPARABLE ? p->separable && K >= 11 : K >= 9 && K <= 15))
+        id == CVK_SEPARABLE && p->separable && K >= 15)
         return 1;
     /* the legacy 2-D kernels keep uint8 rows as bytes: cval must be one */
     if (p->ndim == 2 && p->in_type == CONVOLVE_UINT8 && p->mode == CVI_MODE_CONSTANT &&
