@@ -334,6 +334,13 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
 template <typename T, int K>
 struct cvk_sep3d_shape {
     enum {
+        R = K / 2,
+        V = (int)(16 / sizeof(T)), /* columns a lane */
+        TX = 32 * V,               /* columns a block */
+        XP = (R + V - 1) / V * V,  /* x halo held on each side */
+        SW = TX + 2 * XP,          /* tile row */
+        EX = 2 * XP / V,           /* halo chunks a row */
+        ROWS = CVK_3D_TY + K - 1,  /* tile rows */
         F32 = sizeof(T) == 4,
         SPLIT = F32 ? (K <= 7 || K >= 15) : 1,
         MINB = F32 ? (K == 7              ? 1
@@ -352,63 +359,57 @@ __device__ __forceinline__ void cvk_sep3d_plane(const cvk_direct3d_params &p, T 
                                                 int t, int total, int planes, long long zbase,
                                                 long long z0, long long x0, long long y)
 {
-    enum {
-        R = K / 2,
-        V = (int)(16 / sizeof(T)),
-        TX = 32 * V,
-        XP = (R + V - 1) / V * V,
-        SW = TX + 2 * XP,
-        EX = 2 * XP / V, /* halo chunks a row */
-        ROWS = CVK_3D_TY + K - 1
-    };
+    typedef cvk_sep3d_shape<T, K> S;
     const int own_type = sizeof(T) == 4 ? CVI_DTYPE_FLOAT32 : CVI_DTYPE_FLOAT64;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int hi = threadIdx.x, hr = hi / EX, he = hi - hr * EX;
-    const int hq = he < XP / V ? he : 32 + he;
+    const int hi = threadIdx.x, hr = hi / S::EX, he = hi - hr * S::EX;
+    const int hq = he < S::XP / S::V ? he : 32 + he;
     cvk_cp_wait<1>();  /* plane t's copies are done (t + 1's may fly on) */
     __syncthreads();   /* ...everyone's; plane t - 1's readers are done */
     if (t + 2 < total) /* into the buffer plane t - 1 used */
-        cvk_load_plane<T, XP, TX>(p, tile + (t + 2) % 3 * ROWS * SW, maps, zbase + t + 2, ROWS);
+        cvk_load_plane<T, S::XP, S::TX>(p, tile + (t + 2) % 3 * S::ROWS * S::SW, maps,
+                                        zbase + t + 2, S::ROWS);
     cvk_cp_commit();
-    const T *buf = tile + t % 3 * ROWS * SW;
+    const T *buf = tile + t % 3 * S::ROWS * S::SW;
     /* y: the warp's row over its TX columns; the halo chunks of every row */
     {
-        T v[V];
+        T v[S::V];
 #pragma unroll
-        for (int i = 0; i < V; i++)
+        for (int i = 0; i < S::V; i++)
             v[i] = T(0);
 #pragma unroll
         for (int ky = 0; ky < K; ky++)
-            cvk_3d_axpy16(cvk_3d_tap(p, K + ky, T()), buf + (warp + ky) * SW + XP + V * lane, v);
-        cvk_3d_st16(yrows + warp * SW + XP + V * lane, v);
+            cvk_3d_axpy16(cvk_3d_tap(p, K + ky, T()),
+                          buf + (warp + ky) * S::SW + S::XP + S::V * lane, v);
+        cvk_3d_st16(yrows + warp * S::SW + S::XP + S::V * lane, v);
     }
-    if (hi < CVK_3D_TY * EX) {
-        T v[V];
+    if (hi < CVK_3D_TY * S::EX) {
+        T v[S::V];
 #pragma unroll
-        for (int i = 0; i < V; i++)
+        for (int i = 0; i < S::V; i++)
             v[i] = T(0);
 #pragma unroll
         for (int ky = 0; ky < K; ky++)
-            cvk_3d_axpy16(cvk_3d_tap(p, K + ky, T()), buf + (hr + ky) * SW + V * hq, v);
-        cvk_3d_st16(yrows + hr * SW + V * hq, v);
+            cvk_3d_axpy16(cvk_3d_tap(p, K + ky, T()), buf + (hr + ky) * S::SW + S::V * hq, v);
+        cvk_3d_st16(yrows + hr * S::SW + S::V * hq, v);
     }
     __syncthreads();
     /* x: V columns a lane from the aligned V + 2 XP around them */
-    T h[V];
+    T h[S::V];
     {
-        const T *src = yrows + warp * SW + V * lane;
-        T sup[V + 2 * XP];
+        const T *src = yrows + warp * S::SW + S::V * lane;
+        T sup[S::V + 2 * S::XP];
 #pragma unroll
-        for (int q = 0; q < (V + 2 * XP) / V; q++)
-            cvk_3d_ld16(src + V * q, sup + V * q);
+        for (int q = 0; q < (S::V + 2 * S::XP) / S::V; q++)
+            cvk_3d_ld16(src + S::V * q, sup + S::V * q);
 #pragma unroll
-        for (int i = 0; i < V; i++)
+        for (int i = 0; i < S::V; i++)
             h[i] = T(0);
 #pragma unroll
         for (int kx = 0; kx < K; kx++)
 #pragma unroll
-            for (int i = 0; i < V; i++)
-                h[i] = cvk_3d_fma(cvk_3d_tap(p, 2 * K + kx, T()), sup[XP - R + i + kx], h[i]);
+            for (int i = 0; i < S::V; i++)
+                h[i] = cvk_3d_fma(cvk_3d_tap(p, 2 * K + kx, T()), sup[S::XP - S::R + i + kx], h[i]);
     }
     /* z: plane t adds to outputs t - kz (tap kz) in acc[K-1-kz] */
 #pragma unroll
@@ -416,18 +417,18 @@ __device__ __forceinline__ void cvk_sep3d_plane(const cvk_direct3d_params &p, T 
         if (RAMP && (kz > t || kz <= t - planes))
             continue;
 #pragma unroll
-        for (int i = 0; i < V; i++)
+        for (int i = 0; i < S::V; i++)
             acc[K - 1 - kz][i] = cvk_3d_fma(cvk_3d_tap(p, kz, T()), h[i], acc[K - 1 - kz][i]);
     }
     const int o = t - (K - 1); /* acc[0] is complete */
     if ((!RAMP || o >= 0) && y < p.H) {
         char *row = p.out + (z0 + o) * p.out_str[0] + y * p.out_str[1];
-        const long long x = x0 + V * lane + p.shift;
-        if (p.vec_store && p.out_type == own_type && x >= 0 && x + V <= p.W) {
+        const long long x = x0 + S::V * lane + p.shift;
+        if (p.vec_store && p.out_type == own_type && x >= 0 && x + S::V <= p.W) {
             cvk_3d_st16((T *)row + x, acc[0]);
         } else {
 #pragma unroll
-            for (int i = 0; i < V; i++)
+            for (int i = 0; i < S::V; i++)
                 if (x + i >= 0 && x + i < p.W)
                     cvk_3d_store(p.out_type, row, x + i, acc[0][i]);
         }
@@ -435,10 +436,10 @@ __device__ __forceinline__ void cvk_sep3d_plane(const cvk_direct3d_params &p, T 
 #pragma unroll
     for (int a = 0; a < K - 1; a++)
 #pragma unroll
-        for (int i = 0; i < V; i++)
+        for (int i = 0; i < S::V; i++)
             acc[a][i] = acc[a + 1][i];
 #pragma unroll
-    for (int i = 0; i < V; i++)
+    for (int i = 0; i < S::V; i++)
         acc[K - 1][i] = T(0);
 }
 
@@ -446,44 +447,36 @@ template <typename T, int K>
 __global__ void __launch_bounds__(CVK_3D_THREADS, cvk_sep3d_shape<T, K>::MINB)
     cvk_sep3d_kernel(const __grid_constant__ cvk_direct3d_params p)
 {
-    enum {
-        R = K / 2,
-        V = (int)(16 / sizeof(T)),
-        TX = 32 * V,
-        XP = (R + V - 1) / V * V,
-        SW = TX + 2 * XP,
-        EX = 2 * XP / V, /* halo chunks a row */
-        ROWS = CVK_3D_TY + K - 1
-    };
-    static_assert(CVK_3D_TY * EX <= CVK_3D_THREADS, "one halo chunk a thread at most");
+    typedef cvk_sep3d_shape<T, K> S;
+    static_assert(CVK_3D_TY * S::EX <= CVK_3D_THREADS, "one halo chunk a thread at most");
     CVK_DYNAMIC_SHARED(smem);
-    T *tile = (T *)smem;                                     /* 3 planes' tiles, ROWS x SW each */
-    T *yrows = tile + 3 * ROWS * SW;                         /* the block's rows filtered along y */
-    long long *maps = (long long *)(yrows + CVK_3D_TY * SW); /* cvk_3d_maps */
+    T *tile = (T *)smem;                   /* 3 planes' tiles, ROWS x SW each */
+    T *yrows = tile + 3 * S::ROWS * S::SW; /* the block's rows filtered along y */
+    long long *maps = (long long *)(yrows + CVK_3D_TY * S::SW); /* cvk_3d_maps */
     const int warp = threadIdx.x >> 5;
-    const long long x0 = p.x_base + (long long)blockIdx.x * TX; /* centred columns */
+    const long long x0 = p.x_base + (long long)blockIdx.x * S::TX; /* centred columns */
     const long long y0 = (long long)blockIdx.y * CVK_3D_TY;
     const long long z0 = (long long)blockIdx.z * p.zrun;
     const int planes = (int)(p.D - z0 < p.zrun ? p.D - z0 : p.zrun);
     const long long y = y0 + warp;
 
-    T acc[K][V];
+    T acc[K][S::V];
 #pragma unroll
     for (int a = 0; a < K; a++)
 #pragma unroll
-        for (int i = 0; i < V; i++)
+        for (int i = 0; i < S::V; i++)
             acc[a][i] = T(0);
 
     const int total = planes + K - 1; /* >= K >= 3 */
     const long long zbase = z0 - p.koffz;
-    cvk_3d_maps<T, XP, TX>(p, maps, y0, x0, ROWS);
+    cvk_3d_maps<T, S::XP, S::TX>(p, maps, y0, x0, S::ROWS);
     __syncthreads();
-    cvk_load_plane<T, XP, TX>(p, tile, maps, zbase, ROWS);
+    cvk_load_plane<T, S::XP, S::TX>(p, tile, maps, zbase, S::ROWS);
     cvk_cp_commit();
-    cvk_load_plane<T, XP, TX>(p, tile + ROWS * SW, maps, zbase + 1, ROWS);
+    cvk_load_plane<T, S::XP, S::TX>(p, tile + S::ROWS * S::SW, maps, zbase + 1, S::ROWS);
     cvk_cp_commit();
 
-    if (cvk_sep3d_shape<T, K>::SPLIT) {
+    if (S::SPLIT) {
         int t = 0;
 #pragma unroll 1
         for (; t < K - 1; t++)
