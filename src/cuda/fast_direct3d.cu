@@ -362,6 +362,7 @@ __device__ __forceinline__ void cvk_sep3d_plane(const cvk_direct3d_params &p, T 
     typedef cvk_sep3d_shape<T, K> S;
     const int own_type = sizeof(T) == 4 ? CVI_DTYPE_FLOAT32 : CVI_DTYPE_FLOAT64;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    /* the halo chunk this thread filters along y, if any: row hr, chunk hq */
     const int hi = threadIdx.x, hr = hi / S::EX, he = hi - hr * S::EX;
     const int hq = he < S::XP / S::V ? he : 32 + he;
     cvk_cp_wait<1>();  /* plane t's copies are done (t + 1's may fly on) */
