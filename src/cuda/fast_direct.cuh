@@ -92,18 +92,25 @@ __device__ __forceinline__ void cvk_load_vec(const float *p, float (&v)[8])
     v[4] = r.x, v[5] = r.y, v[6] = r.z, v[7] = r.w;
 }
 
+/* Four bytes of w as floats (cvk_u8_float). */
+__device__ __forceinline__ void cvk_u8_four(unsigned w, float *v)
+{
+    v[0] = cvk_u8_float<0>(w), v[1] = cvk_u8_float<1>(w);
+    v[2] = cvk_u8_float<2>(w), v[3] = cvk_u8_float<3>(w);
+}
+
 __device__ __forceinline__ void cvk_load_vec(const unsigned char *p, float (&v)[8])
 {
     uint2 q = __ldg((const uint2 *)p);
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        v[i] = (float)((q.x >> (8 * i)) & 0xffu);
-        v[4 + i] = (float)((q.y >> (8 * i)) & 0xffu);
-    }
+    cvk_u8_four(q.x, v);
+    cvk_u8_four(q.y, v + 4);
 }
 
-/* Stores V results at element e (aligned to V elements of the output type). */
-template <int V>
+/* Stores V results at element e (aligned to V elements of the output type).
+ * PACK: uint8 outputs rounded and packed by cvk_u8_pack4 (the uint8
+ * kernels; the float ones keep the conversions, which cost them fewer
+ * registers). */
+template <int V, bool PACK = false>
 __device__ __forceinline__ void cvk_store_vec(int type, char *row, long long e, const float (&v)[V])
 {
     if (type == CVI_DTYPE_FLOAT32 && V % 4 == 0) {
@@ -114,6 +121,11 @@ __device__ __forceinline__ void cvk_store_vec(int type, char *row, long long e, 
         float2 q;
         q.x = v[0], q.y = v[1 % V];
         *(float2 *)((float *)row + e) = q;
+    } else if (type == CVI_DTYPE_UINT8 && V % 4 == 0 && PACK) {
+#pragma unroll
+        for (int i = 0; i < V; i += 4)
+            *(unsigned int *)((unsigned char *)row + e + i) = cvk_u8_pack4(
+                v[i], v[(i + 1) % V], v[(i + 2) % V], v[(i + 3) % V]);
     } else if (type == CVI_DTYPE_UINT8 && V % 4 == 0) {
 #pragma unroll
         for (int i = 0; i < V; i += 4) {
@@ -194,15 +206,54 @@ struct cvk_ring {
     };
 };
 
-/* Fills a ring slot element by element through cvi_boundary_index (every
- * mode, pixels of C interleaved channels): the warps whose segment reaches
- * past the row's ends. Rare, so kept out of line (code size). */
+/* Fills a ring slot of a warp whose segment reaches past the row's ends
+ * when rows are 16-byte aligned: the 16-byte chunks wholly inside the row
+ * by cp.async like an interior warp's, the few elements past the ends
+ * through cvi_boundary_index (a chunk's worth each side at most). */
+template <typename T, int V, int HALO, int C>
+__device__ __forceinline__ void cvk_ring_fill_edge(const cvk_direct_params &p, const char *row,
+                                                   long long we0, int lane, T *dst)
+{
+    typedef cvk_ring<T, V, HALO> G;
+    const long long g0 = we0 - G::HP; /* the slot's first element, a multiple of PER16 */
+    long long lo = g0 < 0 ? (-g0 + G::PER16 - 1) / G::PER16 : 0;
+    long long hi = p.WC > g0 ? (p.WC - g0) / G::PER16 : 0;
+    lo = lo < G::CHUNKS ? lo : G::CHUNKS;
+    hi = hi < G::CHUNKS ? hi : G::CHUNKS;
+    hi = hi > lo ? hi : lo;
+    for (int c = (int)lo + lane; c < (int)hi; c += 32)
+        cvk_cp16((char *)dst + 16 * c, row + (g0 + (long long)c * G::PER16) * (long long)sizeof(T));
+    /* the elements before chunk lo and from chunk hi on */
+    const int e_lo = (int)lo * G::PER16, skip = (int)(hi - lo) * G::PER16;
+    for (int k = lane; k < G::L - skip; k += 32) {
+        const int i = k < e_lo ? k : k + skip;
+        const long long g = g0 + i;
+        const long long pix = g >= 0 ? g / C : -((-g + C - 1) / C);
+        const long long mp = cvi_boundary_index(pix, p.W, p.mode);
+        if (mp < 0)
+            dst[i] = (T)p.cval; /* CONSTANT: cval, an exact T (strategies.c checks) */
+        else if (sizeof(T) == 4)
+            cvk_cp4(dst + i, (const T *)row + mp * C + (g - pix * C));
+        else
+            dst[i] = ((const T *)row)[mp * C + (g - pix * C)];
+    }
+}
+
+/* Fills the ring slot of a warp whose segment reaches past the row's ends:
+ * cvk_ring_fill_edge for bytes when rows are 16-byte aligned (float
+ * elements below are copied asynchronously one by one: as fast, measured,
+ * and fewer registers), else element by element
+ * through cvi_boundary_index (every mode, pixels of C interleaved
+ * channels). Out of line (code size, registers: two warps a row come
+ * here). */
 template <typename T, int V, int HALO, int C>
 __device__ __noinline__ void cvk_ring_fill_mapped(const cvk_direct_params &p, const char *row,
                                                   long long we0, int lane, T *dst)
 {
     typedef cvk_ring<T, V, HALO> G;
-    if (sizeof(T) == 4) {
+    if (sizeof(T) == 1 && p.aligned) {
+        cvk_ring_fill_edge<T, V, HALO, C>(p, row, we0, lane, dst);
+    } else if (sizeof(T) == 4) {
         /* float: each element copied alone, asynchronously like the rest */
         for (int i = lane; i < G::L; i += 32) {
             const long long g = we0 - G::HP + i; /* element, may lie outside */
@@ -275,19 +326,13 @@ __device__ __forceinline__ void cvk_lds(const float *p, float (&v)[2])
 }
 __device__ __forceinline__ void cvk_lds(const unsigned char *p, float (&v)[4])
 {
-    const unsigned q = *(const unsigned *)p;
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-        v[i] = (float)((q >> (8 * i)) & 0xffu);
+    cvk_u8_four(*(const unsigned *)p, v);
 }
 __device__ __forceinline__ void cvk_lds(const unsigned char *p, float (&v)[8])
 {
     uint2 q = *(const uint2 *)p;
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        v[i] = (float)((q.x >> (8 * i)) & 0xffu);
-        v[4 + i] = (float)((q.y >> (8 * i)) & 0xffu);
-    }
+    cvk_u8_four(q.x, v);
+    cvk_u8_four(q.y, v + 4);
 }
 
 /* The lane's window (V + 2*HALO elements centred on its own V) from a slot. */
@@ -361,14 +406,15 @@ template <int K, int C, int V, bool SEP
     }
 }
 
-/* Stores a completed output row's V values (those inside the row). */
-template <int V>
+/* Stores a completed output row's V values (those inside the row); PACK
+ * as cvk_store_vec's. */
+template <int V, bool PACK>
 __device__ __forceinline__ void cvk_store_row(const cvk_direct_params &p, long long y, long long e,
                                               const float (&v)[V])
 {
     char *orow = p.out + y * p.out_row;
     if (p.vec_store && e >= 0 && e + V <= p.WC) {
-        cvk_store_vec<V>(p.out_type, orow, e, v);
+        cvk_store_vec<V, PACK>(p.out_type, orow, e, v);
     } else {
 #pragma unroll
         for (int i = 0; i < V; i++)
@@ -450,7 +496,7 @@ template <int K, int C, typename T, bool SEP
             const int o = t - (K - 1); /* output row o is complete */
             const int done = ROT ? (u + 1) % K : 0;
             if (o >= 0)
-                cvk_store_row<V>(p, y0 + o, e_out, acc[done]);
+                cvk_store_row<V, sizeof(T) == 1>(p, y0 + o, e_out, acc[done]);
             if (ROT) {
 #pragma unroll
                 for (int i = 0; i < V; i++)

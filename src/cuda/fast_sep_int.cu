@@ -155,14 +155,6 @@ __device__ __noinline__ float4 cvk_isep_mapped4(const cvk_isep_params &p, long l
     return make_float4(v[0], v[1], v[2], v[3]);
 }
 
-/* x rounded to nearest (ties to even) and saturated to [0, top]; NaN -> 0:
- * cvi_saturate_u8f / cvi_saturate_u16f without their branches. */
-__device__ __forceinline__ unsigned cvk_isep_sat(float x, unsigned top)
-{
-    const unsigned u = __float2uint_rn(x); /* NaN and x <= -0.5 -> 0; huge -> 2^32 - 1 */
-    return u < top ? u : top;
-}
-
 /* cvi_boundary_index for the rows past the ends (rare: out of line). */
 __device__ __noinline__ long long cvk_isep_map_slow(long long y, long long n, int mode)
 {
@@ -390,18 +382,15 @@ __global__ void __launch_bounds__(CVK_ISEP_NT, (cvk_isep_minb<T, C, K>::VALUE))
 #pragma unroll 1
             for (int mm = m_lo; mm < m_hi; mm++, o += p.out_row, src += YW) {
                 cvk_isep_xrow<C, K, G::WINV>(p, src, h);
-                *(unsigned *)o = __byte_perm(
-                    __byte_perm(cvk_isep_sat(h[0], 255u), cvk_isep_sat(h[1], 255u), 0x0040),
-                    __byte_perm(cvk_isep_sat(h[2], 255u), cvk_isep_sat(h[3], 255u), 0x0040),
-                    0x5410);
+                *(unsigned *)o = cvk_u8_pack4(h[0], h[1], h[2], h[3]);
             }
         } else if (how == 2) {
 #pragma unroll 1
             for (int mm = m_lo; mm < m_hi; mm++, o += p.out_row, src += YW) {
                 cvk_isep_xrow<C, K, G::WINV>(p, src, h);
                 uint2 w;
-                w.x = cvk_isep_sat(h[0], 65535u) | cvk_isep_sat(h[1], 65535u) << 16;
-                w.y = cvk_isep_sat(h[2], 65535u) | cvk_isep_sat(h[3], 65535u) << 16;
+                w.x = cvk_u16_pack2(h[0], h[1]);
+                w.y = cvk_u16_pack2(h[2], h[3]);
                 *(uint2 *)o = w;
             }
         } else if (how == 3) {

@@ -93,6 +93,14 @@ inline float __uint_as_float(unsigned x)
     return f;
 }
 
+/* The bits of x. */
+inline unsigned __float_as_uint(float x)
+{
+    unsigned u;
+    __builtin_memcpy(&u, &x, sizeof u);
+    return u;
+}
+
 /* Byte j (0..7) of y:x selected for each result byte by a nibble of s. */
 inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s)
 {
