@@ -284,23 +284,32 @@ __device__ __noinline__ void cvk_ring_fill_mapped(const cvk_direct_params &p, co
     }
 }
 
+/* Fills ring slot dst with cval (a row the mode makes all cval: rare, out
+ * of line; cval is an exact T, strategies.c checks). */
+template <typename T, int V, int HALO>
+__device__ __noinline__ void cvk_ring_fill_cval(const cvk_direct_params &p, int lane, T *dst)
+{
+    typedef cvk_ring<T, V, HALO> G;
+    for (int i = lane; i < G::L; i += 32)
+        dst[i] = (T)p.cval;
+}
+
 /* Starts loading input row y's segment into ring slot `slot`: interior
  * warps copy it with cp.async; warps whose segment reaches past the row's
  * ends fill it through cvk_ring_fill_mapped; a row the mode makes all cval is
- * only marked in *cval_rows (uniform per warp). One commit group a row. */
+ * filled with cval. One commit group a row. */
 template <typename T, int V, int HALO, int C>
 __device__ __forceinline__ void cvk_ring_issue(const cvk_direct_params &p, long long y,
                                                long long we0, int lane, bool interior, T *ring,
-                                               int slot, unsigned *cval_rows)
+                                               int slot)
 {
     typedef cvk_ring<T, V, HALO> G;
     const long long m = cvi_boundary_index(y, p.H, p.mode);
+    T *dst = ring + slot * G::L;
     if (m < 0) {
-        *cval_rows |= 1u << slot;
+        cvk_ring_fill_cval<T, V, HALO>(p, lane, dst);
     } else {
-        *cval_rows &= ~(1u << slot);
         const char *row = p.in + m * p.in_row;
-        T *dst = ring + slot * G::L;
         if (interior) {
             const char *src = row + (we0 - G::HP) * (long long)sizeof(T);
 #pragma unroll
@@ -407,14 +416,15 @@ template <int K, int C, int V, bool SEP
 }
 
 /* Stores a completed output row's V values (those inside the row); PACK
- * as cvk_store_vec's. */
+ * as cvk_store_vec's. vec: the lane's V outputs lie inside the row and
+ * allow a vector store, at byte eb of the row (both worked out once). */
 template <int V, bool PACK>
 __device__ __forceinline__ void cvk_store_row(const cvk_direct_params &p, long long y, long long e,
-                                              const float (&v)[V])
+                                              bool vec, long long eb, const float (&v)[V])
 {
     char *orow = p.out + y * p.out_row;
-    if (p.vec_store && e >= 0 && e + V <= p.WC) {
-        cvk_store_vec<V, PACK>(p.out_type, orow, e, v);
+    if (vec) {
+        cvk_store_vec<V, PACK>(p.out_type, orow + eb, 0, v);
     } else {
 #pragma unroll
         for (int i = 0; i < V; i++)
@@ -447,6 +457,8 @@ template <int K, int C, typename T, bool SEP
     const long long y0 = (long long)blockIdx.y * p.strip;
     const int rows = (int)(p.H - y0 < p.strip ? p.H - y0 : p.strip);
     const long long e_out = we0 + (long long)lane * V + p.shift; /* the lane's outputs */
+    const bool vec_out = p.vec_store && e_out >= 0 && e_out + V <= p.WC;
+    const long long eb_out = e_out * cvi_dtype_bytes(p.out_type);
 
     float acc[K][V];
 #pragma unroll
@@ -457,11 +469,10 @@ template <int K, int C, typename T, bool SEP
 
     const long long ybase = y0 - p.koffy;
     const int total = rows + K - 1;
-    unsigned cval_rows = 0;
 #pragma unroll
     for (int t = 0; t < CVK_RING_ROWS - 1; t++) {
         if (t < total)
-            cvk_ring_issue<T, V, HALO, C>(p, ybase + t, we0, lane, interior, ring, t, &cval_rows);
+            cvk_ring_issue<T, V, HALO, C>(p, ybase + t, we0, lane, interior, ring, t);
         else
             cvk_cp_commit();
     }
@@ -476,27 +487,21 @@ template <int K, int C, typename T, bool SEP
             const int ahead = t + CVK_RING_ROWS - 1;
             if (ahead < total)
                 cvk_ring_issue<T, V, HALO, C>(p, ybase + ahead, we0, lane, interior, ring,
-                                              ahead % CVK_RING_ROWS, &cval_rows);
+                                              ahead % CVK_RING_ROWS);
             else
                 cvk_cp_commit();
             cvk_cp_wait<CVK_RING_ROWS - 1>(); /* row t's group is done */
             __syncwarp();
             const int slot = t % CVK_RING_ROWS;
             float win[WIN];
-            if (cval_rows >> slot & 1u) {
-#pragma unroll
-                for (int j = 0; j < WIN; j++)
-                    win[j] = p.cval;
-            } else {
-                cvk_ring_window<T, V, HALO>(ring + slot * G::L, lane, win);
-            }
+            cvk_ring_window<T, V, HALO>(ring + slot * G::L, lane, win);
             __syncwarp(); /* the slot may be refilled next row */
             cvk_accumulate_row < K, C, V, SEP
             , ROT > (p, win, u, t, rows, acc);
             const int o = t - (K - 1); /* output row o is complete */
             const int done = ROT ? (u + 1) % K : 0;
             if (o >= 0)
-                cvk_store_row<V, sizeof(T) == 1>(p, y0 + o, e_out, acc[done]);
+                cvk_store_row<V, sizeof(T) == 1>(p, y0 + o, e_out, vec_out, eb_out, acc[done]);
             if (ROT) {
 #pragma unroll
                 for (int i = 0; i < V; i++)
