@@ -9,10 +9,12 @@
 
 /* Every K shifts its accumulator rows (the rotation's K-times unrolled
  * loop stalled on instruction fetch); each is held to the blocks a
- * multiprocessor measured fastest: K = 3, 5, 7 to 10, 8 and 6 (48, 64 and
+ * multiprocessor measured fastest: K = 3, 5, 7 to 8, 8 and 6 (64, 64 and
  * 80 registers at most), H200, 8192^2 reflect, 0.196, 0.205 and 0.277 ms
  * against 0.275 (the generated tile), 0.274 and 0.380 before, rotated at
- * the compiler's registers; K = 9, 11, 13, 15 to 6, 5, 5 and 4 (80, 90, 96
+ * the compiler's registers (K = 3 was held to 10 blocks, 48 registers,
+ * until rows of cval moved into the ring: then 8, 9, 10, 11 blocks took
+ * 0.171, 0.174, 0.182, 0.219 ms); K = 9, 11, 13, 15 to 6, 5, 5 and 4 (80, 90, 96
  * and 120 registers), H200, 8192^2 constant, 0.361, 0.488, 0.627 and 0.782
  * ms against the generated tile's 0.413, 0.590, 0.727 and 0.909, and the
  * compiler's registers' 0.578, 0.493, 0.651 and 0.797
@@ -20,7 +22,7 @@
 cvk_direct_kernel_fn cvk_direct2d_dense_f32(int K)
 {
     switch (K) {
-        DENSE_TUNED(3, 10)
+        DENSE_TUNED(3, 8)
         DENSE_TUNED(5, 8)
         DENSE_TUNED(7, 6)
         DENSE_TUNED(9, 6)
