@@ -240,12 +240,12 @@ __device__ __forceinline__ void cvk_ring_fill_edge(const cvk_direct_params &p, c
 }
 
 /* Fills the ring slot of a warp whose segment reaches past the row's ends:
- * cvk_ring_fill_edge for bytes when rows are 16-byte aligned (float
- * elements below are copied asynchronously one by one: as fast, measured,
- * and fewer registers), else element by element
- * through cvi_boundary_index (every mode, pixels of C interleaved
- * channels). Out of line (code size, registers: two warps a row come
- * here). */
+ * cvk_ring_fill_edge for bytes when rows are 16-byte aligned, else element
+ * by element through cvi_boundary_index (every mode, pixels of C
+ * interleaved channels; floats by asynchronous 4-byte copies: the edge
+ * path cost the float instances registers, separable 9 taps 80 -> 86, and
+ * was not timed for them). Out of line (code size, registers: two warps a
+ * row come here). */
 template <typename T, int V, int HALO, int C>
 __device__ __noinline__ void cvk_ring_fill_mapped(const cvk_direct_params &p, const char *row,
                                                   long long we0, int lane, T *dst)
