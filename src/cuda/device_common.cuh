@@ -102,29 +102,28 @@ __device__ __forceinline__ float cvk_u8_float(unsigned w)
     return __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7440 | I)) - 8388608.0f;
 }
 
-/* Four floats rounded to nearest (ties to even) and saturated to uint8
- * (NaN -> 0: cvi_saturate_u8f's results), packed in a word, first in the
- * low byte: clamped to [0, 255], 2^23 added (which rounds to the integer in
- * the low byte), four low bytes permuted together; no conversions. */
-__device__ __forceinline__ unsigned cvk_u8_pack4(float a, float b, float c, float d)
+/* v rounded to nearest (ties to even) and saturated to [0, top] (NaN ->
+ * 0), in the low bits of the result: clamped, then 2^23 added, which
+ * rounds to the integer in the low bits (top < 2^23); no conversion. */
+__device__ __forceinline__ unsigned cvk_round_low(float v, float top)
 {
-    const float m = 8388608.0f;
-    const unsigned qa = __float_as_uint(fminf(fmaxf(a, 0.0f), 255.0f) + m);
-    const unsigned qb = __float_as_uint(fminf(fmaxf(b, 0.0f), 255.0f) + m);
-    const unsigned qc = __float_as_uint(fminf(fmaxf(c, 0.0f), 255.0f) + m);
-    const unsigned qd = __float_as_uint(fminf(fmaxf(d, 0.0f), 255.0f) + m);
-    return __byte_perm(__byte_perm(qa, qb, 0x0040), __byte_perm(qc, qd, 0x0040), 0x5410);
+    return __float_as_uint(fminf(fmaxf(v, 0.0f), top) + 8388608.0f);
 }
 
-/* Two floats rounded to nearest (ties to even) and saturated to uint16
- * (NaN -> 0: cvi_saturate_u16f's results), packed in a word, first in the
- * low half: as cvk_u8_pack4 (65535 < 2^23). */
+/* Four floats rounded and saturated to uint8 (cvk_round_low:
+ * cvi_saturate_u8f's results), packed in a word, first in the low byte. */
+__device__ __forceinline__ unsigned cvk_u8_pack4(float a, float b, float c, float d)
+{
+    return __byte_perm(__byte_perm(cvk_round_low(a, 255.0f), cvk_round_low(b, 255.0f), 0x0040),
+                       __byte_perm(cvk_round_low(c, 255.0f), cvk_round_low(d, 255.0f), 0x0040),
+                       0x5410);
+}
+
+/* Two floats rounded and saturated to uint16 (cvk_round_low:
+ * cvi_saturate_u16f's results), packed in a word, first in the low half. */
 __device__ __forceinline__ unsigned cvk_u16_pack2(float a, float b)
 {
-    const float m = 8388608.0f;
-    const unsigned qa = __float_as_uint(fminf(fmaxf(a, 0.0f), 65535.0f) + m);
-    const unsigned qb = __float_as_uint(fminf(fmaxf(b, 0.0f), 65535.0f) + m);
-    return __byte_perm(qa, qb, 0x5410);
+    return __byte_perm(cvk_round_low(a, 65535.0f), cvk_round_low(b, 65535.0f), 0x5410);
 }
 
 /* Writes the result v to output element `off` (in output elements). The

@@ -206,6 +206,24 @@ struct cvk_ring {
     };
 };
 
+/* Ring element dst[i] from element g of row `row` (may lie outside;
+ * pixels of C interleaved channels) through cvi_boundary_index: cval
+ * (CONSTANT, an exact T: strategies.c checks), a 4-byte cp.async for
+ * floats, a load for bytes. */
+template <typename T, int C>
+__device__ __forceinline__ void cvk_ring_put_mapped(const cvk_direct_params &p, const char *row,
+                                                    long long g, T *dst, int i)
+{
+    const long long pix = g >= 0 ? g / C : -((-g + C - 1) / C);
+    const long long mp = cvi_boundary_index(pix, p.W, p.mode);
+    if (mp < 0)
+        dst[i] = (T)p.cval;
+    else if (sizeof(T) == 4)
+        cvk_cp4(dst + i, (const T *)row + mp * C + (g - pix * C));
+    else
+        dst[i] = ((const T *)row)[mp * C + (g - pix * C)];
+}
+
 /* Fills a ring slot of a warp whose segment reaches past the row's ends
  * when rows are 16-byte aligned: the 16-byte chunks wholly inside the row
  * by cp.async like an interior warp's, the few elements past the ends
@@ -227,15 +245,7 @@ __device__ __forceinline__ void cvk_ring_fill_edge(const cvk_direct_params &p, c
     const int e_lo = (int)lo * G::PER16, skip = (int)(hi - lo) * G::PER16;
     for (int k = lane; k < G::L - skip; k += 32) {
         const int i = k < e_lo ? k : k + skip;
-        const long long g = g0 + i;
-        const long long pix = g >= 0 ? g / C : -((-g + C - 1) / C);
-        const long long mp = cvi_boundary_index(pix, p.W, p.mode);
-        if (mp < 0)
-            dst[i] = (T)p.cval; /* CONSTANT: cval, an exact T (strategies.c checks) */
-        else if (sizeof(T) == 4)
-            cvk_cp4(dst + i, (const T *)row + mp * C + (g - pix * C));
-        else
-            dst[i] = ((const T *)row)[mp * C + (g - pix * C)];
+        cvk_ring_put_mapped<T, C>(p, row, g0 + i, dst, i);
     }
 }
 
@@ -255,15 +265,8 @@ __device__ __noinline__ void cvk_ring_fill_mapped(const cvk_direct_params &p, co
         cvk_ring_fill_edge<T, V, HALO, C>(p, row, we0, lane, dst);
     } else if (sizeof(T) == 4) {
         /* float: each element copied alone, asynchronously like the rest */
-        for (int i = lane; i < G::L; i += 32) {
-            const long long g = we0 - G::HP + i; /* element, may lie outside */
-            const long long pix = g >= 0 ? g / C : -((-g + C - 1) / C);
-            const long long mp = cvi_boundary_index(pix, p.W, p.mode);
-            if (mp < 0)
-                dst[i] = (T)p.cval;
-            else
-                cvk_cp4(dst + i, (const T *)row + mp * C + (g - pix * C));
-        }
+        for (int i = lane; i < G::L; i += 32)
+            cvk_ring_put_mapped<T, C>(p, row, we0 - G::HP + i, dst, i);
     } else {
         /* bytes: all of the lane's loads first, then the stores */
         enum { PER = (G::L + 31) / 32 };

@@ -167,7 +167,8 @@ __device__ __forceinline__ void cvk_gen_put(double *p, double v)
 /* Float results rounded to nearest (ties to even) and saturated
  * (cvi_saturate_u8f's and cvi_saturate_u16f's results, NaN -> 0) without
  * conversion instructions: clamped, then 2^23 added rounds to the integer
- * in the low bits. */
+ * in the low bits (device_common.cuh's cvk_round_low, which NVRTC's
+ * compile of this header cannot include). */
 __device__ __forceinline__ void cvk_gen_put(unsigned char *p, float v)
 {
     *p = (unsigned char)__float_as_uint(fminf(fmaxf(v, 0.0f), 255.0f) + 8388608.0f);
