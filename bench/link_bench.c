@@ -13,6 +13,7 @@
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -103,6 +104,60 @@ static void threaded_copy(char *dst, const char *src, size_t bytes, int t)
     }
     for (int i = 0; i < n; i++)
         pthread_join(th[i], NULL);
+}
+
+/* Pinning the caller's range in place by several threads: each registers
+ * its part, copies it on its own stream, and unregisters it. */
+typedef struct {
+    char *host, *dev;
+    size_t bytes;
+    int to_device;
+    cudaStream_t stream;
+    double reg_ms, copy_ms, unreg_ms;
+} reg_part;
+
+static void *reg_thread(void *p)
+{
+    reg_part *c = p;
+    double t0 = bench_now_ms();
+    CK(cudaHostRegister(c->host, c->bytes, cudaHostRegisterDefault));
+    double t1 = bench_now_ms();
+    if (c->to_device)
+        CK(cudaMemcpyAsync(c->dev, c->host, c->bytes, cudaMemcpyHostToDevice, c->stream));
+    else
+        CK(cudaMemcpyAsync(c->host, c->dev, c->bytes, cudaMemcpyDeviceToHost, c->stream));
+    CK(cudaStreamSynchronize(c->stream));
+    double t2 = bench_now_ms();
+    CK(cudaHostUnregister(c->host));
+    c->reg_ms = t1 - t0, c->copy_ms = t2 - t1, c->unreg_ms = bench_now_ms() - t2;
+    return NULL;
+}
+
+/* Wall ms of moving bytes by t threads registering their parts; the
+ * largest part's register and unregister ms through reg/unreg. */
+static double registered_move(char *host, char *dev, size_t bytes, int t, int to_device,
+                              cudaStream_t *streams, double *reg, double *unreg)
+{
+    pthread_t th[64];
+    reg_part part[64];
+    size_t per = (bytes / (size_t)t + 4095) / 4096 * 4096;
+    int n = 0;
+    double t0 = bench_now_ms();
+    for (size_t off = 0; off < bytes && n < t; off += per, n++) {
+        part[n].host = host + off;
+        part[n].dev = dev + off;
+        part[n].bytes = bytes - off < per ? bytes - off : per;
+        part[n].to_device = to_device;
+        part[n].stream = streams[n];
+        pthread_create(&th[n], NULL, reg_thread, &part[n]);
+    }
+    *reg = *unreg = 0;
+    for (int i = 0; i < n; i++) {
+        pthread_join(th[i], NULL);
+        *reg = part[i].reg_ms > *reg ? part[i].reg_ms : *reg;
+        *unreg = part[i].unreg_ms > *unreg ? part[i].unreg_ms : *unreg;
+    }
+    return bench_now_ms() - t0;
 }
 
 int main(int argc, char **argv)
@@ -245,6 +300,41 @@ int main(int argc, char **argv)
         report(what, part, bench_median(cp, runs));
         snprintf(what, sizeof what, "  cudaHostUnregister");
         report(what, part, bench_median(unreg, runs));
+    }
+    /* pinning in place by several threads, each its part on its own stream:
+     * malloc'd memory, and memory advised to huge pages (as numpy's) */
+    {
+        cudaStream_t st[32];
+        for (int i = 0; i < 32; i++)
+            CK(cudaStreamCreateWithFlags(&st[i], cudaStreamNonBlocking));
+        char *huge = NULL;
+        if (posix_memalign((void **)&huge, (size_t)2 << 20, bytes))
+            return 1;
+#ifdef MADV_HUGEPAGE
+        madvise(huge, bytes, MADV_HUGEPAGE);
+#endif
+        memset(huge, 5, bytes);
+        static const int rthreads[] = {1, 2, 4, 8, 16, 32};
+        for (int kind = 0; kind < 2; kind++) {
+            char *h = kind ? huge : page_a;
+            for (size_t k = 0; k < sizeof rthreads / sizeof *rthreads; k++) {
+                for (int dir = 1; dir >= 0; dir--) {
+                    double reg[64], unreg[64];
+                    for (int r = 0; r < runs; r++)
+                        t[r] = registered_move(h, d_a, bytes, rthreads[k], dir, st, &reg[r],
+                                               &unreg[r]);
+                    char what[96];
+                    snprintf(what, sizeof what, "registered %s %s, %d threads",
+                             kind ? "huge" : "malloc", dir ? "->device" : "<-device", rthreads[k]);
+                    report(what, bytes, bench_median(t, runs));
+                    printf("    register %.3f ms, unregister %.3f ms (slowest part, median)\n",
+                           bench_median(reg, runs), bench_median(unreg, runs));
+                }
+            }
+        }
+        free(huge);
+        for (int i = 0; i < 32; i++)
+            CK(cudaStreamDestroy(st[i]));
     }
     /* registering fresh (untouched) memory: a numpy result before it is written */
     {
