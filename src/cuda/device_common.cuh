@@ -101,6 +101,13 @@ __device__ __forceinline__ float cvk_u8_float(unsigned w)
 {
     return __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7440 | I)) - 8388608.0f;
 }
+/* The float of halfword I of w, likewise (bits 0x4B00hhhh). */
+template <int I>
+__device__ __forceinline__ float cvk_u16_float(unsigned w)
+{
+    return __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7400 | (2 * I + 1) << 4 | 2 * I)) -
+           8388608.0f;
+}
 
 /* v rounded to nearest (ties to even) and saturated to [0, top] (NaN ->
  * 0), in the low bits of the result: clamped, then 2^23 added, which

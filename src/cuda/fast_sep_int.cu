@@ -96,21 +96,6 @@ static size_t cvk_isep_smem()
            (size_t)CVK_ISEP_NBUF * G::RC * 8 + (size_t)CVK_ISEP_NT * 4 * 8;
 }
 
-/* The float of byte i of x: PRMT builds the float 2^23 + byte (bits
- * 0x4B0000bb), and one subtraction leaves the byte's value. */
-template <int I>
-__device__ __forceinline__ float cvk_isep_byte(unsigned x)
-{
-    return __uint_as_float(__byte_perm(x, 0x4Bu, I | 5 << 4 | 6 << 8 | 4 << 12)) - 8388608.0f;
-}
-/* The float of halfword i of x (bits 0x4B00hhhh). */
-template <int I>
-__device__ __forceinline__ float cvk_isep_half(unsigned x)
-{
-    return __uint_as_float(__byte_perm(x, 0x4Bu, 2 * I | (2 * I + 1) << 4 | 6 << 8 | 4 << 12)) -
-           8388608.0f;
-}
-
 /* Four consecutive elements of a raw row from element i; sh: the bits
  * element i lies into its word (the same for every thread of a block; a
  * funnel shift by 0 keeps the first word). */
@@ -118,16 +103,16 @@ __device__ __forceinline__ float4 cvk_isep_four(const unsigned char *row, int i,
 {
     const unsigned *w = (const unsigned *)row + (i >> 2);
     const unsigned x = __funnelshift_r(w[0], w[1], sh);
-    return make_float4(cvk_isep_byte<0>(x), cvk_isep_byte<1>(x), cvk_isep_byte<2>(x),
-                       cvk_isep_byte<3>(x));
+    return make_float4(cvk_u8_float<0>(x), cvk_u8_float<1>(x), cvk_u8_float<2>(x),
+                       cvk_u8_float<3>(x));
 }
 __device__ __forceinline__ float4 cvk_isep_four(const unsigned short *row, int i, int sh)
 {
     const unsigned *w = (const unsigned *)row + (i >> 1);
     const unsigned w1 = w[1];
     const unsigned x0 = __funnelshift_r(w[0], w1, sh), x1 = __funnelshift_r(w1, w[2], sh);
-    return make_float4(cvk_isep_half<0>(x0), cvk_isep_half<1>(x0), cvk_isep_half<0>(x1),
-                       cvk_isep_half<1>(x1));
+    return make_float4(cvk_u16_float<0>(x0), cvk_u16_float<1>(x0), cvk_u16_float<0>(x1),
+                       cvk_u16_float<1>(x1));
 }
 
 /* Where element g of a row comes from after the mode: its offset in the
