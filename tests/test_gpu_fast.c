@@ -71,8 +71,8 @@ static void run_case(const fcase *c)
         double *taps[3];
         for (int a = 0; a < c->ndim; a++) {
             taps[a] = malloc(c->K[a] * sizeof(double));
-            for (size_t i = 0; i < c->K[a]; i++)
-                taps[a][i] = h_uniform(0.05, 1.0) / (double)c->K[a];
+            for (size_t i = 0; i < c->K[a]; i++) /* an axis of extent 1: the tap 1 */
+                taps[a][i] = c->K[a] == 1 ? 1.0 : h_uniform(0.05, 1.0) / (double)c->K[a];
         }
         CHECK_OK(ctx, convolve_filter_create_separable(ctx, &f, c->ndim, c->K,
                                                        (const double *const *)taps));
@@ -308,6 +308,43 @@ int main(int argc, char **argv)
     run_case(&c);
     base_case(&c, "direct", 2, 1, 2, 5, 1, 7, CONVOLVE_FLOAT32);
     run_case(&c);
+
+    /* batches of 2-D images on the 2-D kernels: planar channels (on device
+     * memory: the host path packs them interleaved) and stacks of planes
+     * under a filter of extent 1 along z, dense and separable, every mode,
+     * planes 16-byte aligned or not; a stack stepped along x (not a batch:
+     * the generated kernels) */
+    for (int m = 0; m < 5; m++) {
+        const size_t K = 3 + 2 * (size_t)(m % 3);
+        base_case(&c, m % 2 ? "separable" : "direct", 2, 1, rows + (size_t)m, wide + 3 * (size_t)m,
+                  2 + (size_t)(m % 3), K, CONVOLVE_FLOAT32);
+        c.separable = m % 2;
+        c.mode = (convolve_mode)m;
+        c.layout = H_PLANAR;
+        c.device = 1;
+        out_type_variant(&c);
+        run_case(&c);
+        base_case(&c, m % 2 ? "separable" : "direct", 3, 3 + (size_t)m, rows + (size_t)m,
+                  wide + (size_t)m, 1, K, CONVOLVE_FLOAT32);
+        c.K[0] = 1;
+        c.origin[0] = 0;
+        c.separable = m % 2;
+        c.mode = (convolve_mode)m;
+        c.layout = m == 4 ? H_STEPPED : m % 3;
+        run_case(&c);
+    }
+    for (size_t K = 9; K <= 13; K += 4) { /* the largest batched separable instances */
+        base_case(&c, "separable", 3, 3, rows + K, wide + K, 1, K, CONVOLVE_FLOAT32);
+        c.K[0] = 1;
+        c.origin[0] = 0;
+        c.separable = 1;
+        run_case(&c);
+        base_case(&c, "separable", 2, 1, rows + K, wide + K, 3, K - 2, CONVOLVE_FLOAT32);
+        c.separable = 1;
+        c.layout = H_PLANAR;
+        c.device = 1;
+        run_case(&c);
+    }
 
     /* 2-D uint8 gray and RGB */
     for (size_t C = 1; C <= 3; C += 2)

@@ -77,8 +77,12 @@ static int *held_slot(int K, int separable)
     return &held[separable * 17 + k];
 }
 
-static cvk_direct_kernel_fn pick2d(int in_type, int channels, int K, int separable)
+static cvk_direct_kernel_fn pick2d(int in_type, int channels, int K, int separable, int batch)
 {
+    if (batch)
+        return in_type == CVI_DTYPE_FLOAT32 && channels == 1
+                   ? (separable ? cvk_direct2d_sep_f32_batch(K) : cvk_direct2d_dense_f32_batch(K))
+                   : 0;
     if (in_type == CVI_DTYPE_FLOAT32 && channels == 1)
         return separable ? cvk_direct2d_sep_f32(K) : cvk_direct2d_dense_f32(K);
     if (in_type == CVI_DTYPE_UINT8)
@@ -94,7 +98,12 @@ static cvk_direct_kernel_fn pick1d(int in_type, int channels, int K)
 extern "C" int cvk_direct2d_supports(int in_type, int channels, int ksize, int separable)
 {
     return (separable && cvk_isep2d_supports(in_type, channels, ksize)) ||
-           pick2d(in_type, channels, ksize, separable) != 0;
+           pick2d(in_type, channels, ksize, separable, 0) != 0;
+}
+
+extern "C" int cvk_direct2d_batch_supports(int in_type, int ksize, int separable)
+{
+    return pick2d(in_type, 1, ksize, separable, 1) != 0;
 }
 
 extern "C" int cvk_direct1d_supports(int in_type, int channels, int ksize)
@@ -114,6 +123,8 @@ static int setup_params(const cvk_direct_args *a, int V, cvk_direct_params &p)
     p.out = (char *)a->out;
     p.in_row = a->in_row;
     p.out_row = a->out_row;
+    p.in_plane = a->in_plane;
+    p.out_plane = a->out_plane;
     p.H = a->height;
     p.W = a->width;
     p.WC = a->width * C;
@@ -135,7 +146,8 @@ static int setup_params(const cvk_direct_args *a, int V, cvk_direct_params &p)
             p.w[i] = (float)a->weights[i];
     }
     p.vec_store = (p.shift % V == 0) && ((uintptr_t)a->out % (V * out_size) == 0) &&
-                  (a->out_row % (long long)(V * out_size) == 0);
+                  (a->out_row % (long long)(V * out_size) == 0) &&
+                  (a->out_plane % (long long)(V * out_size) == 0);
     return ((uintptr_t)a->in % (V * in_size) == 0) && (a->in_row % (long long)(V * in_size) == 0);
 }
 
@@ -160,11 +172,12 @@ static void fast_segments(cvk_direct_params &p, int HALO, int SEG, int aligned, 
 
 extern "C" cudaError_t cvk_direct2d_launch(const cvk_direct_args *a, cudaStream_t stream)
 {
+    const long long batch = a->batch > 1 ? a->batch : 1;
     /* separable integer images: the fused kernels of fast_sep_int.cu */
     if (a->separable && cvk_isep2d_supports(a->in_type, a->channels, a->ksize))
-        return cvk_isep2d_launch(a, stream);
-    cvk_direct_kernel_fn fn = pick2d(a->in_type, a->channels, a->ksize, a->separable);
-    if (!fn || a->height_taps != a->ksize)
+        return batch == 1 ? cvk_isep2d_launch(a, stream) : cudaErrorInvalidValue;
+    cvk_direct_kernel_fn fn = pick2d(a->in_type, a->channels, a->ksize, a->separable, batch > 1);
+    if (!fn || a->height_taps != a->ksize || batch > CVK_DEVICE_GRID_YZ)
         return cudaErrorInvalidValue;
     const int K = a->ksize, C = a->channels, HALO = (K / 2) * C;
     const int es = a->in_type == CVI_DTYPE_UINT8 ? 1 : 4;
@@ -175,15 +188,15 @@ extern "C" cudaError_t cvk_direct2d_launch(const cvk_direct_args *a, cudaStream_
     cvk_direct_params p;
     setup_params(a, V, p);
     /* interior warps copy rows in 16-byte chunks: 16-byte aligned rows */
-    p.aligned = (uintptr_t)a->in % 16 == 0 && a->in_row % 16 == 0;
+    p.aligned = (uintptr_t)a->in % 16 == 0 && a->in_row % 16 == 0 && a->in_plane % 16 == 0;
     /* Warps at multiples of SEG (centred coordinates) covering the centred
      * elements [-shift, WC - shift) whose outputs land in the row. */
     const long long lo = -(long long)p.shift, hi = p.WC - p.shift;
     p.first = lo >= 0 ? 0 : -((-lo + SEG - 1) / SEG) * SEG;
     p.nwarps = (hi - p.first + SEG - 1) / SEG;
     const size_t smem = ring_bytes(es, V, HALO);
-    /* Strip height: float32, about 8 waves of the blocks the device holds
-     * at once (H200, 8192^2, dense 3x3 and 5x5 at 8 blocks a
+    /* Strip height (over the batch's images): float32, about 8 waves of
+     * the blocks the device holds at once (H200, 8192^2, dense 3x3 and 5x5 at 8 blocks a
      * multiprocessor: 1 wave 0.31-0.33 ms, 4 waves 0.23-0.24, 8 to 16
      * waves 0.21; separable K = 3, 5 0.27-0.29 -> 0.22);
      * uint8 about one wave of 16 blocks a multiprocessor (8 waves made gray
@@ -197,12 +210,12 @@ extern "C" cudaError_t cvk_direct2d_launch(const cvk_direct_args *a, cudaStream_
                                                 held_slot(K, a->separable), &per_sm);
         if (re != cudaSuccess)
             return re;
-        long long by0 = 8 * cvk_multiprocessors(a->multiprocessors) * per_sm / bx;
+        long long by0 = 8 * cvk_multiprocessors(a->multiprocessors) * per_sm / (bx * batch);
         by0 = by0 < 1 ? 1 : by0;
         strip = (p.H + by0 - 1) / by0;
     } else {
         const long long want = cvk_multiprocessors(a->multiprocessors) * 16;
-        strip = (p.H * bx + want - 1) / want;
+        strip = (p.H * bx * batch + want - 1) / want;
         strip = strip > 128 ? 128 : strip;
     }
     const long long min_strip = (a->separable ? 4 : 2) * (K - 1) > 16
@@ -215,7 +228,8 @@ extern "C" cudaError_t cvk_direct2d_launch(const cvk_direct_args *a, cudaStream_
     const long long by = (p.H + strip - 1) / strip;
     if (by > CVK_DEVICE_GRID_YZ || bx > CVK_DEVICE_GRID_X)
         return cudaErrorInvalidConfiguration;
-    CVK_LAUNCH(fn, dim3((unsigned)bx, (unsigned)by), CVK_DIRECT_WARPS * 32, smem, stream, (p));
+    CVK_LAUNCH(fn, dim3((unsigned)bx, (unsigned)by, (unsigned)batch), CVK_DIRECT_WARPS * 32, smem,
+               stream, (p));
     return cudaGetLastError();
 }
 

@@ -62,6 +62,9 @@ typedef struct cvk_direct_params {
     float cval;
     /* dense: K*K weights; separable: K vertical then K horizontal taps */
     float w[CVK_DIRECT2D_MAX_K * CVK_DIRECT2D_MAX_K];
+    /* batched 2-D instances: bytes between the images of blockIdx.z (last,
+     * so that the other instances' parameters keep their offsets) */
+    long long in_plane, out_plane;
 } cvk_direct_params;
 
 /* w holds a dense 2-D filter, a separable one's 2K taps, or a 1-D filter. */
@@ -302,9 +305,9 @@ __device__ __noinline__ void cvk_ring_fill_cval(const cvk_direct_params &p, int 
  * ends fill it through cvk_ring_fill_mapped; a row the mode makes all cval is
  * filled with cval. One commit group a row. */
 template <typename T, int V, int HALO, int C>
-__device__ __forceinline__ void cvk_ring_issue(const cvk_direct_params &p, long long y,
-                                               long long we0, int lane, bool interior, T *ring,
-                                               int slot)
+__device__ __forceinline__ void cvk_ring_issue(const cvk_direct_params &p, long long in_off,
+                                               long long y, long long we0, int lane, bool interior,
+                                               T *ring, int slot)
 {
     typedef cvk_ring<T, V, HALO> G;
     const long long m = cvi_boundary_index(y, p.H, p.mode);
@@ -312,7 +315,7 @@ __device__ __forceinline__ void cvk_ring_issue(const cvk_direct_params &p, long 
     if (m < 0) {
         cvk_ring_fill_cval<T, V, HALO>(p, lane, dst);
     } else {
-        const char *row = p.in + m * p.in_row;
+        const char *row = p.in + in_off + m * p.in_row;
         if (interior) {
             const char *src = row + (we0 - G::HP) * (long long)sizeof(T);
 #pragma unroll
@@ -422,10 +425,11 @@ template <int K, int C, int V, bool SEP
  * as cvk_store_vec's. vec: the lane's V outputs lie inside the row and
  * allow a vector store, at byte eb of the row (both worked out once). */
 template <int V, bool PACK>
-__device__ __forceinline__ void cvk_store_row(const cvk_direct_params &p, long long y, long long e,
-                                              bool vec, long long eb, const float (&v)[V])
+__device__ __forceinline__ void cvk_store_row(const cvk_direct_params &p, long long out_off,
+                                              long long y, long long e, bool vec, long long eb,
+                                              const float (&v)[V])
 {
-    char *orow = p.out + y * p.out_row;
+    char *orow = p.out + out_off + y * p.out_row;
     if (vec) {
         cvk_store_vec<V, PACK>(p.out_type, orow + eb, 0, v);
     } else {
@@ -437,9 +441,10 @@ __device__ __forceinline__ void cvk_store_row(const cvk_direct_params &p, long l
 }
 
 template <int K, int C, typename T, bool SEP
-, int V, int MINB = 0,
-             int ROTATE = -1 > __global__ void __launch_bounds__(CVK_DIRECT_WARPS * 32, MINB)
-                                   cvk_direct2d_kernel(const __grid_constant__ cvk_direct_params p)
+, int V,
+    int MINB = 0, int ROTATE = -1,
+        bool BATCH = false > __global__ void __launch_bounds__(CVK_DIRECT_WARPS * 32, MINB)
+                                 cvk_direct2d_kernel(const __grid_constant__ cvk_direct_params p)
 {
     enum { HALO = (K / 2) * C, WIN = V + 2 * HALO };
     /* ROTATE = 1 rotates the accumulator rows (unrolling rows by K), 0
@@ -462,6 +467,9 @@ template <int K, int C, typename T, bool SEP
     const long long e_out = we0 + (long long)lane * V + p.shift; /* the lane's outputs */
     const bool vec_out = p.vec_store && e_out >= 0 && e_out + V <= p.WC;
     const long long eb_out = e_out * cvi_dtype_bytes(p.out_type);
+    /* BATCH: the image blockIdx.z of p.in_plane / p.out_plane apart */
+    const long long in_off = BATCH ? (long long)blockIdx.z * p.in_plane : 0;
+    const long long out_off = BATCH ? (long long)blockIdx.z * p.out_plane : 0;
 
     float acc[K][V];
 #pragma unroll
@@ -475,7 +483,7 @@ template <int K, int C, typename T, bool SEP
 #pragma unroll
     for (int t = 0; t < CVK_RING_ROWS - 1; t++) {
         if (t < total)
-            cvk_ring_issue<T, V, HALO, C>(p, ybase + t, we0, lane, interior, ring, t);
+            cvk_ring_issue<T, V, HALO, C>(p, in_off, ybase + t, we0, lane, interior, ring, t);
         else
             cvk_cp_commit();
     }
@@ -489,7 +497,7 @@ template <int K, int C, typename T, bool SEP
                 break;
             const int ahead = t + CVK_RING_ROWS - 1;
             if (ahead < total)
-                cvk_ring_issue<T, V, HALO, C>(p, ybase + ahead, we0, lane, interior, ring,
+                cvk_ring_issue<T, V, HALO, C>(p, in_off, ybase + ahead, we0, lane, interior, ring,
                                               ahead % CVK_RING_ROWS);
             else
                 cvk_cp_commit();
@@ -504,7 +512,8 @@ template <int K, int C, typename T, bool SEP
             const int o = t - (K - 1); /* output row o is complete */
             const int done = ROT ? (u + 1) % K : 0;
             if (o >= 0)
-                cvk_store_row<V, sizeof(T) == 1>(p, y0 + o, e_out, vec_out, eb_out, acc[done]);
+                cvk_store_row<V, sizeof(T) == 1>(p, out_off, y0 + o, e_out, vec_out, eb_out,
+                                                 acc[done]);
             if (ROT) {
 #pragma unroll
                 for (int i = 0; i < V; i++)
@@ -584,6 +593,9 @@ typedef void (*cvk_direct_kernel_fn)(cvk_direct_params);
  * kernel's ROTATE. */
 #define CVK_DIRECT_CASE_TUNED(K, C, T, S, V, MINB, ROT) \
     case K: return cvk_direct2d_kernel<K, C, T, S, V, MINB, ROT>;
+/* The same as a batched instance (blockIdx.z picks the image). */
+#define CVK_DIRECT_CASE_BATCH(K, C, T, S, V, MINB, ROT) \
+    case K: return cvk_direct2d_kernel<K, C, T, S, V, MINB, ROT, true>;
 
 /* The instances, by file: fast_direct_f32.cu (dense float32 gray, K = 3..17,
  * and 1-D), fast_direct_sep.cu (separable float32 gray, K = 3..33),
@@ -592,6 +604,11 @@ typedef void (*cvk_direct_kernel_fn)(cvk_direct_params);
  * Each returns 0 for a K it has not. */
 cvk_direct_kernel_fn cvk_direct2d_dense_f32(int K);
 cvk_direct_kernel_fn cvk_direct2d_sep_f32(int K);
+/* Batched float32 gray instances (fast_direct_batch.cu): a stack of images
+ * or planar channels in one launch; the filters memory-bound enough for it
+ * to pay, 0 for other K. */
+cvk_direct_kernel_fn cvk_direct2d_dense_f32_batch(int K);
+cvk_direct_kernel_fn cvk_direct2d_sep_f32_batch(int K);
 cvk_direct_kernel_fn cvk_direct2d_u8(int channels, int K, int separable);
 /* uint8 elements a lane of cvk_direct2d_u8's kernel (8, or 4). */
 int cvk_direct2d_u8_lanes(int channels, int K, int separable);

@@ -1,6 +1,7 @@
 /*
  * fast_direct.h - the register-streaming kernels (fast_direct.cu): 2-D square
- * odd filters, dense or separable, on rows of interleaved channels, and 1-D
+ * odd filters, dense or separable, on rows of interleaved channels (or a
+ * batch of such images: a stack of planes, or planar channels), and 1-D
  * filters; reached from C through these launchers.
  */
 #ifndef CONVOLVE_CUDA_FAST_DIRECT_H
@@ -40,16 +41,24 @@ typedef struct cvk_direct_args {
     const double *weights;         /* K*K, correlation form, C order */
     const double *taps_y, *taps_x; /* K each, correlation form */
     int multiprocessors;           /* of the device, to size the grid */
+    /* 2-D: images filtered alike, in_plane / out_plane bytes apart (a
+     * stack's planes, or planar channels with channels = 1); 0 or 1: one */
+    long long batch;
+    ptrdiff_t in_plane, out_plane;
 } cvk_direct_args;
 
 /* 1 if a 2-D kernel serves this element type, channel count, extent and kind. */
 int cvk_direct2d_supports(int in_type, int channels, int ksize, int separable);
+/* 1 if a batched 2-D kernel (cvk_direct_args.batch > 1, channels 1)
+ * serves this element type, extent and kind. */
+int cvk_direct2d_batch_supports(int in_type, int ksize, int separable);
 /* 1 if the 1-D kernel serves this element type, channel count and extent
  * (float32, one channel, K odd 3..CVK_DIRECT1D_MAX_K). */
 int cvk_direct1d_supports(int in_type, int channels, int ksize);
 
 /* Launch on `stream`; return the launch's error (cudaSuccess when queued).
- * 2-D: a K x K filter over height x width; 1-D: height 1, height_taps 1. */
+ * 2-D: a K x K filter over height x width (batch images of it, at most
+ * 65535); 1-D: height 1, height_taps 1. */
 cudaError_t cvk_direct2d_launch(const cvk_direct_args *args, cudaStream_t stream);
 cudaError_t cvk_direct1d_launch(const cvk_direct_args *args, cudaStream_t stream);
 

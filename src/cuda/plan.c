@@ -330,21 +330,26 @@ static cudaError_t launch_direct3d(const cvcu_plan *plan, const cvk_args *a, cud
 }
 
 /* The 1-D and 2-D direct kernels (dense or separable) on rows of
- * interleaved channels. */
-static cudaError_t launch_direct(const cvcu_plan *plan, const cvk_args *a, cudaStream_t stream)
+ * interleaved channels; batch > 1: on that many images of one channel
+ * (batched2d), in_plane and out_plane elements apart. */
+static cudaError_t launch_direct(const cvcu_plan *plan, const cvk_args *a, long long batch,
+                                 long long in_plane, long long out_plane, cudaStream_t stream)
 {
     const cvi_problem *p = &plan->p;
     const long long ie = (long long)plan->in_esize, oe = (long long)plan->out_esize;
-    const int two = p->ndim == 2;
+    const int two = p->ndim >= 2;
     cvk_direct_args g;
     memset(&g, 0, sizeof g);
+    g.batch = batch;
+    g.in_plane = (ptrdiff_t)(in_plane * ie);
+    g.out_plane = (ptrdiff_t)(out_plane * oe);
     g.in = a->in;
     g.out = a->out;
     g.in_row = two ? (ptrdiff_t)(a->is[1] * ie) : 0;
     g.out_row = two ? (ptrdiff_t)(a->os[1] * oe) : 0;
     g.height = two ? a->n[1] : 1;
     g.width = a->n[2];
-    g.channels = (int)a->channels;
+    g.channels = batch > 1 ? 1 : (int)a->channels;
     g.ksize = (int)p->ksize[2];
     g.height_taps = two ? (int)p->ksize[1] : 1;
     g.koffy = two ? (int)p->koff[1] : 0;
@@ -392,6 +397,34 @@ static cudaError_t launch_cast(const cvcu_plan *plan, const cvk_args *a, cudaStr
     return cvk_cast_launch(&g, stream);
 }
 
+/* 1 if the 2-D register-streaming kernels serve a as a batch of images of
+ * one channel, its count and their distance (elements) through *batch,
+ * *in_plane and *out_plane: float32 rows contiguous along x, a square odd
+ * filter over the last two axes that a batched kernel serves (the
+ * memory-bound sizes: cvk_direct2d_batch_supports), and either a 3-D
+ * stack of one channel whose filter has extent 1 along z (the planes; a
+ * separable filter's z tap 1) or a 2-D image of planar channels (the
+ * channels). Other layouts of such problems keep the generated kernels. */
+static int batched2d(const cvcu_plan *plan, const cvk_args *a, long long *batch,
+                     long long *in_plane, long long *out_plane)
+{
+    const cvi_problem *p = &plan->p;
+    const int sep = plan->strategy->id == CVK_SEPARABLE;
+    const char *env = getenv("CONVOLVE_DIRECT_KERNELS");
+    if ((env && strcmp(env, "generated") == 0) || p->in_type != CONVOLVE_FLOAT32 || a->is[2] != 1 ||
+        a->os[2] != 1 || !odd_cube(p, 2) ||
+        !cvk_direct2d_batch_supports(CONVOLVE_FLOAT32, (int)p->ksize[2], sep))
+        return 0;
+    if (p->ndim == 3 && p->ksize[0] == 1 && a->channels == 1 && (!sep || p->taps[0][0] == 1.0)) {
+        *batch = a->n[0], *in_plane = a->is[0], *out_plane = a->os[0];
+    } else if (p->ndim == 2 && a->channels > 1) {
+        *batch = a->channels, *in_plane = a->ics, *out_plane = a->ocs;
+    } else {
+        return 0;
+    }
+    return *batch <= 65535; /* a grid's extent along z */
+}
+
 /* 1 if the arrays of a are rows of interleaved channels, contiguous along x. */
 static int rows_interleaved(const cvk_args *a)
 {
@@ -409,12 +442,15 @@ cudaError_t cvcu_launch(cvcu_plan *plan, const cvk_args *a, cudaStream_t stream)
     case CVK_SEPARABLE:
         if (cvi_truncates(&plan->p))
             return launch_cast(plan, a, stream);
+        long long batch, in_plane, out_plane;
+        if (batched2d(plan, a, &batch, &in_plane, &out_plane))
+            return launch_direct(plan, a, batch, in_plane, out_plane, stream);
         if (plan->gen)
             return cvcu_gen_launch(plan->gen, a->in, a->out, a->is, a->ics, a->os, a->ocs, stream);
         if (!rows_interleaved(a)) /* the chapter's constant (or basic) kernel: any layout */
             return cvk_launch(plan->bank ? CVK_CONSTANT : CVK_BASIC, a, plan->bank, 0, stream);
         return plan->p.ndim == 3 ? launch_direct3d(plan, a, stream)
-                                 : launch_direct(plan, a, stream);
+                                 : launch_direct(plan, a, 1, 0, 0, stream);
     default: return cvk_launch(id, a, plan->bank, plan->smem, stream);
     }
 }
