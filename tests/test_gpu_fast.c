@@ -292,6 +292,17 @@ int main(int argc, char **argv)
         out_type_variant(&c);
         run_case(&c);
     }
+    /* the even dense float32 sizes (2, 4, 6): every mode, origins at both
+     * ends of their range, rows wide enough for interior warps */
+    for (int m = 0; m < 5; m++) {
+        const size_t K = 2 + 2 * (size_t)(m % 3);
+        base_case(&c, "direct", 2, 1, rows + (size_t)m, wide + (size_t)m, 1, K, CONVOLVE_FLOAT32);
+        c.mode = (convolve_mode)m;
+        c.origin[0] = m % 2 ? -(ptrdiff_t)(K / 2) : (ptrdiff_t)((K - 1) / 2);
+        c.origin[1] = m % 2 ? (ptrdiff_t)((K - 1) / 2) : m == 4 ? 0 : -(ptrdiff_t)(K / 2);
+        out_type_variant(&c);
+        run_case(&c);
+    }
     /* origin that shifts stores by one element, and every mode on one size */
     for (int m = 0; m < 5; m++) {
         base_case(&c, "direct", 2, 1, rows, wide, 1, 5, CONVOLVE_FLOAT32);

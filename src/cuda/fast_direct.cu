@@ -69,12 +69,13 @@ static cudaError_t launch_edges(const cvk_direct_params &p, int KY, int KX, int 
 }
 
 /* The cache slot of the blocks a multiprocessor holds, one a float32
- * instance (cvk_launch_ready): dense and separable by K. */
-static int *held_slot(int K, int separable)
+ * instance (cvk_launch_ready): dense and separable by K, single-image and
+ * batched. */
+static int *held_slot(int K, int separable, int batched)
 {
-    static int held[2 * 17];
-    const int k = (K - 3) / 2 < 17 ? (K - 3) / 2 : 16;
-    return &held[separable * 17 + k];
+    static int held[2 * 2 * 34];
+    const int k = K < 34 ? K : 33;
+    return &held[(batched * 2 + separable) * 34 + k];
 }
 
 static cvk_direct_kernel_fn pick2d(int in_type, int channels, int K, int separable, int batch)
@@ -196,9 +197,9 @@ extern "C" cudaError_t cvk_direct2d_launch(const cvk_direct_args *a, cudaStream_
     p.nwarps = (hi - p.first + SEG - 1) / SEG;
     const size_t smem = ring_bytes(es, V, HALO);
     /* Strip height (over the batch's images): float32, about 8 waves of
-     * the blocks the device holds at once (H200, 8192^2, dense 3x3 and 5x5 at 8 blocks a
-     * multiprocessor: 1 wave 0.31-0.33 ms, 4 waves 0.23-0.24, 8 to 16
-     * waves 0.21; separable K = 3, 5 0.27-0.29 -> 0.22);
+     * the blocks the device holds at once (H200, 8192^2, dense 3x3 and
+     * 5x5 at 8 blocks a multiprocessor: 1 wave 0.31-0.33 ms, 4 waves
+     * 0.23-0.24, 8 to 16 waves 0.21; separable K = 3, 5 0.27-0.29 -> 0.22);
      * uint8 about one wave of 16 blocks a multiprocessor (8 waves made gray
      * 5x5 11% slower); never under 2 (K - 1) rows (4 (K - 1) separable) or
      * 16, so that the halo rows stay a small share. */
@@ -207,7 +208,7 @@ extern "C" cudaError_t cvk_direct2d_launch(const cvk_direct_args *a, cudaStream_
     if (es == 4) {
         int per_sm;
         const cudaError_t re = cvk_launch_ready((const void *)fn, CVK_DIRECT_WARPS * 32, smem,
-                                                held_slot(K, a->separable), &per_sm);
+                                                held_slot(K, a->separable, batch > 1), &per_sm);
         if (re != cudaSuccess)
             return re;
         long long by0 = 8 * cvk_multiprocessors(a->multiprocessors) * per_sm / (bx * batch);

@@ -1,6 +1,8 @@
 /*
- * fast_direct.cuh - register-streaming direct convolution: 2-D square odd
- * filters on float32 or uint8 rows of interleaved channels, dense (K = 3..17)
+ * fast_direct.cuh - register-streaming direct convolution: 2-D square
+ * filters on float32 or uint8 rows of interleaved channels, dense (K = 3..17,
+ * float32 also 2, 4, 6: an even K's window reaches K / 2 left of an output
+ * and K / 2 - 1 right, scipy's even sizes)
  * or separable fused in one pass (K = 3..33), and 1-D float32 filters
  * (K = 3..33, each warp walking along the signal).
  *

@@ -1,6 +1,6 @@
 /*
  * fast_direct.h - the register-streaming kernels (fast_direct.cu): 2-D square
- * odd filters, dense or separable, on rows of interleaved channels (or a
+ * filters (odd; dense float32 also K = 2, 4, 6), dense or separable, on rows of interleaved channels (or a
  * batch of such images: a stack of planes, or planar channels), and 1-D
  * filters; reached from C through these launchers.
  */
@@ -14,10 +14,10 @@
 extern "C" {
 #endif
 
-/* Largest filter extents the kernels are compiled for (odd sizes 3..these):
- * dense float32 gray; separable float32 gray; 1-D float32. uint8 gray and
- * RGB: dense up to CVK_DIRECT2D_MAX_K_U8, separable up to
- * CVK_DIRECT2D_MAX_SEP_K_U8. */
+/* Largest filter extents the kernels are compiled for (odd sizes 3..these;
+ * dense float32 gray also 2, 4, 6): dense float32 gray; separable float32
+ * gray; 1-D float32. uint8 gray and RGB: dense up to
+ * CVK_DIRECT2D_MAX_K_U8, separable up to CVK_DIRECT2D_MAX_SEP_K_U8. */
 #define CVK_DIRECT2D_MAX_K 17
 #define CVK_DIRECT2D_MAX_SEP_K 33
 #define CVK_DIRECT1D_MAX_K 33
@@ -31,7 +31,7 @@ typedef struct cvk_direct_args {
     ptrdiff_t out_row;
     long long height, width; /* pixels */
     int channels;            /* interleaved; neighbours along x are `channels` elements apart */
-    int ksize;               /* K, odd: the filter's extent along x */
+    int ksize;               /* K: the filter's extent along x (odd but for dense float32) */
     int height_taps;         /* its extent along y: K (2-D), 1 (1-D) */
     int koffy, koffx;        /* correlation offsets, 0 <= koff < K */
     int mode;                /* CVI_MODE_* */

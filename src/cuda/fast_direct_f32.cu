@@ -1,6 +1,7 @@
 /*
  * fast_direct_f32.cu - instances of the fast direct kernels (fast_direct.cuh):
- * dense 2-D float32 gray filters, K = 3..17, and 1-D float32, K = 3..33.
+ * dense 2-D float32 gray filters, K = 3..17 and the even K = 2, 4, 6, and
+ * 1-D float32, K = 3..33.
  */
 #include "fast_direct.cuh"
 
@@ -18,12 +19,17 @@
  * and 120 registers), H200, 8192^2 constant, 0.361, 0.488, 0.627 and 0.782
  * ms against the generated tile's 0.413, 0.590, 0.727 and 0.909, and the
  * compiler's registers' 0.578, 0.493, 0.651 and 0.797
- * (docs/architecture.md, "Measured choices"). */
+ * (docs/architecture.md, "Measured choices"). The even K = 2, 4, 6 (the
+ * window K / 2 elements left of an output, K / 2 - 1 right: scipy's even
+ * sizes) are held as their odd neighbours below. */
 cvk_direct_kernel_fn cvk_direct2d_dense_f32(int K)
 {
     switch (K) {
+        DENSE_TUNED(2, 8)
         DENSE_TUNED(3, 8)
+        DENSE_TUNED(4, 8)
         DENSE_TUNED(5, 8)
+        DENSE_TUNED(6, 6)
         DENSE_TUNED(7, 6)
         DENSE_TUNED(9, 6)
         DENSE_TUNED(11, 5)

@@ -132,16 +132,19 @@ static convolve_status upload_weights(convolve_context *ctx, cvcu_plan *plan)
     return st;
 }
 
+/* 1 if the filter's last `dims` extents are equal. */
+static int cube(const cvi_problem *p, int dims)
+{
+    for (int a = 3 - dims; a < 3; a++)
+        if (p->ksize[a] != p->ksize[2])
+            return 0;
+    return 1;
+}
+
 /* 1 if the filter's last `dims` extents are equal and odd. */
 static int odd_cube(const cvi_problem *p, int dims)
 {
-    size_t K = p->ksize[2];
-    if (K % 2 == 0)
-        return 0;
-    for (int a = 3 - dims; a < 3; a++)
-        if (p->ksize[a] != K)
-            return 0;
-    return 1;
+    return p->ksize[2] % 2 == 1 && cube(p, dims);
 }
 
 /* 1 if the generated kernels (gen.c) run strategy `id` (direct or
@@ -174,7 +177,7 @@ static int use_generated(int id, const cvi_problem *p)
                  ((p->ndim == 2 && odd_cube(p, 2) && cvk_direct2d_supports(t, C, K, 1)) ||
                   (p->ndim == 3 && odd_cube(p, 3) && cvk_direct3d_supports(t, C, K, 1))));
     return !((p->ndim == 1 && odd_cube(p, 1) && cvk_direct1d_supports(t, C, K)) ||
-             (p->ndim == 2 && odd_cube(p, 2) && cvk_direct2d_supports(t, C, K, 0)) ||
+             (p->ndim == 2 && cube(p, 2) && cvk_direct2d_supports(t, C, K, 0)) ||
              (p->ndim == 3 && odd_cube(p, 3) && cvk_direct3d_supports(t, C, K, 0)));
 }
 
