@@ -6,8 +6,9 @@
  * alignment), convolve and correlate, every filter size compiled, uint8 gray
  * and RGB, 1-D signals, 3-D volumes (float64 too, separable), FFTs of every
  * dimensionality and type (float64 in double precision), tiny arrays,
- * pitched and reversed layouts, planar channels (the fast kernels'
- * fallback), on host memory and on device memory. Outputs are poisoned
+ * pitched and reversed layouts, planar channels and stacks of planes
+ * (batched 2-D launches, or the generated kernels), even dense sizes, on
+ * host memory and on device memory. Outputs are poisoned
  * first; fresh random data each run (seeded).
  *
  *   test_gpu_fast           the full set (a few seconds on an H100)
@@ -311,7 +312,7 @@ int main(int argc, char **argv)
         c.origin[0] = m % 3 - 1;
         run_case(&c);
     }
-    /* planar channels (fallback), tiny arrays */
+    /* the planar layout of one channel, tiny arrays */
     base_case(&c, "direct", 2, 1, 7, 300, 1, 3, CONVOLVE_FLOAT32);
     c.layout = 3;
     run_case(&c);
