@@ -1,8 +1,8 @@
 /*
  * fast_direct.h - the register-streaming kernels (fast_direct.cu): 2-D square
- * filters (odd; dense float32 also K = 2, 4, 6), dense or separable, on rows of interleaved channels (or a
- * batch of such images: a stack of planes, or planar channels), and 1-D
- * filters; reached from C through these launchers.
+ * filters (odd; dense float32 also K = 2, 4, 6), dense or separable, on rows
+ * of interleaved channels (or a batch of such images: a stack of planes, or
+ * planar channels), and 1-D filters; reached from C through these launchers.
  */
 #ifndef CONVOLVE_CUDA_FAST_DIRECT_H
 #define CONVOLVE_CUDA_FAST_DIRECT_H
