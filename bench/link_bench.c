@@ -3,7 +3,8 @@
  * pinned copies (one way, both ways at once), pageable cudaMemcpy, host
  * threads copying pageable memory into pinned buffers (the staging a
  * streamed plan does), and pinning the caller's range in place
- * (cudaHostRegister and cudaHostUnregister) by size. The numbers choose how
+ * (cudaHostRegister and cudaHostUnregister) by size, and by several threads
+ * at once (each its part, copied on its own stream). The numbers choose how
  * convolve_execute moves pageable host arrays (docs/scale.md).
  *
  *   bench/link_bench [--mib N] [--runs R] [--device D]
