@@ -586,18 +586,68 @@ typedef void (*cvk_direct_kernel_fn)(cvk_direct_params);
  * K >= 17, whose K accumulator rows would cost too many registers), 8 of
  * uint8 (but see cvk_direct2d_u8_lanes). */
 #define CVK_DIRECT_LANE(T, K, S) (sizeof(T) == 1 ? 8 : ((S) && (K) >= 17) ? 2 : 4)
-#define CVK_DIRECT_CASE(K, C, T, S) \
-    case K:                         \
-        return cvk_direct2d_kernel<K, C, T, S, CVK_DIRECT_LANE(T, K, S)>;
 #define CVK_DIRECT_CASE_V(K, C, T, S, V) \
     case K: return cvk_direct2d_kernel<K, C, T, S, V>;
-/* An instance with at least MINB blocks a multiprocessor, ROT as the
- * kernel's ROTATE. */
-#define CVK_DIRECT_CASE_TUNED(K, C, T, S, V, MINB, ROT) \
-    case K: return cvk_direct2d_kernel<K, C, T, S, V, MINB, ROT>;
-/* The same as a batched instance (blockIdx.z picks the image). */
-#define CVK_DIRECT_CASE_BATCH(K, C, T, S, V, MINB, ROT) \
-    case K: return cvk_direct2d_kernel<K, C, T, S, V, MINB, ROT, true>;
+
+/* The float32 gray instances' register bound (MINB: blocks a
+ * multiprocessor) and row handling (ROT, the kernel's ROTATE), by K and
+ * kind, as measured; the single-image instances (fast_direct_f32.cu,
+ * fast_direct_sep.cu) and the batched ones (fast_direct_batch.cu) take
+ * them from here. Unlisted: the compiler's registers, ROTATE's default.
+ *
+ * Dense: every K shifts its accumulator rows (the rotation's K-times
+ * unrolled loop stalled on instruction fetch); each is held to the blocks a
+ * multiprocessor measured fastest: K = 3, 5, 7 to 8, 8 and 6 (64, 64 and
+ * 80 registers at most), H200, 8192^2 reflect, 0.196, 0.205 and 0.277 ms
+ * against 0.275 (the generated tile), 0.274 and 0.380 before, rotated at
+ * the compiler's registers (K = 3 was held to 10 blocks, 48 registers,
+ * until rows of cval moved into the ring: then 8, 9, 10, 11 blocks took
+ * 0.171, 0.174, 0.182, 0.219 ms); K = 9, 11, 13, 15 to 6, 5, 5 and 4 (80,
+ * 90, 96 and 120 registers), H200, 8192^2 constant, 0.361, 0.488, 0.627
+ * and 0.782 ms against the generated tile's 0.413, 0.590, 0.727 and 0.909,
+ * and the compiler's registers' 0.578, 0.493, 0.651 and 0.797
+ * (docs/architecture.md, "Measured choices"). The even K = 2, 4, 6 (the
+ * window K / 2 elements left of an output, K / 2 - 1 right: scipy's even
+ * sizes) are held as their odd neighbours 3, 5 and 7.
+ *
+ * Separable: K = 5 shifts its accumulator rows and is held to 8 blocks a
+ * multiprocessor: H200, 8192^2 reflect, two rounds in one build, 0.180 ms
+ * against 0.229 rotated at the compiler's registers (64), 0.214 rotated at
+ * 8 blocks, 0.288 at 10 (48 registers, spills); K = 3 and 7 rotate at the
+ * compiler's registers (K = 3 at 10 or 12 blocks 0.204, 0.268 against
+ * 0.172; K = 7 at 8 blocks 0.281 against 0.254). */
+template <int K, bool SEP
+> struct cvk_f32_tuning {
+    enum { MINB = 0, ROT = -1 };
+};
+#define CVK_F32_TUNED(K, SEP, MB, RT) \
+    template <>                       \
+    struct cvk_f32_tuning<K, SEP> {   \
+        enum { MINB = MB, ROT = RT }; \
+    };
+CVK_F32_TUNED(2, false, 8, 0)
+CVK_F32_TUNED(3, false, 8, 0)
+CVK_F32_TUNED(4, false, 8, 0)
+CVK_F32_TUNED(5, false, 8, 0)
+CVK_F32_TUNED(6, false, 6, 0)
+CVK_F32_TUNED(7, false, 6, 0)
+CVK_F32_TUNED(9, false, 6, 0)
+CVK_F32_TUNED(11, false, 5, 0)
+CVK_F32_TUNED(13, false, 5, 0)
+CVK_F32_TUNED(15, false, 4, 0)
+CVK_F32_TUNED(5, true, 8, 0)
+#undef CVK_F32_TUNED
+
+/* A float32 gray instance as tuned (cvk_f32_tuning); _BATCH: its batched
+ * twin (blockIdx.z picks the image). S: separable. */
+#define CVK_DIRECT_CASE_F32(K, S)                                                \
+    case K:                                                                      \
+        return cvk_direct2d_kernel<K, 1, float, S, CVK_DIRECT_LANE(float, K, S), \
+                                   cvk_f32_tuning<K, S>::MINB, cvk_f32_tuning<K, S>::ROT>;
+#define CVK_DIRECT_CASE_F32_BATCH(K, S)                                          \
+    case K:                                                                      \
+        return cvk_direct2d_kernel<K, 1, float, S, CVK_DIRECT_LANE(float, K, S), \
+                                   cvk_f32_tuning<K, S>::MINB, cvk_f32_tuning<K, S>::ROT, true>;
 
 /* The instances, by file: fast_direct_f32.cu (dense float32 gray, K = 3..17,
  * and 1-D), fast_direct_sep.cu (separable float32 gray, K = 3..33),

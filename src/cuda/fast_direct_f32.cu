@@ -5,36 +5,22 @@
  */
 #include "fast_direct.cuh"
 
-#define DENSE(K) CVK_DIRECT_CASE(K, 1, float, false)
-#define DENSE_TUNED(K, MINB) CVK_DIRECT_CASE_TUNED(K, 1, float, false, 4, MINB, 0)
+#define DENSE(K) CVK_DIRECT_CASE_F32(K, false)
 
-/* Every K shifts its accumulator rows (the rotation's K-times unrolled
- * loop stalled on instruction fetch); each is held to the blocks a
- * multiprocessor measured fastest: K = 3, 5, 7 to 8, 8 and 6 (64, 64 and
- * 80 registers at most), H200, 8192^2 reflect, 0.196, 0.205 and 0.277 ms
- * against 0.275 (the generated tile), 0.274 and 0.380 before, rotated at
- * the compiler's registers (K = 3 was held to 10 blocks, 48 registers,
- * until rows of cval moved into the ring: then 8, 9, 10, 11 blocks took
- * 0.171, 0.174, 0.182, 0.219 ms); K = 9, 11, 13, 15 to 6, 5, 5 and 4 (80, 90, 96
- * and 120 registers), H200, 8192^2 constant, 0.361, 0.488, 0.627 and 0.782
- * ms against the generated tile's 0.413, 0.590, 0.727 and 0.909, and the
- * compiler's registers' 0.578, 0.493, 0.651 and 0.797
- * (docs/architecture.md, "Measured choices"). The even K = 2, 4, 6 (the
- * window K / 2 elements left of an output, K / 2 - 1 right: scipy's even
- * sizes) are held as their odd neighbours below. */
+/* Each as tuned in fast_direct.cuh (cvk_f32_tuning, with the measurements). */
 cvk_direct_kernel_fn cvk_direct2d_dense_f32(int K)
 {
     switch (K) {
-        DENSE_TUNED(2, 8)
-        DENSE_TUNED(3, 8)
-        DENSE_TUNED(4, 8)
-        DENSE_TUNED(5, 8)
-        DENSE_TUNED(6, 6)
-        DENSE_TUNED(7, 6)
-        DENSE_TUNED(9, 6)
-        DENSE_TUNED(11, 5)
-        DENSE_TUNED(13, 5)
-        DENSE_TUNED(15, 4)
+        DENSE(2)
+        DENSE(3)
+        DENSE(4)
+        DENSE(5)
+        DENSE(6)
+        DENSE(7)
+        DENSE(9)
+        DENSE(11)
+        DENSE(13)
+        DENSE(15)
         DENSE(17)
     default: return 0;
     }

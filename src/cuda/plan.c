@@ -147,6 +147,25 @@ static int odd_cube(const cvi_problem *p, int dims)
     return p->ksize[2] % 2 == 1 && cube(p, dims);
 }
 
+/* 1 if the batched 2-D register-streaming kernels serve p's filter and
+ * element type: float32, a square odd filter over the last two axes that a
+ * batched instance serves (the memory-bound sizes:
+ * cvk_direct2d_batch_supports), and either a 3-D stack of one channel whose
+ * filter has extent 1 along z (the planes; a separable filter's z tap 1)
+ * or a 2-D image of several channels (the channels, when planar).
+ * CONVOLVE_DIRECT_KERNELS=generated keeps the generated kernels. */
+static int batch2d_serves(int id, const cvi_problem *p)
+{
+    const int sep = id == CVK_SEPARABLE;
+    const char *env = getenv("CONVOLVE_DIRECT_KERNELS");
+    if ((env && strcmp(env, "generated") == 0) || p->in_type != CONVOLVE_FLOAT32 ||
+        !odd_cube(p, 2) || !cvk_direct2d_batch_supports(CONVOLVE_FLOAT32, (int)p->ksize[2], sep))
+        return 0;
+    return (p->ndim == 3 && p->ksize[0] == 1 && p->channels == 1 &&
+            (!sep || p->taps[0][0] == 1.0)) ||
+           (p->ndim == 2 && p->channels > 1);
+}
+
 /* 1 if the generated kernels (gen.c) run strategy `id` (direct or
  * separable) on p: every case the legacy register-streaming kernels do not
  * serve, and those they serve where the generated ones measured faster
@@ -201,6 +220,7 @@ static convolve_status prepare_kernels(convolve_context *ctx, cvcu_plan *plan)
     case CVK_SEPARABLE:
         if (cvi_truncates(p)) /* fast_cast.cu: the taps go with each launch */
             return CONVOLVE_OK;
+        plan->batch2d = batch2d_serves(plan->strategy->id, p);
         if (use_generated(plan->strategy->id, p))
             return cvcu_gen_prepare(ctx, p, plan->strategy->id == CVK_SEPARABLE, &plan->gen);
         return p->kcount <= bank_cap ? fill_bank(ctx, plan) : upload_weights(ctx, plan);
@@ -400,31 +420,20 @@ static cudaError_t launch_cast(const cvcu_plan *plan, const cvk_args *a, cudaStr
     return cvk_cast_launch(&g, stream);
 }
 
-/* 1 if the 2-D register-streaming kernels serve a as a batch of images of
- * one channel, its count and their distance (elements) through *batch,
- * *in_plane and *out_plane: float32 rows contiguous along x, a square odd
- * filter over the last two axes that a batched kernel serves (the
- * memory-bound sizes: cvk_direct2d_batch_supports), and either a 3-D
- * stack of one channel whose filter has extent 1 along z (the planes; a
- * separable filter's z tap 1) or a 2-D image of planar channels (the
- * channels). Other layouts of such problems keep the generated kernels. */
+/* 1 if a plan whose filter a batched kernel serves (plan->batch2d) runs the
+ * arrays of a as a batch of images of one channel: rows contiguous along x,
+ * and a's stack planes or planar channels; their count and distance
+ * (elements) through *batch, *in_plane and *out_plane. Other layouts keep
+ * the generated kernels. */
 static int batched2d(const cvcu_plan *plan, const cvk_args *a, long long *batch,
                      long long *in_plane, long long *out_plane)
 {
-    const cvi_problem *p = &plan->p;
-    const int sep = plan->strategy->id == CVK_SEPARABLE;
-    const char *env = getenv("CONVOLVE_DIRECT_KERNELS");
-    if ((env && strcmp(env, "generated") == 0) || p->in_type != CONVOLVE_FLOAT32 || a->is[2] != 1 ||
-        a->os[2] != 1 || !odd_cube(p, 2) ||
-        !cvk_direct2d_batch_supports(CONVOLVE_FLOAT32, (int)p->ksize[2], sep))
+    if (!plan->batch2d || a->is[2] != 1 || a->os[2] != 1)
         return 0;
-    if (p->ndim == 3 && p->ksize[0] == 1 && a->channels == 1 && (!sep || p->taps[0][0] == 1.0)) {
+    if (plan->p.ndim == 3)
         *batch = a->n[0], *in_plane = a->is[0], *out_plane = a->os[0];
-    } else if (p->ndim == 2 && a->channels > 1) {
+    else
         *batch = a->channels, *in_plane = a->ics, *out_plane = a->ocs;
-    } else {
-        return 0;
-    }
     return *batch <= 65535; /* a grid's extent along z */
 }
 

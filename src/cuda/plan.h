@@ -31,6 +31,9 @@ typedef struct cvcu_plan {
     cvk_fft_plan *fft;         /* fft: cuFFT plans, buffers and the filter's spectrum */
     cvcu_gen_plan *gen;        /* direct, separable: the generated kernels (gen.c), when
                                    they run it; else the legacy ones (fast_direct*.cu) */
+    int batch2d;               /* direct, separable: a batched 2-D kernel serves the
+                                   filter (plan.c batch2d_serves); the arrays' layout
+                                   decides at each launch (batched2d) */
     char message[256];         /* what a failed fast launch said */
     /* convolve_execute's buffers: made by its first call, kept for the next */
     void *d_in, *d_out; /* device images, rows `pitch` bytes apart */
