@@ -200,9 +200,13 @@ extern "C" cudaError_t cvk_direct2d_launch(const cvk_direct_args *a, cudaStream_
      * the blocks the device holds at once (H200, 8192^2, dense 3x3 and
      * 5x5 at 8 blocks a multiprocessor: 1 wave 0.31-0.33 ms, 4 waves
      * 0.23-0.24, 8 to 16 waves 0.21; separable K = 3, 5 0.27-0.29 -> 0.22);
-     * uint8 about one wave of 16 blocks a multiprocessor (8 waves made gray
-     * 5x5 11% slower); never under 2 (K - 1) rows (4 (K - 1) separable) or
-     * 16, so that the halo rows stay a small share. */
+     * uint8 about two waves of 16 blocks a multiprocessor (at 6 blocks a
+     * multiprocessor, fast_direct_u8.cu: gray 8192^2 / RGB 4096^2 3x3
+     * 0.1145 / 0.0925 ms against 0.1262 / 0.0989 for one wave, 5x5 0.1743 /
+     * 0.1784 against 0.1826 / 0.1969; four waves within 1%, strips of 8 or
+     * 12 rows within 2% for 3x3 and up to 8% slower for 5x5); never under
+     * 2 (K - 1) rows (4 (K - 1) separable) or 16, so that the halo rows stay
+     * a small share. */
     const long long bx = (p.nwarps + CVK_DIRECT_WARPS - 1) / CVK_DIRECT_WARPS;
     long long strip;
     if (es == 4) {
@@ -215,7 +219,7 @@ extern "C" cudaError_t cvk_direct2d_launch(const cvk_direct_args *a, cudaStream_
         by0 = by0 < 1 ? 1 : by0;
         strip = (p.H + by0 - 1) / by0;
     } else {
-        const long long want = cvk_multiprocessors(a->multiprocessors) * 16;
+        const long long want = cvk_multiprocessors(a->multiprocessors) * 32;
         strip = (p.H * bx * batch + want - 1) / want;
         strip = strip > 128 ? 128 : strip;
     }

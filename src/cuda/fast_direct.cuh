@@ -375,12 +375,15 @@ __device__ __forceinline__ void cvk_ring_window(const T *slot, int lane, float (
 
 /* One input row's contribution: window win (row t of the strip) to the
  * accumulator rows; output t-ky takes weight row ky (only outputs 0..rows-1
- * are worth the FMAs). ROT: output o lives in acc[o % K] and u = t % K is a
- * compile-time constant; else acc[K-1-ky] and the rows shift after. */
+ * are worth the FMAs; ALL: the caller knows all K are). ROT: output o lives
+ * in acc[o % K] and u = t % K is a compile-time constant; else acc[K-1-ky]
+ * and the rows shift after. */
 template <int K, int C, int V, bool SEP
-, bool ROT > __device__ __forceinline__ void cvk_accumulate_row(const cvk_direct_params &p,
-                                                                const float *win, int u, int t,
-                                                                int rows, float (&acc)[K][V])
+, bool ROT,
+    bool ALL = false >
+               __device__ __forceinline__ void cvk_accumulate_row(const cvk_direct_params &p,
+                                                                  const float *win, int u, int t,
+                                                                  int rows, float (&acc)[K][V])
 {
     if (SEP) {
         /* a row outside (CONSTANT) holds cval, so h = cval * sum(wx): the
@@ -399,7 +402,7 @@ template <int K, int C, int V, bool SEP
         }
 #pragma unroll
         for (int ky = 0; ky < K; ky++) {
-            if (ky > t || ky <= t - rows)
+            if (!ALL && (ky > t || ky <= t - rows))
                 continue;
             const int a = ROT ? ((u - ky) % K + K) % K : K - 1 - ky;
 #pragma unroll
@@ -409,7 +412,7 @@ template <int K, int C, int V, bool SEP
     } else {
 #pragma unroll
         for (int ky = 0; ky < K; ky++) {
-            if (ky > t || ky <= t - rows)
+            if (!ALL && (ky > t || ky <= t - rows))
                 continue;
             const int a = ROT ? ((u - ky) % K + K) % K : K - 1 - ky;
 #pragma unroll
@@ -444,16 +447,18 @@ __device__ __forceinline__ void cvk_store_row(const cvk_direct_params &p, long l
 
 template <int K, int C, typename T, bool SEP
 , int V,
-    int MINB = 0, int ROTATE = -1,
-        bool BATCH = false > __global__ void __launch_bounds__(CVK_DIRECT_WARPS * 32, MINB)
-                                 cvk_direct2d_kernel(const __grid_constant__ cvk_direct_params p)
+    int MINB = 0, int ROTATE = -1, bool BATCH = false,
+        bool STEADY = false > __global__ void __launch_bounds__(CVK_DIRECT_WARPS * 32, MINB)
+                                  cvk_direct2d_kernel(const __grid_constant__ cvk_direct_params p)
 {
     enum { HALO = (K / 2) * C, WIN = V + 2 * HALO };
     /* ROTATE = 1 rotates the accumulator rows (unrolling rows by K), 0
      * shifts them (one row's code: fewer instruction-cache misses); -1
      * rotates where the shifts would cost much next to the FMAs (separable
      * filters up to 17 taps, dense up to 9). MINB: blocks a multiprocessor
-     * must hold (caps the registers). */
+     * must hold (caps the registers). STEADY: the rows whose K outputs all
+     * lie in the strip take a second copy of the row's FMAs without the
+     * per-output-row tests (more code; the uint8 instances that gain). */
     enum { ROT = ROTATE >= 0 ? ROTATE : SEP ? K <= 17 : K <= 9 };
     typedef cvk_ring<T, V, HALO> G;
     CVK_DYNAMIC_SHARED(smem);
@@ -509,8 +514,11 @@ template <int K, int C, typename T, bool SEP
             float win[WIN];
             cvk_ring_window<T, V, HALO>(ring + slot * G::L, lane, win);
             __syncwarp(); /* the slot may be refilled next row */
-            cvk_accumulate_row < K, C, V, SEP
-            , ROT > (p, win, u, t, rows, acc);
+            if (STEADY && t >= K - 1 && t < rows)
+                cvk_accumulate_row < K, C, V, SEP
+            , ROT, true > (p, win, u, t, rows, acc);
+            else cvk_accumulate_row < K, C, V, SEP
+            , ROT, false > (p, win, u, t, rows, acc);
             const int o = t - (K - 1); /* output row o is complete */
             const int done = ROT ? (u + 1) % K : 0;
             if (o >= 0)

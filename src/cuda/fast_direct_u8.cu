@@ -4,19 +4,26 @@
  * 8-bit images); 8 elements a lane, 4 for RGB dense 5x5. Separable filters
  * on uint8 images take fast_sep_int.cu's fused kernel (measured faster at
  * every K; its pick has the numbers).
+ *
+ * Each instance shifts its accumulator rows and is held to 6 blocks a
+ * multiprocessor (80 registers; the compiler's choice was 94 to 112 with
+ * rotated rows, 5 or 4 blocks). H200, 8192^2 gray / 4096^2 RGB reflect,
+ * `convolve bench --dtype uint8 --strategy direct --runs 30`, strips as
+ * fast_direct.cu's launcher now sizes them, three rounds in one build:
+ * 3x3 0.1134-0.1138 / 0.0926-0.0929 ms, 5x5 0.1733-0.1739 / 0.1783-0.1788,
+ * against 0.1256 / 0.0984 and 0.2475 / 0.2044 rotated at the compiler's
+ * registers (strips of one wave: 0.1285 / 0.1011, 0.2312 / 0.2084). Rows
+ * rotated at 6 blocks: 0.139 / 0.109, 0.254 / 0.204; shifted at 8 blocks
+ * (64 registers) they spill (gray 5x5 0.341). STEADY (the rows inside the strip
+ * without the per-row tests): 3x3 0.1115-0.1120 / 0.0904-0.0906, RGB 5x5
+ * 0.1694-0.1697, kept; gray 5x5 0.1795 (more spills at 8 lanes), not kept.
  */
 #include "fast_direct.cuh"
 
-template <int C, int V>
-static cvk_direct_kernel_fn pick(int K)
-{
-    typedef unsigned char T;
-    switch (K) {
-        CVK_DIRECT_CASE_V(3, C, T, false, V)
-        CVK_DIRECT_CASE_V(5, C, T, false, V)
-    default: return 0;
-    }
-}
+/* An instance: K, channels, lanes, STEADY; 6 blocks a multiprocessor, rows
+ * shifted. */
+#define CVK_U8_INSTANCE(K, C, V, ST) \
+    cvk_direct2d_kernel<K, C, unsigned char, false, V, 6, 0, false, ST>
 
 /* RGB dense 5x5 with 4 elements a lane (fewer accumulators, more warps):
  * H100, u8 RGB 4096^2 5x5 -> float32 0.243-0.245 ms against 0.282-0.296
@@ -31,7 +38,13 @@ cvk_direct_kernel_fn cvk_direct2d_u8(int channels, int K, int separable)
 {
     if (separable) /* fast_sep_int.cu */
         return 0;
-    if (cvk_direct2d_u8_lanes(channels, K, separable) == 4)
-        return cvk_direct2d_kernel<5, 3, unsigned char, false, 4>;
-    return channels == 1 ? pick<1, 8>(K) : channels == 3 ? pick<3, 8>(K) : 0;
+    if (channels == 1)
+        return K == 3   ? CVK_U8_INSTANCE(3, 1, 8, true)
+               : K == 5 ? CVK_U8_INSTANCE(5, 1, 8, false)
+                        : 0;
+    if (channels == 3)
+        return K == 3   ? CVK_U8_INSTANCE(3, 3, 8, true)
+               : K == 5 ? CVK_U8_INSTANCE(5, 3, 4, true)
+                        : 0;
+    return 0;
 }
