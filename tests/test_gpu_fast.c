@@ -3,8 +3,8 @@
  * the CPU reference, with cases built to reach every fast kernel: rows wide
  * enough for interior warps and edges on both sides, every mode with a
  * non-zero cval, origins (including ones that shift stores off vector
- * alignment), convolve and correlate, every filter size compiled, uint8 gray
- * and RGB, 1-D signals, 3-D volumes (float64 too, separable), FFTs of every
+ * alignment), convolve and correlate, every filter size compiled, uint8 and
+ * uint16 gray and RGB, 1-D signals, 3-D volumes (float64 too, separable), FFTs of every
  * dimensionality and type (float64 in double precision), tiny arrays,
  * pitched and reversed layouts, planar channels and stacks of planes
  * (batched 2-D launches, or the generated kernels), even dense sizes, on
@@ -358,13 +358,20 @@ int main(int argc, char **argv)
         run_case(&c);
     }
 
-    /* 2-D uint8 gray and RGB */
+    /* 2-D uint8 gray and RGB; uint16 dense (its separable filters below),
+     * and either into another type now and then */
     for (size_t C = 1; C <= 3; C += 2)
         for (size_t K = 3; K <= 5; K += 2) {
             base_case(&c, "direct", 2, 1, rows, wide + 3, C, K, CONVOLVE_UINT8);
             run_case(&c);
             base_case(&c, "separable", 2, 1, rows, wide + 1, C, K + 4, CONVOLVE_UINT8);
             c.separable = 1;
+            run_case(&c);
+            base_case(&c, "direct", 2, 1, rows + 1, wide + 5, C, K, CONVOLVE_UINT16);
+            run_case(&c);
+            base_case(&c, "direct", 2, 1, rows, wide + 4, C, K,
+                      h_randint(0, 1) ? CONVOLVE_UINT16 : CONVOLVE_UINT8);
+            out_type_variant(&c);
             run_case(&c);
         }
 

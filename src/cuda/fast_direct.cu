@@ -88,6 +88,8 @@ static cvk_direct_kernel_fn pick2d(int in_type, int channels, int K, int separab
         return separable ? cvk_direct2d_sep_f32(K) : cvk_direct2d_dense_f32(K);
     if (in_type == CVI_DTYPE_UINT8)
         return cvk_direct2d_u8(channels, K, separable);
+    if (in_type == CVI_DTYPE_UINT16)
+        return cvk_direct2d_u16(channels, K, separable);
     return 0;
 }
 
@@ -118,7 +120,7 @@ extern "C" int cvk_direct1d_supports(int in_type, int channels, int ksize)
 static int setup_params(const cvk_direct_args *a, int V, cvk_direct_params &p)
 {
     const int K = a->ksize, C = a->channels;
-    const size_t in_size = (size_t)cvi_dtype_bytes(a->in_type); /* float32 or uint8 */
+    const size_t in_size = (size_t)cvi_dtype_bytes(a->in_type); /* float32, uint8 or uint16 */
     const size_t out_size = (size_t)cvi_dtype_bytes(a->out_type);
     p.in = (const char *)a->in;
     p.out = (char *)a->out;
@@ -181,8 +183,9 @@ extern "C" cudaError_t cvk_direct2d_launch(const cvk_direct_args *a, cudaStream_
     if (!fn || a->height_taps != a->ksize || batch > CVK_DEVICE_GRID_YZ)
         return cudaErrorInvalidValue;
     const int K = a->ksize, C = a->channels, HALO = (K / 2) * C;
-    const int es = a->in_type == CVI_DTYPE_UINT8 ? 1 : 4;
+    const int es = cvi_dtype_bytes(a->in_type); /* float32, uint8 or uint16 */
     const int V = es == 1                     ? cvk_direct2d_u8_lanes(C, K, a->separable)
+                  : es == 2                   ? cvk_direct2d_u16_lanes(C, K, a->separable)
                   : (a->separable && K >= 17) ? 2
                                               : 4,
               SEG = 32 * V;

@@ -1,6 +1,7 @@
 /*
  * fast_direct.cuh - register-streaming direct convolution: 2-D square
- * filters on float32 or uint8 rows of interleaved channels, dense (K = 3..17,
+ * filters on float32, uint8 or uint16 rows of interleaved channels, dense
+ * (K = 3..17,
  * float32 also 2, 4, 6: an even K's window reaches K / 2 left of an output
  * and K / 2 - 1 right, scipy's even sizes)
  * or separable fused in one pass (K = 3..33), and 1-D float32 filters
@@ -82,6 +83,10 @@ __device__ __forceinline__ float cvk_to_float(unsigned char v)
 {
     return (float)v;
 }
+__device__ __forceinline__ float cvk_to_float(unsigned short v)
+{
+    return (float)v;
+}
 
 /* Loads V consecutive elements at p (aligned to V * sizeof(T)) as floats. */
 __device__ __forceinline__ void cvk_load_vec(const float *p, float (&v)[4])
@@ -112,9 +117,9 @@ __device__ __forceinline__ void cvk_load_vec(const unsigned char *p, float (&v)[
 }
 
 /* Stores V results at element e (aligned to V elements of the output type).
- * PACK: uint8 outputs rounded and packed by cvk_u8_pack4 (the uint8
- * kernels; the float ones keep the conversions, which cost them fewer
- * registers). */
+ * PACK: uint8 and uint16 outputs rounded and packed by cvk_u8_pack4 and
+ * cvk_u16_pack2 (the integer kernels; the float ones keep the conversions,
+ * which cost them fewer registers). */
 template <int V, bool PACK = false>
 __device__ __forceinline__ void cvk_store_vec(int type, char *row, long long e, const float (&v)[V])
 {
@@ -131,6 +136,14 @@ __device__ __forceinline__ void cvk_store_vec(int type, char *row, long long e, 
         for (int i = 0; i < V; i += 4)
             *(unsigned int *)((unsigned char *)row + e + i) = cvk_u8_pack4(
                 v[i], v[(i + 1) % V], v[(i + 2) % V], v[(i + 3) % V]);
+    } else if (type == CVI_DTYPE_UINT16 && V % 4 == 0 && PACK) {
+#pragma unroll
+        for (int i = 0; i < V; i += 4) {
+            uint2 q;
+            q.x = cvk_u16_pack2(v[i], v[(i + 1) % V]);
+            q.y = cvk_u16_pack2(v[(i + 2) % V], v[(i + 3) % V]);
+            *(uint2 *)((unsigned short *)row + e + i) = q;
+        }
     } else if (type == CVI_DTYPE_UINT8 && V % 4 == 0) {
 #pragma unroll
         for (int i = 0; i < V; i += 4) {
@@ -213,8 +226,8 @@ struct cvk_ring {
 
 /* Ring element dst[i] from element g of row `row` (may lie outside;
  * pixels of C interleaved channels) through cvi_boundary_index: cval
- * (CONSTANT, an exact T: strategies.c checks), a 4-byte cp.async for
- * floats, a load for bytes. */
+ * (CONSTANT, an exact T: plan.c checks), a 4-byte cp.async for floats, a
+ * load for integers. */
 template <typename T, int C>
 __device__ __forceinline__ void cvk_ring_put_mapped(const cvk_direct_params &p, const char *row,
                                                     long long g, T *dst, int i)
@@ -255,7 +268,7 @@ __device__ __forceinline__ void cvk_ring_fill_edge(const cvk_direct_params &p, c
 }
 
 /* Fills the ring slot of a warp whose segment reaches past the row's ends:
- * cvk_ring_fill_edge for bytes when rows are 16-byte aligned, else element
+ * cvk_ring_fill_edge for integers when rows are 16-byte aligned, else element
  * by element through cvi_boundary_index (every mode, pixels of C
  * interleaved channels; floats by asynchronous 4-byte copies: the edge
  * path cost the float instances registers, separable 9 taps 80 -> 86, and
@@ -266,14 +279,14 @@ __device__ __noinline__ void cvk_ring_fill_mapped(const cvk_direct_params &p, co
                                                   long long we0, int lane, T *dst)
 {
     typedef cvk_ring<T, V, HALO> G;
-    if (sizeof(T) == 1 && p.aligned) {
+    if (sizeof(T) < 4 && p.aligned) {
         cvk_ring_fill_edge<T, V, HALO, C>(p, row, we0, lane, dst);
     } else if (sizeof(T) == 4) {
         /* float: each element copied alone, asynchronously like the rest */
         for (int i = lane; i < G::L; i += 32)
             cvk_ring_put_mapped<T, C>(p, row, we0 - G::HP + i, dst, i);
     } else {
-        /* bytes: all of the lane's loads first, then the stores */
+        /* bytes, halfwords: all of the lane's loads first, then the stores */
         enum { PER = (G::L + 31) / 32 };
         T v[PER];
 #pragma unroll
@@ -282,7 +295,7 @@ __device__ __noinline__ void cvk_ring_fill_mapped(const cvk_direct_params &p, co
             const long long g = we0 - G::HP + i;
             const long long pix = g >= 0 ? g / C : -((-g + C - 1) / C);
             const long long mp = cvi_boundary_index(pix, p.W, p.mode);
-            /* CONSTANT past the ends: cval, an exact T (strategies.c checks) */
+            /* CONSTANT past the ends: cval, an exact T (plan.c checks) */
             v[k] = i >= G::L ? (T)0 : mp < 0 ? (T)p.cval : ((const T *)row)[mp * C + (g - pix * C)];
         }
 #pragma unroll
@@ -293,7 +306,7 @@ __device__ __noinline__ void cvk_ring_fill_mapped(const cvk_direct_params &p, co
 }
 
 /* Fills ring slot dst with cval (a row the mode makes all cval: rare, out
- * of line; cval is an exact T, strategies.c checks). */
+ * of line; cval is an exact T, plan.c checks). */
 template <typename T, int V, int HALO>
 __device__ __noinline__ void cvk_ring_fill_cval(const cvk_direct_params &p, int lane, T *dst)
 {
@@ -350,6 +363,25 @@ __device__ __forceinline__ void cvk_lds(const unsigned char *p, float (&v)[8])
     uint2 q = *(const uint2 *)p;
     cvk_u8_four(q.x, v);
     cvk_u8_four(q.y, v + 4);
+}
+/* Two halfwords of w as floats (cvk_u16_float). */
+__device__ __forceinline__ void cvk_u16_two(unsigned w, float *v)
+{
+    v[0] = cvk_u16_float<0>(w), v[1] = cvk_u16_float<1>(w);
+}
+__device__ __forceinline__ void cvk_lds(const unsigned short *p, float (&v)[4])
+{
+    uint2 q = *(const uint2 *)p;
+    cvk_u16_two(q.x, v);
+    cvk_u16_two(q.y, v + 2);
+}
+__device__ __forceinline__ void cvk_lds(const unsigned short *p, float (&v)[8])
+{
+    uint4 q = *(const uint4 *)p;
+    cvk_u16_two(q.x, v);
+    cvk_u16_two(q.y, v + 2);
+    cvk_u16_two(q.z, v + 4);
+    cvk_u16_two(q.w, v + 6);
 }
 
 /* The lane's window (V + 2*HALO elements centred on its own V) from a slot. */
@@ -522,8 +554,8 @@ template <int K, int C, typename T, bool SEP
             const int o = t - (K - 1); /* output row o is complete */
             const int done = ROT ? (u + 1) % K : 0;
             if (o >= 0)
-                cvk_store_row<V, sizeof(T) == 1>(p, out_off, y0 + o, e_out, vec_out, eb_out,
-                                                 acc[done]);
+                cvk_store_row<V, sizeof(T) < 4>(p, out_off, y0 + o, e_out, vec_out, eb_out,
+                                                acc[done]);
             if (ROT) {
 #pragma unroll
                 for (int i = 0; i < V; i++)
@@ -590,12 +622,11 @@ __global__ void __launch_bounds__(256)
 
 typedef void (*cvk_direct_kernel_fn)(cvk_direct_params);
 
-/* Elements a lane: 16 bytes of float (8 bytes, 2 elements, for separable
- * K >= 17, whose K accumulator rows would cost too many registers), 8 of
- * uint8 (but see cvk_direct2d_u8_lanes). */
-#define CVK_DIRECT_LANE(T, K, S) (sizeof(T) == 1 ? 8 : ((S) && (K) >= 17) ? 2 : 4)
-#define CVK_DIRECT_CASE_V(K, C, T, S, V) \
-    case K: return cvk_direct2d_kernel<K, C, T, S, V>;
+/* Float32 elements a lane: 16 bytes (8 bytes, 2 elements, for separable
+ * K >= 17, whose K accumulator rows would cost too many registers). The
+ * integer instances name theirs (cvk_direct2d_u8_lanes,
+ * cvk_direct2d_u16_lanes). */
+#define CVK_DIRECT_LANE(T, K, S) (((S) && (K) >= 17) ? 2 : 4)
 
 /* The float32 gray instances' register bound (MINB: blocks a
  * multiprocessor) and row handling (ROT, the kernel's ROTATE), by K and
@@ -659,8 +690,9 @@ CVK_F32_TUNED(5, true, 8, 0)
 
 /* The instances, by file: fast_direct_f32.cu (dense float32 gray, K = 3..17,
  * and 1-D), fast_direct_sep.cu (separable float32 gray, K = 3..33),
- * fast_direct_u8.cu (uint8 gray and RGB, dense K = 3, 5; separable filters
- * on uint8 take fast_sep_int.cu).
+ * fast_direct_u8.cu and fast_direct_u16.cu (uint8 and uint16 gray and RGB,
+ * dense K = 3, 5; separable filters on integer images take
+ * fast_sep_int.cu).
  * Each returns 0 for a K it has not. */
 cvk_direct_kernel_fn cvk_direct2d_dense_f32(int K);
 cvk_direct_kernel_fn cvk_direct2d_sep_f32(int K);
@@ -672,6 +704,9 @@ cvk_direct_kernel_fn cvk_direct2d_sep_f32_batch(int K);
 cvk_direct_kernel_fn cvk_direct2d_u8(int channels, int K, int separable);
 /* uint8 elements a lane of cvk_direct2d_u8's kernel (8, or 4). */
 int cvk_direct2d_u8_lanes(int channels, int K, int separable);
+cvk_direct_kernel_fn cvk_direct2d_u16(int channels, int K, int separable);
+/* uint16 elements a lane of cvk_direct2d_u16's kernel. */
+int cvk_direct2d_u16_lanes(int channels, int K, int separable);
 cvk_direct_kernel_fn cvk_direct1d_f32(int K);
 
 #endif

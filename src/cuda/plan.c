@@ -182,9 +182,13 @@ static int use_generated(int id, const cvi_problem *p)
     if (!legacy_only && p->ndim == 2 && t == CONVOLVE_FLOAT32 && C == 1 && odd_cube(p, 2) &&
         id == CVK_SEPARABLE && p->separable && K >= 15)
         return 1;
-    /* the legacy 2-D kernels keep uint8 rows as bytes: cval must be one */
-    if (p->ndim == 2 && p->in_type == CONVOLVE_UINT8 && p->mode == CVI_MODE_CONSTANT &&
-        !(p->cval >= 0 && p->cval <= 255 && p->cval == (double)(int)p->cval))
+    /* the legacy 2-D kernels keep integer rows as they are: cval must be
+     * one of their values */
+    if (p->ndim == 2 && p->mode == CVI_MODE_CONSTANT &&
+        ((p->in_type == CONVOLVE_UINT8 &&
+          !(p->cval >= 0 && p->cval <= 255 && p->cval == (double)(int)p->cval)) ||
+         (p->in_type == CONVOLVE_UINT16 &&
+          !(p->cval >= 0 && p->cval <= 65535 && p->cval == (double)(int)p->cval))))
         return 1;
     /* the fused integer kernel needs rows of interleaved channels: other
      * layouts of the images it serves take the generated strips */
