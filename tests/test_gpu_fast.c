@@ -39,9 +39,10 @@ typedef struct {
     convolve_mode mode;
     int correlate;
     ptrdiff_t origin[3];
-    int layout;    /* H_PACKED, H_PITCHED, H_REVERSED or H_PLANAR (harness.h) */
-    int device;    /* run convolve_execute_device too */
-    double xscale; /* float inputs drawn from [-xscale, xscale] (0: 1) */
+    int layout;     /* H_PACKED, H_PITCHED, H_REVERSED or H_PLANAR (harness.h) */
+    int device;     /* run convolve_execute_device too */
+    double xscale;  /* float inputs drawn from [-xscale, xscale] (0: 1) */
+    int whole_cval; /* uint16: cval 1234 (the integer kernels serve it), not 0.375 */
 } fcase;
 
 static const char *dt(convolve_dtype t)
@@ -96,7 +97,9 @@ static void run_case(const fcase *c)
     convolve_options_init(&o);
     o.operation = c->correlate ? CONVOLVE_OP_CORRELATE : CONVOLVE_OP_CONVOLVE;
     o.mode = c->mode;
-    o.cval = c->tin == CONVOLVE_UINT8 ? 37.0 : 0.375;
+    o.cval = c->tin == CONVOLVE_UINT8                     ? 37.0
+             : c->tin == CONVOLVE_UINT16 && c->whole_cval ? 1234.0
+                                                          : 0.375;
     for (int a = 0; a < 3; a++)
         o.origin[a] = c->origin[a];
 
@@ -368,9 +371,12 @@ int main(int argc, char **argv)
             c.separable = 1;
             run_case(&c);
             base_case(&c, "direct", 2, 1, rows + 1, wide + 5, C, K, CONVOLVE_UINT16);
+            c.whole_cval = 1;
+            c.mode = h_randint(0, 1) ? CONVOLVE_MODE_CONSTANT : c.mode;
             run_case(&c);
             base_case(&c, "direct", 2, 1, rows, wide + 4, C, K,
                       h_randint(0, 1) ? CONVOLVE_UINT16 : CONVOLVE_UINT8);
+            c.whole_cval = (int)h_randint(0, 1);
             out_type_variant(&c);
             run_case(&c);
         }
