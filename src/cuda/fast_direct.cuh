@@ -629,8 +629,8 @@ typedef void (*cvk_direct_kernel_fn)(cvk_direct_params);
 #define CVK_DIRECT_LANE(T, K, S) (((S) && (K) >= 17) ? 2 : 4)
 
 /* The float32 gray instances' register bound (MINB: blocks a
- * multiprocessor) and row handling (ROT, the kernel's ROTATE), by K and
- * kind, as measured; the single-image instances (fast_direct_f32.cu,
+ * multiprocessor) and row handling (ROT, the kernel's ROTATE; ST, its
+ * STEADY), by K and kind, as measured; the single-image instances (fast_direct_f32.cu,
  * fast_direct_sep.cu) and the batched ones (fast_direct_batch.cu) take
  * them from here. Unlisted: the compiler's registers, ROTATE's default.
  *
@@ -647,46 +647,53 @@ typedef void (*cvk_direct_kernel_fn)(cvk_direct_params);
  * and the compiler's registers' 0.578, 0.493, 0.651 and 0.797
  * (docs/architecture.md, "Measured choices"). The even K = 2, 4, 6 (the
  * window K / 2 elements left of an output, K / 2 - 1 right: scipy's even
- * sizes) are held as their odd neighbours 3, 5 and 7.
+ * sizes) are held as their odd neighbours 3, 5 and 7. K = 5 alone takes
+ * STEADY: H200, 8192^2 reflect, three rounds in one build, 0.1911-0.1918
+ * ms against 0.1957-0.1966; K = 3 and 7 within 0.5%, K = 9 0.390 against
+ * 0.360 (7 and 9 in constant mode).
  *
  * Separable: K = 5 shifts its accumulator rows and is held to 8 blocks a
  * multiprocessor: H200, 8192^2 reflect, two rounds in one build, 0.180 ms
  * against 0.229 rotated at the compiler's registers (64), 0.214 rotated at
  * 8 blocks, 0.288 at 10 (48 registers, spills); K = 3 and 7 rotate at the
  * compiler's registers (K = 3 at 10 or 12 blocks 0.204, 0.268 against
- * 0.172; K = 7 at 8 blocks 0.281 against 0.254). */
+ * 0.172; K = 7 at 8 blocks 0.281 against 0.254). STEADY made K = 3 and 7
+ * 3-4% slower (0.1763 against 0.1717 ms for K = 3), K = 9 1%, K = 5 the
+ * same. */
 template <int K, bool SEP
 > struct cvk_f32_tuning {
-    enum { MINB = 0, ROT = -1 };
+    enum { MINB = 0, ROT = -1, ST = 0 };
 };
-#define CVK_F32_TUNED(K, SEP, MB, RT) \
-    template <>                       \
-    struct cvk_f32_tuning<K, SEP> {   \
-        enum { MINB = MB, ROT = RT }; \
+#define CVK_F32_TUNED(K, SEP, MB, RT, STEADY)      \
+    template <>                                    \
+    struct cvk_f32_tuning<K, SEP> {                \
+        enum { MINB = MB, ROT = RT, ST = STEADY }; \
     };
-CVK_F32_TUNED(2, false, 8, 0)
-CVK_F32_TUNED(3, false, 8, 0)
-CVK_F32_TUNED(4, false, 8, 0)
-CVK_F32_TUNED(5, false, 8, 0)
-CVK_F32_TUNED(6, false, 6, 0)
-CVK_F32_TUNED(7, false, 6, 0)
-CVK_F32_TUNED(9, false, 6, 0)
-CVK_F32_TUNED(11, false, 5, 0)
-CVK_F32_TUNED(13, false, 5, 0)
-CVK_F32_TUNED(15, false, 4, 0)
-CVK_F32_TUNED(5, true, 8, 0)
+CVK_F32_TUNED(2, false, 8, 0, 0)
+CVK_F32_TUNED(3, false, 8, 0, 0)
+CVK_F32_TUNED(4, false, 8, 0, 0)
+CVK_F32_TUNED(5, false, 8, 0, 1)
+CVK_F32_TUNED(6, false, 6, 0, 0)
+CVK_F32_TUNED(7, false, 6, 0, 0)
+CVK_F32_TUNED(9, false, 6, 0, 0)
+CVK_F32_TUNED(11, false, 5, 0, 0)
+CVK_F32_TUNED(13, false, 5, 0, 0)
+CVK_F32_TUNED(15, false, 4, 0, 0)
+CVK_F32_TUNED(5, true, 8, 0, 0)
 #undef CVK_F32_TUNED
 
 /* A float32 gray instance as tuned (cvk_f32_tuning); _BATCH: its batched
  * twin (blockIdx.z picks the image). S: separable. */
-#define CVK_DIRECT_CASE_F32(K, S)                                                \
-    case K:                                                                      \
-        return cvk_direct2d_kernel<K, 1, float, S, CVK_DIRECT_LANE(float, K, S), \
-                                   cvk_f32_tuning<K, S>::MINB, cvk_f32_tuning<K, S>::ROT>;
-#define CVK_DIRECT_CASE_F32_BATCH(K, S)                                          \
-    case K:                                                                      \
-        return cvk_direct2d_kernel<K, 1, float, S, CVK_DIRECT_LANE(float, K, S), \
-                                   cvk_f32_tuning<K, S>::MINB, cvk_f32_tuning<K, S>::ROT, true>;
+#define CVK_DIRECT_CASE_F32(K, S)                                                                \
+    case K:                                                                                      \
+        return cvk_direct2d_kernel<K, 1, float, S, CVK_DIRECT_LANE(float, K, S),                 \
+                                   cvk_f32_tuning<K, S>::MINB, cvk_f32_tuning<K, S>::ROT, false, \
+                                   cvk_f32_tuning<K, S>::ST != 0>;
+#define CVK_DIRECT_CASE_F32_BATCH(K, S)                                                         \
+    case K:                                                                                     \
+        return cvk_direct2d_kernel<K, 1, float, S, CVK_DIRECT_LANE(float, K, S),                \
+                                   cvk_f32_tuning<K, S>::MINB, cvk_f32_tuning<K, S>::ROT, true, \
+                                   cvk_f32_tuning<K, S>::ST != 0>;
 
 /* The instances, by file: fast_direct_f32.cu (dense float32 gray, K = 3..17,
  * and 1-D), fast_direct_sep.cu (separable float32 gray, K = 3..33),
