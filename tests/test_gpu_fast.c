@@ -361,9 +361,9 @@ int main(int argc, char **argv)
         run_case(&c);
     }
 
-    /* 2-D uint8 gray and RGB; uint16 dense (its separable filters below),
-     * and either into another type now and then */
-    for (size_t C = 1; C <= 3; C += 2)
+    /* 2-D uint8 gray, RGB and RGBA; uint16 dense (its separable filters
+     * below), and either into another type now and then */
+    for (size_t C = 1; C <= 4; C += C == 1 ? 2 : 1)
         for (size_t K = 3; K <= 5; K += 2) {
             base_case(&c, "direct", 2, 1, rows, wide + 3, C, K, CONVOLVE_UINT8);
             run_case(&c);

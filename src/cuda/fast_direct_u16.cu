@@ -31,11 +31,15 @@ int cvk_direct2d_u16_lanes(int channels, int K, int separable)
 
 cvk_direct_kernel_fn cvk_direct2d_u16(int channels, int K, int separable)
 {
-    if (separable || (channels != 1 && channels != 3))
+    if (separable)
         return 0;
-    if (K == 3)
-        return channels == 1 ? CVK_U16_INSTANCE(3, 1, true) : CVK_U16_INSTANCE(3, 3, true);
-    if (K == 5)
-        return channels == 1 ? CVK_U16_INSTANCE(5, 1, false) : CVK_U16_INSTANCE(5, 3, false);
-    return 0;
+    switch (channels * 8 + K) {
+    case 1 * 8 + 3: return CVK_U16_INSTANCE(3, 1, true);
+    case 3 * 8 + 3: return CVK_U16_INSTANCE(3, 3, true);
+    case 4 * 8 + 3: return CVK_U16_INSTANCE(3, 4, true);
+    case 1 * 8 + 5: return CVK_U16_INSTANCE(5, 1, false);
+    case 3 * 8 + 5: return CVK_U16_INSTANCE(5, 3, false);
+    case 4 * 8 + 5: return CVK_U16_INSTANCE(5, 4, false);
+    default: return 0;
+    }
 }

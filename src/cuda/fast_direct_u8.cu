@@ -31,7 +31,7 @@
  * RGB separable 9 taps (0.343-0.349 against 0.313) slower. */
 int cvk_direct2d_u8_lanes(int channels, int K, int separable)
 {
-    return channels == 3 && !separable && K == 5 ? 4 : 8;
+    return channels >= 3 && !separable && K == 5 ? 4 : 8;
 }
 
 cvk_direct_kernel_fn cvk_direct2d_u8(int channels, int K, int separable)
@@ -45,6 +45,10 @@ cvk_direct_kernel_fn cvk_direct2d_u8(int channels, int K, int separable)
     if (channels == 3)
         return K == 3   ? CVK_U8_INSTANCE(3, 3, 8, true)
                : K == 5 ? CVK_U8_INSTANCE(5, 3, 4, true)
+                        : 0;
+    if (channels == 4)
+        return K == 3   ? CVK_U8_INSTANCE(3, 4, 8, true)
+               : K == 5 ? CVK_U8_INSTANCE(5, 4, 4, true)
                         : 0;
     return 0;
 }
