@@ -16,13 +16,11 @@ extern "C" {
 
 /* Largest filter extents the kernels are compiled for (odd sizes 3..these;
  * dense float32 gray also 2, 4, 6): dense float32 gray; separable float32
- * gray; 1-D float32. uint8 gray and RGB: dense up to
- * CVK_DIRECT2D_MAX_K_U8, separable up to CVK_DIRECT2D_MAX_SEP_K_U8. */
+ * gray; 1-D float32. uint8 and uint16 gray, RGB and RGBA: dense 3 and 5
+ * (separable filters on them take fast_sep_int.cu's kernel). */
 #define CVK_DIRECT2D_MAX_K 17
 #define CVK_DIRECT2D_MAX_SEP_K 33
 #define CVK_DIRECT1D_MAX_K 33
-#define CVK_DIRECT2D_MAX_K_U8 5
-#define CVK_DIRECT2D_MAX_SEP_K_U8 5
 
 typedef struct cvk_direct_args {
     const void *in; /* element (0, 0, channel 0) */
