@@ -307,6 +307,22 @@ int main(int argc, char **argv)
         out_type_variant(&c);
         run_case(&c);
     }
+    /* non-square dense float32 (ky rows of kx weights): the compiled sizes
+     * 3x5, 5x3, 3x7, 7x3, 3x9, 9x3 and one the generated tile serves (5x7),
+     * every mode in turn, origins anywhere in their ranges, rows 16-byte
+     * aligned or not */
+    for (int m = 0; m < 7; m++) {
+        static const size_t ky[7] = {3, 5, 3, 7, 3, 9, 5}, kx[7] = {5, 3, 7, 3, 9, 3, 7};
+        base_case(&c, "direct", 2, 1, rows + (size_t)m, wide + (size_t)(m % 2), 1, 3,
+                  CONVOLVE_FLOAT32);
+        c.K[0] = ky[m];
+        c.K[1] = kx[m];
+        c.mode = (convolve_mode)(m % 5);
+        c.origin[0] = any_origin(ky[m]);
+        c.origin[1] = any_origin(kx[m]);
+        out_type_variant(&c);
+        run_case(&c);
+    }
     /* origin that shifts stores by one element, and every mode on one size */
     for (int m = 0; m < 5; m++) {
         base_case(&c, "direct", 2, 1, rows, wide, 1, 5, CONVOLVE_FLOAT32);

@@ -71,15 +71,23 @@ static cudaError_t launch_edges(const cvk_direct_params &p, int KY, int KX, int 
 /* The cache slot of the blocks a multiprocessor holds, one a float32
  * instance (cvk_launch_ready): dense and separable by K, single-image and
  * batched. */
-static int *held_slot(int K, int separable, int batched)
+static int *held_slot(int K, int separable, int batched, int KY)
 {
-    static int held[2 * 2 * 34];
+    static int held[2 * 2 * 34], held_rect[18 * 18];
+    if (KY != K) /* non-square dense instances (extents <= 17) */
+        return &held_rect[(KY < 18 ? KY : 17) * 18 + (K < 18 ? K : 17)];
     const int k = K < 34 ? K : 33;
     return &held[(batched * 2 + separable) * 34 + k];
 }
 
-static cvk_direct_kernel_fn pick2d(int in_type, int channels, int K, int separable, int batch)
+/* The instance for a KY x K filter (KY = K but for dense non-square ones). */
+static cvk_direct_kernel_fn pick2d(int in_type, int channels, int K, int separable, int batch,
+                                   int KY)
 {
+    if (KY != K)
+        return in_type == CVI_DTYPE_FLOAT32 && channels == 1 && !separable && !batch
+                   ? cvk_direct2d_dense_f32_rect(KY, K)
+                   : 0;
     if (batch)
         return in_type == CVI_DTYPE_FLOAT32 && channels == 1
                    ? (separable ? cvk_direct2d_sep_f32_batch(K) : cvk_direct2d_dense_f32_batch(K))
@@ -101,12 +109,17 @@ static cvk_direct_kernel_fn pick1d(int in_type, int channels, int K)
 extern "C" int cvk_direct2d_supports(int in_type, int channels, int ksize, int separable)
 {
     return (separable && cvk_isep2d_supports(in_type, channels, ksize)) ||
-           pick2d(in_type, channels, ksize, separable, 0) != 0;
+           pick2d(in_type, channels, ksize, separable, 0, ksize) != 0;
+}
+
+extern "C" int cvk_direct2d_rect_supports(int in_type, int channels, int ky, int kx)
+{
+    return ky != kx && pick2d(in_type, channels, kx, 0, 0, ky) != 0;
 }
 
 extern "C" int cvk_direct2d_batch_supports(int in_type, int ksize, int separable)
 {
-    return pick2d(in_type, 1, ksize, separable, 1) != 0;
+    return pick2d(in_type, 1, ksize, separable, 1, ksize) != 0;
 }
 
 extern "C" int cvk_direct1d_supports(int in_type, int channels, int ksize)
@@ -179,10 +192,10 @@ extern "C" cudaError_t cvk_direct2d_launch(const cvk_direct_args *a, cudaStream_
     /* separable integer images: the fused kernels of fast_sep_int.cu */
     if (a->separable && cvk_isep2d_supports(a->in_type, a->channels, a->ksize))
         return batch == 1 ? cvk_isep2d_launch(a, stream) : cudaErrorInvalidValue;
-    cvk_direct_kernel_fn fn = pick2d(a->in_type, a->channels, a->ksize, a->separable, batch > 1);
-    if (!fn || a->height_taps != a->ksize || batch > CVK_DEVICE_GRID_YZ)
+    const int K = a->ksize, KY = a->height_taps, C = a->channels, HALO = (K / 2) * C;
+    cvk_direct_kernel_fn fn = pick2d(a->in_type, C, K, a->separable, batch > 1, KY);
+    if (!fn || batch > CVK_DEVICE_GRID_YZ)
         return cudaErrorInvalidValue;
-    const int K = a->ksize, C = a->channels, HALO = (K / 2) * C;
     const int es = cvi_dtype_bytes(a->in_type); /* float32, uint8 or uint16 */
     const int V = es == 1                     ? cvk_direct2d_u8_lanes(C, K, a->separable)
                   : es == 2                   ? cvk_direct2d_u16_lanes(C, K, a->separable)
@@ -208,14 +221,14 @@ extern "C" cudaError_t cvk_direct2d_launch(const cvk_direct_args *a, cudaStream_
      * 0.1145 / 0.0925 ms against 0.1262 / 0.0989 for one wave, 5x5 0.1743 /
      * 0.1784 against 0.1826 / 0.1969; four waves within 1%, strips of 8 or
      * 12 rows within 2% for 3x3 and up to 8% slower for 5x5); never under
-     * 2 (K - 1) rows (4 (K - 1) separable) or 16, so that the halo rows stay
+     * 2 (KY - 1) rows (4 (K - 1) separable) or 16, so that the halo rows stay
      * a small share. */
     const long long bx = (p.nwarps + CVK_DIRECT_WARPS - 1) / CVK_DIRECT_WARPS;
     long long strip;
     if (es == 4) {
         int per_sm;
         const cudaError_t re = cvk_launch_ready((const void *)fn, CVK_DIRECT_WARPS * 32, smem,
-                                                held_slot(K, a->separable, batch > 1), &per_sm);
+                                                held_slot(K, a->separable, batch > 1, KY), &per_sm);
         if (re != cudaSuccess)
             return re;
         long long by0 = 8 * cvk_multiprocessors(a->multiprocessors) * per_sm / (bx * batch);
@@ -226,8 +239,8 @@ extern "C" cudaError_t cvk_direct2d_launch(const cvk_direct_args *a, cudaStream_
         strip = (p.H * bx * batch + want - 1) / want;
         strip = strip > 128 ? 128 : strip;
     }
-    const long long min_strip = (a->separable ? 4 : 2) * (K - 1) > 16
-                                    ? (a->separable ? 4 : 2) * (K - 1)
+    const long long min_strip = (a->separable ? 4 : 2) * (KY - 1) > 16
+                                    ? (a->separable ? 4 : 2) * (KY - 1)
                                     : 16;
     strip = strip < min_strip ? min_strip : strip;
     if (strip > p.H)

@@ -406,16 +406,16 @@ __device__ __forceinline__ void cvk_ring_window(const T *slot, int lane, float (
 }
 
 /* One input row's contribution: window win (row t of the strip) to the
- * accumulator rows; output t-ky takes weight row ky (only outputs 0..rows-1
- * are worth the FMAs; ALL: the caller knows all K are). ROT: output o lives
- * in acc[o % K] and u = t % K is a compile-time constant; else acc[K-1-ky]
- * and the rows shift after. */
+ * KY accumulator rows (KY: the filter's extent along y, K along x);
+ * output t-ky takes weight row ky (only outputs 0..rows-1 are worth the
+ * FMAs; ALL: the caller knows all KY are). ROT: output o lives in
+ * acc[o % KY] and u = t % KY is a compile-time constant; else
+ * acc[KY-1-ky] and the rows shift after. SEP: KY = K. */
 template <int K, int C, int V, bool SEP
-, bool ROT,
-    bool ALL = false >
-               __device__ __forceinline__ void cvk_accumulate_row(const cvk_direct_params &p,
-                                                                  const float *win, int u, int t,
-                                                                  int rows, float (&acc)[K][V])
+, bool ROT, bool ALL,
+    int KY > __device__ __forceinline__ void cvk_accumulate_row(const cvk_direct_params &p,
+                                                                const float *win, int u, int t,
+                                                                int rows, float (&acc)[KY][V])
 {
     if (SEP) {
         /* a row outside (CONSTANT) holds cval, so h = cval * sum(wx): the
@@ -436,17 +436,17 @@ template <int K, int C, int V, bool SEP
         for (int ky = 0; ky < K; ky++) {
             if (!ALL && (ky > t || ky <= t - rows))
                 continue;
-            const int a = ROT ? ((u - ky) % K + K) % K : K - 1 - ky;
+            const int a = ROT ? ((u - ky) % KY + KY) % KY : KY - 1 - ky;
 #pragma unroll
             for (int i = 0; i < V; i++)
                 acc[a][i] = fmaf(p.w[ky], h[i], acc[a][i]);
         }
     } else {
 #pragma unroll
-        for (int ky = 0; ky < K; ky++) {
+        for (int ky = 0; ky < KY; ky++) {
             if (!ALL && (ky > t || ky <= t - rows))
                 continue;
-            const int a = ROT ? ((u - ky) % K + K) % K : K - 1 - ky;
+            const int a = ROT ? ((u - ky) % KY + KY) % KY : KY - 1 - ky;
 #pragma unroll
             for (int kx = 0; kx < K; kx++) {
                 const float w = p.w[ky * K + kx];
@@ -478,20 +478,22 @@ __device__ __forceinline__ void cvk_store_row(const cvk_direct_params &p, long l
 }
 
 template <int K, int C, typename T, bool SEP
-, int V,
-    int MINB = 0, int ROTATE = -1, bool BATCH = false,
-        bool STEADY = false > __global__ void __launch_bounds__(CVK_DIRECT_WARPS * 32, MINB)
-                                  cvk_direct2d_kernel(const __grid_constant__ cvk_direct_params p)
+, int V, int MINB = 0, int ROTATE = -1, bool BATCH = false, bool STEADY = false,
+             int KY = K > __global__ void __launch_bounds__(CVK_DIRECT_WARPS * 32, MINB)
+                              cvk_direct2d_kernel(const __grid_constant__ cvk_direct_params p)
 {
+    /* K: the filter's extent along x; KY along y (dense filters may be
+     * non-square: KY weight rows of K) */
+    static_assert(!SEP || KY == K, "a separable instance is square");
     enum { HALO = (K / 2) * C, WIN = V + 2 * HALO };
     /* ROTATE = 1 rotates the accumulator rows (unrolling rows by K), 0
      * shifts them (one row's code: fewer instruction-cache misses); -1
      * rotates where the shifts would cost much next to the FMAs (separable
      * filters up to 17 taps, dense up to 9). MINB: blocks a multiprocessor
-     * must hold (caps the registers). STEADY: the rows whose K outputs all
+     * must hold (caps the registers). STEADY: the rows whose KY outputs all
      * lie in the strip take a second copy of the row's FMAs without the
      * per-output-row tests (more code; the uint8 instances that gain). */
-    enum { ROT = ROTATE >= 0 ? ROTATE : SEP ? K <= 17 : K <= 9 };
+    enum { ROT = ROTATE >= 0 ? ROTATE : SEP ? K <= 17 : KY <= 9 };
     typedef cvk_ring<T, V, HALO> G;
     CVK_DYNAMIC_SHARED(smem);
     const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
@@ -510,15 +512,15 @@ template <int K, int C, typename T, bool SEP
     const long long in_off = BATCH ? (long long)blockIdx.z * p.in_plane : 0;
     const long long out_off = BATCH ? (long long)blockIdx.z * p.out_plane : 0;
 
-    float acc[K][V];
+    float acc[KY][V];
 #pragma unroll
-    for (int a = 0; a < K; a++)
+    for (int a = 0; a < KY; a++)
 #pragma unroll
         for (int i = 0; i < V; i++)
             acc[a][i] = 0.0f;
 
     const long long ybase = y0 - p.koffy;
-    const int total = rows + K - 1;
+    const int total = rows + KY - 1;
 #pragma unroll
     for (int t = 0; t < CVK_RING_ROWS - 1; t++) {
         if (t < total)
@@ -528,9 +530,9 @@ template <int K, int C, typename T, bool SEP
     }
 
 #pragma unroll 1
-    for (int t0 = 0; t0 < total; t0 += (ROT ? K : 1)) {
+    for (int t0 = 0; t0 < total; t0 += (ROT ? KY : 1)) {
 #pragma unroll
-        for (int u = 0; u < (ROT ? K : 1); u++) {
+        for (int u = 0; u < (ROT ? KY : 1); u++) {
             const int t = t0 + u;
             if (t >= total)
                 break;
@@ -546,13 +548,13 @@ template <int K, int C, typename T, bool SEP
             float win[WIN];
             cvk_ring_window<T, V, HALO>(ring + slot * G::L, lane, win);
             __syncwarp(); /* the slot may be refilled next row */
-            if (STEADY && t >= K - 1 && t < rows)
+            if (STEADY && t >= KY - 1 && t < rows)
                 cvk_accumulate_row < K, C, V, SEP
-            , ROT, true > (p, win, u, t, rows, acc);
+            , ROT, true, KY > (p, win, u, t, rows, acc);
             else cvk_accumulate_row < K, C, V, SEP
-            , ROT, false > (p, win, u, t, rows, acc);
-            const int o = t - (K - 1); /* output row o is complete */
-            const int done = ROT ? (u + 1) % K : 0;
+            , ROT, false, KY > (p, win, u, t, rows, acc);
+            const int o = t - (KY - 1); /* output row o is complete */
+            const int done = ROT ? (u + 1) % KY : 0;
             if (o >= 0)
                 cvk_store_row<V, sizeof(T) < 4>(p, out_off, y0 + o, e_out, vec_out, eb_out,
                                                 acc[done]);
@@ -562,13 +564,13 @@ template <int K, int C, typename T, bool SEP
                     acc[done][i] = 0.0f;
             } else {
 #pragma unroll
-                for (int a = 0; a < K - 1; a++)
+                for (int a = 0; a < KY - 1; a++)
 #pragma unroll
                     for (int i = 0; i < V; i++)
                         acc[a][i] = acc[a + 1][i];
 #pragma unroll
                 for (int i = 0; i < V; i++)
-                    acc[K - 1][i] = 0.0f;
+                    acc[KY - 1][i] = 0.0f;
             }
         }
     }
@@ -702,6 +704,9 @@ CVK_F32_TUNED(5, true, 8, 0, 0)
  * fast_sep_int.cu).
  * Each returns 0 for a K it has not. */
 cvk_direct_kernel_fn cvk_direct2d_dense_f32(int K);
+/* Dense float32 gray, non-square: KY rows of KX weights (fast_direct_f32.cu);
+ * 0 for a size it has not. */
+cvk_direct_kernel_fn cvk_direct2d_dense_f32_rect(int KY, int KX);
 cvk_direct_kernel_fn cvk_direct2d_sep_f32(int K);
 /* Batched float32 gray instances (fast_direct_batch.cu): a stack of images
  * or planar channels in one launch; the filters memory-bound enough for it

@@ -1,6 +1,7 @@
 /*
  * fast_direct.h - the register-streaming kernels (fast_direct.cu): 2-D square
- * filters (odd; dense float32 also K = 2, 4, 6), dense or separable, on rows
+ * filters (odd; dense float32 also K = 2, 4, 6, and a few non-square
+ * sizes), dense or separable, on rows
  * of interleaved channels (or a batch of such images: a stack of planes, or
  * planar channels), and 1-D filters; reached from C through these launchers.
  */
@@ -47,6 +48,9 @@ typedef struct cvk_direct_args {
 
 /* 1 if a 2-D kernel serves this element type, channel count, extent and kind. */
 int cvk_direct2d_supports(int in_type, int channels, int ksize, int separable);
+/* 1 if a 2-D kernel serves a dense non-square ky x kx filter (ky rows of
+ * kx weights) of this element type and channel count. */
+int cvk_direct2d_rect_supports(int in_type, int channels, int ky, int kx);
 /* 1 if a batched 2-D kernel (cvk_direct_args.batch > 1, channels 1)
  * serves this element type, extent and kind. */
 int cvk_direct2d_batch_supports(int in_type, int ksize, int separable);
@@ -55,8 +59,9 @@ int cvk_direct2d_batch_supports(int in_type, int ksize, int separable);
 int cvk_direct1d_supports(int in_type, int channels, int ksize);
 
 /* Launch on `stream`; return the launch's error (cudaSuccess when queued).
- * 2-D: a K x K filter over height x width (batch images of it, at most
- * 65535); 1-D: height 1, height_taps 1. */
+ * 2-D: a height_taps x K filter over height x width (K x K but for the
+ * dense filters cvk_direct2d_rect_supports names; batch images of it, at
+ * most 65535); 1-D: height 1, height_taps 1. */
 cudaError_t cvk_direct2d_launch(const cvk_direct_args *args, cudaStream_t stream);
 cudaError_t cvk_direct1d_launch(const cvk_direct_args *args, cudaStream_t stream);
 

@@ -1,7 +1,8 @@
 /*
  * fast_direct_f32.cu - instances of the fast direct kernels (fast_direct.cuh):
- * dense 2-D float32 gray filters, K = 3..17 and the even K = 2, 4, 6, and
- * 1-D float32, K = 3..33.
+ * dense 2-D float32 gray filters, K = 3..17 and the even K = 2, 4, 6, the
+ * non-square 3 x 5, 5 x 3, 3 x 7, 7 x 3, 3 x 9 and 9 x 3 (rows by columns),
+ * and 1-D float32, K = 3..33.
  */
 #include "fast_direct.cuh"
 
@@ -22,6 +23,27 @@ cvk_direct_kernel_fn cvk_direct2d_dense_f32(int K)
         DENSE(13)
         DENSE(15)
         DENSE(17)
+    default: return 0;
+    }
+}
+
+/* A non-square instance: KY rows of KX weights, held as the square
+ * instance of its larger extent, rows shifted. */
+#define RECT(KY, KX)                                                                           \
+    case KY * 32 + KX:                                                                         \
+        return cvk_direct2d_kernel<KX, 1, float, false, 4,                                     \
+                                   cvk_f32_tuning<(KY > KX ? KY : KX), false>::MINB, 0, false, \
+                                   false, KY>;
+
+cvk_direct_kernel_fn cvk_direct2d_dense_f32_rect(int KY, int KX)
+{
+    switch (KY * 32 + KX) {
+        RECT(3, 5)
+        RECT(5, 3)
+        RECT(3, 7)
+        RECT(7, 3)
+        RECT(3, 9)
+        RECT(9, 3)
     default: return 0;
     }
 }

@@ -201,6 +201,7 @@ static int use_generated(int id, const cvi_problem *p)
                   (p->ndim == 3 && odd_cube(p, 3) && cvk_direct3d_supports(t, C, K, 1))));
     return !((p->ndim == 1 && odd_cube(p, 1) && cvk_direct1d_supports(t, C, K)) ||
              (p->ndim == 2 && cube(p, 2) && cvk_direct2d_supports(t, C, K, 0)) ||
+             (p->ndim == 2 && cvk_direct2d_rect_supports(t, C, (int)p->ksize[1], K)) ||
              (p->ndim == 3 && odd_cube(p, 3) && cvk_direct3d_supports(t, C, K, 0)));
 }
 
