@@ -183,11 +183,12 @@ static int use_generated(int id, const cvi_problem *p)
         id == CVK_SEPARABLE && p->separable && K >= 15)
         return 1;
     /* the legacy 2-D kernels keep integer rows as they are: cval must be
-     * one of their values */
+     * one of their values (uint16: the dense kernels; the fused separable
+     * one takes cval as a float) */
     if (p->ndim == 2 && p->mode == CVI_MODE_CONSTANT &&
         ((p->in_type == CONVOLVE_UINT8 &&
           !(p->cval >= 0 && p->cval <= 255 && p->cval == (double)(int)p->cval)) ||
-         (p->in_type == CONVOLVE_UINT16 &&
+         (p->in_type == CONVOLVE_UINT16 && id != CVK_SEPARABLE &&
           !(p->cval >= 0 && p->cval <= 65535 && p->cval == (double)(int)p->cval))))
         return 1;
     /* the fused integer kernel needs rows of interleaved channels: other
