@@ -1,11 +1,10 @@
 /*
- * fast_direct.cuh - register-streaming direct convolution: 2-D square
- * filters on float32, uint8 or uint16 rows of interleaved channels, dense
- * (K = 3..17,
- * float32 also 2, 4, 6: an even K's window reaches K / 2 left of an output
- * and K / 2 - 1 right, scipy's even sizes)
- * or separable fused in one pass (K = 3..33), and 1-D float32 filters
- * (K = 3..33, each warp walking along the signal).
+ * fast_direct.cuh - register-streaming direct convolution: 2-D filters on
+ * float32, uint8 or uint16 rows of interleaved channels, dense (square,
+ * K = 3..17; float32 also 2, 4, 6, an even K's window reaching K / 2 left
+ * of an output and K / 2 - 1 right, scipy's even sizes, and non-square KY
+ * rows of K weights) or separable fused in one pass (K = 3..33), and 1-D
+ * float32 filters (K = 3..33, each warp walking along the signal).
  *
  * Each warp owns a segment of 32*V consecutive row elements (V per lane)
  * and walks down a strip of rows. For every input row a lane takes its

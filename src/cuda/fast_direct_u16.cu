@@ -1,9 +1,10 @@
 /*
  * fast_direct_u16.cu - instances of the fast direct kernels (fast_direct.cuh):
- * uint16 gray and RGB, dense K = 3, 5, 8 elements (16 bytes) a lane, rows
- * shifted, 6 blocks a multiprocessor (80 registers), 3x3 with STEADY (the
- * rows inside the strip without the per-row tests). Separable filters on
- * uint16 images take fast_sep_int.cu's fused kernel.
+ * uint16 gray, RGB and RGBA, dense K = 3, 5, 8 elements (16 bytes) a lane,
+ * rows shifted, 6 blocks a multiprocessor (80 registers), 3x3 with STEADY
+ * (the rows inside the strip without the per-row tests); RGBA takes RGB's
+ * choices. Separable filters on uint16 images take fast_sep_int.cu's fused
+ * kernel.
  *
  * H200, `convolve bench --dtype uint16 --strategy direct --mode reflect
  * --runs 30`, gray 8192^2 / RGB 4096^2, trial instances in one build, two

@@ -1,9 +1,10 @@
 /*
  * fast_direct_u8.cu - instances of the fast direct kernels (fast_direct.cuh):
- * uint8 gray and RGB, dense K = 3, 5 (the sizes that stay memory-bound for
- * 8-bit images); 8 elements a lane, 4 for RGB dense 5x5. Separable filters
- * on uint8 images take fast_sep_int.cu's fused kernel (measured faster at
- * every K; its pick has the numbers).
+ * uint8 gray, RGB and RGBA, dense K = 3, 5 (the sizes that stay memory-bound
+ * for 8-bit images); 8 elements a lane, 4 for RGB and RGBA dense 5x5 (RGBA
+ * takes RGB's choices). Separable filters on uint8 images take
+ * fast_sep_int.cu's fused kernel (measured faster at every K; its pick has
+ * the numbers).
  *
  * Each instance shifts its accumulator rows and is held to 6 blocks a
  * multiprocessor (80 registers; the compiler's choice was 94 to 112 with
