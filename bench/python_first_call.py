@@ -26,8 +26,15 @@ filter the process has run, its kernels loaded (CUDA loads a kernel at
 its first launch in a process). The line above the table names the
 warm-up used.
 
+--given-output makes every call write into an output array made and
+written before the first call (`output=`), so that no call faults in a new
+array's pages: the first call's cost beyond that of a later one is then
+the new shape's own (its plan, its scratch), not the first touch of new
+memory that later calls avoid by reusing what the allocator freed.
+
     PYTHONPATH=build/python python3 bench/python_first_call.py [--backend cpu,cuda,auto]
         [--sizes 512,2048,4096] [--calls 5] [--warm-streamed] [--warm-cases]
+        [--given-output]
 """
 import argparse
 import os
@@ -49,12 +56,13 @@ def make(kind, n, rng):
     return rng.integers(0, 256, (n, n, 3), dtype=np.uint8)
 
 
-def call(kind, a, backend, w):
+def call(kind, a, backend, w, out=None):
     if kind == "f32":
-        return cv.gaussian_filter(a, 2, backend=backend)
+        return cv.gaussian_filter(a, 2, output=out, backend=backend)
     if kind == "corr7":
-        return cv.correlate(a, w, backend=backend)
-    return cv.gaussian_filter(a, (2, 2, 0), backend=backend, saturate=kind == "u8sat")
+        return cv.correlate(a, w, output=out, backend=backend)
+    return cv.gaussian_filter(a, (2, 2, 0), output=out, backend=backend,
+                              saturate=kind == "u8sat")
 
 
 def timed(args):
@@ -81,13 +89,14 @@ def timed(args):
                            setattr(_engine, "_run", run))
 
 
-def one(kind, n, backend, calls, rng, w):
+def one(kind, n, backend, calls, rng, w, given=False):
     a = make(kind, n, rng)
+    out = np.ones_like(a) if given else None  # written: its pages are in memory
     times, first = [], None
     for i in range(calls):
         spent, undo = timed(None)
         t = time.perf_counter()
-        call(kind, a, backend, w)
+        call(kind, a, backend, w, out)
         times.append(time.perf_counter() - t)
         undo()
         if i == 0:
@@ -108,13 +117,15 @@ def main():
                     help="also call every case once a backend at 1536^2 (streamed on the GPU) "
                          "before the table: the first call is then that of a new shape of a "
                          "filter the process has run (its kernels loaded)")
+    ap.add_argument("--given-output", action="store_true",
+                    help="every call writes into one output array made before the first")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     rng = np.random.default_rng(1)
     w = rng.random((7, 7))
     if args.child:  # a fresh process: its first call
         kind, n, backend = args.child[0], int(args.child[1]), args.child[2]
-        f, later, spent = one(kind, n, backend, args.calls, rng, w)
+        f, later, spent = one(kind, n, backend, args.calls, rng, w, args.given_output)
         print("%.2f %.2f %.2f %.2f" % (f * 1e3, later * 1e3, spent["plan"] * 1e3,
                                        spent["exec"] * 1e3))
         return
@@ -130,17 +141,20 @@ def main():
     print("warm-up: float32 64^2 and uint8 64^2 x 3 calls a backend%s%s"
           % (", then float32 1536^2 and uint8 1536^2 x 3 (streamed on the GPU)"
              if args.warm_streamed else "" if args.warm_cases else " (none streamed)",
-             ", then every case at 1536^2 (streamed on the GPU)" if args.warm_cases else ""))
+             ", then every case at 1536^2 (streamed on the GPU)" if args.warm_cases else "")
+          + ("; outputs given (made and written before the first call)"
+             if args.given_output else "; a new output array each call"))
     print("| backend | case | n | first (ms) | later (ms) | first / later | plan (ms) | "
           "executions (ms) | fresh process: first | later |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for b in backends:
         for n in (int(s) for s in args.sizes.split(",")):
             for kind in CASES:
-                f, later, spent = one(kind, n, b, args.calls, rng, w)
-                r = subprocess.run([sys.executable, __file__, "--calls", str(args.calls),
-                                    "--child", kind, str(n), b], capture_output=True, text=True,
-                                   env=os.environ)
+                f, later, spent = one(kind, n, b, args.calls, rng, w, args.given_output)
+                r = subprocess.run([sys.executable, __file__, "--calls", str(args.calls)]
+                                   + (["--given-output"] if args.given_output else [])
+                                   + ["--child", kind, str(n), b], capture_output=True,
+                                   text=True, env=os.environ)
                 fresh = r.stdout.split() if r.returncode == 0 else ["-", "-"]
                 print("| %s | %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s |"
                       % (b, kind, n, f * 1e3, later * 1e3, f / later, spent["plan"] * 1e3,
