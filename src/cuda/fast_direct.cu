@@ -70,7 +70,7 @@ static cudaError_t launch_edges(const cvk_direct_params &p, int KY, int KX, int 
 
 /* The cache slot of the blocks a multiprocessor holds, one a float32
  * instance (cvk_launch_ready): dense and separable by K, single-image and
- * batched. */
+ * batched; the non-square dense ones by KY and K. */
 static int *held_slot(int K, int separable, int batched, int KY)
 {
     static int held[2 * 2 * 34], held_rect[18 * 18];
