@@ -39,17 +39,13 @@ cvk_direct_kernel_fn cvk_direct2d_u8(int channels, int K, int separable)
 {
     if (separable) /* fast_sep_int.cu */
         return 0;
-    if (channels == 1)
-        return K == 3   ? CVK_U8_INSTANCE(3, 1, 8, true)
-               : K == 5 ? CVK_U8_INSTANCE(5, 1, 8, false)
-                        : 0;
-    if (channels == 3)
-        return K == 3   ? CVK_U8_INSTANCE(3, 3, 8, true)
-               : K == 5 ? CVK_U8_INSTANCE(5, 3, 4, true)
-                        : 0;
-    if (channels == 4)
-        return K == 3   ? CVK_U8_INSTANCE(3, 4, 8, true)
-               : K == 5 ? CVK_U8_INSTANCE(5, 4, 4, true)
-                        : 0;
-    return 0;
+    switch (channels * 8 + K) {
+    case 1 * 8 + 3: return CVK_U8_INSTANCE(3, 1, 8, true);
+    case 3 * 8 + 3: return CVK_U8_INSTANCE(3, 3, 8, true);
+    case 4 * 8 + 3: return CVK_U8_INSTANCE(3, 4, 8, true);
+    case 1 * 8 + 5: return CVK_U8_INSTANCE(5, 1, 8, false);
+    case 3 * 8 + 5: return CVK_U8_INSTANCE(5, 3, 4, true);
+    case 4 * 8 + 5: return CVK_U8_INSTANCE(5, 4, 4, true);
+    default: return 0;
+    }
 }

@@ -147,6 +147,12 @@ static int odd_cube(const cvi_problem *p, int dims)
     return p->ksize[2] % 2 == 1 && cube(p, dims);
 }
 
+/* 1 if v is a whole number in [0, top]: a value of an integer image. */
+static int whole_in(double v, double top)
+{
+    return v >= 0 && v <= top && v == (double)(long long)v;
+}
+
 /* 1 if the batched 2-D register-streaming kernels serve p's filter and
  * element type: float32, a square odd filter over the last two axes that a
  * batched instance serves (the memory-bound sizes:
@@ -186,10 +192,8 @@ static int use_generated(int id, const cvi_problem *p)
      * one of their values (uint16: the dense kernels; the fused separable
      * one takes cval as a float) */
     if (p->ndim == 2 && p->mode == CVI_MODE_CONSTANT &&
-        ((p->in_type == CONVOLVE_UINT8 &&
-          !(p->cval >= 0 && p->cval <= 255 && p->cval == (double)(int)p->cval)) ||
-         (p->in_type == CONVOLVE_UINT16 && id != CVK_SEPARABLE &&
-          !(p->cval >= 0 && p->cval <= 65535 && p->cval == (double)(int)p->cval))))
+        ((p->in_type == CONVOLVE_UINT8 && !whole_in(p->cval, 255)) ||
+         (p->in_type == CONVOLVE_UINT16 && id != CVK_SEPARABLE && !whole_in(p->cval, 65535))))
         return 1;
     /* the fused integer kernel needs rows of interleaved channels: other
      * layouts of the images it serves take the generated strips */
