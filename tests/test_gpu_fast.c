@@ -4,12 +4,12 @@
  * enough for interior warps and edges on both sides, every mode with a
  * non-zero cval, origins (including ones that shift stores off vector
  * alignment), convolve and correlate, every filter size compiled, uint8 and
- * uint16 gray and RGB, 1-D signals, 3-D volumes (float64 too, separable), FFTs of every
- * dimensionality and type (float64 in double precision), tiny arrays,
- * pitched and reversed layouts, planar channels and stacks of planes
- * (batched 2-D launches, or the generated kernels), even dense sizes, on
- * host memory and on device memory. Outputs are poisoned
- * first; fresh random data each run (seeded).
+ * uint16 gray and RGB, 1-D signals, 3-D volumes (uint8 and uint16 dense,
+ * float64 separable), FFTs of every dimensionality and type (float64 in
+ * double precision), tiny arrays, pitched and reversed layouts, planar
+ * channels and stacks of planes (batched 2-D launches, or the generated
+ * kernels), even dense sizes, on host memory and on device memory. Outputs
+ * are poisoned first; fresh random data each run (seeded).
  *
  *   test_gpu_fast           the full set (a few seconds on an H100)
  *   test_gpu_fast --small   fewer, smaller cases (compute-sanitizer, CPU emulation)
@@ -465,6 +465,29 @@ int main(int argc, char **argv)
         run_case(&c);
     }
     base_case(&c, "direct", 3, 2, 3, 4, 1, 3, CONVOLVE_FLOAT32);
+    run_case(&c);
+    /* 3-D direct, uint8 and uint16 (tiles widened to float): every compiled
+     * K, rows 16-byte aligned (widths of 16k) and not, CONSTANT with a whole
+     * cval or (uint16, now and then) a fraction, which the generated kernels
+     * take; a volume deeper than a block's run of planes and taller than a
+     * block's rows; a tiny one */
+    for (size_t K = 3; K <= 9; K += 2)
+        for (int u16 = 0; u16 <= 1; u16++) {
+            if (g_small && K > 5)
+                continue;
+            base_case(&c, "direct", 3, 4 + K, 9, (g_small ? 144 : 288) + (K == 5 ? 3 : 0), 1, K,
+                      u16 ? CONVOLVE_UINT16 : CONVOLVE_UINT8);
+            c.whole_cval = h_randint(0, 3) != 0;
+            out_type_variant(&c);
+            run_case(&c);
+        }
+    base_case(&c, "direct", 3, 21, 37, 144, 1, 3, CONVOLVE_UINT16);
+    c.whole_cval = 1;
+    c.mode = CONVOLVE_MODE_CONSTANT;
+    run_case(&c);
+    base_case(&c, "direct", 3, 6, 37, 133, 1, 3, CONVOLVE_FLOAT32); /* 3 blocks of 16 rows */
+    run_case(&c);
+    base_case(&c, "direct", 3, 2, 3, 5, 1, 3, CONVOLVE_UINT8);
     run_case(&c);
 
     /* 3-D separable, float32 (fast_direct3d.cu's one-pass walk): every

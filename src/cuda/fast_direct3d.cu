@@ -1,13 +1,15 @@
 /*
  * fast_direct3d.cu - 2.5-D streaming convolution for 3-D volumes of one
- * channel and cubic odd filters: float32 dense, K = 3, 5, 7, 9; float32 and
- * float64 separable (three taps vectors), K = 3..17.
+ * channel and cubic odd filters: float32, uint8 and uint16 dense, K = 3, 5,
+ * 7, 9 (summed in float); float32 and float64 separable (three taps
+ * vectors), K = 3..17.
  *
  * A block of 8 warps owns an output tile of 8 rows x 128 columns (a warp a
- * row, 4 columns a lane) and walks along z through a run of planes. Each
- * input plane's tile, with its y and x halo, is copied to shared memory with
- * cp.async, double-buffered: the next plane's copy is in flight while this
- * plane's FMAs run. K rolling accumulators (one per output plane the input
+ * row, 4 columns a lane; dense 3x3x3: 16 rows, two a warp) and walks along
+ * z through a run of planes. Each input plane's tile, with its y and x
+ * halo, is copied to shared memory with cp.async, three planes in a ring:
+ * the next planes' copies are in flight while this plane's FMAs run (uint8
+ * and uint16 tiles are then widened to float once). K rolling accumulators (one per output plane the input
  * plane touches) stay in registers; the oldest is complete after each plane
  * and is stored. Weights are constant-bank operands at compile-time offsets.
  * The 16-byte chunks of a tile that reach past the volume's x faces (or all
@@ -36,10 +38,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CVK_3D_TY 8   /* output rows per block (one warp each) */
+#define CVK_3D_TY 8   /* warps per block (an output row each, or two) */
 #define CVK_3D_TX 128 /* output columns per block (4 per lane) */
-#define CVK_3D_XP 4   /* dense: x halo held in shared memory on each side (r <= 4) */
-#define CVK_3D_SW (CVK_3D_TX + 2 * CVK_3D_XP)
 #define CVK_3D_THREADS (CVK_3D_TY * 32)
 
 typedef struct cvk_direct3d_params {
@@ -142,6 +142,56 @@ __device__ __forceinline__ void cvk_3d_store(int type, char *row, long long e, d
     cvk_store_double(type, row, e, v);
 }
 
+/* Integer tiles: one element of type T copied (cp.async takes 4, 8 or 16
+ * bytes, so the integer types' element-by-element chunks load and store
+ * directly), a chunk filled with cval, and a chunk widened to V floats
+ * (cvk_u16_float / cvk_u8_float: permutes and a subtraction). */
+template <typename T>
+__device__ __forceinline__ T cvk_3d_cval(const cvk_direct3d_params &p, T)
+{
+    /* whole and in range under CONSTANT (plan.c); the other modes never read it */
+    const float top = sizeof(T) == 1 ? 255.0f : 65535.0f;
+    return (T)fminf(fmaxf(p.cval, 0.0f), top);
+}
+__device__ __forceinline__ void cvk_3d_cp(uint16_t *dst, const uint16_t *src)
+{
+    *dst = *src;
+}
+__device__ __forceinline__ void cvk_3d_cp(uint8_t *dst, const uint8_t *src)
+{
+    *dst = *src;
+}
+__device__ __forceinline__ void cvk_3d_fill16(uint16_t *dst, uint16_t v)
+{
+    const unsigned w = v * 0x00010001u;
+    *(uint4 *)dst = make_uint4(w, w, w, w);
+}
+__device__ __forceinline__ void cvk_3d_fill16(uint8_t *dst, uint8_t v)
+{
+    const unsigned w = v * 0x01010101u;
+    *(uint4 *)dst = make_uint4(w, w, w, w);
+}
+__device__ __forceinline__ void cvk_3d_widen16(const uint16_t *src, float *dst)
+{
+    const uint4 q = *(const uint4 *)src;
+    const unsigned w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int i = 0; i < 4; i += 2)
+        *(float4 *)(dst + 2 * i) = make_float4(cvk_u16_float<0>(w[i]), cvk_u16_float<1>(w[i]),
+                                               cvk_u16_float<0>(w[i + 1]),
+                                               cvk_u16_float<1>(w[i + 1]));
+}
+__device__ __forceinline__ void cvk_3d_widen16(const uint8_t *src, float *dst)
+{
+    const uint4 q = *(const uint4 *)src;
+    const unsigned w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        *(float4 *)(dst + 4 * i) = make_float4(cvk_u8_float<0>(w[i]), cvk_u8_float<1>(w[i]),
+                                               cvk_u8_float<2>(w[i]), cvk_u8_float<3>(w[i]));
+}
+__device__ __forceinline__ void cvk_3d_widen16(const float *, float *) {}
+
 /* A block's maps (long longs, cvk_3d_maps_len of them): cmap, the column
  * each tile column reads (-1: cval), SW of them; rmap, the byte offset of
  * the row each tile row reads (rows the mode makes cval: unused), `rows`;
@@ -222,93 +272,134 @@ __device__ __forceinline__ void cvk_load_plane(const cvk_direct3d_params &p, T *
     }
 }
 
-template <int K>
+/* The dense kernel's tiles of element type T: 16-byte chunks of V
+ * elements, the x halo held on each side a whole chunk (so that the
+ * chunks' global addresses stay 16-byte aligned); float32 keeps the halo
+ * of 4 it was measured with, which is also one chunk. */
+template <typename T>
+struct cvk_d3_shape {
+    enum { V = (int)(16 / sizeof(T)), XP = V, SW = CVK_3D_TX + 2 * XP, F32 = sizeof(T) == 4 };
+};
+
+/* The dense walk on input elements of type T, summed in float; each warp
+ * computes RW output rows (a block 8 RW), so that a tile row read from
+ * shared memory feeds up to RW of them. float32 tiles are read as copied.
+ * uint8 and uint16 tiles (3 planes of raw elements in flight, as
+ * float32's) are widened to a float tile, double buffered, by the thread
+ * that copied each chunk, once its own copies have landed: one barrier a
+ * plane, as float32's, and one conversion a tile element instead of one
+ * for each of the 3 lanes and K rows that read it. */
+template <typename T, int K, int RW>
 __global__ void __launch_bounds__(CVK_3D_THREADS)
     cvk_direct3d_kernel(const __grid_constant__ cvk_direct3d_params p)
 {
-    enum { R = K / 2, ROWS = CVK_3D_TY + K - 1 };
-    __shared__ __align__(16) float tile[3][ROWS * CVK_3D_SW];
-    __shared__ long long maps[cvk_3d_maps_len(CVK_3D_SW, 4, ROWS)];
+    typedef cvk_d3_shape<T> S;
+    enum { R = K / 2, TY = CVK_3D_TY * RW, ROWS = TY + K - 1, PER_ROW = S::SW / S::V };
+    static_assert(R <= 4, "a lane reads the aligned 12 columns around its 4");
+    __shared__ __align__(16) T tile[3][ROWS * S::SW];
+    __shared__ __align__(16) float wide[S::F32 ? 1 : 2][S::F32 ? 4 : ROWS * S::SW];
+    __shared__ long long maps[cvk_3d_maps_len(S::SW, S::V, ROWS)];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const long long x0 = p.x_base + (long long)blockIdx.x * CVK_3D_TX; /* centred columns */
-    const long long y0 = (long long)blockIdx.y * CVK_3D_TY;
+    const long long y0 = (long long)blockIdx.y * TY;
     const long long z0 = (long long)blockIdx.z * p.zrun;
     const int planes = (int)(p.D - z0 < p.zrun ? p.D - z0 : p.zrun);
-    const long long y = y0 + warp;
+    const long long y = y0 + warp * RW; /* the warp's first row */
 
-    float acc[K][4];
+    float acc[RW][K][4];
 #pragma unroll
-    for (int a = 0; a < K; a++)
+    for (int r = 0; r < RW; r++)
 #pragma unroll
-        for (int i = 0; i < 4; i++)
-            acc[a][i] = 0.0f;
+        for (int a = 0; a < K; a++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                acc[r][a][i] = 0.0f;
 
     const int total = planes + K - 1; /* >= K >= 3 */
     const long long zbase = z0 - p.koffz;
-    cvk_3d_maps<float, CVK_3D_XP, CVK_3D_TX>(p, maps, y0, x0, ROWS);
+    cvk_3d_maps<T, S::XP, CVK_3D_TX>(p, maps, y0, x0, ROWS);
     __syncthreads();
-    cvk_load_plane<float, CVK_3D_XP, CVK_3D_TX>(p, tile[0], maps, zbase, ROWS);
+    cvk_load_plane<T, S::XP, CVK_3D_TX>(p, tile[0], maps, zbase, ROWS);
     cvk_cp_commit();
-    cvk_load_plane<float, CVK_3D_XP, CVK_3D_TX>(p, tile[1], maps, zbase + 1, ROWS);
+    cvk_load_plane<T, S::XP, CVK_3D_TX>(p, tile[1], maps, zbase + 1, ROWS);
     cvk_cp_commit();
 
 #pragma unroll 1
     for (int t = 0; t < total; t++) {
-        cvk_cp_wait<1>();  /* plane t's copies are done (t + 1's may fly on) */
+        cvk_cp_wait<1>(); /* plane t's copies are done (t + 1's may fly on) */
+        if (!S::F32)      /* the chunks this thread copied (cvk_load_plane's order) */
+            for (int i = threadIdx.x; i < ROWS * PER_ROW; i += CVK_3D_THREADS)
+                cvk_3d_widen16(tile[t % 3] + S::V * i, wide[t & 1] + S::V * i);
         __syncthreads();   /* ...everyone's; and plane t - 1's readers are done */
         if (t + 2 < total) /* into the buffer plane t - 1 used */
-            cvk_load_plane<float, CVK_3D_XP, CVK_3D_TX>(p, tile[(t + 2) % 3], maps, zbase + t + 2,
-                                                        ROWS);
+            cvk_load_plane<T, S::XP, CVK_3D_TX>(p, tile[(t + 2) % 3], maps, zbase + t + 2, ROWS);
         cvk_cp_commit();
-        const float *buf = tile[t % 3];
-        /* plane t adds to outputs t-kz (weight slice kz) in acc[K-1-kz] */
+        const float *buf = S::F32 ? (const float *)tile[t % 3] : wide[t & 1];
+        /* plane t adds to outputs t-kz (weight slice kz) in acc[.][K-1-kz];
+         * tile row j of the warp's feeds its output row r with weight row
+         * ky = j - r */
 #pragma unroll
-        for (int ky = 0; ky < K; ky++) {
+        for (int j = 0; j < K + RW - 1; j++) {
             /* the lane's columns need tile columns XP-R+4*lane .. +4+2R: read
              * the aligned 12 around them */
-            const float *src = buf + (warp + ky) * CVK_3D_SW + 4 * lane;
-            float sup[4 + 2 * CVK_3D_XP];
+            const float *src = buf + (warp * RW + j) * S::SW + (S::XP - 4) + 4 * lane;
+            float sup[12];
 #pragma unroll
-            for (int q = 0; q < (4 + 2 * CVK_3D_XP) / 4; q++) {
+            for (int q = 0; q < 3; q++) {
                 float4 v = *(const float4 *)(src + 4 * q);
                 sup[4 * q] = v.x, sup[4 * q + 1] = v.y, sup[4 * q + 2] = v.z, sup[4 * q + 3] = v.w;
             }
 #pragma unroll
-            for (int kz = 0; kz < K; kz++) {
-                if (kz > t || kz <= t - planes)
+            for (int r = 0; r < RW; r++) {
+                const int ky = j - r;
+                if (ky < 0 || ky >= K)
                     continue;
 #pragma unroll
-                for (int kx = 0; kx < K; kx++) {
-                    const float w = p.w[(kz * K + ky) * K + kx];
+                for (int kz = 0; kz < K; kz++) {
+                    if (kz > t || kz <= t - planes)
+                        continue;
 #pragma unroll
-                    for (int i = 0; i < 4; i++)
-                        acc[K - 1 - kz][i] = fmaf(w, sup[CVK_3D_XP - R + i + kx],
-                                                  acc[K - 1 - kz][i]);
+                    for (int kx = 0; kx < K; kx++) {
+                        const float w = p.w[(kz * K + ky) * K + kx];
+#pragma unroll
+                        for (int i = 0; i < 4; i++)
+                            acc[r][K - 1 - kz][i] = fmaf(w, sup[4 - R + i + kx],
+                                                         acc[r][K - 1 - kz][i]);
+                    }
                 }
             }
         }
-        const int o = t - (K - 1); /* acc[0] is complete */
-        if (o >= 0 && y < p.H) {
-            char *row = p.out + (z0 + o) * p.out_str[0] + y * p.out_str[1];
-            const long long x = x0 + 4 * lane + p.shift;
-            if (p.vec_store && p.out_type == CVI_DTYPE_FLOAT32 && x >= 0 && x + 4 <= p.W) {
-                *(float4 *)((float *)row + x) = make_float4(acc[0][0], acc[0][1], acc[0][2],
-                                                            acc[0][3]);
-            } else {
+        const int o = t - (K - 1); /* acc[.][0] is complete */
+#pragma unroll
+        for (int r = 0; r < RW; r++) {
+            if (o >= 0 && y + r < p.H) {
+                char *row = p.out + (z0 + o) * p.out_str[0] + (y + r) * p.out_str[1];
+                const long long x = x0 + 4 * lane + p.shift;
+                const bool vec = p.vec_store && x >= 0 && x + 4 <= p.W;
+                const float *v = acc[r][0];
+                if (p.vec_store && p.out_type == CVI_DTYPE_FLOAT32 && x >= 0 && x + 4 <= p.W) {
+                    *(float4 *)((float *)row + x) = make_float4(v[0], v[1], v[2], v[3]);
+                } else if (!S::F32 && vec && p.out_type == CVI_DTYPE_UINT16) {
+                    *(uint2 *)((uint16_t *)row + x) = make_uint2(cvk_u16_pack2(v[0], v[1]),
+                                                                 cvk_u16_pack2(v[2], v[3]));
+                } else if (!S::F32 && vec && p.out_type == CVI_DTYPE_UINT8) {
+                    *(unsigned *)((uint8_t *)row + x) = cvk_u8_pack4(v[0], v[1], v[2], v[3]);
+                } else {
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        if (x + i >= 0 && x + i < p.W)
+                            cvk_store_float(p.out_type, row, x + i, v[i]);
+                }
+            }
+#pragma unroll
+            for (int a = 0; a < K - 1; a++)
 #pragma unroll
                 for (int i = 0; i < 4; i++)
-                    if (x + i >= 0 && x + i < p.W)
-                        cvk_store_float(p.out_type, row, x + i, acc[0][i]);
-            }
-        }
-#pragma unroll
-        for (int a = 0; a < K - 1; a++)
+                    acc[r][a][i] = acc[r][a + 1][i];
 #pragma unroll
             for (int i = 0; i < 4; i++)
-                acc[a][i] = acc[a + 1][i];
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-            acc[K - 1][i] = 0.0f;
+                acc[r][K - 1][i] = 0.0f;
+        }
     }
 }
 
@@ -533,33 +624,51 @@ static cvk_direct3d_kernel_fn pick_sep3d(int K)
     }
 }
 
-static cvk_direct3d_kernel_fn pick3d(int in_type, int channels, int K, int separable)
+/* Dense instances; 3x3x3 takes two output rows a warp (H200, 512^3
+ * mirror, against one: float32 0.459 -> 0.418 ms, uint8 0.551 -> 0.454,
+ * uint16 0.507 -> 0.491; 5x5x5 measured 1-13% slower with two). */
+template <typename T>
+static cvk_direct3d_kernel_fn pick_dense3d(int K, int *rw)
 {
+    *rw = K == 3 ? 2 : 1;
+    switch (K) {
+    case 3: return cvk_direct3d_kernel<T, 3, 2>;
+    case 5: return cvk_direct3d_kernel<T, 5, 1>;
+    case 7: return cvk_direct3d_kernel<T, 7, 1>;
+    case 9: return cvk_direct3d_kernel<T, 9, 1>;
+    default: return 0;
+    }
+}
+
+/* The kernel for the case, or 0; *rw: the output rows a warp of a dense
+ * kernel computes (1 for the separable ones). */
+static cvk_direct3d_kernel_fn pick3d(int in_type, int channels, int K, int separable, int *rw)
+{
+    *rw = 1;
     if (channels != 1)
         return 0;
     if (separable && in_type == CVI_DTYPE_FLOAT64)
         return pick_sep3d<double>(K);
-    if (in_type != CVI_DTYPE_FLOAT32)
-        return 0;
     if (separable)
-        return pick_sep3d<float>(K);
-    switch (K) {
-    case 3: return cvk_direct3d_kernel<3>;
-    case 5: return cvk_direct3d_kernel<5>;
-    case 7: return cvk_direct3d_kernel<7>;
-    case 9: return cvk_direct3d_kernel<9>;
+        return in_type == CVI_DTYPE_FLOAT32 ? pick_sep3d<float>(K) : 0;
+    switch (in_type) {
+    case CVI_DTYPE_FLOAT32: return pick_dense3d<float>(K, rw);
+    case CVI_DTYPE_UINT16: return pick_dense3d<uint16_t>(K, rw);
+    case CVI_DTYPE_UINT8: return pick_dense3d<uint8_t>(K, rw);
     default: return 0;
     }
 }
 
 extern "C" int cvk_direct3d_supports(int in_type, int channels, int ksize, int separable)
 {
-    return pick3d(in_type, channels, ksize, separable) != 0;
+    int rw;
+    return pick3d(in_type, channels, ksize, separable, &rw) != 0;
 }
 
 extern "C" cudaError_t cvk_direct3d_launch(const cvk_direct3d_args *a, cudaStream_t stream)
 {
-    cvk_direct3d_kernel_fn fn = pick3d(a->in_type, a->channels, a->ksize, a->separable);
+    int rw;
+    cvk_direct3d_kernel_fn fn = pick3d(a->in_type, a->channels, a->ksize, a->separable, &rw);
     if (!fn)
         return cudaErrorInvalidValue;
     const int K = a->ksize, R = K / 2;
@@ -608,7 +717,7 @@ extern "C" cudaError_t cvk_direct3d_launch(const cvk_direct3d_args *a, cudaStrea
     const long long lo = -(long long)p.shift, hi = p.W - p.shift;
     p.x_base = lo >= 0 ? 0 : -TX;
     const long long bx = (hi - p.x_base + TX - 1) / TX;
-    const long long by = (p.H + CVK_3D_TY - 1) / CVK_3D_TY;
+    const long long by = (p.H + CVK_3D_TY * rw - 1) / (CVK_3D_TY * rw);
     /* planes a block walks: enough blocks for about four waves of 3 a SM,
      * at least 4(K-1) planes so the z halo stays a small share */
     const long long want = cvk_multiprocessors(a->multiprocessors) * 12;

@@ -1,8 +1,8 @@
 /*
  * fast_direct3d.h - the 2.5-D streaming 3-D kernels (fast_direct3d.cu) for
  * volumes of one channel and cubic odd filters, reached from C through this
- * launcher: float32 dense (summed in float), float32 separable (in float)
- * and float64 separable (in double); any output type.
+ * launcher: float32, uint8 and uint16 dense (summed in float), float32
+ * separable (in float) and float64 separable (in double); any output type.
  */
 #ifndef CONVOLVE_CUDA_FAST_DIRECT3D_H
 #define CONVOLVE_CUDA_FAST_DIRECT3D_H
@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 /* Largest filter extents the kernels are compiled for (odd sizes 3..these):
- * dense (float32), separable (float32 and float64). */
+ * dense, separable. */
 #define CVK_DIRECT3D_MAX_K 9
 #define CVK_SEP3D_MAX_K 17
 
@@ -39,8 +39,10 @@ typedef struct cvk_direct3d_args {
 } cvk_direct3d_args;
 
 /* 1 if a kernel serves this input element type, channel count, extent and
- * kind (separable 1 or dense 0): float32 dense K <= CVK_DIRECT3D_MAX_K,
- * float32 or float64 separable K <= CVK_SEP3D_MAX_K, K odd, one channel. */
+ * kind (separable 1 or dense 0): float32, uint8 or uint16 dense K <=
+ * CVK_DIRECT3D_MAX_K, float32 or float64 separable K <= CVK_SEP3D_MAX_K, K
+ * odd, one channel. uint8 and uint16 under CONSTANT take a cval that is
+ * one of their values (the tiles hold the input's elements). */
 int cvk_direct3d_supports(int in_type, int channels, int ksize, int separable);
 
 /* Launches on `stream`; returns the launch's error (cudaErrorInvalidValue

@@ -188,10 +188,10 @@ static int use_generated(int id, const cvi_problem *p)
     if (!legacy_only && p->ndim == 2 && t == CONVOLVE_FLOAT32 && C == 1 && odd_cube(p, 2) &&
         id == CVK_SEPARABLE && p->separable && K >= 15)
         return 1;
-    /* the legacy 2-D kernels keep integer rows as they are: cval must be
-     * one of their values (uint16: the dense kernels; the fused separable
-     * one takes cval as a float) */
-    if (p->ndim == 2 && p->mode == CVI_MODE_CONSTANT &&
+    /* the legacy 2-D and 3-D kernels keep integer rows as they are: cval
+     * must be one of their values (uint16: the dense kernels; the fused
+     * separable one takes cval as a float) */
+    if ((p->ndim == 2 || p->ndim == 3) && p->mode == CVI_MODE_CONSTANT &&
         ((p->in_type == CONVOLVE_UINT8 && !whole_in(p->cval, 255)) ||
          (p->in_type == CONVOLVE_UINT16 && id != CVK_SEPARABLE && !whole_in(p->cval, 65535))))
         return 1;

@@ -72,6 +72,14 @@ inline double2 make_double2(double x, double y)
 {
     return double2{x, y};
 }
+inline uint2 make_uint2(unsigned x, unsigned y)
+{
+    return uint2{x, y};
+}
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w)
+{
+    return uint4{x, y, z, w};
+}
 
 /* Waits for the warp's lanes (all 32 must call). */
 void __syncwarp(unsigned mask = 0xffffffffu);
