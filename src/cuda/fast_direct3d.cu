@@ -9,9 +9,9 @@
  * z through a run of planes. Each input plane's tile, with its y and x
  * halo, is copied to shared memory with cp.async, three planes in a ring:
  * the next planes' copies are in flight while this plane's FMAs run (uint8
- * and uint16 tiles are then widened to float once). K rolling accumulators (one per output plane the input
- * plane touches) stay in registers; the oldest is complete after each plane
- * and is stored. Weights are constant-bank operands at compile-time offsets.
+ * and uint16 tiles are then widened to float once). K rolling
+ * accumulators (one per output plane the input plane touches) stay in
+ * registers; the oldest is complete after each plane and is stored. Weights are constant-bank operands at compile-time offsets.
  * The 16-byte chunks of a tile that reach past the volume's x faces (or all
  * of them when the data is not 16-byte aligned) load element by element
  * through boundary maps the block computes once with cvi_boundary_index, so
@@ -377,6 +377,8 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
                 const long long x = x0 + 4 * lane + p.shift;
                 const bool vec = p.vec_store && x >= 0 && x + 4 <= p.W;
                 const float *v = acc[r][0];
+                /* float32's test spelled out: written with `vec`, it
+                 * changes the float32 instances' code */
                 if (p.vec_store && p.out_type == CVI_DTYPE_FLOAT32 && x >= 0 && x + 4 <= p.W) {
                     *(float4 *)((float *)row + x) = make_float4(v[0], v[1], v[2], v[3]);
                 } else if (!S::F32 && vec && p.out_type == CVI_DTYPE_UINT16) {
