@@ -13,11 +13,12 @@
  * row of cval.
  *
  * When the input is already contiguous in the compute type (float32, or
- * float64 computed in double), nothing is copied for the interior: a tile's
- * columns split into a left border, a middle whose taps all fall inside the
- * row (read in place; the kernel's loads then stream from memory while it
- * computes) and a right border; only the border columns are gathered, into
- * small buffers, so borders cost no more than the interior.
+ * float64 computed in double) and the filter has one plane, nothing is
+ * copied for the interior: a tile's columns split into a left border, a
+ * middle whose taps all fall inside the row (read in place; the kernel's
+ * loads then stream from memory while it computes) and a right border;
+ * only the border columns are gathered, into small buffers, so borders
+ * cost no more than the interior.
  */
 #include "fast.h"
 
@@ -166,6 +167,11 @@ convolve_status cvcpu_direct(const cvi_problem *p, int threads, const void *in, 
 {
     dplan d;
     cvcpu_exec_init(&d.e, p, threads, in, out);
+    /* filters of several planes read gathered rows: in place, their K0 K1
+     * rows a call stream from K0 planes at once (docs/architecture.md,
+     * "Measured choices") */
+    if (p->ksize[0] > 1)
+        d.e.in_place = 0;
     const double outputs = (double)(p->shape[0] * p->shape[1] * p->shape[2] * p->channels);
     cvcpu_limit_threads(&d.e, outputs * (double)p->kcount);
     const cvcpu_exec *e = &d.e;
