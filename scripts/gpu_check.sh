@@ -9,8 +9,9 @@
 # (memcheck and racecheck also on test_gpu_direct and test_gpu_cast),
 # `convolve bench` for every 2-D strategy on 8192x8192 float32 at radii
 # 1,2,3,7, bench/peers.py (cuDNN and CuPy against the fast path on the
-# issue's target shapes), the CPU tests, short 1-D and 3-D benches, the
-# arrays past 2^31 elements (`--large`), and a scan of the kernels' SASS.
+# issue's target shapes), the CPU tests, short 1-D and 3-D benches (3-D
+# uint16 dense too), the arrays past 2^31 elements (`--large`), and a scan
+# of the kernels' SASS.
 # Steps run in order of importance, each whatever happened before it, each
 # with a time limit, so the whole stays under GPU_CHECK_BUDGET seconds
 # (default 530); what does not fit is reported SKIPPED. GPU_CHECK_PROFILE=1
@@ -318,6 +319,9 @@ if want bench; then
         "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 67108864 --radius 1,3,15 --runs 20
     step "bench 3-D 256^3 f32" "$OUT/bench.txt" 60 \
         "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 256x256x256 --radius 1,2,3 --runs 20
+    step "bench 3-D 256^3 u16 direct" "$OUT/bench.txt" 60 \
+        "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 256x256x256 --dtype uint16 \
+        --radius 1,2,4 --mode mirror --strategy direct --runs 20
     step "bench 2-D reflect direct" "$OUT/bench.txt" 60 \
         "$BENCH" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} --shape 8192x8192 --radius 1,2,3 --mode reflect \
         --strategy direct --runs 20
