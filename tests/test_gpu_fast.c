@@ -43,6 +43,7 @@ typedef struct {
     int device;     /* run convolve_execute_device too */
     double xscale;  /* float inputs drawn from [-xscale, xscale] (0: 1) */
     int whole_cval; /* uint16: cval 1234 (the integer kernels serve it), not 0.375 */
+    int frac_cval;  /* uint8: cval 37.5 (the generated kernels take it), not 37 */
 } fcase;
 
 static const char *dt(convolve_dtype t)
@@ -97,7 +98,7 @@ static void run_case(const fcase *c)
     convolve_options_init(&o);
     o.operation = c->correlate ? CONVOLVE_OP_CORRELATE : CONVOLVE_OP_CONVOLVE;
     o.mode = c->mode;
-    o.cval = c->tin == CONVOLVE_UINT8                     ? 37.0
+    o.cval = c->tin == CONVOLVE_UINT8                     ? (c->frac_cval ? 37.5 : 37.0)
              : c->tin == CONVOLVE_UINT16 && c->whole_cval ? 1234.0
                                                           : 0.375;
     for (int a = 0; a < 3; a++)
@@ -489,6 +490,15 @@ int main(int argc, char **argv)
     run_case(&c);
     base_case(&c, "direct", 3, 2, 3, 5, 1, 3, CONVOLVE_UINT8);
     run_case(&c);
+    /* uint8 under CONSTANT with a cval that is not a uint8, into float32
+     * (where half a step shows), 3-D and 2-D */
+    for (int nd = 2; nd <= 3; nd++) {
+        base_case(&c, "direct", nd, 5, 9, 144, 1, 3, CONVOLVE_UINT8);
+        c.mode = CONVOLVE_MODE_CONSTANT;
+        c.frac_cval = 1;
+        c.tout = CONVOLVE_FLOAT32;
+        run_case(&c);
+    }
 
     /* 3-D separable, float32 (fast_direct3d.cu's one-pass walk): every
      * compiled K (the x halo of 4 and of 8 columns), every mode with
