@@ -11,7 +11,8 @@
  * the next planes' copies are in flight while this plane's FMAs run (uint8
  * and uint16 tiles are then widened to float once). K rolling
  * accumulators (one per output plane the input plane touches) stay in
- * registers; the oldest is complete after each plane and is stored. Weights are constant-bank operands at compile-time offsets.
+ * registers; the oldest is complete after each plane and is stored.
+ * Weights are constant-bank operands at compile-time offsets.
  * The 16-byte chunks of a tile that reach past the volume's x faces (or all
  * of them when the data is not 16-byte aligned) load element by element
  * through boundary maps the block computes once with cvi_boundary_index, so
