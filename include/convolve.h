@@ -259,6 +259,39 @@ CONVOLVE_API convolve_status convolve_host_register(convolve_context *ctx, void 
  * DEVICE. */
 CONVOLVE_API convolve_status convolve_host_unregister(convolve_context *ctx, void *ptr);
 
+/* convolve_host_alloc flag: only memory the pool holds free now (see below). */
+#define CONVOLVE_HOST_ALLOC_POOLED 1u
+
+/*
+ * Allocates `bytes` of pinned host memory (at least; aligned to 2 MiB) from
+ * the process's pool of pinned buffers, the one the streamed plans stage
+ * through: host arrays that lie in it are copied straight to and from the
+ * devices, as with convolve_host_register, without its cost each time.
+ * Pinning new memory takes about as long as faulting it in and registering
+ * it (on the order of 10 ms for 256 MiB); memory given back with
+ * convolve_host_free stays pinned in the pool for the next allocation
+ * (CONVOLVE_PINNED_POOL_MIB bounds what it keeps free; by default an eighth
+ * of the host's memory). flags: 0, or CONVOLVE_HOST_ALLOC_POOLED: only a
+ * free pooled buffer of at most twice the size asked for, never new
+ * memory: *ptr = NULL and CONVOLVE_OK when there is none (always before
+ * CUDA has started in the process; nothing is pinned then).
+ * Errors: INVALID_ARGUMENT (NULL, 0 bytes, unknown flags),
+ * BACKEND_UNAVAILABLE (CUDA not built in, or no device),
+ * DEVICE_OUT_OF_MEMORY, DEVICE. *ptr is NULL on every error.
+ */
+CONVOLVE_API convolve_status convolve_host_alloc(convolve_context *ctx, size_t bytes,
+                                                 unsigned flags, void **ptr);
+/* Gives memory of convolve_host_alloc (ptr as returned) back to the pool;
+ * NULL, and pointers convolve_host_alloc did not return, are ignored. */
+CONVOLVE_API void convolve_host_free(void *ptr);
+/* Pins a buffer of at least `bytes` into the pool in the background and
+ * returns at once, so that a later convolve_host_alloc of that size (with
+ * CONVOLVE_HOST_ALLOC_POOLED too) finds it. Does nothing when the pool holds
+ * or is pinning one that would serve, or when the pool's free, pinning and
+ * allocated buffers would pass its limit with it.
+ * Errors: INVALID_ARGUMENT (NULL, 0 bytes), BACKEND_UNAVAILABLE. */
+CONVOLVE_API convolve_status convolve_host_reserve(convolve_context *ctx, size_t bytes);
+
 /* ------------------------------------------------------------------------ */
 /* Filters                                                                  */
 /* ------------------------------------------------------------------------ */

@@ -87,6 +87,15 @@ typedef struct cvi_backend {
     convolve_status (*host_register)(convolve_context *ctx, void *ptr, size_t bytes);
     convolve_status (*host_unregister)(convolve_context *ctx, void *ptr);
 
+    /* convolve_host_alloc, _free and _reserve past the API's checks
+     * (bytes > 0): pinned memory of the process's pool. host_alloc with
+     * pooled_only sets *ptr = NULL when the pool holds none that fits.
+     * Errors: DEVICE_OUT_OF_MEMORY, DEVICE. NULL for a backend without a
+     * device. */
+    convolve_status (*host_alloc)(convolve_context *ctx, size_t bytes, int pooled_only, void **ptr);
+    void (*host_free)(void *ptr);
+    void (*host_reserve)(size_t bytes);
+
     /* Runs job (src/stream.h) on host memory: its slabs, each an ordinary
      * problem of this backend's strategy job->strategy, spread over
      * job->devices, pipelined; progress and cancellation through

@@ -1,6 +1,7 @@
 /*
- * device.c - a context's lazily probed CUDA device, the device queries and
- * host memory registration, through the CUDA backend's table.
+ * device.c - a context's lazily probed CUDA device, the device queries,
+ * host memory registration and the pinned host memory of the pool, through
+ * the CUDA backend's table.
  */
 #include "backend.h"
 #include "internal.h"
@@ -104,5 +105,41 @@ convolve_status convolve_host_unregister(convolve_context *ctx, void *ptr)
     convolve_status st = need_cuda(ctx, "convolve_host_unregister");
     if (st == CONVOLVE_OK)
         st = cvcu_backend.host_unregister(ctx, ptr);
+    return st == CONVOLVE_OK ? cvi_ok(ctx) : st;
+}
+
+convolve_status convolve_host_alloc(convolve_context *ctx, size_t bytes, unsigned flags, void **ptr)
+{
+    if (ptr)
+        *ptr = NULL;
+    if (!ctx || !ptr || !bytes || (flags & ~CONVOLVE_HOST_ALLOC_POOLED))
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_host_alloc: %s",
+                         !ctx     ? "NULL context"
+                         : !ptr   ? "NULL pointer"
+                         : !bytes ? "0 bytes"
+                                  : "unknown flags (CONVOLVE_HOST_ALLOC_POOLED is the only one)");
+    const int pooled = (flags & CONVOLVE_HOST_ALLOC_POOLED) != 0;
+    if (pooled && cvcu_backend.host_alloc && !cvi_cuda_started(ctx))
+        return cvi_ok(ctx); /* nothing pinned before CUDA starts: not started for this */
+    convolve_status st = need_cuda(ctx, "convolve_host_alloc");
+    if (st == CONVOLVE_OK)
+        st = cvcu_backend.host_alloc(ctx, bytes, pooled, ptr);
+    return st == CONVOLVE_OK ? cvi_ok(ctx) : st;
+}
+
+void convolve_host_free(void *ptr)
+{
+    if (ptr && cvcu_backend.host_free)
+        cvcu_backend.host_free(ptr);
+}
+
+convolve_status convolve_host_reserve(convolve_context *ctx, size_t bytes)
+{
+    if (!ctx || !bytes)
+        return cvi_error(ctx, CONVOLVE_ERROR_INVALID_ARGUMENT, "convolve_host_reserve: %s",
+                         !ctx ? "NULL context" : "0 bytes");
+    convolve_status st = need_cuda(ctx, "convolve_host_reserve");
+    if (st == CONVOLVE_OK)
+        cvcu_backend.host_reserve(bytes);
     return st == CONVOLVE_OK ? cvi_ok(ctx) : st;
 }

@@ -808,6 +808,88 @@ static void small_case_free(small_case *c)
     free(c->in), free(c->want), free(c->out);
 }
 
+/* Pinned memory of the pool (convolve_host_alloc): the arguments checked;
+ * a streamed run writes its output straight into it, bit for bit the
+ * one-shot run; given back, the pool hands the same buffer to the next
+ * request of its size, also with CONVOLVE_HOST_ALLOC_POOLED; POOLED finds
+ * nothing for a size the pool has not held until convolve_host_reserve
+ * pinned one; free ignores NULL and pointers it did not hand out. */
+static void host_alloc(void)
+{
+    void *mem = (void *)&mem;
+    CHECK_STATUS(ctx, convolve_host_alloc(ctx, 0, 0, &mem), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK(mem == NULL, "host_alloc: *ptr NULL on an error");
+    CHECK_STATUS(ctx, convolve_host_alloc(ctx, 64, 2, &mem), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_host_alloc(ctx, 64, 0, NULL), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(NULL, convolve_host_alloc(NULL, 64, 0, &mem), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ctx, convolve_host_reserve(ctx, 0), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    convolve_host_free(NULL);
+    convolve_host_free(&mem); /* not the pool's: ignored */
+
+    small_case c;
+    small_case_make(&c, 70, 20);
+    CHECK(c.p != NULL, "host_alloc: plan: %s", convolve_last_error(ctx));
+    const size_t bytes = c.n * sizeof(float);
+    CHECK_OK(ctx, convolve_host_alloc(ctx, bytes, 0, &mem));
+    CHECK(mem && (uintptr_t)mem % ((size_t)2 << 20) == 0, "host_alloc: %p, 2 MiB aligned", mem);
+    void *in2 = NULL;
+    if (mem && c.p) {
+        float *out = mem;
+        h_poison(CONVOLVE_FLOAT32, out, c.n);
+        CHECK_OK(ctx, convolve_execute(c.p, c.in, out));
+        CHECK(memcmp(out, c.want, bytes) == 0,
+              "host_alloc: the streamed run into pool memory differs from the one-shot run");
+        /* the input in pool memory too (both copied straight) */
+        CHECK_OK(ctx, convolve_host_alloc(ctx, bytes, 0, &in2));
+        CHECK(in2 && in2 != mem, "host_alloc: a second buffer (%p, %p)", in2, mem);
+        if (in2) {
+            memcpy(in2, c.in, bytes);
+            h_poison(CONVOLVE_FLOAT32, out, c.n);
+            CHECK_OK(ctx, convolve_execute(c.p, in2, out));
+            CHECK(memcmp(out, c.want, bytes) == 0,
+                  "host_alloc: pinned input and output: differs from the one-shot run");
+        }
+    }
+    convolve_host_free(mem); /* in2 still held: the pool's only buffer of this class */
+    void *again = NULL;
+    CHECK_OK(ctx, convolve_host_alloc(ctx, bytes, CONVOLVE_HOST_ALLOC_POOLED, &again));
+    CHECK(again == mem, "host_alloc: POOLED gets the buffer given back (%p, %p)", again, mem);
+    convolve_host_free(again);
+    CHECK_OK(ctx, convolve_host_alloc(ctx, bytes - 5, 0, &again));
+    CHECK(again == mem, "host_alloc: a request of its class gets it (%p, %p)", again, mem);
+    convolve_host_free(again);
+    convolve_host_free(in2);
+    small_case_free(&c);
+
+    /* POOLED takes what the pool holds of a size (at most twice its
+     * class) until nothing is left; convolve_host_reserve then pins one */
+    const size_t odd = ((size_t)37 << 20) + 12345;
+    void *held[17];
+    int nheld = 0;
+    do {
+        mem = NULL;
+        CHECK_OK(ctx, convolve_host_alloc(ctx, odd, CONVOLVE_HOST_ALLOC_POOLED, &mem));
+        if (mem)
+            held[nheld++] = mem;
+    } while (mem && nheld < 16);
+    CHECK(mem == NULL,
+          "host_alloc: POOLED finds nothing once the pool's fitting buffers are taken");
+    CHECK_OK(ctx, convolve_host_reserve(ctx, odd));
+    settle_pinning();
+    CHECK_OK(ctx, convolve_host_alloc(ctx, odd, CONVOLVE_HOST_ALLOC_POOLED, &mem));
+    CHECK(mem != NULL, "host_alloc: POOLED after convolve_host_reserve");
+    if (mem) {
+        ((char *)mem)[0] = 1, ((char *)mem)[odd - 1] = 2;
+        held[nheld++] = mem;
+    }
+    for (int i = 0; i < nheld; i++)
+        for (int j = 0; j < i; j++)
+            CHECK(held[i] != held[j], "host_alloc: a buffer handed twice");
+    while (nheld > 0)
+        convolve_host_free(held[--nheld]);
+    printf("test_gpu_stream: pinned memory of the pool (convolve_host_alloc): checked\n");
+}
+
 /* Streamed executions reuse the process's parked worker threads: a second
  * execution creates none, and threads are parked after it. */
 static void workers_persist(void)
@@ -1066,6 +1148,7 @@ int main(int argc, char **argv)
     slow_callback();
 #ifdef CONVOLVE_WITH_CUDA
     pinned_classes();
+    host_alloc();
     workers_persist();
     pipes_reused();
     concurrent_callers();

@@ -66,7 +66,22 @@ static void api(void)
         CHECK_STATUS(ctx, convolve_host_register(ctx, page, sizeof page),
                      CONVOLVE_ERROR_BACKEND_UNAVAILABLE);
         CHECK_STATUS(ctx, convolve_host_unregister(ctx, page), CONVOLVE_ERROR_BACKEND_UNAVAILABLE);
+        void *mem = page;
+        CHECK_STATUS(ctx, convolve_host_alloc(ctx, 64, 0, &mem),
+                     CONVOLVE_ERROR_BACKEND_UNAVAILABLE);
+        CHECK(mem == NULL, "convolve_host_alloc: *ptr NULL on an error");
+        CHECK_STATUS(ctx, convolve_host_reserve(ctx, 64), CONVOLVE_ERROR_BACKEND_UNAVAILABLE);
+        /* only what the pool holds: nothing, whether or not that is an error */
+        mem = page;
+        (void)convolve_host_alloc(ctx, 64, CONVOLVE_HOST_ALLOC_POOLED, &mem);
+        CHECK(mem == NULL, "convolve_host_alloc POOLED without a GPU: NULL");
     }
+    void *none = page;
+    CHECK_STATUS(ctx, convolve_host_alloc(ctx, 0, 0, &none), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    CHECK(none == NULL, "convolve_host_alloc of 0 bytes: *ptr NULL");
+    CHECK_STATUS(ctx, convolve_host_alloc(ctx, 64, 4, &none), CONVOLVE_ERROR_INVALID_ARGUMENT);
+    convolve_host_free(NULL);
+    convolve_host_free(page); /* not from convolve_host_alloc: ignored */
     CHECK_STATUS(ctx, convolve_host_register(ctx, NULL, 64), CONVOLVE_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(ctx, convolve_host_unregister(ctx, NULL), CONVOLVE_ERROR_INVALID_ARGUMENT);
 

@@ -6,10 +6,20 @@ CuPy arrays and PyTorch CUDA tensors run on the GPU on their own memory
 object: allocation, casting copies, views, strides in bytes, element
 pointers and how a plan runs on them. PyTorch CPU tensors are handled in
 _ndimage.py by viewing them as numpy arrays.
+
+Within a call on numpy arrays with backend 'cuda' or 'auto'
+(pinned_allocations), the new arrays of 8 MiB or more come from
+libconvolve's pool of pinned host memory when it holds a free buffer of
+their size: the GPU copies them straight, without staging (docs/python.md,
+"Host arrays on the GPU").
 """
 import contextlib
+import math
+import threading
 
 import numpy as np
+
+from . import _core
 
 NATIVE = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
           np.dtype(np.uint8): "uint8", np.dtype(np.uint16): "uint16"}
@@ -27,6 +37,40 @@ def _span(shape, strides, itemsize):
     return lo, hi + itemsize
 
 
+# src/stream.h's CVI_STREAM_MIN_BYTES: smaller host arrays do not stream on
+# the GPU (their copies are not staged), and glibc reuses their memory
+_POOL_MIN_BYTES = 8 << 20
+_pool_call = threading.local()
+
+
+@contextlib.contextmanager
+def pinned_allocations(backend):
+    """Around a public call on host arrays: with backend 'cuda' or 'auto',
+    NumpyOps.empty takes arrays of _POOL_MIN_BYTES or more from the pinned
+    pool when it holds a free buffer of the size (_core.host_alloc), and
+    after the call, if a plan of it ran on CUDA, the sizes it did not hold
+    are pinned into the pool in the background for the next calls
+    (_core.host_reserve). Nested calls run in the outermost one's scope."""
+    if backend not in ("cuda", "auto") or getattr(_pool_call, "state", None) is not None:
+        yield
+        return
+    state = _pool_call.state = {"missed": [], "cuda": False}
+    try:
+        yield
+    finally:
+        _pool_call.state = None
+    if state["cuda"]:
+        for n in state["missed"]:
+            _core.host_reserve(n)
+
+
+def note_cuda_host_run():
+    """A plan on host arrays ran on CUDA (within pinned_allocations)."""
+    state = getattr(_pool_call, "state", None)
+    if state is not None:
+        state["cuda"] = True
+
+
 class NumpyOps:
     """numpy arrays, run on host memory through the buffer protocol."""
     kind = "numpy"
@@ -38,6 +82,16 @@ class NumpyOps:
 
     @staticmethod
     def empty(shape, dtype, like=None):
+        state = getattr(_pool_call, "state", None)
+        if state is not None:
+            dt = np.dtype(dtype)
+            count = math.prod(shape)
+            nbytes = count * dt.itemsize
+            if nbytes >= _POOL_MIN_BYTES:
+                buf = _core.host_alloc(nbytes)
+                if buf is not None:
+                    return np.frombuffer(buf, dt, count).reshape(shape)
+                state["missed"].append(nbytes)
         return np.empty(shape, dtype)
 
     @staticmethod

@@ -15,6 +15,11 @@
  * a time); on the main thread, long ones check for signals through the
  * plan's progress callback (check_signals) and stop with the handler's
  * exception (KeyboardInterrupt).
+ *
+ * HostBuffer holds pinned host memory of libconvolve's pool
+ * (convolve_host_alloc) behind the buffer protocol, for the numpy arrays
+ * the package makes for GPU runs; the pool gets it back with the last
+ * reference.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -760,6 +765,85 @@ static PyTypeObject PlanType = {
     .tp_new = Plan_new,
 };
 
+/* ---- pinned host memory of the pool -------------------------------------- */
+
+/* A buffer of convolve_host_alloc, exposed through the buffer protocol
+ * (writable bytes); given back to the pool when the last reference goes
+ * (numpy arrays made on it hold one). */
+typedef struct {
+    PyObject_HEAD void *ptr;
+    Py_ssize_t size;
+} HostBufferObject;
+
+static int HostBuffer_getbuffer(HostBufferObject *self, Py_buffer *view, int flags)
+{
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->ptr, self->size, 0, flags);
+}
+
+static void HostBuffer_dealloc(HostBufferObject *self)
+{
+    convolve_host_free(self->ptr);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyBufferProcs HostBuffer_as_buffer = {
+    .bf_getbuffer = (getbufferproc)HostBuffer_getbuffer,
+};
+
+static PyTypeObject HostBufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "convolve._core.HostBuffer",
+    .tp_doc = "Pinned host memory from libconvolve's pool (convolve_host_alloc).",
+    .tp_basicsize = sizeof(HostBufferObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)HostBuffer_dealloc,
+    .tp_as_buffer = &HostBuffer_as_buffer,
+};
+
+static convolve_context *host_ctx; /* the pool calls' context (the GIL held) */
+
+static convolve_context *pool_context(void)
+{
+    if (!host_ctx && convolve_context_create(&host_ctx) != CONVOLVE_OK)
+        host_ctx = NULL;
+    return host_ctx;
+}
+
+/* host_alloc(nbytes): a HostBuffer of nbytes the pool holds free now, or
+ * None (none fits, CUDA not started or not there, any failure: the caller
+ * then makes an ordinary array). */
+static PyObject *core_host_alloc(PyObject *m, PyObject *arg)
+{
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n < 0 && PyErr_Occurred())
+        return NULL;
+    convolve_context *ctx = pool_context();
+    void *ptr = NULL;
+    if (n <= 0 || !ctx ||
+        convolve_host_alloc(ctx, (size_t)n, CONVOLVE_HOST_ALLOC_POOLED, &ptr) != CONVOLVE_OK ||
+        !ptr)
+        Py_RETURN_NONE;
+    HostBufferObject *b = PyObject_New(HostBufferObject, &HostBufferType);
+    if (!b) {
+        convolve_host_free(ptr);
+        return NULL;
+    }
+    b->ptr = ptr;
+    b->size = n;
+    return (PyObject *)b;
+}
+
+/* host_reserve(nbytes): convolve_host_reserve; failures are ignored. */
+static PyObject *core_host_reserve(PyObject *m, PyObject *arg)
+{
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n < 0 && PyErr_Occurred())
+        return NULL;
+    convolve_context *ctx = pool_context();
+    if (n > 0 && ctx)
+        (void)convolve_host_reserve(ctx, (size_t)n);
+    Py_RETURN_NONE;
+}
+
 /* ---- module functions ---------------------------------------------------- */
 
 static PyObject *core_version(PyObject *m, PyObject *noargs)
@@ -829,6 +913,10 @@ static PyMethodDef core_methods[] = {
     {"strategies", core_strategies, METH_NOARGS,
      "[(name, backend, dims bitmask, summary)] of the strategies built in."},
     {"device_info", core_device_info, METH_NOARGS, "The CUDA device libconvolve would use."},
+    {"host_alloc", core_host_alloc, METH_O,
+     "host_alloc(nbytes): a free pinned buffer of libconvolve's pool, or None."},
+    {"host_reserve", core_host_reserve, METH_O,
+     "host_reserve(nbytes): pins a buffer of nbytes into the pool in the background."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -846,7 +934,7 @@ static struct PyModuleDef core_module = {
 
 PyMODINIT_FUNC PyInit__core(void)
 {
-    if (PyType_Ready(&PlanType) < 0)
+    if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&HostBufferType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&core_module);
     if (!m)

@@ -27,7 +27,7 @@ import threading
 import numpy as np
 
 from . import _core
-from ._arrays import NATIVE
+from ._arrays import NATIVE, note_cuda_host_run
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -302,6 +302,8 @@ def _run(ops, inp, out, filt, origins, mode, cval, cfg, cast=None):
                               odt.itemsize, filt, origins, mode, cval, cfg, cast, ops.device)
     try:
         ops.execute(plan, inp, out)
+        if not ops.device and plan.backend == "cuda":
+            note_cuda_host_run()
     finally:
         _give_back(key, plan)
 

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from . import _engine
-from ._arrays import ops_for, host_array
+from ._arrays import ops_for, host_array, pinned_allocations
 from ._engine import Config, apply
 
 __all__ = ["correlate", "convolve", "correlate1d", "convolve1d", "gaussian_filter",
@@ -172,7 +172,9 @@ _engine_numpy = ops_for(np.empty(0))
 
 def _public(f):
     """Wraps f(input, ..., output, ...): PyTorch CPU tensors run as numpy
-    views of themselves and come back as tensors."""
+    views of themselves and come back as tensors; calls on host arrays
+    with backend 'cuda' or 'auto' take their new arrays from the pinned
+    pool where it can (_arrays.pinned_allocations)."""
     output_pos = list(inspect.signature(f).parameters).index("output")
 
     @functools.wraps(f)
@@ -181,7 +183,11 @@ def _public(f):
         if mod.startswith("torch"):
             import torch
             if isinstance(input, torch.Tensor) and not input.is_cuda:
-                return _torch_cpu(f, output_pos, input, args, kwargs)
+                with pinned_allocations(kwargs.get("backend")):
+                    return _torch_cpu(f, output_pos, input, args, kwargs)
+        if isinstance(input, np.ndarray):
+            with pinned_allocations(kwargs.get("backend")):
+                return f(input, *args, **kwargs)
         return f(input, *args, **kwargs)
     return wrapper
 

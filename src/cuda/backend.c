@@ -5,6 +5,7 @@
  */
 #include "backend.h"
 #include "kernels.h"
+#include "pinned_pool.h"
 
 const cvi_backend cvcu_backend = {
     .id = CONVOLVE_BACKEND_CUDA,
@@ -25,6 +26,9 @@ const cvi_backend cvcu_backend = {
     .memory_info = cvcu_memory_info,
     .host_register = cvcu_host_register,
     .host_unregister = cvcu_host_unregister,
+    .host_alloc = cvcu_host_alloc,
+    .host_free = cvcu_pinned_free,
+    .host_reserve = cvcu_pinned_reserve,
     .execute_host_streamed = cvcu_execute_host_streamed,
     .window_cost = cvcu_window_cost,
 };

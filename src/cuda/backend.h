@@ -52,6 +52,7 @@ void cvcu_stream_pipes_stats(int *idle, unsigned long *made);
 int cvcu_stream_release_idle(int device);
 convolve_status cvcu_host_register(convolve_context *ctx, void *ptr, size_t bytes);
 convolve_status cvcu_host_unregister(convolve_context *ctx, void *ptr);
+convolve_status cvcu_host_alloc(convolve_context *ctx, size_t bytes, int pooled_only, void **ptr);
 
 #ifdef __cplusplus
 }

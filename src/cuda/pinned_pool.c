@@ -23,6 +23,10 @@
  * stops the queue and waits for the buffer being pinned; pthread_atfork
  * handlers hold the mutex across fork() and empty the queue in the child
  * (the thread is not there).
+ *
+ * convolve_host_alloc hands pool buffers to callers (cvcu_pinned_alloc),
+ * listed until they come back (cvcu_pinned_free) and counted against the
+ * limit when cvcu_pinned_reserve queues another for them.
  */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, madvise */
 #include "pinned_pool.h"
@@ -275,6 +279,34 @@ static void *pin_queued(void *unused)
     return NULL;
 }
 
+/* Queues `count` buffers of `size` and starts the background thread if it
+ * is not running (the mutex held); 0 if no thread could be started (the
+ * queue is then emptied: takes pin for themselves). */
+static int enqueue_locked(size_t size, int count)
+{
+    for (int i = 0; i < count && queue_count < QUEUE_MAX; i++) {
+        queue[queue_count].size = size;
+        queue[queue_count].claimed = 0;
+        queue[queue_count].id = ++queue_ids;
+        queue_count++;
+    }
+    if (pinning)
+        return 1;
+    pthread_attr_t at;
+    pthread_t id;
+    int made = 0;
+    if (pthread_attr_init(&at) == 0) {
+        made = pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0 &&
+               pthread_create(&id, &at, pin_queued, NULL) == 0;
+        pthread_attr_destroy(&at);
+    }
+    if (made)
+        pinning = 1;
+    else
+        queue_count = 0;
+    return made;
+}
+
 void cvcu_pinned_prime(size_t bytes, int count)
 {
     (void)pthread_once(&fork_once, register_fork);
@@ -283,26 +315,7 @@ void cvcu_pinned_prime(size_t bytes, int count)
     if (!primed && !closing && count > 0 && count <= QUEUE_MAX &&
         size <= limit_locked() / (size_t)count) {
         primed = 1;
-        for (int i = 0; i < count && queue_count < QUEUE_MAX; i++) {
-            queue[queue_count].size = size;
-            queue[queue_count].claimed = 0;
-            queue[queue_count].id = ++queue_ids;
-            queue_count++;
-        }
-        if (!pinning) {
-            pthread_attr_t at;
-            pthread_t id;
-            int made = 0;
-            if (pthread_attr_init(&at) == 0) {
-                made = pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0 &&
-                       pthread_create(&id, &at, pin_queued, NULL) == 0;
-                pthread_attr_destroy(&at);
-            }
-            if (made)
-                pinning = 1;
-            else
-                queue_count = 0; /* no thread: takes pin for themselves */
-        }
+        (void)enqueue_locked(size, count);
     }
     pthread_mutex_unlock(&pool_mutex);
 }
@@ -337,13 +350,18 @@ static int queued_locked(unsigned long id)
 cudaError_t cvcu_pinned_take(size_t bytes, void **ptr, size_t *size)
 {
     *ptr = NULL;
+    const size_t least = cvi_stream_staging_bytes();
+    const size_t want = cvcu_pinned_class(bytes > least ? bytes : least);
+    const size_t most = want <= SIZE_MAX / 2 ? 2 * want : SIZE_MAX;
     pthread_mutex_lock(&pool_mutex);
     int got;
     /* none free that holds it: a buffer being pinned in the background
-     * that would is claimed and waited for (not pinned twice) */
+     * that would, and is not more than twice what a new one would be (a
+     * caller's reserved array), is claimed and waited for (not pinned twice) */
     while (!(got = take_free_locked(bytes, ptr, size))) {
         int k = 0;
-        while (k < queue_count && (queue[k].claimed || queue[k].size < bytes))
+        while (k < queue_count &&
+               (queue[k].claimed || queue[k].size < bytes || queue[k].size > most))
             k++;
         if (k == queue_count)
             break;
@@ -355,8 +373,6 @@ cudaError_t cvcu_pinned_take(size_t bytes, void **ptr, size_t *size)
     pthread_mutex_unlock(&pool_mutex);
     if (got)
         return cudaSuccess;
-    const size_t least = cvi_stream_staging_bytes();
-    size_t want = cvcu_pinned_class(bytes > least ? bytes : least);
     cudaError_t e = pin_new(want, ptr);
     if (e != cudaSuccess) {
         *ptr = NULL;
@@ -412,4 +428,122 @@ void cvcu_pinned_trim(size_t keep)
     pthread_mutex_unlock(&pool_mutex);
     for (int i = 0; i < ndrop; i++)
         unpin(drop[i], drop_size[i]);
+}
+
+/* ---- buffers handed to callers (convolve_host_alloc) ---------------------- */
+
+typedef struct {
+    void *ptr;
+    size_t size;
+} user_buf;
+
+static user_buf *users; /* handed out, not given back yet (the mutex held) */
+static size_t user_count, user_cap, user_bytes;
+
+/* The smallest free buffer of at least bytes and at most twice its class
+ * into *ptr and *size (the mutex held); 0 if none. A larger one stays for
+ * a request of its size. */
+static int take_fitting_locked(size_t bytes, void **ptr, size_t *size)
+{
+    const size_t cls = cvcu_pinned_class(bytes);
+    const size_t most = cls <= SIZE_MAX / 2 ? 2 * cls : SIZE_MAX;
+    int best = -1;
+    for (int i = 0; i < pool_count; i++)
+        if (pool[i].size >= bytes && pool[i].size <= most &&
+            (best < 0 || pool[i].size < pool[best].size))
+            best = i;
+    if (best < 0)
+        return 0;
+    *ptr = pool[best].ptr;
+    *size = pool[best].size;
+    remove_locked(best);
+    return 1;
+}
+
+/* Records a handed buffer (the mutex held); 0 if the list cannot grow. */
+static int add_user_locked(void *ptr, size_t size)
+{
+    if (user_count == user_cap) {
+        const size_t cap = user_cap ? 2 * user_cap : 16;
+        user_buf *u = realloc(users, cap * sizeof *u);
+        if (!u)
+            return 0;
+        users = u;
+        user_cap = cap;
+    }
+    users[user_count].ptr = ptr;
+    users[user_count].size = size;
+    user_count++;
+    user_bytes += size;
+    return 1;
+}
+
+cudaError_t cvcu_pinned_alloc(size_t bytes, int pooled_only, void **ptr)
+{
+    *ptr = NULL;
+    void *p = NULL;
+    size_t size = 0;
+    pthread_mutex_lock(&pool_mutex);
+    int got = take_fitting_locked(bytes, &p, &size);
+    pthread_mutex_unlock(&pool_mutex);
+    if (!got && pooled_only)
+        return cudaSuccess;
+    if (!got) {
+        size = cvcu_pinned_class(bytes);
+        cudaError_t e = pin_new(size, &p);
+        if (e != cudaSuccess)
+            return e;
+    }
+    pthread_mutex_lock(&pool_mutex);
+    const int recorded = add_user_locked(p, size);
+    pthread_mutex_unlock(&pool_mutex);
+    if (!recorded) {
+        cvcu_pinned_give(p, size);
+        return cudaErrorMemoryAllocation;
+    }
+    *ptr = p;
+    return cudaSuccess;
+}
+
+void cvcu_pinned_free(void *ptr)
+{
+    if (!ptr)
+        return;
+    size_t size = 0;
+    int found = 0;
+    pthread_mutex_lock(&pool_mutex);
+    for (size_t i = 0; i < user_count; i++)
+        if (users[i].ptr == ptr) {
+            size = users[i].size;
+            user_bytes -= size;
+            users[i] = users[--user_count];
+            found = 1;
+            break;
+        }
+    pthread_mutex_unlock(&pool_mutex);
+    if (!found)
+        return;
+    cvcu_pinned_give(ptr, size);
+    cvcu_pinned_trim(0);
+}
+
+void cvcu_pinned_reserve(size_t bytes)
+{
+    (void)pthread_once(&fork_once, register_fork);
+    const size_t size = cvcu_pinned_class(bytes);
+    const size_t most = size <= SIZE_MAX / 2 ? 2 * size : SIZE_MAX;
+    pthread_mutex_lock(&pool_mutex);
+    int served = closing || queue_count == QUEUE_MAX;
+    for (int i = 0; i < pool_count && !served; i++)
+        served = pool[i].size >= bytes && pool[i].size <= most;
+    size_t queued = 0;
+    for (int i = 0; i < queue_count; i++) {
+        queued += queue[i].size;
+        served |= !queue[i].claimed && queue[i].size >= bytes && queue[i].size <= most;
+    }
+    const size_t limit = limit_locked();
+    const size_t held = pool_bytes + queued + user_bytes;
+    if (!served && held <= limit && size <= limit - held)
+        (void)enqueue_locked(size, 1);
+    pthread_mutex_unlock(&pool_mutex);
 }

@@ -55,4 +55,25 @@ void cvcu_pinned_give(void *ptr, size_t size);
  * eighth of the host's memory). Thread-safe. */
 void cvcu_pinned_trim(size_t keep);
 
+/* convolve_host_alloc's memory: *ptr = a pinned buffer of at least `bytes`
+ * (bytes > 0) for the caller, held until cvcu_pinned_free: a free buffer
+ * of the pool that holds it and is at most twice its size class, else (not
+ * pooled_only) a new one; pooled_only and none free: *ptr = NULL and
+ * cudaSuccess. Thread-safe. Errors: those of cvcu_pinned_take, and
+ * cudaErrorMemoryAllocation when the list of handed buffers cannot grow. */
+cudaError_t cvcu_pinned_alloc(size_t bytes, int pooled_only, void **ptr);
+
+/* Gives back memory of cvcu_pinned_alloc (ptr as it returned it; NULL and
+ * other pointers are ignored) to the pool, then trims the pool to its
+ * limit. Thread-safe. */
+void cvcu_pinned_free(void *ptr);
+
+/* Queues one buffer of cvcu_pinned_class(bytes) to be pinned into the pool
+ * by the background thread (returns at once), so that a later
+ * cvcu_pinned_alloc(bytes, 1, ...) finds it; nothing when the pool holds a
+ * free buffer that would serve it, one is queued that would, the queue is
+ * full, or it would take the pool's free, queued and handed buffers past
+ * the pool's limit. Thread-safe. */
+void cvcu_pinned_reserve(size_t bytes);
+
 #endif

@@ -167,6 +167,12 @@ convolve_status cvcu_host_unregister(convolve_context *ctx, void *ptr)
     return e == cudaSuccess ? CONVOLVE_OK : cvcu_error(ctx, e, "cudaHostUnregister");
 }
 
+convolve_status cvcu_host_alloc(convolve_context *ctx, size_t bytes, int pooled_only, void **ptr)
+{
+    cudaError_t e = cvcu_pinned_alloc(bytes, pooled_only, ptr);
+    return e == cudaSuccess ? CONVOLVE_OK : cvcu_error(ctx, e, "convolve_host_alloc");
+}
+
 /* ---- execution on device memory ---------------------------------------- */
 
 convolve_status cvcu_execute_device(convolve_context *ctx, void *state, const void *in, void *out,

@@ -7,7 +7,8 @@ modes must return the same kind of array, on the same device, with the
 numbers the numpy (CPU) call gives, to float rounding, and scipy's;
 output= device arrays, views (strided, transposed, negatively strided for
 CuPy), 4-D batches, in-place calls, a non-default stream, dtypes as
-output=, the plan cache. Reports "skipped" (exit 77) without a usable GPU
+output=, the plan cache; numpy arrays with backend 'cuda' taking their
+outputs from the pinned pool. Reports "skipped" (exit 77) without a usable GPU
 or without either library. Environment: CONVOLVE_BUILD_DIR, CONVOLVE_TEST_SEED.
 """
 import os
@@ -219,6 +220,70 @@ def run_torch_cpu():
     check("torch CPU output", out.numpy(), cv.sobel(x, 0, output=np.float64))
 
 
+def _pooled(a):
+    """True if numpy array a lies in a buffer of the pinned pool."""
+    b = a
+    while isinstance(b, np.ndarray):
+        b = b.base
+    return type(b).__name__ == "HostBuffer"
+
+
+def _wait_pool(nbytes):
+    """Waits (at most 10 s) until the pinned pool holds a free buffer of
+    nbytes (pinned in the background after a call); True if it does."""
+    from convolve import _core
+    t0 = time.time()
+    while time.time() - t0 < 10:
+        b = _core.host_alloc(nbytes)
+        if b is not None:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def run_numpy_pinned():
+    """numpy arrays with backend 'cuda' and 'auto': new arrays of 8 MiB or
+    more come from the pinned pool once it holds their size (pinned in the
+    background after a call that ran on CUDA), with the numbers of the
+    first call (float32) and of the CPU (scipy's integer cast); outputs held
+    at once never share memory; backend 'cpu' never takes pooled memory."""
+    x = data((1536, 1500), np.float32)  # 9.2 MB: streamed on the GPU
+    ref = cv.gaussian_filter(x, 2, backend="cpu")
+    first = cv.gaussian_filter(x, 2, backend="cuda")
+    check("numpy pinned: first call", first, ref)
+    COUNT[0] += 1
+    if not _wait_pool(first.nbytes):
+        FAILS.append("numpy pinned: no pooled buffer of the output's size after a call")
+        return
+    outs = [cv.gaussian_filter(x, 2, backend="cuda") for _ in range(3)]
+    COUNT[0] += 2
+    if not _pooled(outs[0]):
+        FAILS.append("numpy pinned: the output is not pooled once the pool holds its size")
+    if len({o.__array_interface__["data"][0] for o in outs}) != 3:
+        FAILS.append("numpy pinned: outputs held at once share memory")
+    for i, o in enumerate(outs):
+        COUNT[0] += 1
+        if not np.array_equal(o, first):
+            FAILS.append("numpy pinned: call %d differs from the first call" % i)
+    out_auto = cv.gaussian_filter(x, 2, backend="auto")
+    check("numpy pinned: auto", out_auto, ref)
+    COUNT[0] += 1
+    if _pooled(cv.gaussian_filter(x, 2, backend="cpu")):
+        FAILS.append("numpy pinned: backend='cpu' took pooled memory")
+    del outs, out_auto
+    # scipy's integer cast (float64 buffers and a uint8 output, 12.6 MB)
+    u = RNG.integers(0, 256, (2048, 2048, 3), dtype=np.uint8)
+    uref = cv.gaussian_filter(u, (2, 2, 0), backend="cpu")
+    u1 = cv.gaussian_filter(u, (2, 2, 0), backend="cuda")
+    check("numpy pinned: uint8 first call", u1, uref)
+    _wait_pool(u1.nbytes)
+    u2 = cv.gaussian_filter(u, (2, 2, 0), backend="cuda")
+    check("numpy pinned: uint8 pooled", u2, uref)
+    COUNT[0] += 1
+    if not _pooled(u2):
+        FAILS.append("numpy pinned: the uint8 output is not pooled")
+
+
 def main():
     libs = []
     for name in ("cupy", "torch"):
@@ -237,6 +302,9 @@ def main():
         print("test_gpu_python: GPU part SKIPPED: %s" % cv.device_info()["reason"])
         print("%d passed, %d failed" % (COUNT[0] - len(FAILS), len(FAILS)))
         return 1 if FAILS else 77
+    n0, f0 = COUNT[0], len(FAILS)
+    run_numpy_pinned()
+    print("%-6s %4d checks, %d failed" % ("numpy", COUNT[0] - n0, len(FAILS) - f0))
     for name in libs:
         n0, f0 = COUNT[0], len(FAILS)
         try:
