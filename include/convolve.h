@@ -263,7 +263,8 @@ CONVOLVE_API convolve_status convolve_host_unregister(convolve_context *ctx, voi
 #define CONVOLVE_HOST_ALLOC_POOLED 1u
 
 /*
- * Allocates `bytes` of pinned host memory (at least; aligned to 2 MiB) from
+ * Allocates at least `bytes` of pinned host memory (aligned to 256 bytes or
+ * more: 2 MiB where the pool maps and registers its own memory) from
  * the process's pool of pinned buffers, the one the streamed plans stage
  * through: host arrays that lie in it are copied straight to and from the
  * devices, as with convolve_host_register, without its cost each time.

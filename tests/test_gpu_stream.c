@@ -831,7 +831,7 @@ static void host_alloc(void)
     CHECK(c.p != NULL, "host_alloc: plan: %s", convolve_last_error(ctx));
     const size_t bytes = c.n * sizeof(float);
     CHECK_OK(ctx, convolve_host_alloc(ctx, bytes, 0, &mem));
-    CHECK(mem && (uintptr_t)mem % ((size_t)2 << 20) == 0, "host_alloc: %p, 2 MiB aligned", mem);
+    CHECK(mem && (uintptr_t)mem % 256 == 0, "host_alloc: %p, aligned", mem);
     void *in2 = NULL;
     if (mem && c.p) {
         float *out = mem;
