@@ -44,14 +44,14 @@ _pool_call = threading.local()
 
 
 @contextlib.contextmanager
-def pinned_allocations(backend):
-    """Around a public call on host arrays: with backend 'cuda' or 'auto',
+def pinned_allocations():
+    """Around a public call on host arrays with backend 'cuda' or 'auto':
     NumpyOps.empty takes arrays of _POOL_MIN_BYTES or more from the pinned
     pool when it holds a free buffer of the size (_core.host_alloc), and
     after the call, if a plan of it ran on CUDA, the sizes it did not hold
     are pinned into the pool in the background for the next calls
     (_core.host_reserve). Nested calls run in the outermost one's scope."""
-    if backend not in ("cuda", "auto") or getattr(_pool_call, "state", None) is not None:
+    if getattr(_pool_call, "state", None) is not None:
         yield
         return
     state = _pool_call.state = {"missed": [], "cuda": False}

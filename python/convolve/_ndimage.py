@@ -179,14 +179,17 @@ def _public(f):
 
     @functools.wraps(f)
     def wrapper(input, *args, **kwargs):
+        pooled = kwargs.get("backend") in ("cuda", "auto")
         mod = type(input).__module__ or ""
         if mod.startswith("torch"):
             import torch
             if isinstance(input, torch.Tensor) and not input.is_cuda:
-                with pinned_allocations(kwargs.get("backend")):
+                if not pooled:
                     return _torch_cpu(f, output_pos, input, args, kwargs)
-        if isinstance(input, np.ndarray):
-            with pinned_allocations(kwargs.get("backend")):
+                with pinned_allocations():
+                    return _torch_cpu(f, output_pos, input, args, kwargs)
+        if pooled and isinstance(input, np.ndarray):
+            with pinned_allocations():
                 return f(input, *args, **kwargs)
         return f(input, *args, **kwargs)
     return wrapper

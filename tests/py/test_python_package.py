@@ -466,6 +466,31 @@ def test_errors():
           ndi.correlate(x, np.ones((2, 2)), mode="constant", cval=np.nan))
 
 
+def test_pinned_pool_without_gpu():
+    """Without a usable GPU (CUDA not built, no device, or not started) the
+    pinned pool gives nothing and takes nothing: host_alloc returns None,
+    host_reserve is quiet, and calls with backend 'auto' on arrays past the
+    pool's 8 MiB make ordinary arrays with the CPU's numbers."""
+    from convolve import _core
+    if cv.backend_available("cuda"):
+        return  # the GPU's own test covers the pool (tests/py/test_gpu_python.py)
+    COUNT[0] += 2
+    if _core.host_alloc(16 << 20) is not None:
+        FAILS.append("pinned pool: host_alloc gave memory without a GPU")
+    _core.host_reserve(16 << 20)
+    if _core.host_alloc(16 << 20) is not None:
+        FAILS.append("pinned pool: host_reserve pinned memory without a GPU")
+    x = data((1100, 1000), np.float32)  # 4.4 MB in, an 8.8 MB float64 output
+    got = cv.gaussian_filter(x, 1.5, output=np.float64, backend="auto")
+    check("pinned pool: auto without a GPU", got, ndi.gaussian_filter(x, 1.5, output=np.float64))
+    COUNT[0] += 1
+    base = got
+    while isinstance(base, np.ndarray):
+        base = base.base
+    if base is not None:
+        FAILS.append("pinned pool: the output is not an ordinary array (%r)" % type(base))
+
+
 def test_docstrings_and_axes():
     """The docstrings' examples run and print what they say; axes= of
     gaussian_filter and uniform_filter (scipy >= 1.11) match sigma 0 / size 1
@@ -559,8 +584,8 @@ def test_install():
 def main():
     print("test_python_package: seed %d (CONVOLVE_TEST_SEED replays it)" % SEED)
     tests = [test_functions_modes, test_mode_per_axis, test_dtypes, test_bool, test_saturate,
-             test_layouts, test_cache_and_threads, test_errors, test_docstrings_and_axes,
-             test_in_place_memory, test_install]
+             test_layouts, test_cache_and_threads, test_errors, test_pinned_pool_without_gpu,
+             test_docstrings_and_axes, test_in_place_memory, test_install]
     for t in tests:
         n0, f0 = COUNT[0], len(FAILS)
         try:
