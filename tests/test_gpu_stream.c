@@ -887,6 +887,27 @@ static void host_alloc(void)
             CHECK(held[i] != held[j], "host_alloc: a buffer handed twice");
     while (nheld > 0)
         convolve_host_free(held[--nheld]);
+
+    /* the pool's limit (CONVOLVE_PINNED_POOL_MIB, else an eighth of the
+     * host's memory) bounds what convolve_host_reserve pins: a buffer past
+     * it is not pinned (a bound that did not hold would pin it here) */
+    size_t limit = (size_t)1024 << 20;
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0)
+        limit = (size_t)pages / 8 * (size_t)page;
+    const char *env = getenv("CONVOLVE_PINNED_POOL_MIB");
+    if (env && *env)
+        limit = (size_t)strtoull(env, NULL, 10) << 20;
+    const size_t past = limit + ((size_t)2 << 20);
+    CHECK_OK(ctx, convolve_host_reserve(ctx, past));
+    settle_pinning();
+    mem = (void *)&mem;
+    CHECK_OK(ctx, convolve_host_alloc(ctx, past, CONVOLVE_HOST_ALLOC_POOLED, &mem));
+    CHECK(mem == NULL,
+          "host_alloc: convolve_host_reserve of %zu MiB, past the pool's limit of "
+          "%zu MiB, pinned it",
+          past >> 20, limit >> 20);
+    convolve_host_free(mem);
     printf("test_gpu_stream: pinned memory of the pool (convolve_host_alloc): checked\n");
 }
 
