@@ -272,10 +272,11 @@ CONVOLVE_API convolve_status convolve_host_unregister(convolve_context *ctx, voi
  * it (on the order of 10 ms for 256 MiB); memory given back with
  * convolve_host_free stays pinned in the pool for the next allocation
  * (CONVOLVE_PINNED_POOL_MIB bounds what it keeps free; by default an eighth
- * of the host's memory). flags: 0, or CONVOLVE_HOST_ALLOC_POOLED: only a
- * free pooled buffer of at most twice the size asked for, never new
- * memory: *ptr = NULL and CONVOLVE_OK when there is none (always before
- * CUDA has started in the process; nothing is pinned then).
+ * of the host's memory). A free buffer serves a request it holds that is
+ * no less than about half its size. flags: 0, or CONVOLVE_HOST_ALLOC_POOLED:
+ * only a free pooled buffer, never new memory: *ptr = NULL and CONVOLVE_OK
+ * when there is none (always before CUDA has started in the process;
+ * nothing is pinned then).
  * Errors: INVALID_ARGUMENT (NULL, 0 bytes, unknown flags),
  * BACKEND_UNAVAILABLE (CUDA not built in, or no device),
  * DEVICE_OUT_OF_MEMORY, DEVICE. *ptr is NULL on every error.
