@@ -20,8 +20,9 @@
  * (loads stay aligned).
  *
  * Separable filters take the same walk in one pass over DRAM: each plane's
- * tile is filtered along y for the block's rows (their x halo included) into
- * a second shared buffer, then along x, and that value feeds the z taps'
+ * tile is filtered along y for the block's rows (their x halo included; a
+ * thread sums 2 or 4 rows of a 16-byte chunk, so that each tile row it
+ * reads feeds all of them) into a second shared buffer, then along x, and that value feeds the z taps'
  * rolling accumulators. Out of range, the tile holds the mode's
  * values, so the result is the dense outer-product filter's on the extended
  * volume (CONSTANT: cval filtered along each axis), as the other kernels
@@ -408,8 +409,8 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
 
 /* The separable walk (the file's header) on elements of type T, summed in
  * T: y taps for the block's rows over the tile's columns, x halo included
- * (each warp its row's own TX columns, the first warp the halo's chunks),
- * into yrows (TY x SW); x taps per output; z taps into the rolling
+ * (a thread an item of YM rows x one 16-byte chunk, reading each of its
+ * YM + K - 1 tile rows once), into yrows (TY x SW); x taps per output; z taps into the rolling
  * accumulators; the taps (z, y, x, K each) in p.w (float) or p.w64
  * (double). A lane holds V = 16 / sizeof(T) columns, a block TX = 32 V.
  * Dynamic shared memory: cvk_sep3d_smem(K, sizeof(T)).
@@ -424,7 +425,17 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
  * 0.647 -> 0.609; float64 K = 17 0.386 -> 0.362), at the cost of a second
  * copy of the body and its registers (float32 K = 9..13 keep one loop:
  * with 80 registers K = 13 spilled 248 bytes, 1.005 -> 1.109 ms); MINB is
- * the blocks a multiprocessor the registers must allow. */
+ * the blocks a multiprocessor the registers must allow. YM: the output
+ * rows of a y item (1 row a warp and the halo's chunks on the first warp
+ * before; H200, the same benchmark, YM = 1, 2, 4 as trial instances of one
+ * build against the kernel before, two rounds, best of 20 runs, ms, K = 3,
+ * 5, ..., 17: float32 0.417, 0.492, 0.607, 0.750, 0.879, 1.003, 1.245,
+ * 1.358 before, 0.420, 0.492, 0.595, 0.716, 0.837, 0.939, 1.132, 1.220 at
+ * YM = 2, 0.411, 0.498, 0.568, 0.708, 0.825, 0.961, 1.117, 1.240 at 4;
+ * float64 0.097, 0.121, 0.166, 0.221, 0.259, 0.297, 0.338, 0.359 before,
+ * 0.097, 0.130, 0.157, 0.206, 0.240, 0.278, 0.309, 0.329 at 2, 0.097,
+ * 0.126, 0.180, 0.203, 0.242, 0.275, 0.305, 0.321 at 4; YM = 1 1-2% slower
+ * than before). */
 template <typename T, int K>
 struct cvk_sep3d_shape {
     enum {
@@ -434,9 +445,12 @@ struct cvk_sep3d_shape {
         XP = (R + V - 1) / V * V,  /* x halo held on each side */
         SW = TX + 2 * XP,          /* tile row */
         EX = 2 * XP / V,           /* halo chunks a row */
+        NC = 32 + EX,              /* chunks a tile row */
         ROWS = CVK_3D_TY + K - 1,  /* tile rows */
         F32 = sizeof(T) == 4,
         SPLIT = F32 ? (K <= 7 || K >= 15) : 1,
+        YM = F32 ? (K == 7 || K == 9 || K == 11 || K == 15 ? 4 : 2)
+                 : (K == 7 || K == 11 || K == 13 ? 2 : 4),
         MINB = F32 ? (K == 7              ? 1
                       : K <= 13 && K >= 9 ? 3
                                           : 2)
@@ -454,11 +468,9 @@ __device__ __forceinline__ void cvk_sep3d_plane(const cvk_direct3d_params &p, T 
                                                 long long z0, long long x0, long long y)
 {
     typedef cvk_sep3d_shape<T, K> S;
+    enum { YM = S::YM };
     const int own_type = sizeof(T) == 4 ? CVI_DTYPE_FLOAT32 : CVI_DTYPE_FLOAT64;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    /* the halo chunk this thread filters along y, if any: row hr, chunk hq */
-    const int hi = threadIdx.x, hr = hi / S::EX, he = hi - hr * S::EX;
-    const int hq = he < S::XP / S::V ? he : 32 + he;
     cvk_cp_wait<1>();  /* plane t's copies are done (t + 1's may fly on) */
     __syncthreads();   /* ...everyone's; plane t - 1's readers are done */
     if (t + 2 < total) /* into the buffer plane t - 1 used */
@@ -466,27 +478,32 @@ __device__ __forceinline__ void cvk_sep3d_plane(const cvk_direct3d_params &p, T 
                                         zbase + t + 2, S::ROWS);
     cvk_cp_commit();
     const T *buf = tile + t % 3 * S::ROWS * S::SW;
-    /* y: the warp's row over its TX columns; the halo chunks of every row */
-    {
-        T v[S::V];
+    /* y: items of YM rows x one 16-byte chunk (NC chunks a row, the x
+     * halo's included), each tile row an item reads loaded once */
+#pragma unroll 1
+    for (int it = threadIdx.x; it < S::NC * (CVK_3D_TY / YM); it += CVK_3D_THREADS) {
+        const int g = it / S::NC, c = it - g * S::NC;
+        const T *src = buf + g * YM * S::SW + S::V * c;
+        T v[YM][S::V];
 #pragma unroll
-        for (int i = 0; i < S::V; i++)
-            v[i] = T(0);
+        for (int m = 0; m < YM; m++)
 #pragma unroll
-        for (int ky = 0; ky < K; ky++)
-            cvk_3d_axpy16(cvk_3d_tap(p, K + ky, T()),
-                          buf + (warp + ky) * S::SW + S::XP + S::V * lane, v);
-        cvk_3d_st16(yrows + warp * S::SW + S::XP + S::V * lane, v);
-    }
-    if (hi < CVK_3D_TY * S::EX) {
-        T v[S::V];
+            for (int i = 0; i < S::V; i++)
+                v[m][i] = T(0);
 #pragma unroll
-        for (int i = 0; i < S::V; i++)
-            v[i] = T(0);
+        for (int j = 0; j < YM + K - 1; j++) {
+            T q[S::V];
+            cvk_3d_ld16(src + j * S::SW, q);
 #pragma unroll
-        for (int ky = 0; ky < K; ky++)
-            cvk_3d_axpy16(cvk_3d_tap(p, K + ky, T()), buf + (hr + ky) * S::SW + S::V * hq, v);
-        cvk_3d_st16(yrows + hr * S::SW + S::V * hq, v);
+            for (int m = 0; m < YM; m++)
+                if (j - m >= 0 && j - m < K)
+#pragma unroll
+                    for (int i = 0; i < S::V; i++)
+                        v[m][i] = cvk_3d_fma(cvk_3d_tap(p, K + j - m, T()), q[i], v[m][i]);
+        }
+#pragma unroll
+        for (int m = 0; m < YM; m++)
+            cvk_3d_st16(yrows + (g * YM + m) * S::SW + S::V * c, v[m]);
     }
     __syncthreads();
     /* x: V columns a lane from the aligned V + 2 XP around them */
