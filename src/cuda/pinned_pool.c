@@ -215,13 +215,21 @@ static void unpin(void *ptr, size_t size)
     }
 }
 
-/* Takes the smallest free buffer that holds `bytes` into *ptr and *size
- * (the mutex held); 0 if none does. */
-static int take_free_locked(size_t bytes, void **ptr, size_t *size)
+/* Twice n, saturating: the largest buffer a request of size class n takes
+ * (a larger one stays for a request of its size). */
+static size_t twice(size_t n)
+{
+    return n <= SIZE_MAX / 2 ? 2 * n : SIZE_MAX;
+}
+
+/* Takes the smallest free buffer of at least `bytes` and at most `most`
+ * into *ptr and *size (the mutex held); 0 if none. */
+static int take_free_locked(size_t bytes, size_t most, void **ptr, size_t *size)
 {
     int best = -1;
     for (int i = 0; i < pool_count; i++)
-        if (pool[i].size >= bytes && (best < 0 || pool[i].size < pool[best].size))
+        if (pool[i].size >= bytes && pool[i].size <= most &&
+            (best < 0 || pool[i].size < pool[best].size))
             best = i;
     if (best < 0)
         return 0;
@@ -352,13 +360,13 @@ cudaError_t cvcu_pinned_take(size_t bytes, void **ptr, size_t *size)
     *ptr = NULL;
     const size_t least = cvi_stream_staging_bytes();
     const size_t want = cvcu_pinned_class(bytes > least ? bytes : least);
-    const size_t most = want <= SIZE_MAX / 2 ? 2 * want : SIZE_MAX;
+    const size_t most = twice(want);
     pthread_mutex_lock(&pool_mutex);
     int got;
     /* none free that holds it: a buffer being pinned in the background
      * that would, and is not more than twice what a new one would be (a
      * caller's reserved array), is claimed and waited for (not pinned twice) */
-    while (!(got = take_free_locked(bytes, ptr, size))) {
+    while (!(got = take_free_locked(bytes, SIZE_MAX, ptr, size))) {
         int k = 0;
         while (k < queue_count &&
                (queue[k].claimed || queue[k].size < bytes || queue[k].size > most))
@@ -440,26 +448,6 @@ typedef struct {
 static user_buf *users; /* handed out, not given back yet (the mutex held) */
 static size_t user_count, user_cap, user_bytes;
 
-/* The smallest free buffer of at least bytes and at most twice its class
- * into *ptr and *size (the mutex held); 0 if none. A larger one stays for
- * a request of its size. */
-static int take_fitting_locked(size_t bytes, void **ptr, size_t *size)
-{
-    const size_t cls = cvcu_pinned_class(bytes);
-    const size_t most = cls <= SIZE_MAX / 2 ? 2 * cls : SIZE_MAX;
-    int best = -1;
-    for (int i = 0; i < pool_count; i++)
-        if (pool[i].size >= bytes && pool[i].size <= most &&
-            (best < 0 || pool[i].size < pool[best].size))
-            best = i;
-    if (best < 0)
-        return 0;
-    *ptr = pool[best].ptr;
-    *size = pool[best].size;
-    remove_locked(best);
-    return 1;
-}
-
 /* Records a handed buffer (the mutex held); 0 if the list cannot grow. */
 static int add_user_locked(void *ptr, size_t size)
 {
@@ -484,7 +472,7 @@ cudaError_t cvcu_pinned_alloc(size_t bytes, int pooled_only, void **ptr)
     void *p = NULL;
     size_t size = 0;
     pthread_mutex_lock(&pool_mutex);
-    int got = take_fitting_locked(bytes, &p, &size);
+    int got = take_free_locked(bytes, twice(cvcu_pinned_class(bytes)), &p, &size);
     pthread_mutex_unlock(&pool_mutex);
     if (!got && pooled_only)
         return cudaSuccess;
@@ -531,7 +519,7 @@ void cvcu_pinned_reserve(size_t bytes)
 {
     (void)pthread_once(&fork_once, register_fork);
     const size_t size = cvcu_pinned_class(bytes);
-    const size_t most = size <= SIZE_MAX / 2 ? 2 * size : SIZE_MAX;
+    const size_t most = twice(size);
     pthread_mutex_lock(&pool_mutex);
     int served = closing || queue_count == QUEUE_MAX;
     for (int i = 0; i < pool_count && !served; i++)
