@@ -22,15 +22,15 @@
  * Separable filters take the same walk in one pass over DRAM: each plane's
  * tile is filtered along y for the block's rows (their x halo included; a
  * thread sums 2 or 4 rows of a 16-byte chunk, so that each tile row it
- * reads feeds all of them) into a second shared buffer, then along x, and that value feeds the z taps'
- * rolling accumulators. Out of range, the tile holds the mode's
- * values, so the result is the dense outer-product filter's on the extended
- * volume (CONSTANT: cval filtered along each axis), as the other kernels
- * define it. The separable kernel is a template on the element type, which
- * is also the accumulation type: float as above; double with 2 columns a
- * lane and 64-column tiles (16-byte copies and vector accesses of 2
- * doubles, 8-byte copies on the element-by-element path), taps and cval in
- * double, stores rounded from the double sum.
+ * reads feeds all of them) into a second shared buffer, then along x, and
+ * that value feeds the z taps' rolling accumulators. Out of range, the tile
+ * holds the mode's values, so the result is the dense outer-product
+ * filter's on the extended volume (CONSTANT: cval filtered along each
+ * axis), as the other kernels define it. The separable kernel is a template
+ * on the element type, which is also the accumulation type: float as above;
+ * double with 2 columns a lane and 64-column tiles (16-byte copies and
+ * vector accesses of 2 doubles, 8-byte copies on the element-by-element
+ * path), taps and cval in double, stores rounded from the double sum.
  */
 #include "fast_direct3d.h"
 
@@ -410,10 +410,10 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
 /* The separable walk (the file's header) on elements of type T, summed in
  * T: y taps for the block's rows over the tile's columns, x halo included
  * (a thread an item of YM rows x one 16-byte chunk, reading each of its
- * YM + K - 1 tile rows once), into yrows (TY x SW); x taps per output; z taps into the rolling
- * accumulators; the taps (z, y, x, K each) in p.w (float) or p.w64
- * (double). A lane holds V = 16 / sizeof(T) columns, a block TX = 32 V.
- * Dynamic shared memory: cvk_sep3d_smem(K, sizeof(T)).
+ * YM + K - 1 tile rows once), into yrows (TY x SW); x taps per output; z
+ * taps into the rolling accumulators; the taps (z, y, x, K each) in p.w
+ * (float) or p.w64 (double). A lane holds V = 16 / sizeof(T) columns, a
+ * block TX = 32 V. Dynamic shared memory: cvk_sep3d_smem(K, sizeof(T)).
  * (x first, over every tile row, took TY + K - 1 rows of x taps for TY
  * outputs: docs/architecture.md "Measured choices".)
  *
