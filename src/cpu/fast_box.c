@@ -217,6 +217,13 @@ static void box_lines(const boxp *b, size_t l0, size_t m)
     }
 }
 
+/* Group g of the run: its BOX_W lines (fewer in the last group). */
+static void box_group(const boxp *b, size_t g)
+{
+    const size_t l0 = g * BOX_W;
+    box_lines(b, l0, b->lines - l0 < BOX_W ? b->lines - l0 : BOX_W);
+}
+
 convolve_status cvcpu_box(const cvi_problem *p, int threads, const void *in, void *out)
 {
     boxp b;
@@ -253,12 +260,14 @@ convolve_status cvcpu_box(const cvi_problem *p, int threads, const void *in, voi
     int nt = work < 4e6 ? 1 : threads;
     if ((size_t)nt > groups)
         nt = (int)groups;
-    (void)nt;
+    if (nt ==
+        1) { /* no OpenMP region: libgomp wakes a futex at each barrier, even a team of one's */
+        for (size_t g = 0; g < groups; g++)
+            box_group(&b, g);
+        return CONVOLVE_OK;
+    }
 CVCPU_OMP(omp parallel for schedule(dynamic, 1) num_threads(nt))
-for (ptrdiff_t g = 0; g < (ptrdiff_t)groups; g++) {
-    size_t l0 = (size_t)g * BOX_W;
-    size_t m = b.lines - l0 < BOX_W ? b.lines - l0 : BOX_W;
-    box_lines(&b, l0, m);
-}
+for (ptrdiff_t g = 0; g < (ptrdiff_t)groups; g++)
+    box_group(&b, (size_t)g);
 return CONVOLVE_OK;
 }

@@ -163,6 +163,16 @@ static void free_threads(dthread *th, int nt)
     free(th);
 }
 
+/* Item `it` of the run (a tile of output rows and columns), every channel
+ * of it: interleaved channels share cache lines, which two threads must not
+ * write at once. */
+static void direct_tile(const dplan *d, dthread *s, size_t it, const size_t *lo, const size_t *m)
+{
+    const cvcpu_tile t = cvcpu_tile_of(it, d->ntw, d->nrb, d->tw, d->rb, lo, m);
+    for (size_t c = 0; c < d->e.p->channels; c++)
+        direct_item(d, s, c, t.i0, t.ra, t.rz, t.xa, t.wdt);
+}
+
 convolve_status cvcpu_direct(const cvi_problem *p, int threads, const void *in, void *out)
 {
     dplan d;
@@ -222,6 +232,13 @@ convolve_status cvcpu_direct(const cvi_problem *p, int threads, const void *in, 
                             (P * d.lpad + r * cvcpu_round16(CVCPU_ROUND(d.tw))) * e->es;
     }
 
+    if (nt ==
+        1) { /* no OpenMP region: libgomp wakes a futex at each barrier, even a team of one's */
+        for (size_t it = 0; it < items; it++)
+            direct_tile(&d, &th[0], it, lo, m);
+        cvcpu_store_done(e);
+        goto done;
+    }
     CVCPU_OMP(omp parallel num_threads(nt))
     {
         int tid = 0;
@@ -230,13 +247,8 @@ convolve_status cvcpu_direct(const cvi_problem *p, int threads, const void *in, 
 #endif
         dthread *s = &th[tid];
 CVCPU_OMP(omp for schedule(dynamic, 1))
-for (ptrdiff_t it = 0; it < (ptrdiff_t)items; it++) {
-    const cvcpu_tile t = cvcpu_tile_of((size_t)it, d.ntw, d.nrb, d.tw, d.rb, lo, m);
-    /* all channels here: interleaved channels share cache lines,
-             * which two threads must not write at once */
-    for (size_t c = 0; c < p->channels; c++)
-        direct_item(&d, s, c, t.i0, t.ra, t.rz, t.xa, t.wdt);
-}
+for (ptrdiff_t it = 0; it < (ptrdiff_t)items; it++)
+    direct_tile(&d, s, (size_t)it, lo, m);
 cvcpu_store_done(e);
     }
     goto done;

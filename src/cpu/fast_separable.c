@@ -204,6 +204,20 @@ static int alloc_threads(const splan *d, sthread *th, int nt)
     return 1;
 }
 
+/* Item `it` of the run (a tile of output rows and columns), every channel
+ * of it: interleaved channels share cache lines, which two threads must not
+ * write at once. */
+static void sep_tile(const splan *d, sthread *s, size_t it, const size_t *lo, const size_t *m)
+{
+    const cvcpu_tile t = cvcpu_tile_of(it, d->ntw, d->nrb, d->tw, d->rb, lo, m);
+    for (size_t c = 0; c < d->e.p->channels; c++) {
+        if (d->zpass)
+            sep_stream(d, s, c, lo[0], lo[0] + m[0], t.ra, t.rz, t.xa, t.wdt);
+        else
+            sep_rows(d, s, c, (ptrdiff_t)t.i0, t.ra, t.rz, t.xa, t.wdt, NULL, 0, t.i0);
+    }
+}
+
 convolve_status cvcpu_separable(const cvi_problem *p, int threads, const void *in, void *out)
 {
     splan d;
@@ -248,6 +262,13 @@ convolve_status cvcpu_separable(const cvi_problem *p, int threads, const void *i
     if (!alloc_threads(&d, th, nt))
         goto oom;
 
+    if (nt ==
+        1) { /* no OpenMP region: libgomp wakes a futex at each barrier, even a team of one's */
+        for (size_t it = 0; it < items; it++)
+            sep_tile(&d, &th[0], it, lo, m);
+        cvcpu_store_done(e);
+        goto done;
+    }
     CVCPU_OMP(omp parallel num_threads(nt))
     {
         int tid = 0;
@@ -256,17 +277,8 @@ convolve_status cvcpu_separable(const cvi_problem *p, int threads, const void *i
 #endif
         sthread *s = &th[tid];
 CVCPU_OMP(omp for schedule(dynamic, 1))
-for (ptrdiff_t it = 0; it < (ptrdiff_t)items; it++) {
-    const cvcpu_tile t = cvcpu_tile_of((size_t)it, d.ntw, d.nrb, d.tw, d.rb, lo, m);
-    /* all channels here: interleaved channels share cache lines,
-             * which two threads must not write at once */
-    for (size_t c = 0; c < p->channels; c++) {
-        if (d.zpass)
-            sep_stream(&d, s, c, lo[0], lo[0] + m[0], t.ra, t.rz, t.xa, t.wdt);
-        else
-            sep_rows(&d, s, c, (ptrdiff_t)t.i0, t.ra, t.rz, t.xa, t.wdt, NULL, 0, t.i0);
-    }
-}
+for (ptrdiff_t it = 0; it < (ptrdiff_t)items; it++)
+    sep_tile(&d, s, (size_t)it, lo, m);
 cvcpu_store_done(e);
     }
     goto done;
