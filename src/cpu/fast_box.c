@@ -260,8 +260,9 @@ convolve_status cvcpu_box(const cvi_problem *p, int threads, const void *in, voi
     int nt = work < 4e6 ? 1 : threads;
     if ((size_t)nt > groups)
         nt = (int)groups;
-    if (nt ==
-        1) { /* no OpenMP region: libgomp wakes a futex at each barrier, even a team of one's */
+    /* one thread: no OpenMP region (libgomp wakes a futex at each barrier,
+     * even in a team of one) */
+    if (nt == 1) {
         for (size_t g = 0; g < groups; g++)
             box_group(&b, g);
         return CONVOLVE_OK;

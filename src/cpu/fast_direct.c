@@ -232,8 +232,9 @@ convolve_status cvcpu_direct(const cvi_problem *p, int threads, const void *in, 
                             (P * d.lpad + r * cvcpu_round16(CVCPU_ROUND(d.tw))) * e->es;
     }
 
-    if (nt ==
-        1) { /* no OpenMP region: libgomp wakes a futex at each barrier, even a team of one's */
+    /* one thread: no OpenMP region (libgomp wakes a futex at each barrier,
+     * even in a team of one) */
+    if (nt == 1) {
         for (size_t it = 0; it < items; it++)
             direct_tile(&d, &th[0], it, lo, m);
         cvcpu_store_done(e);

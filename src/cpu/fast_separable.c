@@ -262,8 +262,9 @@ convolve_status cvcpu_separable(const cvi_problem *p, int threads, const void *i
     if (!alloc_threads(&d, th, nt))
         goto oom;
 
-    if (nt ==
-        1) { /* no OpenMP region: libgomp wakes a futex at each barrier, even a team of one's */
+    /* one thread: no OpenMP region (libgomp wakes a futex at each barrier,
+     * even in a team of one) */
+    if (nt == 1) {
         for (size_t it = 0; it < items; it++)
             sep_tile(&d, &th[0], it, lo, m);
         cvcpu_store_done(e);
