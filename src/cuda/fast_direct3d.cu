@@ -199,14 +199,34 @@ __device__ __forceinline__ void cvk_3d_widen16(const float *, float *) {}
  * the row each tile row reads (rows the mode makes cval: unused), `rows`;
  * coff, what each 16-byte chunk of the tile (rows x PER_ROW, chunk i at
  * element V i of a tile buffer) copies: the byte offset from its plane's
- * start (a multiple of 16), or one of the odd marks below. */
+ * start (a multiple of 16), or one of the odd marks below; then, as ints,
+ * the count of the MAPPED chunks and their indices (float and double
+ * tiles: cvk_3d_mapped_list). */
 #define CVK_3D_CHUNK_CVAL 1   /* the row is cval */
 #define CVK_3D_CHUNK_MAPPED 3 /* element by element through cmap */
 
 __host__ __device__ constexpr int cvk_3d_maps_len(int SW, int V, int rows)
 {
-    return SW + rows + rows * (SW / V);
+    return SW + rows + rows * (SW / V) + (rows * (SW / V) + 2) / 2;
 }
+
+/* 1 when tiles of T copy their MAPPED chunks apart, an element a thread,
+ * after the other chunks: float32, whose element copies are asynchronous
+ * as the chunks' and land by the same wait and barrier. A warp whose
+ * chunks mixed the two ran the element path for the lanes of one or two
+ * face chunks: on 512^3 float32 with a 13-tap filter, 43% of the copy
+ * loop's warp iterations and 12% of the separable walk's instructions.
+ * H200, against copying them in place (best of two rounds of 20 runs):
+ * float32 512^3 separable Gaussians K = 3..17 except 7 8-22% faster (K =
+ * 7 3.8% slower: 76 -> 95 registers), dense 3x3x3..9x9x9 3-10% faster;
+ * 96x200x300 K = 5 18% slower (its last column of blocks mostly mapped:
+ * 0.053 -> 0.062 ms). float64 (K = 17 then spilled 100 bytes, 7% slower)
+ * and uint8 / uint16 (the thread that copies a chunk widens it, before the
+ * barrier) keep them in place. */
+template <typename T>
+struct cvk_3d_mapped_list {
+    enum { ON = sizeof(T) == 4 };
+};
 
 /* Computes the block's maps into `maps` (the caller synchronises before the
  * first cvk_load_plane). A chunk is one 16-byte copy when p.aligned (the
@@ -219,6 +239,12 @@ __device__ __forceinline__ void cvk_3d_maps(const cvk_direct3d_params &p, long l
 {
     enum { SW = TXL + 2 * XP, V = (int)(16 / sizeof(T)), PER_ROW = SW / V };
     long long *cmap = maps, *rmap = maps + SW, *coff = rmap + rows;
+    int *mapped = (int *)(coff + rows * PER_ROW); /* count, then the indices */
+    if (cvk_3d_mapped_list<T>::ON) {
+        if (threadIdx.x == 0)
+            mapped[0] = 0;
+        __syncthreads();
+    }
     for (int s = threadIdx.x; s < SW; s += CVK_3D_THREADS)
         cmap[s] = cvi_boundary_index(x0 - XP + s, p.W, p.mode);
     for (int i = threadIdx.x; i < rows * PER_ROW; i += CVK_3D_THREADS) {
@@ -227,12 +253,15 @@ __device__ __forceinline__ void cvk_3d_maps(const cvk_direct3d_params &p, long l
         const long long xs = x0 - XP + V * q; /* the chunk's first column */
         if (q == 0)
             rmap[r] = my < 0 ? 0 : my * p.in_str[1];
-        if (my < 0)
+        if (my < 0) {
             coff[i] = CVK_3D_CHUNK_CVAL;
-        else if (p.aligned && xs >= 0 && xs + V <= p.W)
+        } else if (p.aligned && xs >= 0 && xs + V <= p.W) {
             coff[i] = my * p.in_str[1] + xs * (long long)sizeof(T);
-        else
+        } else {
             coff[i] = CVK_3D_CHUNK_MAPPED;
+            if (cvk_3d_mapped_list<T>::ON)
+                mapped[1 + atomicAdd(mapped, 1)] = i;
+        }
     }
 }
 
@@ -247,8 +276,10 @@ __device__ __forceinline__ void cvk_load_plane(const cvk_direct3d_params &p, T *
                                                const long long *maps, long long z, int rows)
 {
     enum { SW = TXL + 2 * XP, V = (int)(16 / sizeof(T)), PER_ROW = SW / V };
+    enum { LIST = cvk_3d_mapped_list<T>::ON };
     static_assert(SW % V == 0, "tile rows of whole chunks");
     const long long *cmap = maps, *rmap = maps + SW, *coff = rmap + rows;
+    const int *mapped = (const int *)(coff + rows * PER_ROW);
     const long long mz = cvi_boundary_index(z, p.D, p.mode);
     const char *plane = p.in + (mz < 0 ? 0 : mz) * p.in_str[0];
     const T cval = cvk_3d_cval(p, T());
@@ -259,7 +290,7 @@ __device__ __forceinline__ void cvk_load_plane(const cvk_direct3d_params &p, T *
             cvk_3d_fill16(dst, cval);
         } else if ((c & 15) == 0) {
             cvk_cp16(dst, plane + c);
-        } else {
+        } else if (!LIST) {
             const int r = i / PER_ROW, q = i - r * PER_ROW;
             const T *src = (const T *)(plane + rmap[r]);
 #pragma unroll
@@ -270,6 +301,19 @@ __device__ __forceinline__ void cvk_load_plane(const cvk_direct3d_params &p, T *
                 else
                     cvk_3d_cp(dst + e, src + mx);
             }
+        }
+    }
+    if (LIST && mz >= 0) { /* the MAPPED chunks, an element a thread */
+        const int n = V * mapped[0];
+        for (int e = threadIdx.x; e < n; e += CVK_3D_THREADS) {
+            const int i = mapped[1 + e / V], k = e % V;
+            const int r = i / PER_ROW, q = i - r * PER_ROW;
+            const long long mx = cmap[V * q + k];
+            T *dst = buf + V * i + k;
+            if (mx < 0)
+                *dst = cval;
+            else
+                cvk_3d_cp(dst, (const T *)(plane + rmap[r]) + mx);
         }
     }
 }

@@ -87,6 +87,13 @@ void __syncwarp(unsigned mask = 0xffffffffu);
 /* A warp's lanes exchange v; returns lane src's (all 32 lanes must call). */
 float __shfl_sync(unsigned mask, float v, int src);
 
+/* Adds val to *address atomically (the emulated threads of a block run at
+ * once); returns the value before. */
+inline int atomicAdd(int *address, int val)
+{
+    return __atomic_fetch_add(address, val, __ATOMIC_SEQ_CST);
+}
+
 /* Position of the least significant set bit, from 1 (0 for none). */
 inline int __ffs(int x)
 {
