@@ -15,6 +15,8 @@
  *     --backend B     cpu, cuda or auto (default cpu)
  *     --threads T     CPU threads per rank (default 1)
  *     --runs R        timed runs (default 10), after 2 warm-up runs
+ *     --pinned        the boxes from convolve_host_alloc (pinned host memory,
+ *                     copied straight to and from a GPU) instead of malloc
  *
  * Each timed run starts after a barrier and lasts until the slowest rank's
  * convolve_mpi_execute returns (the max over ranks); the median is printed,
@@ -60,7 +62,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 
-    int weak = 1, dims = 3, runs = 10, threads = 1, have_grid = 0;
+    int weak = 1, dims = 3, runs = 10, threads = 1, have_grid = 0, pinned = 0;
     size_t n = 256;
     const char *spec = "box:1", *mode = "reflect", *backend = "cpu";
     int grid[3] = {size, 1, 1};
@@ -84,6 +86,8 @@ int main(int argc, char **argv)
             threads = atoi(argv[++i]);
         else if (!strcmp(a, "--runs") && v)
             runs = atoi(argv[++i]);
+        else if (!strcmp(a, "--pinned"))
+            pinned = 1;
         else if (!strcmp(a, "--grid") && v) {
             have_grid = sscanf(argv[++i], "%dx%dx%d", &grid[0], &grid[1], &grid[2]) == 3;
             if (!have_grid)
@@ -141,9 +145,17 @@ int main(int argc, char **argv)
     if ((st = convolve_layout_init(&layout, CONVOLVE_FLOAT32, dims, shape, 1)))
         die(rank, "layout", st, ctx);
     size_t count = convolve_layout_count(&layout);
-    float *in = malloc(count * sizeof *in), *out = malloc(count * sizeof *out);
-    if (!in || !out)
+    float *in = NULL, *out = NULL;
+    if (pinned) {
+        void *pi = NULL, *po = NULL;
+        if ((st = convolve_host_alloc(ctx, count * sizeof *in, 0, &pi)) ||
+            (st = convolve_host_alloc(ctx, count * sizeof *out, 0, &po)))
+            die(rank, "--pinned: convolve_host_alloc", st, ctx);
+        in = pi;
+        out = po;
+    } else if (!(in = malloc(count * sizeof *in)) || !(out = malloc(count * sizeof *out))) {
         die(rank, "allocating the boxes", CONVOLVE_ERROR_OUT_OF_MEMORY, ctx);
+    }
     unsigned x = 777u + (unsigned)rank;
     for (size_t i = 0; i < count; i++) {
         x = x * 1664525u + 1013904223u;
@@ -234,11 +246,12 @@ int main(int argc, char **argv)
         printf("ranks=%d scaling=%s dims=%d global=%zux%zux%zu box0=%zux%zux%zu grid=%dx%dx%d "
                "filter=%s strategy=%s mode=%s threads=%d median_ms=%.3f post_ms=%.3f "
                "interior_ms=%.3f wait_ms=%.3f edges_ms=%.3f agree_ms=%.3f cpu_ms=%.3f "
-               "halo_MB=%.3f together_ms=%.3f plain_ms=%.3f devices=%s",
+               "halo_MB=%.3f together_ms=%.3f plain_ms=%.3f boxes=%s devices=%s",
                size, weak ? "weak" : "strong", dims, global[0], global[1], global[2], shape[0],
                shape[1], shape[2], grid[0], grid[1], grid[2], spec,
                convolve_mpi_plan_strategy(plan), mode, threads, med[0], med[1], med[2], med[3],
-               med[4], med[5], med[6], (double)all_bytes / 1e6, together, plain, where);
+               med[4], med[5], med[6], (double)all_bytes / 1e6, together, plain,
+               pinned ? "pinned" : "malloc", where);
         for (int r = 1; r < size; r++) {
             MPI_Recv(where, (int)sizeof where, MPI_CHAR, r, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             printf(",%s", where);
@@ -246,8 +259,13 @@ int main(int argc, char **argv)
         printf("\n");
     }
     free(t);
-    free(in);
-    free(out);
+    if (pinned) {
+        convolve_host_free(in);
+        convolve_host_free(out);
+    } else {
+        free(in);
+        free(out);
+    }
     convolve_mpi_plan_free(plan);
     convolve_filter_free(filter);
     convolve_context_free(ctx);

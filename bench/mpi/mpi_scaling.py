@@ -46,6 +46,8 @@ def main():
     ap.add_argument("--backend", default="cpu")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--mpirun", default="mpirun --oversubscribe --bind-to none")
+    ap.add_argument("--pinned", action="store_true",
+                    help="the ranks' boxes from convolve_host_alloc (GPU backends)")
     a = ap.parse_args()
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     exe = os.path.join(a.build, "bench", "mpi_scaling")
@@ -58,6 +60,7 @@ def main():
             cmd = shlex.split(a.mpirun) + ["-n", str(n), exe, "--" + s, "-n", str(a.size),
                                            "-f", f, "--backend", a.backend,
                                            "--threads", str(a.threads), "--runs", str(a.runs)]
+            cmd += ["--pinned"] if a.pinned else []
             r = run(cmd, env)
             key = (s, f, n)
             if key not in best or float(r["median_ms"]) < float(best[key]["median_ms"]):
