@@ -200,8 +200,8 @@ __device__ __forceinline__ void cvk_3d_widen16(const float *, float *) {}
  * coff, what each 16-byte chunk of the tile (rows x PER_ROW, chunk i at
  * element V i of a tile buffer) copies: the byte offset from its plane's
  * start (a multiple of 16), or one of the odd marks below; then, as ints,
- * the count of the MAPPED chunks and their indices (float and double
- * tiles: cvk_3d_mapped_list). */
+ * the count of the MAPPED chunks and their indices (float32 tiles, see
+ * cvk_3d_mapped_list; the others leave them unused). */
 #define CVK_3D_CHUNK_CVAL 1   /* the row is cval */
 #define CVK_3D_CHUNK_MAPPED 3 /* element by element through cmap */
 
