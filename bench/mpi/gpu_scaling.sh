@@ -3,7 +3,8 @@
 # docs/scale.md: builds; runs the MPI tests (CPU); runs the exactness test
 # on the GPUs (distributed against one process, both on GPUs); shows which
 # GPU each rank's process holds; measures weak and strong scaling at 1-2
-# ranks on the GPUs and 1-16 ranks on the CPUs. Prints everything.
+# ranks on the GPUs (boxes from malloc, then pinned from convolve_host_alloc)
+# and 1-16 ranks on the CPUs. Prints everything.
 # usage: bash bench/mpi/gpu_scaling.sh [BUILD_DIR]   (about 5 minutes)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -33,6 +34,10 @@ wait $bench
 step "GPU scaling, 1-2 ranks, 512^3 float32 (per rank for weak)"
 python3 bench/mpi/mpi_scaling.py --build "$BUILD" --ranks 1,2 --size 512 --backend cuda \
     --threads 8 --rounds 3 --runs 10 --mpirun "mpirun --bind-to none"
+
+step "the same with pinned boxes (convolve_host_alloc)"
+python3 bench/mpi/mpi_scaling.py --build "$BUILD" --ranks 1,2 --size 512 --backend cuda \
+    --threads 8 --rounds 3 --runs 10 --mpirun "mpirun --bind-to none" --pinned
 
 step "CPU scaling, 1-16 ranks, one core each, 256^3 float32 (per rank for weak)"
 python3 bench/mpi/mpi_scaling.py --build "$BUILD" --ranks 1,2,4,8,16 --size 256 --backend cpu \
