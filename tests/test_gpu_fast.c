@@ -482,10 +482,17 @@ int main(int argc, char **argv)
             out_type_variant(&c);
             run_case(&c);
         }
-    base_case(&c, "direct", 3, 21, 37, 144, 1, 3, CONVOLVE_UINT16);
-    c.whole_cval = 1;
-    c.mode = CONVOLVE_MODE_CONSTANT;
-    run_case(&c);
+    for (int forced = 0; forced <= 1; forced++) { /* runs of 8 planes: 8, 8, 5 */
+        if (forced)
+            setenv("CONVOLVE_3D_ZRUN", "8", 1);
+        base_case(&c, "direct", 3, 21, 37, 144, 1, 3, CONVOLVE_UINT16);
+        c.whole_cval = 1;
+        c.mode = CONVOLVE_MODE_CONSTANT;
+        run_case(&c);
+        base_case(&c, "direct", 3, 21, 19, 133, 1, 5, CONVOLVE_FLOAT32);
+        run_case(&c);
+        unsetenv("CONVOLVE_3D_ZRUN");
+    }
     base_case(&c, "direct", 3, 6, 37, 133, 1, 3, CONVOLVE_FLOAT32); /* 3 blocks of 16 rows */
     run_case(&c);
     base_case(&c, "direct", 3, 2, 3, 5, 1, 3, CONVOLVE_UINT8);
@@ -527,19 +534,26 @@ int main(int argc, char **argv)
     base_case(&c, "separable", 3, 1, 1, 1, 1, 3, CONVOLVE_FLOAT32);
     c.separable = 1;
     run_case(&c);
-    /* deeper than a block's run of planes (at least 4 (K - 1)): several
-     * runs along z, the last one shorter than K - 1 planes, so that each
-     * walk has its first planes, its planes with every z tap inside the
-     * run, and its last planes (the kernels that walk them in separate
-     * loops) */
-    for (size_t K = 3; K <= 17; K += g_small ? 14 : 2) {
-        base_case(&c, "separable", 3, 4 * (K - 1) + 1 + K / 3, 6, 37, 1, K, CONVOLVE_FLOAT32);
-        c.separable = 1;
-        run_case(&c);
-        base_case(&c, "separable", 3, 4 * (K - 1) + 1 + K / 3, 5, 35, 1, K, CONVOLVE_FLOAT64);
-        c.separable = 1;
-        run_case(&c);
-    }
+    /* deeper than a block's run of planes: with the launcher's own runs
+     * (on volumes this small, a few planes each or one), and with runs of
+     * 4 (K - 1) planes (CONVOLVE_3D_ZRUN), the last one shorter than K - 1,
+     * so that each walk has its first planes, its planes with every z tap
+     * inside the run, and its last planes (the kernels that walk them in
+     * separate loops) */
+    for (size_t K = 3; K <= 17; K += g_small ? 14 : 2)
+        for (int forced = 0; forced <= 1; forced++) {
+            char run[32];
+            snprintf(run, sizeof run, "%zu", 4 * (K - 1));
+            if (forced)
+                setenv("CONVOLVE_3D_ZRUN", run, 1);
+            base_case(&c, "separable", 3, 4 * (K - 1) + 1 + K / 3, 6, 37, 1, K, CONVOLVE_FLOAT32);
+            c.separable = 1;
+            run_case(&c);
+            base_case(&c, "separable", 3, 4 * (K - 1) + 1 + K / 3, 5, 35, 1, K, CONVOLVE_FLOAT64);
+            c.separable = 1;
+            run_case(&c);
+            unsetenv("CONVOLVE_3D_ZRUN");
+        }
 
     /* 3-D separable, float64 (the same walk summed in double: 2 columns a
      * lane, 64-column tiles, x halos of 2 to 8 columns): every compiled K,

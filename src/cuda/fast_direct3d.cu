@@ -38,6 +38,7 @@
 #include "device_common.cuh"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CVK_3D_TY 8   /* warps per block (an output row each, or two) */
@@ -840,6 +841,12 @@ extern "C" cudaError_t cvk_direct3d_launch(const cvk_direct3d_args *a, cudaStrea
         return re;
     p.zrun = cvk_3d_zrun(p.D, bx * by, K, a->separable, cvk_multiprocessors(a->multiprocessors),
                          per_sm);
+    /* CONVOLVE_3D_ZRUN overrides it (tests: runs of several outputs, and
+     * several runs, on volumes so small that the rule gives a plane each) */
+    const char *zenv = getenv("CONVOLVE_3D_ZRUN");
+    const long long zset = zenv && *zenv ? atoll(zenv) : 0;
+    if (zset > 0)
+        p.zrun = (int)(zset < p.D ? zset : p.D);
     const long long bz = (p.D + p.zrun - 1) / p.zrun;
     if (bx > CVK_DEVICE_GRID_X || by > CVK_DEVICE_GRID_YZ || bz > CVK_DEVICE_GRID_YZ)
         return cudaErrorInvalidConfiguration;
