@@ -222,15 +222,23 @@ static size_t twice(size_t n)
     return n <= SIZE_MAX / 2 ? 2 * n : SIZE_MAX;
 }
 
-/* Takes the smallest free buffer of at least `bytes` and at most `most`
- * into *ptr and *size (the mutex held); 0 if none. */
-static int take_free_locked(size_t bytes, size_t most, void **ptr, size_t *size)
+/* The index of the smallest free buffer of at least `bytes` and at most
+ * `most` (the mutex held), or -1. */
+static int find_free_locked(size_t bytes, size_t most)
 {
     int best = -1;
     for (int i = 0; i < pool_count; i++)
         if (pool[i].size >= bytes && pool[i].size <= most &&
             (best < 0 || pool[i].size < pool[best].size))
             best = i;
+    return best;
+}
+
+/* Takes the smallest free buffer of at least `bytes` and at most `most`
+ * into *ptr and *size (the mutex held); 0 if none. */
+static int take_free_locked(size_t bytes, size_t most, void **ptr, size_t *size)
+{
+    const int best = find_free_locked(bytes, most);
     if (best < 0)
         return 0;
     *ptr = pool[best].ptr;
@@ -521,9 +529,7 @@ void cvcu_pinned_reserve(size_t bytes)
     const size_t size = cvcu_pinned_class(bytes);
     const size_t most = twice(size);
     pthread_mutex_lock(&pool_mutex);
-    int served = closing || queue_count == QUEUE_MAX;
-    for (int i = 0; i < pool_count && !served; i++)
-        served = pool[i].size >= bytes && pool[i].size <= most;
+    int served = closing || queue_count == QUEUE_MAX || find_free_locked(bytes, most) >= 0;
     size_t queued = 0;
     for (int i = 0; i < queue_count; i++) {
         queued += queue[i].size;
