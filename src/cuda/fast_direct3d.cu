@@ -16,8 +16,10 @@
  * The 16-byte chunks of a tile that reach past the volume's x faces (or all
  * of them when the data is not 16-byte aligned) load element by element
  * through boundary maps the block computes once with cvi_boundary_index, so
- * every mode is exact. A horizontal origin shifts where outputs are stored
- * (loads stay aligned).
+ * every mode is exact (float32 tiles copy those after the others, an
+ * element a thread). A horizontal origin shifts where outputs are stored
+ * (loads stay aligned). How many planes a block's run takes depends on the
+ * blocks the device holds at once (cvk_3d_zrun).
  *
  * Separable filters take the same walk in one pass over DRAM: each plane's
  * tile is filtered along y for the block's rows (their x halo included; a
