@@ -119,8 +119,9 @@ CONVOLVE_MPI_API void convolve_mpi_plan_free(convolve_mpi_plan *plan);
  * (MPI_Init_thread), a helper thread drives them meanwhile (the environment
  * variable CONVOLVE_MPI_PROGRESS=0, read when plans are made, turns it off).
  * On a GPU the boxes are copied to the device and back at each call: boxes
- * allocated with convolve_host_alloc (pinned) are copied straight, about
- * 2.7x faster than malloc'd ones (docs/scale.md, "Pinned boxes").
+ * allocated with convolve_host_alloc (pinned) are copied straight (2.5-2.9x
+ * faster than malloc'd ones on a 2 x H200 host: docs/scale.md, "Pinned
+ * boxes").
  * Collective. Errors: INVALID_ARGUMENT (NULL or overlapping pointers, on
  * any rank; device memory given to a plan on a GPU: see
  * convolve_mpi_execute_device), the errors of convolve_execute, IO when an
