@@ -31,6 +31,7 @@
 
 #ifdef CONVOLVE_WITH_CUDA
 #include "cuda/backend.h"
+#include "cuda/device_images.h"
 #include "cuda/pinned_pool.h"
 #include "cuda/stream_workers.h"
 #include "stream.h"
@@ -969,6 +970,7 @@ static void pipes_reused(void)
         one_shot_setup(c[0].rows, &l, &o);
         convolve_plan *p = NULL; /* one shot: its images allocated at its first run */
         CHECK_OK(ctx, convolve_plan_create(ctx, &p, &l, &l, c[0].f, &o));
+        (void)cvcu_image_release_idle(0); /* no idle image to take */
         int before = 0, after = 0;
         unsigned long m = 0;
         cvcu_stream_pipes_stats(&before, &m);
@@ -987,6 +989,45 @@ static void pipes_reused(void)
     small_case_free(&c[0]);
     small_case_free(&c[1]);
     printf("test_gpu_stream: pipelines reused across plans: checked\n");
+}
+
+/* One-shot executions on host arrays take their device images from the
+ * process's idle ones (device_images.h): a first execution of a new plan
+ * that fits them allocates nothing and computes what fresh images did; one
+ * that does not fit allocates, and its images stay idle after it. */
+static void images_reused(void)
+{
+    (void)cvcu_image_release_idle(0);
+    small_case c; /* its `want`: a one-shot run in fresh images */
+    small_case_make(&c, 90, 20);
+    int idle0 = 0, idle1 = 0, idle2 = 0;
+    unsigned long made0 = 0, made1 = 0, made2 = 0;
+    const size_t big = 5000, bn = big * 37; /* rows of 256 bytes: past the 1 MiB of the first */
+    float *in = malloc(bn * sizeof *in), *out = malloc(bn * sizeof *out),
+          *want = malloc(bn * sizeof *want);
+    h_fill_typed(CONVOLVE_FLOAT32, in, bn, 1.5);
+    cvcu_image_stats(&idle0, &made0);
+    one_shot(big, c.f, in, want);
+    cvcu_image_stats(&idle1, &made1);
+    CHECK(idle0 >= 2 && made1 == made0 + 2 && idle1 == idle0 + 2,
+          "images: a larger shape allocated %lu, idle %d then %d", made1 - made0, idle0, idle1);
+    for (int run = 0; run < 2; run++) {
+        h_poison(CONVOLVE_FLOAT32, c.out, c.n);
+        one_shot(c.rows, c.f, c.in, c.out);
+        CHECK(memcmp(c.out, c.want, c.n * sizeof *c.out) == 0,
+              "images: run %d in idle images differs from the run in fresh ones", run);
+        h_poison(CONVOLVE_FLOAT32, out, bn);
+        one_shot(big, c.f, in, out);
+        CHECK(memcmp(out, want, bn * sizeof *out) == 0,
+              "images: run %d of the larger shape differs", run);
+    }
+    cvcu_image_stats(&idle2, &made2);
+    CHECK(made2 == made1 && idle2 == idle1 && idle2 <= CVCU_IMAGES_KEPT,
+          "images: %lu allocated by shapes the idle images hold; idle %d then %d", made2 - made1,
+          idle1, idle2);
+    free(in), free(out), free(want);
+    small_case_free(&c);
+    printf("test_gpu_stream: one-shot device images reused across plans: checked\n");
 }
 
 /* Several caller threads streaming at once, each with its own context and
@@ -1173,6 +1214,7 @@ int main(int argc, char **argv)
     host_alloc();
     workers_persist();
     pipes_reused();
+    images_reused();
     concurrent_callers();
     fork_child();
 #endif

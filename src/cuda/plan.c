@@ -297,10 +297,6 @@ void cvcu_release(void *state)
     cvcu_gen_release(plan->gen);
     if (plan->d_weights)
         (void)cudaFree(plan->d_weights);
-    if (plan->d_in)
-        (void)cudaFree(plan->d_in);
-    if (plan->d_out)
-        (void)cudaFree(plan->d_out);
     if (entered)
         cvcu_leave_device(plan, prev);
     (void)cudaGetLastError();

@@ -35,10 +35,9 @@ typedef struct cvcu_plan {
                                    filter (plan.c batch2d_serves); the arrays' layout
                                    decides at each launch (batched2d) */
     char message[256];         /* what a failed fast launch said */
-    /* convolve_execute's buffers: made by its first call, kept for the next */
-    void *d_in, *d_out; /* device images, rows `pitch` bytes apart */
-    size_t in_pitch, out_pitch;
-    void *h_in, *h_out;               /* host packing buffers for strided layouts */
+    /* convolve_execute's host packing buffers for strided layouts: made by
+     * its first call, kept for the next (its device images: device_images.h) */
+    void *h_in, *h_out;
     struct cvcu_stream_cache *stream; /* the streamed executor's workers (stream.c) */
     void (*stream_free)(struct cvcu_stream_cache *); /* frees `stream` (set with it) */
 } cvcu_plan;

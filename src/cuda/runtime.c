@@ -2,12 +2,14 @@
  * runtime.c - the CUDA backend's host side around its plans (src/cuda/
  * backend.h): the device probe, execution on device memory (asynchronous)
  * and on host memory (the chapter's pitched image path: pack, copy into
- * cudaMallocPitch rows, compute, copy back, scatter), the benchmark with
+ * pitched device rows, compute, copy back, scatter; the device images from
+ * the process's idle ones, device_images.h), the benchmark with
  * CUDA events, and the device-to-device copy bandwidth. Plans are made and
  * launched by plan.c. Every CUDA call is checked; failures become DEVICE or
  * DEVICE_OUT_OF_MEMORY with the CUDA error named.
  */
 #include "backend.h"
+#include "device_images.h"
 #include "kernels.h"
 #include "pinned_pool.h"
 #include "plan.h"
@@ -198,36 +200,6 @@ static size_t row_count(const cvcu_plan *plan)
     return plan->p.shape[0] * plan->p.shape[1]; /* the layout's element count fits */
 }
 
-/* A device image of rows x width bytes: pitched rows (cudaMallocPitch) for
- * 2-D and 3-D, one plain allocation for 1-D or where a pitched one is
- * refused for its shape (then pitch = width). */
-static cudaError_t alloc_image_once(int ndim, size_t width, size_t rows, void **ptr, size_t *pitch)
-{
-    cudaError_t e;
-    if (ndim >= 2 && rows > 1) {
-        e = cudaMallocPitch(ptr, pitch, width, rows);
-        if (e == cudaSuccess || e == cudaErrorMemoryAllocation)
-            return e;
-        (void)cudaGetLastError(); /* e.g. a width beyond the pitch limit: go plain */
-    }
-    *pitch = width;
-    return cudaMalloc(ptr, width * rows);
-}
-
-/* A device image (alloc_image_once); where the device has no room, again
- * after the streamed executor's idle pipelines there are freed. */
-static cudaError_t alloc_image(int ndim, size_t width, size_t rows, void **ptr, size_t *pitch)
-{
-    cudaError_t e = alloc_image_once(ndim, width, rows, ptr, pitch);
-    int device;
-    if (e == cudaErrorMemoryAllocation && cudaGetDevice(&device) == cudaSuccess &&
-        cvcu_stream_release_idle(device) > 0) {
-        (void)cudaGetLastError();
-        e = alloc_image_once(ndim, width, rows, ptr, pitch);
-    }
-    return e;
-}
-
 static cudaError_t copy_rows(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                              size_t rows, enum cudaMemcpyKind kind)
 {
@@ -278,28 +250,25 @@ static void scatter_output(const cvcu_plan *plan, const char *src, char *dst)
         }
 }
 
-/* Makes the buffers convolve_execute needs, once per plan. */
-static convolve_status ensure_host_path(convolve_context *ctx, cvcu_plan *plan)
+/* Makes the host packing buffers convolve_execute needs for strided
+ * layouts, once per plan. */
+static convolve_status ensure_packing(convolve_context *ctx, cvcu_plan *plan, size_t in_bytes,
+                                      size_t out_bytes)
 {
-    const size_t rows = row_count(plan), per = plan->p.shape[2] * plan->p.channels;
-    const size_t in_row = per * plan->in_esize, out_row = per * plan->out_esize;
-    const int ndim = plan->p.ndim;
-    cudaError_t e;
-    if (!plan->d_in &&
-        (e = alloc_image(ndim, in_row, rows, &plan->d_in, &plan->in_pitch)) != cudaSuccess) {
-        plan->d_in = NULL;
-        return cvcu_error(ctx, e, "allocating the device input image");
-    }
-    if (!plan->d_out &&
-        (e = alloc_image(ndim, out_row, rows, &plan->d_out, &plan->out_pitch)) != cudaSuccess) {
-        plan->d_out = NULL;
-        return cvcu_error(ctx, e, "allocating the device output image");
-    }
-    if (!plan->in_packed && !plan->h_in && !(plan->h_in = malloc(in_row * rows)))
+    if (!plan->in_packed && !plan->h_in && !(plan->h_in = malloc(in_bytes)))
         return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory packing the input");
-    if (!plan->out_packed && !plan->h_out && !(plan->h_out = malloc(out_row * rows)))
+    if (!plan->out_packed && !plan->h_out && !(plan->h_out = malloc(out_bytes)))
         return cvi_error(ctx, CONVOLVE_ERROR_OUT_OF_MEMORY, "out of memory for the output");
     return CONVOLVE_OK;
+}
+
+/* *bytes = pitch x rows, unless that overflows (0 returned). */
+static int image_bytes(size_t pitch, size_t rows, size_t *bytes)
+{
+    if (rows && pitch > SIZE_MAX / rows)
+        return 0;
+    *bytes = pitch * rows;
+    return 1;
 }
 
 convolve_status cvcu_execute_host(convolve_context *ctx, void *state, const void *in, void *out)
@@ -312,19 +281,36 @@ convolve_status cvcu_execute_host(convolve_context *ctx, void *state, const void
     cudaError_t e = cvcu_enter_device(plan, &prev);
     if (e != cudaSuccess)
         return cvcu_error(ctx, e, "selecting the plan's device");
-    convolve_status status = ensure_host_path(ctx, plan);
-    if (status != CONVOLVE_OK)
-        goto done;
     const size_t rows = row_count(plan), per = plan->p.shape[2] * plan->p.channels;
     const size_t in_row = per * plan->in_esize, out_row = per * plan->out_esize;
+    const size_t in_pitch = cvcu_image_pitch(plan->p.ndim, in_row, rows);
+    const size_t out_pitch = cvcu_image_pitch(plan->p.ndim, out_row, rows);
+    void *d_in = NULL, *d_out = NULL;
+    size_t in_cap = 0, out_cap = 0, in_bytes, out_bytes;
+    convolve_status status = ensure_packing(ctx, plan, in_row * rows, out_row * rows);
+    if (status != CONVOLVE_OK)
+        goto done;
+    if (!image_bytes(in_pitch, rows, &in_bytes) || !image_bytes(out_pitch, rows, &out_bytes)) {
+        status = cvi_error(ctx, CONVOLVE_ERROR_DEVICE_OUT_OF_MEMORY,
+                           "the device images' size overflows size_t");
+        goto done;
+    }
+    if ((e = cvcu_image_take(plan->device, in_bytes, &d_in, &in_cap)) != cudaSuccess) {
+        status = cvcu_error(ctx, e, "allocating the device input image");
+        goto done;
+    }
+    if ((e = cvcu_image_take(plan->device, out_bytes, &d_out, &out_cap)) != cudaSuccess) {
+        status = cvcu_error(ctx, e, "allocating the device output image");
+        goto done;
+    }
 
     const void *src = in;
     if (!plan->in_packed) {
         pack_input(plan, in, plan->h_in);
         src = plan->h_in;
     }
-    if ((e = copy_rows(plan->d_in, plan->in_pitch, src, in_row, in_row, rows,
-                       cudaMemcpyHostToDevice)) != cudaSuccess) {
+    if ((e = copy_rows(d_in, in_pitch, src, in_row, in_row, rows, cudaMemcpyHostToDevice)) !=
+        cudaSuccess) {
         status = cvcu_error(ctx, e, "copying the input to the device");
         goto done;
     }
@@ -332,10 +318,10 @@ convolve_status cvcu_execute_host(convolve_context *ctx, void *state, const void
     /* the device images: channels interleaved, rows `pitch` apart */
     cvk_args a = plan->args;
     const long long C = (long long)plan->p.channels, n1 = (long long)plan->p.shape[1];
-    const long long irow = (long long)(plan->in_pitch / plan->in_esize);
-    const long long orow = (long long)(plan->out_pitch / plan->out_esize);
-    a.in = plan->d_in;
-    a.out = plan->d_out;
+    const long long irow = (long long)(in_pitch / plan->in_esize);
+    const long long orow = (long long)(out_pitch / plan->out_esize);
+    a.in = d_in;
+    a.out = d_out;
     a.ics = 1, a.is[2] = C, a.is[1] = irow, a.is[0] = irow * n1;
     a.ocs = 1, a.os[2] = C, a.os[1] = orow, a.os[0] = orow * n1;
     if ((e = cvcu_launch(plan, &a, 0)) != cudaSuccess) {
@@ -350,14 +336,24 @@ convolve_status cvcu_execute_host(convolve_context *ctx, void *state, const void
     }
 
     void *dst = plan->out_packed ? out : plan->h_out;
-    if ((e = copy_rows(dst, out_row, plan->d_out, plan->out_pitch, out_row, rows,
-                       cudaMemcpyDeviceToHost)) != cudaSuccess) {
+    if ((e = copy_rows(dst, out_row, d_out, out_pitch, out_row, rows, cudaMemcpyDeviceToHost)) !=
+        cudaSuccess) {
         status = cvcu_error(ctx, e, "copying the output from the device");
         goto done;
     }
     if (!plan->out_packed)
         scatter_output(plan, plan->h_out, out);
 done:
+    if (status == CONVOLVE_OK) { /* after an error, work may be pending on them */
+        cvcu_image_give(plan->device, d_in, in_cap);
+        cvcu_image_give(plan->device, d_out, out_cap);
+    } else {
+        if (d_in)
+            (void)cudaFree(d_in);
+        if (d_out)
+            (void)cudaFree(d_out);
+        (void)cudaGetLastError();
+    }
     cvcu_leave_device(plan, prev);
     return status;
 }

@@ -39,6 +39,7 @@
  * events.
  */
 #include "backend.h"
+#include "device_images.h"
 #include "pinned_pool.h"
 #include "plan.h"
 #include "stream_workers.h"
@@ -432,8 +433,9 @@ static convolve_status size_buffers(convolve_context *ctx, const worker_arg *a, 
             *d = NULL, *cap = 0;
             const size_t bytes = (need + PIPE_ROUND - 1) / PIPE_ROUND * PIPE_ROUND;
             cudaError_t e = cudaMalloc(d, bytes);
-            if (e == cudaErrorMemoryAllocation && cvcu_stream_release_idle(r->device) > 0) {
-                (void)cudaGetLastError(); /* room made by the idle pipelines: once more */
+            if (e == cudaErrorMemoryAllocation &&
+                cvcu_stream_release_idle(r->device) + cvcu_image_release_idle(r->device) > 0) {
+                (void)cudaGetLastError(); /* room made by idle buffers: once more */
                 e = cudaMalloc(d, bytes);
             }
             if (e != cudaSuccess) {
