@@ -166,6 +166,7 @@ typedef struct cvmpi_view {
 typedef struct cvmpi_piece_run {
     convolve_plan *plan;
     void *in, *out; /* contiguous boxes of piece.in's shape */
+    int pinned;     /* in and out from convolve_host_alloc (the plan runs on CUDA) */
     cvmpi_view in_view, out_view;
 } cvmpi_piece_run;
 

@@ -187,16 +187,28 @@ static convolve_status make_pieces(convolve_mpi_plan *p, const convolve_layout *
         if ((st = convolve_layout_init(&li, in->dtype, p->ndim, shape, in->channels)) ||
             (st = convolve_layout_init(&lo, out->dtype, p->ndim, shape, in->channels)))
             return cvmpi_fail_core(p->ctx, st, "an edge piece's layout");
-        size_t count = convolve_layout_count(&li);
-        r->in = malloc(count * convolve_dtype_size(in->dtype));
-        r->out = malloc(count * convolve_dtype_size(out->dtype));
+        if ((st = local_plan(p, &r->plan, &li, &lo, filter, lopt)) != CONVOLVE_OK)
+            return cvmpi_fail_core(p->ctx, st, "planning an edge piece");
+        const size_t count = convolve_layout_count(&li);
+        const size_t ib = count * convolve_dtype_size(in->dtype);
+        const size_t ob = count * convolve_dtype_size(out->dtype);
+        /* a piece on the GPU: pinned boxes, copied at the link's speed
+         * (malloc'd ones went through pageable copies or staging) */
+        r->pinned = convolve_plan_backend(r->plan) == CONVOLVE_BACKEND_CUDA &&
+                    convolve_host_alloc(p->ctx, ib, 0, &r->in) == CONVOLVE_OK;
+        if (r->pinned && convolve_host_alloc(p->ctx, ob, 0, &r->out) != CONVOLVE_OK) {
+            convolve_host_free(r->in);
+            r->in = NULL, r->pinned = 0;
+        }
+        if (!r->pinned) {
+            r->in = malloc(ib);
+            r->out = malloc(ob);
+        }
         if (!r->in || !r->out)
             return cvmpi_fail(p->ctx, CONVOLVE_ERROR_OUT_OF_MEMORY,
                               "out of memory for an edge piece of %zu elements", count);
         view_of(&li, &r->in_view);
         view_of(&lo, &r->out_view);
-        if ((st = local_plan(p, &r->plan, &li, &lo, filter, lopt)) != CONVOLVE_OK)
-            return cvmpi_fail_core(p->ctx, st, "planning an edge piece");
     }
     return CONVOLVE_OK;
 }
@@ -274,8 +286,13 @@ static void release(convolve_mpi_plan *p)
     convolve_plan_free(p->interior);
     for (int k = 0; k < 6; k++) {
         convolve_plan_free(p->pr[k].plan);
-        free(p->pr[k].in);
-        free(p->pr[k].out);
+        if (p->pr[k].pinned) {
+            convolve_host_free(p->pr[k].in);
+            convolve_host_free(p->pr[k].out);
+        } else {
+            free(p->pr[k].in);
+            free(p->pr[k].out);
+        }
     }
     for (int i = 0; i < p->nsends; i++)
         cvmpi_link_free(&p->sends[i]);
