@@ -214,21 +214,24 @@ __host__ __device__ constexpr int cvk_3d_maps_len(int SW, int V, int rows)
 }
 
 /* 1 when tiles of T copy their MAPPED chunks apart, an element a thread,
- * after the other chunks: float32, whose element copies are asynchronous
- * as the chunks' and land by the same wait and barrier. A warp whose
- * chunks mixed the two ran the element path for the lanes of one or two
- * face chunks: on 512^3 float32 with a 13-tap filter, 43% of the copy
- * loop's warp iterations and 12% of the separable walk's instructions.
+ * after the other chunks: float32 and float64, whose element copies are
+ * asynchronous as the chunks' and land by the same wait and barrier. A
+ * warp whose chunks mixed the two ran the element path for the lanes of
+ * one or two face chunks: on 512^3 float32 with a 13-tap filter, 43% of
+ * the copy loop's warp iterations and 12% of the separable walk's
+ * instructions.
  * H200, against copying them in place (best of two rounds of 20 runs):
  * float32 512^3 separable Gaussians K = 3..17 except 7 8-22% faster (K =
  * 7 3.8% slower: 76 -> 95 registers), dense 3x3x3..9x9x9 3-10% faster;
  * 96x200x300 K = 5 18% slower (its last column of blocks mostly mapped:
- * 0.053 -> 0.062 ms). float64 (K = 17 then spilled 100 bytes, 7% slower)
- * and uint8 / uint16 (the thread that copies a chunk widens it, before the
- * barrier) keep them in place. */
+ * 0.053 -> 0.062 ms). float64 since the list's copy loop is not unrolled
+ * (no spill; before, K = 17 spilled 100 bytes and was 7% slower): 256^3
+ * separable K = 5..17 0.87-0.98 of in place (K = 17 0.288 -> 0.262 ms),
+ * K = 3 1.02, dense 3^3..7^3 even. uint8 / uint16 keep them in place (the
+ * thread that copies a chunk widens it, before the barrier). */
 template <typename T>
 struct cvk_3d_mapped_list {
-    enum { ON = sizeof(T) == 4 };
+    enum { ON = sizeof(T) == 4 || sizeof(T) == 8 };
 };
 
 /* Computes the block's maps into `maps` (the caller synchronises before the
