@@ -9,8 +9,6 @@
  */
 #include "device_images.h"
 
-#include "backend.h"
-
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -110,8 +108,7 @@ cudaError_t cvcu_image_take(int device, size_t bytes, void **ptr, size_t *cap)
     pthread_mutex_unlock(&images_mutex);
     const size_t size = rounded(bytes);
     cudaError_t e = cudaMalloc(ptr, size);
-    if (e == cudaErrorMemoryAllocation &&
-        cvcu_image_release_idle(device) + cvcu_stream_release_idle(device) > 0) {
+    if (e == cudaErrorMemoryAllocation && cvcu_image_release_idle(device) > 0) {
         (void)cudaGetLastError(); /* room made: once more */
         e = cudaMalloc(ptr, size);
     }

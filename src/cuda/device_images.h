@@ -19,10 +19,9 @@ size_t cvcu_image_pitch(int ndim, size_t width, size_t rows);
 /* *ptr = a buffer of at least `bytes` bytes (bytes > 0) on `device`, the
  * current device, *cap its size: the smallest idle one of that device that
  * holds it, else a new one (cudaMalloc of bytes rounded up: 1 MiB at
- * least, then eighths of a power of two). Where the device has no room, the
- * device's idle buffers and the streamed executor's idle pipelines are
- * freed and the allocation tried once more. Thread-safe. Errors: those of
- * cudaMalloc (*ptr is then NULL). */
+ * least, then eighths of a power of two). Where the device has no room,
+ * its idle buffers are freed and the allocation tried once more.
+ * Thread-safe. Errors: those of cudaMalloc (*ptr is then NULL). */
 cudaError_t cvcu_image_take(int device, size_t bytes, void **ptr, size_t *cap);
 
 /* Gives back a buffer of cvcu_image_take (NULL: nothing), no work on it

@@ -262,6 +262,18 @@ static convolve_status ensure_packing(convolve_context *ctx, cvcu_plan *plan, si
     return CONVOLVE_OK;
 }
 
+/* A device image of `bytes` (cvcu_image_take); where the device has no
+ * room, again after the streamed executor's idle pipelines are freed. */
+static cudaError_t take_image(int device, size_t bytes, void **ptr, size_t *cap)
+{
+    cudaError_t e = cvcu_image_take(device, bytes, ptr, cap);
+    if (e == cudaErrorMemoryAllocation && cvcu_stream_release_idle(device) > 0) {
+        (void)cudaGetLastError();
+        e = cvcu_image_take(device, bytes, ptr, cap);
+    }
+    return e;
+}
+
 /* *bytes = pitch x rows, unless that overflows (0 returned). */
 static int image_bytes(size_t pitch, size_t rows, size_t *bytes)
 {
@@ -295,11 +307,11 @@ convolve_status cvcu_execute_host(convolve_context *ctx, void *state, const void
                            "the device images' size overflows size_t");
         goto done;
     }
-    if ((e = cvcu_image_take(plan->device, in_bytes, &d_in, &in_cap)) != cudaSuccess) {
+    if ((e = take_image(plan->device, in_bytes, &d_in, &in_cap)) != cudaSuccess) {
         status = cvcu_error(ctx, e, "allocating the device input image");
         goto done;
     }
-    if ((e = cvcu_image_take(plan->device, out_bytes, &d_out, &out_cap)) != cudaSuccess) {
+    if ((e = take_image(plan->device, out_bytes, &d_out, &out_cap)) != cudaSuccess) {
         status = cvcu_error(ctx, e, "allocating the device output image");
         goto done;
     }
