@@ -32,9 +32,16 @@ array's pages: the first call's cost beyond that of a later one is then
 the new shape's own (its plan, its scratch), not the first touch of new
 memory that later calls avoid by reusing what the allocator freed.
 
+--fresh-inputs gives every call of a case its own input array (all made
+and written before the first call) instead of one array for all: later
+calls then read an input that is not in the CPU's caches from the call
+before, as the first call's is not (on the H200 host, a 512^2 float32
+input copied to the GPU took 0.066-0.090 ms when the call before had read
+it, 0.114-0.124 ms when it had not).
+
     PYTHONPATH=build/python python3 bench/python_first_call.py [--backend cpu,cuda,auto]
         [--sizes 512,2048,4096] [--calls 5] [--warm-streamed] [--warm-cases]
-        [--given-output]
+        [--given-output] [--fresh-inputs]
 """
 import argparse
 import os
@@ -89,11 +96,12 @@ def timed(args):
                            setattr(_engine, "_run", run))
 
 
-def one(kind, n, backend, calls, rng, w, given=False):
-    a = make(kind, n, rng)
-    out = np.ones_like(a) if given else None  # written: its pages are in memory
+def one(kind, n, backend, calls, rng, w, given=False, fresh=False):
+    inputs = [make(kind, n, rng) for _ in range(calls if fresh else 1)]
+    out = np.ones_like(inputs[0]) if given else None  # written: its pages are in memory
     times, first = [], None
     for i in range(calls):
+        a = inputs[i % len(inputs)]
         spent, undo = timed(None)
         t = time.perf_counter()
         call(kind, a, backend, w, out)
@@ -117,6 +125,8 @@ def main():
                     help="also call every case once a backend at 1536^2 (streamed on the GPU) "
                          "before the table: the first call is then that of a new shape of a "
                          "filter the process has run (its kernels loaded)")
+    ap.add_argument("--fresh-inputs", action="store_true",
+                    help="every call of a case reads its own input array, made before the first")
     ap.add_argument("--given-output", action="store_true",
                     help="every call writes into one output array made before the first")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
@@ -125,7 +135,8 @@ def main():
     w = rng.random((7, 7))
     if args.child:  # a fresh process: its first call
         kind, n, backend = args.child[0], int(args.child[1]), args.child[2]
-        f, later, spent = one(kind, n, backend, args.calls, rng, w, args.given_output)
+        f, later, spent = one(kind, n, backend, args.calls, rng, w, args.given_output,
+                              args.fresh_inputs)
         print("%.2f %.2f %.2f %.2f" % (f * 1e3, later * 1e3, spent["plan"] * 1e3,
                                        spent["exec"] * 1e3))
         return
@@ -143,16 +154,19 @@ def main():
              if args.warm_streamed else "" if args.warm_cases else " (none streamed)",
              ", then every case at 1536^2 (streamed on the GPU)" if args.warm_cases else "")
           + ("; outputs given (made and written before the first call)"
-             if args.given_output else "; a new output array each call"))
+             if args.given_output else "; a new output array each call")
+          + ("; an input array a call" if args.fresh_inputs else "; one input array a case"))
     print("| backend | case | n | first (ms) | later (ms) | first / later | plan (ms) | "
           "executions (ms) | fresh process: first | later |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for b in backends:
         for n in (int(s) for s in args.sizes.split(",")):
             for kind in CASES:
-                f, later, spent = one(kind, n, b, args.calls, rng, w, args.given_output)
+                f, later, spent = one(kind, n, b, args.calls, rng, w, args.given_output,
+                                      args.fresh_inputs)
                 r = subprocess.run([sys.executable, __file__, "--calls", str(args.calls)]
                                    + (["--given-output"] if args.given_output else [])
+                                   + (["--fresh-inputs"] if args.fresh_inputs else [])
                                    + ["--child", kind, str(n), b], capture_output=True,
                                    text=True, env=os.environ)
                 fresh = r.stdout.split() if r.returncode == 0 else ["-", "-"]
