@@ -724,6 +724,18 @@ int main(int argc, char **argv)
         g_device = 1;
         g_backend = CONVOLVE_BACKEND_CUDA;
     }
+    if (g_backend == CONVOLVE_BACKEND_CUDA && !g_device) { /* host boxes on the GPUs */
+        convolve_device_info info;
+        int have = convolve_device_query(ctx, &info) == CONVOLVE_OK && info.available, all = 0;
+        MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (!all) {
+            if (g_rank == 0)
+                printf("test_mpi_exact: CONVOLVE_TEST_BACKEND=cuda and no usable GPU: skipped\n");
+            convolve_context_free(ctx);
+            MPI_Finalize();
+            return 77;
+        }
+    }
     int matched = 0;
     for (int i = 0; i < cases; i++) {
         tcase c;
