@@ -16,8 +16,8 @@
  * The 16-byte chunks of a tile that reach past the volume's x faces (or all
  * of them when the data is not 16-byte aligned) load element by element
  * through boundary maps the block computes once with cvi_boundary_index, so
- * every mode is exact (float32 tiles copy those after the others, an
- * element a thread). A horizontal origin shifts where outputs are stored
+ * every mode is exact (float32 and float64 tiles copy those after the
+ * others, an element a thread). A horizontal origin shifts where outputs are stored
  * (loads stay aligned). How many planes a block's run takes depends on the
  * blocks the device holds at once (cvk_3d_zrun).
  *
@@ -203,8 +203,8 @@ __device__ __forceinline__ void cvk_3d_widen16(const float *, float *) {}
  * coff, what each 16-byte chunk of the tile (rows x PER_ROW, chunk i at
  * element V i of a tile buffer) copies: the byte offset from its plane's
  * start (a multiple of 16), or one of the odd marks below; then, as ints,
- * the count of the MAPPED chunks and their indices (float32 tiles, see
- * cvk_3d_mapped_list; the others leave them unused). */
+ * the count of the MAPPED chunks and their indices (float32 and float64
+ * tiles, see cvk_3d_mapped_list; the others leave them unused). */
 #define CVK_3D_CHUNK_CVAL 1   /* the row is cval */
 #define CVK_3D_CHUNK_MAPPED 3 /* element by element through cmap */
 

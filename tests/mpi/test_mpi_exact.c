@@ -681,6 +681,24 @@ static void device_errors(convolve_context *ctx)
 }
 #endif
 
+/* 1 if `have` holds on every rank. */
+static int on_every_rank(int have)
+{
+    int all = 0;
+    MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return all;
+}
+
+/* Ends the test as skipped (77), rank 0 saying why. */
+static int skipped(convolve_context *ctx, const char *why)
+{
+    if (g_rank == 0)
+        printf("test_mpi_exact: %s: skipped\n", why);
+    convolve_context_free(ctx);
+    MPI_Finalize();
+    return 77;
+}
+
 int main(int argc, char **argv)
 {
     int level; /* SERIALIZED: the plans' progress thread runs (CONVOLVE_MPI_PROGRESS=0: not) */
@@ -709,32 +727,19 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     const char *device = getenv("CONVOLVE_TEST_DEVICE");
     if (device && *device == '1') {
-        int count = 0, least = 0;
+        int count = 0;
 #ifdef CONVOLVE_TEST_MPI_DEVICE
         convolve_device_count(ctx, &count);
 #endif
-        MPI_Allreduce(&count, &least, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        if (!least) {
-            if (g_rank == 0)
-                printf("test_mpi_exact: no CUDA device (or no CUDA): skipped\n");
-            convolve_context_free(ctx);
-            MPI_Finalize();
-            return 77;
-        }
+        if (!on_every_rank(count > 0))
+            return skipped(ctx, "no CUDA device (or no CUDA)");
         g_device = 1;
         g_backend = CONVOLVE_BACKEND_CUDA;
     }
     if (g_backend == CONVOLVE_BACKEND_CUDA && !g_device) { /* host boxes on the GPUs */
         convolve_device_info info;
-        int have = convolve_device_query(ctx, &info) == CONVOLVE_OK && info.available, all = 0;
-        MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        if (!all) {
-            if (g_rank == 0)
-                printf("test_mpi_exact: CONVOLVE_TEST_BACKEND=cuda and no usable GPU: skipped\n");
-            convolve_context_free(ctx);
-            MPI_Finalize();
-            return 77;
-        }
+        if (!on_every_rank(convolve_device_query(ctx, &info) == CONVOLVE_OK && info.available))
+            return skipped(ctx, "CONVOLVE_TEST_BACKEND=cuda and no usable GPU");
     }
     int matched = 0;
     for (int i = 0; i < cases; i++) {
