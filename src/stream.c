@@ -1075,6 +1075,7 @@ static void set_slabs(const convolve_plan *plan, size_t slab_rows, cvi_stream_jo
 {
     describe(plan, job);
     job->slab_rows = slab_rows;
+    job->device_budget = plan->budget;
     job->slab_count = (job->rows + slab_rows - 1) / slab_rows;
     job->max_ext_rows = slab_rows + plan->problem.ksize[job->axis] - 1;
     job->host_threads = plan->problem.threads;

@@ -80,6 +80,7 @@ struct cvi_stream_job {
     int in_packed, out_packed;          /* the caller's rows are packed C order (a row of
                                        the input starts in + row * in_row_bytes) */
     int worker_count;                   /* one worker per device */
+    size_t device_budget;               /* device bytes the plan may use on each device */
     const int *devices;                 /* worker w runs on devices[w]; NULL: the current one */
     const cvi_device *worker_device;    /* worker_count probes (one per device) */
     convolve_context **worker_ctx;      /* worker w's own context (errors, sub-plans) */

@@ -991,6 +991,38 @@ static void pipes_reused(void)
     printf("test_gpu_stream: pipelines reused across plans: checked\n");
 }
 
+/* A streamed execution on one device with the automatic budget makes its
+ * slots' device buffers at least as large as the pinned staging, which
+ * bounds a slab on one device: a later plan whose slabs are twice as large
+ * allocates none (growing them cost 1.0 ms of a 2048^2 float32 first call
+ * of 4.2 ms on an H200), and its results are the one-shot ones. */
+static void buffers_kept(void)
+{
+    unsigned long made[2] = {0, 0};
+    for (int v = 0; v < 2; v++) {
+        s_case c;
+        memset(&c, 0, sizeof c);
+        c.backend = CONVOLVE_BACKEND_CUDA;
+        c.strategy = g_emulated ? "basic" : "direct";
+        c.in_type = c.out_type = CONVOLVE_FLOAT32;
+        c.ndim = 2, c.channels = 1;
+        /* slabs of 256 rows (CVI_STREAM_MIN_SLAB_BYTES), 2 MiB in and out,
+         * then of 550 (an eighth), 4.3 MiB */
+        c.shape[0] = v ? 4400 : 300, c.shape[1] = 1024;
+        c.ksize[0] = c.ksize[1] = 3;
+        c.mode = CONVOLVE_MODE_NEAREST;
+        c.layout = H_PACKED;
+        c.exact = 1;
+        c.devices = k_two, c.device_count = 1; /* streamed, automatic budget */
+        c.min_slabs = v ? 8 : 2;
+        s_run_case(&c);
+        made[v] = cvcu_stream_buffers_made();
+    }
+    CHECK(made[1] == made[0], "buffers: slabs twice as large allocated %lu device buffers",
+          made[1] - made[0]);
+    printf("test_gpu_stream: slot device buffers kept for larger slabs: checked\n");
+}
+
 /* One-shot executions on host arrays take their device images from the
  * process's idle ones (device_images.h): a first execution of a new plan
  * that fits them allocates nothing and computes what fresh images did; one
@@ -1214,6 +1246,7 @@ int main(int argc, char **argv)
     host_alloc();
     workers_persist();
     pipes_reused();
+    buffers_kept();
     images_reused();
     concurrent_callers();
     fork_child();

@@ -46,6 +46,9 @@ convolve_status cvcu_execute_host_streamed(convolve_context *ctx, cvi_stream_job
 /* The streamed executor's idle pipelines the process holds and how many
  * pipelines it has made (for tests). */
 void cvcu_stream_pipes_stats(int *idle, unsigned long *made);
+/* How many slot device buffers the streamed executor has allocated (for
+ * tests). */
+unsigned long cvcu_stream_buffers_made(void);
 /* Frees the idle pipelines (streams, events, device buffers) the process
  * keeps for `device`, when an allocation there found no room; returns how
  * many. */

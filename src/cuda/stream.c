@@ -4,11 +4,12 @@
  * src/stream.h). One host thread per device (a worker; the threads are the
  * process's parked set, stream_workers.h, which outlive an execution and
  * keep their OpenMP teams), each with three streams (copies in, kernels,
- * copies out), CVI_STREAM_BUFFERS slots of
- * pinned staging and pitched device buffers, and its own sub-plans (one per
- * distinct slab buffer size, made with its device current, of the plan's
- * strategy). A worker takes slabs from the job's shared counter; for each it
- * gathers the extended input rows into a slot's pinned buffer (CPU threads),
+ * copies out), CVI_STREAM_BUFFERS slots of pinned staging and a device
+ * buffer (the slab's input and output images, pitched), and its own
+ * sub-plans (one per distinct slab buffer size, made with its device
+ * current, of the plan's strategy). A worker takes slabs from the job's
+ * shared counter; for each it gathers the extended input rows into a
+ * slot's pinned buffer (CPU threads),
  * queues the copy in, the kernel and the copy out of the exact rows, each
  * stream waiting on the previous one's event, and goes on to the next slab
  * while the GPU works; a slot is reused once its copy out has landed, when
@@ -58,8 +59,9 @@ typedef struct {
     size_t h_size;              /* its size (0: none held) */
     char *h_in, *h_out;         /* in it: the packed extended input rows (at its start), the
                            exact output rows (at its end); NULL: not needed */
-    void *d_in, *d_out;         /* device images, lines `pitch` bytes apart */
-    size_t in_cap, out_cap;     /* their bytes */
+    void *d_buf;                /* device memory for both images (size_buffers) */
+    size_t cap;                 /* its bytes */
+    void *d_in, *d_out;         /* the device images in it, lines `pitch` bytes apart */
     size_t in_pitch, out_pitch; /* for this execution's geometry (size_buffers) */
     cudaEvent_t copied_in, computed, copied_out;
     cvi_slab slab;
@@ -151,13 +153,11 @@ static void free_pipe(worker_res *r)
         for (int k = 0; k < 6; k++)
             if (ev[k])
                 (void)cudaEventDestroy(ev[k]);
-        if (s->d_in)
-            (void)cudaFree(s->d_in);
-        if (s->d_out)
-            (void)cudaFree(s->d_out);
+        if (s->d_buf)
+            (void)cudaFree(s->d_buf);
         s->copied_in = s->computed = s->copied_out = s->t_in = s->t_comp = s->t_out = NULL;
-        s->d_in = s->d_out = NULL;
-        s->in_cap = s->out_cap = 0;
+        s->d_buf = s->d_in = s->d_out = NULL;
+        s->cap = 0;
     }
     if (r->t_base)
         (void)cudaEventDestroy(r->t_base);
@@ -173,13 +173,14 @@ static void free_pipe(worker_res *r)
 }
 
 /* ---- the process's idle pipelines ----------------------------------------
- * A pipeline (3 streams, 9 or 19 events, 6 device buffers) costs about
+ * A pipeline (3 streams, 9 or 19 events, 3 device buffers) costs about
  * 0.7 ms to make on the H100 host, a third of a later 2048^2 float32 call
  * from Python, so a plan's first execution takes one an earlier execution
  * of any plan gave back. Pipelines of at most PIPE_KEEP_BYTES of device
  * memory go back when an execution ends (one device's at the default
- * staging size holds about 48 MiB); at most IDLE_PIPES are kept, the one
- * given back longest ago freed first; larger ones stay with their plan. */
+ * staging size holds 54 MiB: size_buffers); at most IDLE_PIPES are kept,
+ * the one given back longest ago freed first; larger ones stay with their
+ * plan. */
 #define IDLE_PIPES 4
 #define PIPE_KEEP_BYTES ((size_t)96 << 20)
 #define PIPE_ROUND ((size_t)2 << 20) /* device buffers: whole 2 MiB */
@@ -188,6 +189,7 @@ static pthread_mutex_t idle_mutex = PTHREAD_MUTEX_INITIALIZER;
 static worker_res idle[IDLE_PIPES]; /* the pipeline fields alone are set */
 static int idle_count;
 static unsigned long pipes_made;
+static unsigned long buffers_made; /* slots' device buffers allocated */
 static pthread_once_t idle_fork_once = PTHREAD_ONCE_INIT;
 
 static void idle_fork_prepare(void)
@@ -219,6 +221,14 @@ void cvcu_stream_pipes_stats(int *idle_pipes, unsigned long *made)
     pthread_mutex_unlock(&idle_mutex);
 }
 
+unsigned long cvcu_stream_buffers_made(void)
+{
+    pthread_mutex_lock(&idle_mutex);
+    const unsigned long made = buffers_made;
+    pthread_mutex_unlock(&idle_mutex);
+    return made;
+}
+
 /* Moves the pipeline fields from *from to *to (whose own are empty). */
 static void move_pipe(worker_res *to, worker_res *from)
 {
@@ -231,10 +241,10 @@ static void move_pipe(worker_res *to, worker_res *from)
         slot *t = &to->slots[i], *f = &from->slots[i];
         t->copied_in = f->copied_in, t->computed = f->computed, t->copied_out = f->copied_out;
         t->t_in = f->t_in, t->t_comp = f->t_comp, t->t_out = f->t_out;
-        t->d_in = f->d_in, t->d_out = f->d_out, t->in_cap = f->in_cap, t->out_cap = f->out_cap;
+        t->d_buf = f->d_buf, t->cap = f->cap, t->d_in = t->d_out = NULL;
         f->copied_in = f->computed = f->copied_out = f->t_in = f->t_comp = f->t_out = NULL;
-        f->d_in = f->d_out = NULL;
-        f->in_cap = f->out_cap = 0;
+        f->d_buf = f->d_in = f->d_out = NULL;
+        f->cap = 0;
     }
 }
 
@@ -246,7 +256,7 @@ static void give_pipe(worker_res *r)
         return;
     size_t bytes = 0;
     for (int i = 0; i < CVI_STREAM_BUFFERS; i++)
-        bytes += r->slots[i].in_cap + r->slots[i].out_cap;
+        bytes += r->slots[i].cap;
     if (bytes > PIPE_KEEP_BYTES)
         return;
     (void)pthread_once(&idle_fork_once, idle_register_fork);
@@ -293,11 +303,10 @@ int cvcu_stream_release_idle(int device)
 }
 
 /* Gives r (its device current, no pipeline) an idle pipeline of its device
- * and kind (timed events or not), the one whose buffers hold in and out
- * bytes a slot with the least to spare, else the latest given; none where
- * there is none. One whose streams no longer work (a reset device) is
- * dropped. */
-static void take_pipe(worker_res *r, int timed, size_t in, size_t out)
+ * and kind (timed events or not), the one whose buffers hold `need` bytes a
+ * slot with the least to spare, else the latest given; none where there is
+ * none. One whose streams no longer work (a reset device) is dropped. */
+static void take_pipe(worker_res *r, int timed, size_t need)
 {
     pthread_mutex_lock(&idle_mutex);
     int best = -1;
@@ -306,10 +315,9 @@ static void take_pipe(worker_res *r, int timed, size_t in, size_t out)
         const worker_res *e = &idle[i];
         if (e->device != r->device || e->timed != timed)
             continue;
-        const size_t b = e->slots[0].in_cap + e->slots[0].out_cap;
-        const int fits = e->slots[0].in_cap >= in && e->slots[0].out_cap >= out;
-        const int best_fits = best >= 0 && idle[best].slots[0].in_cap >= in &&
-                              idle[best].slots[0].out_cap >= out;
+        const size_t b = e->slots[0].cap;
+        const int fits = b >= need;
+        const int best_fits = best >= 0 && best_bytes >= need;
         if (best < 0 || (fits && (!best_fits || b < best_bytes)) || (!fits && !best_fits))
             best = i, best_bytes = b;
     }
@@ -413,37 +421,56 @@ static void image_bytes(const worker_arg *a, size_t line, size_t *pitch, size_t 
     *bytes = *pitch * job->max_ext_rows * a->lines_per_row;
 }
 
-/* Gives every slot of r device images for this execution's geometry: a
- * buffer too small is replaced by one of whole PIPE_ROUND. */
+/* The device bytes a slot needs for this execution's geometry: its input
+ * image, then (from a multiple of 512 bytes: *out_at) its output image. */
+static size_t slot_need(const worker_arg *a, size_t *in_pitch, size_t *out_pitch, size_t *out_at)
+{
+    size_t in_bytes, out_bytes;
+    image_bytes(a, a->in_line, in_pitch, &in_bytes);
+    image_bytes(a, a->out_line, out_pitch, &out_bytes);
+    *out_at = (in_bytes + 511) / 512 * 512;
+    return *out_at + out_bytes;
+}
+
+/* Gives every slot of r device images for this execution's geometry, both
+ * in one buffer: one too small is replaced by one of whole PIPE_ROUND, and
+ * at least the pinned staging's size and one PIPE_ROUND more (a slab on one
+ * device is no larger than the staging: every later shape then fits the
+ * buffers an earlier execution made, where growing them cost 1.0 ms of a
+ * 2048^2 float32 first call of 4.2 ms on an H200) when the device budget
+ * holds that for each of CVI_STREAM_BUFFERS slots. */
 static convolve_status size_buffers(convolve_context *ctx, const worker_arg *a, worker_res *r)
 {
-    size_t in_pitch, in_bytes, out_pitch, out_bytes;
-    image_bytes(a, a->in_line, &in_pitch, &in_bytes);
-    image_bytes(a, a->out_line, &out_pitch, &out_bytes);
+    size_t in_pitch, out_pitch, out_at;
+    const size_t need = slot_need(a, &in_pitch, &out_pitch, &out_at);
+    size_t least = cvi_stream_staging_bytes() + PIPE_ROUND;
+    const size_t share = a->job->device_budget / CVI_STREAM_BUFFERS / PIPE_ROUND * PIPE_ROUND;
+    least = least < share ? least : share;
     for (int i = 0; i < CVI_STREAM_BUFFERS; i++) {
         slot *s = &r->slots[i];
-        for (int k = 0; k < 2; k++) {
-            void **d = k ? &s->d_out : &s->d_in;
-            size_t *cap = k ? &s->out_cap : &s->in_cap;
-            const size_t need = k ? out_bytes : in_bytes;
-            if (*cap >= need)
-                continue;
-            if (*d)
-                (void)cudaFree(*d);
-            *d = NULL, *cap = 0;
-            const size_t bytes = (need + PIPE_ROUND - 1) / PIPE_ROUND * PIPE_ROUND;
-            cudaError_t e = cudaMalloc(d, bytes);
+        if (s->cap < need) {
+            if (s->d_buf)
+                (void)cudaFree(s->d_buf);
+            s->d_buf = NULL, s->cap = 0;
+            size_t bytes = (need + PIPE_ROUND - 1) / PIPE_ROUND * PIPE_ROUND;
+            bytes = bytes < least ? least : bytes;
+            cudaError_t e = cudaMalloc(&s->d_buf, bytes);
             if (e == cudaErrorMemoryAllocation &&
                 cvcu_stream_release_idle(r->device) + cvcu_image_release_idle(r->device) > 0) {
                 (void)cudaGetLastError(); /* room made by idle buffers: once more */
-                e = cudaMalloc(d, bytes);
+                e = cudaMalloc(&s->d_buf, bytes);
             }
             if (e != cudaSuccess) {
-                *d = NULL;
+                s->d_buf = NULL;
                 return cvcu_error(ctx, e, "allocating the device slab buffers");
             }
-            *cap = bytes;
+            s->cap = bytes;
+            pthread_mutex_lock(&idle_mutex);
+            buffers_made++;
+            pthread_mutex_unlock(&idle_mutex);
         }
+        s->d_in = s->d_buf;
+        s->d_out = (char *)s->d_buf + out_at;
         s->in_pitch = in_pitch, s->out_pitch = out_pitch;
     }
     return CONVOLVE_OK;
@@ -808,10 +835,8 @@ static void run_worker(void *p)
         free_pipe(r);
     }
     if (!r->in_stream) {
-        size_t pitch, in_bytes, out_bytes;
-        image_bytes(a, a->in_line, &pitch, &in_bytes);
-        image_bytes(a, a->out_line, &pitch, &out_bytes);
-        take_pipe(r, timed, in_bytes, out_bytes);
+        size_t in_pitch, out_pitch, out_at;
+        take_pipe(r, timed, slot_need(a, &in_pitch, &out_pitch, &out_at));
     }
     if ((!r->in_stream && (st = make_pipe(ctx, timed, r)) != CONVOLVE_OK) ||
         (st = size_buffers(ctx, a, r)) != CONVOLVE_OK)
