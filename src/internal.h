@@ -71,6 +71,9 @@ struct convolve_plan {
                                    start-up (> 0 while renting: convolve_execute moves
                                    the plan once the time forgone pays for it) */
     size_t budget;                     /* options.device_memory_budget */
+    int budget_deferred;               /* the automatic budget not asked yet: small
+                                   arrays out of place on the current device run in
+                                   one shot without it (plan.c, choose_budget) */
     int *devices, device_count;        /* a CUDA plan's devices (0: the current one) */
     cvi_device *device_probes;         /* what probing them found: made by the first
                                    streamed execution, kept (stream.c) */

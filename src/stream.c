@@ -998,7 +998,8 @@ convolve_status cvi_stream_choose(convolve_plan *plan, int in_place, size_t *sla
      * so streaming them overlaps nothing */
     size_t budget = plan->budget;
     size_t total;
-    int fits = cvi_mul_size(n, row_io, &total) && total <= budget;
+    /* (a deferred budget: small arrays out of place on the current device) */
+    int fits = cvi_mul_size(n, row_io, &total) && (plan->budget_deferred || total <= budget);
     const int fft = strcmp(plan->strategy->name, "fft") == 0;
     if (fits && plan->device_count == 0 && !in_place && (total < CVI_STREAM_MIN_BYTES || fft))
         return CONVOLVE_OK;

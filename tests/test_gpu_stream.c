@@ -254,6 +254,20 @@ static void budgets(void)
     s_run_case(&c); /* the one-shot plan streams too here: a plan without devices */
     unsetenv("CONVOLVE_DEVICE_BUDGET");
 
+    /* the automatic budget, which a plan of small arrays on the current
+     * device does not read when it is made, is read by an execution in
+     * place (in slabs): a small array, every mode */
+    for (int m = 0; m < 5; m++) {
+        s_case s = c;
+        s.shape[0] = 41 + (size_t)m, s.shape[1] = 23;
+        s.mode = (convolve_mode)m;
+        s.cval = 0.25;
+        s.in_place = 1;
+        s.route = "slabs";
+        s.min_slabs = 1;
+        s_run_case(&s);
+    }
+
     convolve_layout l;
     convolve_layout_init(&l, CONVOLVE_FLOAT32, 2, c.shape, 1);
     convolve_filter *f;
