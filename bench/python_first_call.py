@@ -39,8 +39,14 @@ before, as the first call's is not (on the H200 host, a 512^2 float32
 input copied to the GPU took 0.066-0.090 ms when the call before had read
 it, 0.114-0.124 ms when it had not).
 
+--shapes K takes each size at K new shapes (n + 8 i along both axes, i
+< K; default 1) and reports the medians of their first calls, of their
+later calls' medians and of their ratios, with the ratios' range: one
+first call is one sample, and on the H200 host a 512^2 case's ratio moved
+by 0.3-0.5 between two runs of the same library.
+
     PYTHONPATH=build/python python3 bench/python_first_call.py [--backend cpu,cuda,auto]
-        [--sizes 512,2048,4096] [--calls 5] [--warm-streamed] [--warm-cases]
+        [--sizes 512,2048,4096] [--calls 5] [--shapes 1] [--warm-streamed] [--warm-cases]
         [--given-output] [--fresh-inputs]
 """
 import argparse
@@ -61,6 +67,20 @@ def make(kind, n, rng):
     if kind in ("f32", "corr7"):
         return rng.random((n, n), dtype=np.float32)
     return rng.integers(0, 256, (n, n, 3), dtype=np.uint8)
+
+
+def shapes(kind, n, backend, args, rng, w):
+    """The case at args.shapes new shapes from n: (median first, median of
+    the later medians, median ratio, least ratio, largest ratio, the first
+    shape's plan and executions times (s))."""
+    firsts, laters, ratios, spent0 = [], [], [], None
+    for i in range(args.shapes):
+        f, later, spent = one(kind, n + 8 * i, backend, args.calls, rng, w, args.given_output,
+                              args.fresh_inputs)
+        firsts.append(f), laters.append(later), ratios.append(f / later)
+        spent0 = spent0 or spent
+    return (float(np.median(firsts)), float(np.median(laters)), float(np.median(ratios)),
+            min(ratios), max(ratios), spent0)
 
 
 def call(kind, a, backend, w, out=None):
@@ -118,6 +138,8 @@ def main():
     ap.add_argument("--backend", default="cpu")
     ap.add_argument("--sizes", default="512,2048")
     ap.add_argument("--calls", type=int, default=5)
+    ap.add_argument("--shapes", type=int, default=1,
+                    help="each size at this many new shapes (n + 8 i): medians reported")
     ap.add_argument("--warm-streamed", action="store_true",
                     help="also warm up with one streamed call a backend (float32 1536^2, "
                          "uint8 1536^2 x 3) before the cases")
@@ -156,22 +178,26 @@ def main():
           + ("; outputs given (made and written before the first call)"
              if args.given_output else "; a new output array each call")
           + ("; an input array a call" if args.fresh_inputs else "; one input array a case"))
+    if args.shapes > 1:
+        print("%d shapes a size (n + 8 i): medians of the first calls, of the later calls' "
+              "medians and of the ratios (least-largest); plan and executions: the first "
+              "shape's first call" % args.shapes)
     print("| backend | case | n | first (ms) | later (ms) | first / later | plan (ms) | "
           "executions (ms) | fresh process: first | later |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for b in backends:
         for n in (int(s) for s in args.sizes.split(",")):
             for kind in CASES:
-                f, later, spent = one(kind, n, b, args.calls, rng, w, args.given_output,
-                                      args.fresh_inputs)
+                f, later, ratio, lo, hi, spent = shapes(kind, n, b, args, rng, w)
                 r = subprocess.run([sys.executable, __file__, "--calls", str(args.calls)]
                                    + (["--given-output"] if args.given_output else [])
                                    + (["--fresh-inputs"] if args.fresh_inputs else [])
                                    + ["--child", kind, str(n), b], capture_output=True,
                                    text=True, env=os.environ)
                 fresh = r.stdout.split() if r.returncode == 0 else ["-", "-"]
-                print("| %s | %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s |"
-                      % (b, kind, n, f * 1e3, later * 1e3, f / later, spent["plan"] * 1e3,
+                span = " (%.2f-%.2f)" % (lo, hi) if args.shapes > 1 else ""
+                print("| %s | %s | %d | %.2f | %.2f | %.2f%s | %.2f | %.2f | %s | %s |"
+                      % (b, kind, n, f * 1e3, later * 1e3, ratio, span, spent["plan"] * 1e3,
                          spent["exec"] * 1e3, fresh[0], fresh[1]), flush=True)
 
 
