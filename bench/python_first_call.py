@@ -32,12 +32,13 @@ array's pages: the first call's cost beyond that of a later one is then
 the new shape's own (its plan, its scratch), not the first touch of new
 memory that later calls avoid by reusing what the allocator freed.
 
---fresh-inputs gives every call of a case its own input array (all made
-and written before the first call) instead of one array for all: later
-calls then read an input that is not in the CPU's caches from the call
-before, as the first call's is not (on the H200 host, a 512^2 float32
-input copied to the GPU took 0.066-0.090 ms when the call before had read
-it, 0.114-0.124 ms when it had not).
+--fresh-inputs gives every call of a case its own input array, made and
+written just before the call (untimed), instead of one array for all:
+every call then reads an input as the first call does, written but not
+read since (on the H200 host, a 512^2 float32 input copied to the GPU
+took 0.066-0.090 ms when the call before had read it, 0.114-0.124 ms when
+it had not). (Until 2026-11-29 the arrays were all made before the first
+call, so that the first call read the one written longest ago.)
 
 --shapes K takes each size at K new shapes (n + 8 i along both axes, i
 < K; default 1) and reports the medians of their first calls, of their
@@ -117,11 +118,12 @@ def timed(args):
 
 
 def one(kind, n, backend, calls, rng, w, given=False, fresh=False):
-    inputs = [make(kind, n, rng) for _ in range(calls if fresh else 1)]
-    out = np.ones_like(inputs[0]) if given else None  # written: its pages are in memory
+    a = make(kind, n, rng)
+    out = np.ones_like(a) if given else None  # written: its pages are in memory
     times, first = [], None
     for i in range(calls):
-        a = inputs[i % len(inputs)]
+        if fresh and i > 0:  # made just before the call, as the first call's
+            a = make(kind, n, rng)
         spent, undo = timed(None)
         t = time.perf_counter()
         call(kind, a, backend, w, out)
