@@ -399,6 +399,33 @@ int main(int argc, char **argv)
     c.lin = H_PLANAR, c.lout = H_PACKED;
     c.tout = CONVOLVE_UINT8;
     run_case(&c);
+    /* shapes whose lookup keys met the instances' of fast_direct_u8.cu,
+     * fast_direct_u16.cu (channels x 8 + K: RGB 11x11 ran RGBA 3x3's
+     * kernel), fast_direct_f32.cu (KY x 32 + KX: 1 x 69 ran 3 x 5's) and
+     * fast_sep_int.cu (K x 4 + C): each must run a kernel of its own */
+    /* (--small: one of each kind) */
+    for (int t = 2; t < 4; t++) {
+        static const size_t ck[][2] = {{3, 11}, {2, 13}, {1, 19}, {3, 13}, {2, 11}, {1, 21}};
+        for (size_t i = t - 2; i < sizeof ck / sizeof ck[0]; i += g_small ? 6 : 1) {
+            base(&c, "direct", 2, 1, 13, 29, ck[i][0], ck[i][1], k_types[t]);
+            c.mode = (convolve_mode)(i % 5);
+            c.cval = 7.0; /* a value of the type's: CONSTANT stays on these kernels */
+            run_case(&c);
+        }
+        if (!g_small || t == 2) {
+            base(&c, "separable", 2, 1, 11, 30, 9, 3, k_types[t]);
+            run_case(&c);
+        }
+    }
+    {
+        static const size_t kyx[][2] = {{1, 69}, {2, 37}, {4, 35}, {1, 71}, {2, 41}, {8, 35}};
+        for (size_t i = 0; i < (g_small ? 1 : sizeof kyx / sizeof kyx[0]); i++) {
+            base(&c, "direct", 2, 1, 11, 75, 1, 3, CONVOLVE_FLOAT32);
+            c.K[0] = kyx[i][0], c.K[1] = kyx[i][1];
+            c.mode = (convolve_mode)(i % 5);
+            run_case(&c);
+        }
+    }
     for (int i = 0; i < ncases; i++) {
         random_case(&c);
         run_case(&c);

@@ -37,6 +37,8 @@ cvk_direct_kernel_fn cvk_direct2d_dense_f32(int K)
 
 cvk_direct_kernel_fn cvk_direct2d_dense_f32_rect(int KY, int KX)
 {
+    if (KY < 1 || KY > 9 || KX < 1 || KX > 9)
+        return 0; /* the key below is unique only so: 1 x 69 named 3 x 5 */
     switch (KY * 32 + KX) {
         RECT(3, 5)
         RECT(5, 3)

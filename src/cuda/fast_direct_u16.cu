@@ -34,6 +34,8 @@ cvk_direct_kernel_fn cvk_direct2d_u16(int channels, int K, int separable)
 {
     if (separable)
         return 0;
+    if ((K != 3 && K != 5) || channels < 1 || channels > 4)
+        return 0; /* the key below is unique only so: 3 channels at K = 11 named RGBA 3x3 */
     switch (channels * 8 + K) {
     case 1 * 8 + 3: return CVK_U16_INSTANCE(3, 1, true);
     case 3 * 8 + 3: return CVK_U16_INSTANCE(3, 3, true);

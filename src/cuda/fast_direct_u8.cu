@@ -39,6 +39,8 @@ cvk_direct_kernel_fn cvk_direct2d_u8(int channels, int K, int separable)
 {
     if (separable) /* fast_sep_int.cu */
         return 0;
+    if ((K != 3 && K != 5) || channels < 1 || channels > 4)
+        return 0; /* the key below is unique only so: 3 channels at K = 11 named RGBA 3x3 */
     switch (channels * 8 + K) {
     case 1 * 8 + 3: return CVK_U8_INSTANCE(3, 1, 8, true);
     case 3 * 8 + 3: return CVK_U8_INSTANCE(3, 3, 8, true);

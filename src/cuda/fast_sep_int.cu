@@ -420,6 +420,8 @@ static cvk_isep_fn pick(int in_type, int C, int K, cvk_isep_smem_fn *smem)
 {
     typedef unsigned char U8;
     typedef unsigned short U16;
+    if (C < 1 || C > 4 || K < 3 || K > 11)
+        return 0; /* the key K * 4 + C is unique only so: 9 channels at K = 3 named gray K = 5 */
     if (in_type == CVI_DTYPE_UINT8) {
         switch (K * 4 + C) {
             CVK_ISEP_CASE(U8, 1, 3)
