@@ -478,9 +478,9 @@ typedef struct convolve_options {
      * memory when the plan is made, or the environment variable
      * CONVOLVE_DEVICE_BUDGET (bytes, with an optional K, M or G suffix, powers
      * of 1024) when set. A host-memory plan whose one-shot run would not fit
-     * is streamed in slabs (docs/scale.md); results are the same. Arrays of
-     * less than 8 MiB in and out on the current device run in one shot
-     * whatever the budget: the automatic one is then read only if they are
+     * is streamed in slabs (docs/scale.md); results are the same. With the
+     * automatic budget, arrays of less than 8 MiB in and out on the current
+     * device run in one shot, and the free memory is read only if they are
      * filtered in place. Ignored by CPU plans and by convolve_execute_device. */
     size_t device_memory_budget;
     /* The CUDA devices a plan executed on host memory spreads over:

@@ -136,7 +136,7 @@ static convolve_status choose_devices(convolve_plan *plan, const convolve_option
 
 /* 1 if the plan's input and output hold less than CVI_STREAM_MIN_BYTES in
  * all: on the current device, out of place, they run in one shot whatever
- * the budget (cvi_stream_choose). */
+ * the automatic budget (cvi_stream_choose). */
 static int small_arrays(const convolve_plan *plan)
 {
     size_t n = plan->in.channels, bytes;
