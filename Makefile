@@ -66,7 +66,7 @@ test-emu:
 	      test_gpu_cast
 	if cmake --build build-emu --target help | grep -q test_mpi_exact; then \
 	    cmake --build build-emu -j $(JOBS) --target test_mpi_exact; fi
-	cd build-emu && ctest -L emu --output-on-failure
+	cd build-emu && ctest -L emu --output-on-failure -j $(JOBS)
 
 python:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
