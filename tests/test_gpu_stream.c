@@ -548,6 +548,20 @@ static void staging_pins(void)
     printf("test_gpu_stream: pinned staging primed, taken slot by slot (emulated): checked\n");
 }
 
+/* *c = a float32 2-D case of one channel, packed, exact, on the GPU's
+ * direct strategy (basic in the emulation); shape, filter and the rest
+ * zero for the caller to set. */
+static void f32_2d(s_case *c)
+{
+    memset(c, 0, sizeof *c);
+    c->backend = CONVOLVE_BACKEND_CUDA;
+    c->strategy = g_emulated ? "basic" : "direct";
+    c->in_type = c->out_type = CONVOLVE_FLOAT32;
+    c->ndim = 2, c->channels = 1;
+    c->layout = H_PACKED;
+    c->exact = 1;
+}
+
 /* Fewer slabs than a device's slots (those no slab reaches take no
  * staging): one and two slabs on one device, one a device on two; every
  * mode, pageable, pinned, the input alone pinned, in place. */
@@ -556,11 +570,7 @@ static void few_slabs(void)
     for (int v = 0; v < 16; v++) {
         const int two = v % 2 && g_devices > 1;
         s_case c;
-        memset(&c, 0, sizeof c);
-        c.backend = CONVOLVE_BACKEND_CUDA;
-        c.strategy = g_emulated ? "basic" : "direct";
-        c.in_type = c.out_type = CONVOLVE_FLOAT32;
-        c.ndim = 2, c.channels = 1;
+        f32_2d(&c);
         /* two devices: rows for one slab a device (8 halos would leave
          * one idle: slab_shares) */
         c.shape[0] = two ? 40 : g_small ? 23 : 601, c.shape[1] = g_small ? 13 : 301;
@@ -568,8 +578,6 @@ static void few_slabs(void)
         c.origin[0] = v % 3 - 1;
         c.mode = (convolve_mode)(v % 5);
         c.cval = 0.5;
-        c.layout = H_PACKED;
-        c.exact = 1;
         c.pin = v / 4 % 3;
         c.in_place = v / 4 == 3;
         c.route = "slabs";
@@ -591,11 +599,7 @@ static void staging_grows(void)
 {
     for (int v = 0; v < 3; v++) {
         s_case c;
-        memset(&c, 0, sizeof c);
-        c.backend = CONVOLVE_BACKEND_CUDA;
-        c.strategy = g_emulated ? "basic" : "direct";
-        c.in_type = c.out_type = CONVOLVE_FLOAT32;
-        c.ndim = 2, c.channels = 1;
+        f32_2d(&c);
         /* slabs of about 330 rows of 4 KiB: 1.3 MiB of output rows, 2.6 MiB
          * with the input's (past the 2 MiB class of the output's); 4 or more slabs,
          * so that a slot first reached by a middle slab gets the last */
@@ -603,8 +607,6 @@ static void staging_grows(void)
         c.shape[0] = 5 * rows, c.shape[1] = 1024;
         c.ksize[0] = c.ksize[1] = 3;
         c.mode = CONVOLVE_MODE_REFLECT;
-        c.layout = H_PACKED;
-        c.exact = 1;
         c.pin = v == 1 ? 2 : 0;
         c.devices = k_two, c.device_count = 1;
         c.budget = budget_for(&c, rows);
@@ -1015,18 +1017,12 @@ static void buffers_kept(void)
     unsigned long made[2] = {0, 0};
     for (int v = 0; v < 2; v++) {
         s_case c;
-        memset(&c, 0, sizeof c);
-        c.backend = CONVOLVE_BACKEND_CUDA;
-        c.strategy = g_emulated ? "basic" : "direct";
-        c.in_type = c.out_type = CONVOLVE_FLOAT32;
-        c.ndim = 2, c.channels = 1;
+        f32_2d(&c);
         /* slabs of 256 rows (CVI_STREAM_MIN_SLAB_BYTES), 2 MiB in and out,
          * then of 550 (an eighth), 4.3 MiB */
         c.shape[0] = v ? 4400 : 300, c.shape[1] = 1024;
         c.ksize[0] = c.ksize[1] = 3;
         c.mode = CONVOLVE_MODE_NEAREST;
-        c.layout = H_PACKED;
-        c.exact = 1;
         c.devices = k_two, c.device_count = 1; /* streamed, automatic budget */
         c.min_slabs = v ? 8 : 2;
         s_run_case(&c);
