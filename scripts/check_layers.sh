@@ -174,7 +174,7 @@ if [ -n "$build" ]; then
     graph=$(mktemp)
     trap 'rm -f "$edges" "$syms" "$calls" "$graph"' EXIT
     while read -r from to sym; do
-        if printf '%s\n' "$known_exceptions" | grep -q "^$from $to "; then
+        if grep -q "^$from $to " <<<"$known_exceptions"; then
             continue
         fi
         echo "$from $to" >>"$graph"
@@ -189,7 +189,9 @@ if [ -n "$build" ]; then
         echo "check_layers: calls go round; the calls among the files of the circle:"
         members=$(printf '%s\n' "$loops" | grep -v 'input contains a loop' | sed 's/^tsort: //')
         while read -r from to sym; do
-            if printf '%s\n' "$members" | grep -qx "$from" && printf '%s\n' "$members" | grep -qx "$to"; then
+            # (here-strings, not pipes: with pipefail, grep -q leaving at its
+            # first match could fail a pipe whose writer had more to write)
+            if grep -qx -- "$from" <<<"$members" && grep -qx -- "$to" <<<"$members"; then
                 echo "    $from -> $to ($sym)"
             fi
         done <"$calls"
