@@ -489,7 +489,9 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
  * float64 0.097, 0.121, 0.166, 0.221, 0.259, 0.296, 0.338, 0.359 before,
  * 0.097, 0.130, 0.157, 0.206, 0.239, 0.278, 0.309, 0.329 at 2, 0.097,
  * 0.126, 0.180, 0.203, 0.242, 0.275, 0.305, 0.321 at 4; YM = 1 1-2% slower
- * than before). */
+ * than before). float32 K = 15 took 4 then; on the kernel since the face
+ * chunks' list, 2 measured faster (H200, 2026-11-30, three rounds
+ * alternating: 1.005-1.006 -> 0.974-0.975 ms, the other K within 0.3%). */
 template <typename T, int K>
 struct cvk_sep3d_shape {
     enum {
@@ -503,8 +505,7 @@ struct cvk_sep3d_shape {
         ROWS = CVK_3D_TY + K - 1,  /* tile rows */
         F32 = sizeof(T) == 4,
         SPLIT = F32 ? (K <= 7 || K >= 15) : 1,
-        YM = F32 ? (K == 7 || K == 9 || K == 11 || K == 15 ? 4 : 2)
-                 : (K == 7 || K == 11 || K == 13 ? 2 : 4),
+        YM = F32 ? (K == 7 || K == 9 || K == 11 ? 4 : 2) : (K == 7 || K == 11 || K == 13 ? 2 : 4),
         MINB = F32 ? (K >= 7 && K <= 13 ? 3 : 2) : (K >= 11 ? 2 : 1)
     };
 };
