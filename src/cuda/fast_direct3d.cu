@@ -110,6 +110,32 @@ __device__ __forceinline__ void cvk_3d_st16(double *dst, const double *v)
 {
     *(double2 *)dst = make_double2(v[0], v[1]);
 }
+/* An output's whole 16-, 8- or 4-byte store to global memory. Written as
+ * a plain vector assignment, the compiler merged it with the
+ * element-by-element fallback's stores beside it into 4-byte stores (every
+ * output store of both walks was four STG.E); the store intrinsic
+ * (st.global.wb, the default policy) keeps it whole. H200, trial build
+ * against plain stores, two rounds: float32 512^3 separable K = 3, 5, 7
+ * 0.350, 0.425, 0.523 -> 0.333, 0.369, 0.507 ms, dense 3x3x3 0.361 ->
+ * 0.345; the longer filters and float64 256^3 within 2% either way
+ * (st.global.cs: between the two). */
+template <typename V>
+__device__ __forceinline__ void cvk_3d_stg(V *dst, V v)
+{
+#ifdef CVK_CP_ASYNC_DEFINED
+    *dst = v;
+#else
+    __stwb(dst, v);
+#endif
+}
+__device__ __forceinline__ void cvk_3d_stg16(float *dst, const float *v)
+{
+    cvk_3d_stg((float4 *)dst, make_float4(v[0], v[1], v[2], v[3]));
+}
+__device__ __forceinline__ void cvk_3d_stg16(double *dst, const double *v)
+{
+    cvk_3d_stg((double2 *)dst, make_double2(v[0], v[1]));
+}
 __device__ __forceinline__ void cvk_3d_fill16(float *dst, float v)
 {
     *(float4 *)dst = make_float4(v, v, v, v);
@@ -435,12 +461,13 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
                 /* float32's test spelled out: written with `vec`, it
                  * changes the float32 instances' code */
                 if (p.vec_store && p.out_type == CVI_DTYPE_FLOAT32 && x >= 0 && x + 4 <= p.W) {
-                    *(float4 *)((float *)row + x) = make_float4(v[0], v[1], v[2], v[3]);
+                    cvk_3d_stg16((float *)row + x, v);
                 } else if (!S::F32 && vec && p.out_type == CVI_DTYPE_UINT16) {
-                    *(uint2 *)((uint16_t *)row + x) = make_uint2(cvk_u16_pack2(v[0], v[1]),
-                                                                 cvk_u16_pack2(v[2], v[3]));
+                    cvk_3d_stg((uint2 *)((uint16_t *)row + x),
+                               make_uint2(cvk_u16_pack2(v[0], v[1]), cvk_u16_pack2(v[2], v[3])));
                 } else if (!S::F32 && vec && p.out_type == CVI_DTYPE_UINT8) {
-                    *(unsigned *)((uint8_t *)row + x) = cvk_u8_pack4(v[0], v[1], v[2], v[3]);
+                    cvk_3d_stg((unsigned *)((uint8_t *)row + x),
+                               cvk_u8_pack4(v[0], v[1], v[2], v[3]));
                 } else {
 #pragma unroll
                     for (int i = 0; i < 4; i++)
@@ -589,7 +616,7 @@ __device__ __forceinline__ void cvk_sep3d_plane(const cvk_direct3d_params &p, T 
         char *row = p.out + (z0 + o) * p.out_str[0] + y * p.out_str[1];
         const long long x = x0 + S::V * lane + p.shift;
         if (p.vec_store && p.out_type == own_type && x >= 0 && x + S::V <= p.W) {
-            cvk_3d_st16((T *)row + x, acc[0]);
+            cvk_3d_stg16((T *)row + x, acc[0]);
         } else {
 #pragma unroll
             for (int i = 0; i < S::V; i++)
