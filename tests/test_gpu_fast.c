@@ -519,9 +519,9 @@ int main(int argc, char **argv)
         run_case(&c);
     }
     for (int m = 0; m < 5; m++) {
-        /* three blocks of 128 columns: the middle one's rows whole chunks
-         * (one bulk copy a row on sm_90), the outer ones past the faces;
-         * rows 16-byte aligned but for mirror */
+        /* three blocks of 128 columns: the middle one's tile rows wholly
+         * inside the volume, the outer ones past the faces; rows 16-byte
+         * aligned but for mirror */
         base_case(&c, "separable", 3, 9, 10, m == 3 ? 267 : 260 + 4 * m, 1, 7, CONVOLVE_FLOAT32);
         c.separable = 1;
         c.mode = (convolve_mode)m;

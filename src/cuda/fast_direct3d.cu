@@ -122,7 +122,7 @@ __device__ __forceinline__ void cvk_3d_st16(double *dst, const double *v)
 template <typename V>
 __device__ __forceinline__ void cvk_3d_stg(V *dst, V v)
 {
-#ifdef CVK_CP_ASYNC_DEFINED
+#ifdef CVK_CP_ASYNC_DEFINED /* the CUDA emulation (tests/emu/) */
     *dst = v;
 #else
     __stwb(dst, v);
