@@ -427,14 +427,18 @@ sass_scan() {
             sed -E 's/^ *Function ([^ ]+):.*REG:([0-9]+).*STACK:([0-9]+).*SHARED:([0-9]+).*LOCAL:([0-9]+).*/\1 REG=\2 STACK=\3 SHARED=\4 LOCAL=\5/' |
             c++filt
         echo "instructions per kernel: local (LDL/STL, want 0), constant-bank (LDC),"
-        echo "shared (LDS), global (LDG) loads:"
+        echo "shared (LDS), global (LDG) loads; global stores of 16, 8, 4 and 1-2 bytes"
+        echo "(a kernel that writes whole vectors but shows only 4-byte stores had its"
+        echo "vector stores split by the compiler, as fast_direct3d.cu's were):"
         cuobjdump -sass "$o" 2>/dev/null | awk '
-            function out() { if (name != "") printf "local %3d  LDC %3d  LDS %3d  LDG %3d  %s\n", l, c, s, g, name }
-            /Function :/ { out(); name = $3; l = c = s = g = 0 }
+            function out() { if (name != "") printf "local %3d  LDC %3d  LDS %3d  LDG %3d  STG 16/8/4/1-2 %3d %3d %3d %3d  %s\n", l, c, s, g, s16, s8, s4, s1, name }
+            /Function :/ { out(); name = $3; l = c = s = g = s16 = s8 = s4 = s1 = 0 }
             /LDL|STL/ { l++ }
             /LDC/ { c++ }
             /LDS/ { s++ }
             /LDG/ { g++ }
+            /[^A-Z]STG\./ { if ($0 ~ /STG\.[A-Z.]*128/) s16++; else if ($0 ~ /STG\.[A-Z.]*64/) s8++;
+                           else if ($0 ~ /STG\.[A-Z.]*[US](8|16)/) s1++; else s4++ }
             END { out() }' | c++filt | sort -k2,2nr | head -60
     done
 }
