@@ -110,31 +110,23 @@ __device__ __forceinline__ void cvk_3d_st16(double *dst, const double *v)
 {
     *(double2 *)dst = make_double2(v[0], v[1]);
 }
-/* An output's whole 16-, 8- or 4-byte store to global memory. Written as
- * a plain vector assignment, the compiler merged it with the
- * element-by-element fallback's stores beside it into 4-byte stores (every
+/* An output's whole 16-byte store to global memory (the 8- and 4-byte
+ * integer ones call __stwb directly). Written as a plain vector
+ * assignment, the compiler merged it with the element-by-element
+ * fallback's stores beside it into 4-byte stores (every
  * output store of both walks was four STG.E); the store intrinsic
  * (st.global.wb, the default policy) keeps it whole. H200, trial build
  * against plain stores, two rounds: float32 512^3 separable K = 3, 5, 7
  * 0.350, 0.425, 0.523 -> 0.333, 0.369, 0.507 ms, dense 3x3x3 0.361 ->
  * 0.345; the longer filters and float64 256^3 within 2% either way
  * (st.global.cs: between the two). */
-template <typename V>
-__device__ __forceinline__ void cvk_3d_stg(V *dst, V v)
-{
-#ifdef CVK_CP_ASYNC_DEFINED /* the CUDA emulation (tests/emu/) */
-    *dst = v;
-#else
-    __stwb(dst, v);
-#endif
-}
 __device__ __forceinline__ void cvk_3d_stg16(float *dst, const float *v)
 {
-    cvk_3d_stg((float4 *)dst, make_float4(v[0], v[1], v[2], v[3]));
+    __stwb((float4 *)dst, make_float4(v[0], v[1], v[2], v[3]));
 }
 __device__ __forceinline__ void cvk_3d_stg16(double *dst, const double *v)
 {
-    cvk_3d_stg((double2 *)dst, make_double2(v[0], v[1]));
+    __stwb((double2 *)dst, make_double2(v[0], v[1]));
 }
 __device__ __forceinline__ void cvk_3d_fill16(float *dst, float v)
 {
@@ -463,11 +455,10 @@ __global__ void __launch_bounds__(CVK_3D_THREADS)
                 if (p.vec_store && p.out_type == CVI_DTYPE_FLOAT32 && x >= 0 && x + 4 <= p.W) {
                     cvk_3d_stg16((float *)row + x, v);
                 } else if (!S::F32 && vec && p.out_type == CVI_DTYPE_UINT16) {
-                    cvk_3d_stg((uint2 *)((uint16_t *)row + x),
-                               make_uint2(cvk_u16_pack2(v[0], v[1]), cvk_u16_pack2(v[2], v[3])));
+                    __stwb((uint2 *)((uint16_t *)row + x),
+                           make_uint2(cvk_u16_pack2(v[0], v[1]), cvk_u16_pack2(v[2], v[3])));
                 } else if (!S::F32 && vec && p.out_type == CVI_DTYPE_UINT8) {
-                    cvk_3d_stg((unsigned *)((uint8_t *)row + x),
-                               cvk_u8_pack4(v[0], v[1], v[2], v[3]));
+                    __stwb((unsigned *)((uint8_t *)row + x), cvk_u8_pack4(v[0], v[1], v[2], v[3]));
                 } else {
 #pragma unroll
                     for (int i = 0; i < 4; i++)

@@ -43,6 +43,12 @@ inline T __ldg(const T *p)
 {
     return *p;
 }
+/* st.global.wb: a plain store here */
+template <typename T>
+inline void __stwb(T *p, T v)
+{
+    *p = v;
+}
 
 /* Vector types and intrinsics the fast kernels use. */
 struct __attribute__((aligned(16))) float4 {
